@@ -1,0 +1,155 @@
+#include "calibrate/profile/profile.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "sim/core/registry.h"
+
+namespace parasim {
+
+namespace {
+
+const std::vector<std::string> kHow = {"measured", "imported", "datasheet", "published", "fitted", "assumed"};
+
+Figure figure(const JsonObject& parent, const std::string& key, double min, double max) {
+  const JsonObject o = parent.object(key);
+  Figure f;
+  f.value = o.number("value", min, max);
+  f.how = o.choice("how", kHow);
+  f.source = o.str("source");
+  if (f.source.empty()) o.fail("source", "every figure needs a source");
+  o.finish();
+  return f;
+}
+
+}  // namespace
+
+double Profile::peak_flops(const std::string& dtype) const {
+  auto it = peak_tflops.find(dtype);
+  if (it == peak_tflops.end()) throw ProfileError(file + ": /compute/peak_tflops: no peak for dtype \"" + dtype + "\"");
+  return it->second.value * 1e12;
+}
+
+Profile parse_profile(const Json& j, const std::string& file) {
+  const JsonObject root(j, file, "");
+  if (root.str("schema") != "parasim.profile/1") root.fail("schema", "expected \"parasim.profile/1\"");
+  Profile p;
+  p.file = file;
+  p.name = root.str("name");
+  {
+    const JsonObject d = root.object("device");
+    p.device.name = d.str("name");
+    p.device.sms = d.integer("sms", 1, 100000);
+    p.device.memory_bytes = d.number("memory_bytes", 1, 1e15);
+    p.device.how = d.choice("how", {"measured", "imported", "datasheet"});
+    p.device.date = d.str("date", "");
+    p.device.driver = d.str("driver", "");
+    p.device.cuda = d.str("cuda", "");
+    p.device.nccl = d.str("nccl", "");
+    p.device.cublas = d.str("cublas", "");
+    p.device.source = d.str("source");
+    d.finish({"cudnn", "clocks_mhz", "command"});
+  }
+  {
+    const JsonObject c = root.object("compute");
+    const JsonObject peaks = c.object("peak_tflops");
+    for (const auto& dt : {"bf16", "fp16", "fp8", "tf32", "fp32"})
+      if (peaks.has(dt)) p.peak_tflops[dt] = figure(peaks, dt, 1e-3, 1e6);
+    peaks.finish();
+    p.gemm_max_efficiency = figure(c, "gemm_max_efficiency", 0.01, 1.0);
+    p.gemm_tile_m = figure(c, "gemm_tile_m", 1, 4096);
+    p.gemm_tile_n = figure(c, "gemm_tile_n", 1, 4096);
+    p.attention_fwd_efficiency = figure(c, "attention_fwd_efficiency", 0.01, 1.0);
+    p.attention_bwd_efficiency = figure(c, "attention_bwd_efficiency", 0.01, 1.0);
+    p.kernel_overhead_us = figure(c, "kernel_overhead_us", 0, 1e4);
+    p.overlap_compute_slowdown = figure(c, "overlap_compute_slowdown", 0, 10);
+    if (const Json* pts = c.raw_opt("gemm_points")) {
+      if (!pts->is_array()) c.fail("gemm_points", "expected an array");
+      for (size_t i = 0; i < pts->size(); ++i) {
+        const JsonObject g((*pts)[i], file, c.path("gemm_points") + "/" + std::to_string(i));
+        GemmPoint gp;
+        gp.m = g.integer("m", 1, 1LL << 40);
+        gp.n = g.integer("n", 1, 1LL << 40);
+        gp.k = g.integer("k", 1, 1LL << 40);
+        gp.dtype = g.choice("dtype", {"bf16", "fp16", "fp8", "tf32", "fp32"});
+        gp.time_s = g.number("time_s", 1e-12, 1e6);
+        gp.source = g.str("source");
+        g.finish({"algo", "p10_s", "p90_s", "tflops"});
+        p.gemm_points.push_back(gp);
+      }
+    }
+    c.finish();
+  }
+  {
+    const JsonObject m = root.object("memory");
+    p.hbm_gbps = figure(m, "hbm_gbps", 1, 1e6);
+    p.hbm_efficiency = figure(m, "hbm_efficiency", 0.01, 1.0);
+    p.runtime_reserved_gib = figure(m, "runtime_reserved_gib", 0, 1e4);
+    p.pcie_gbps = figure(m, "pcie_gbps", 0.1, 1e4);
+    m.finish();
+  }
+  {
+    const JsonObject n = root.object("network");
+    p.nvlink_gbps = figure(n, "nvlink_gbps", 0.1, 1e5);
+    p.intra_bus_efficiency = figure(n, "intra_bus_efficiency", 0.01, 1.0);
+    p.intra_alpha_us = figure(n, "intra_alpha_us", 0, 1e5);
+    p.inter_bus_efficiency = figure(n, "inter_bus_efficiency", 0.01, 1.0);
+    p.inter_alpha_us = figure(n, "inter_alpha_us", 0, 1e5);
+    if (const Json* pts = n.raw_opt("collective_points")) {
+      if (!pts->is_array()) n.fail("collective_points", "expected an array");
+      for (size_t i = 0; i < pts->size(); ++i) {
+        const JsonObject g((*pts)[i], file, n.path("collective_points") + "/" + std::to_string(i));
+        CollectivePoint cp;
+        cp.op = g.choice("op", {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"});
+        cp.ranks = g.integer("ranks", 1, 1 << 24);
+        cp.nodes = g.integer("nodes", 1, 1 << 24, 1);
+        cp.bytes = g.number("bytes", 1, 1e15);
+        cp.time_s = g.number("time_s", 1e-12, 1e6);
+        cp.algo = g.str("algo", "");
+        cp.source = g.str("source");
+        g.finish({"busbw_gbps", "algbw_gbps", "p10_s", "p90_s"});
+        p.collective_points.push_back(cp);
+      }
+    }
+    n.finish();
+  }
+  root.finish({"description", "notes"});
+  return p;
+}
+
+std::vector<std::string> profile_names(const std::string& data_dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(data_dir + "/calibrate/profiles", ec))
+    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Profile load_profile(const std::string& data_dir, const std::string& name_or_path, const std::string& where) {
+  std::string path = name_or_path;
+  std::string shown = name_or_path;
+  const bool is_path = name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json");
+  if (!is_path) {
+    path = data_dir + "/calibrate/profiles/" + name_or_path + ".json";
+    shown = "calibrate/profiles/" + name_or_path + ".json";
+    if (!std::filesystem::exists(path)) {
+      const auto names = profile_names(data_dir);
+      std::string msg = where + ": unknown GPU profile \"" + name_or_path + "\"";
+      const std::string close = closest_name(name_or_path, names);
+      if (!close.empty()) msg += "; did you mean \"" + close + "\"?";
+      msg += " Profiles: ";
+      for (size_t i = 0; i < names.size(); ++i) msg += (i ? ", " : "") + names[i];
+      throw ConfigError(msg);
+    }
+  }
+  try {
+    return parse_profile(read_json_file(path), shown);
+  } catch (const ProfileError&) {
+    throw;
+  } catch (const ConfigError& e) {
+    throw ProfileError(e.what());
+  }
+}
+
+}  // namespace parasim

@@ -1,0 +1,74 @@
+// Calibration profile: every figure a prediction depends on, each with how it was obtained and
+// its source. Loaded strictly; the cost model reads nothing else.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/config/json_reader.h"
+
+namespace parasim {
+
+struct Figure {
+  double value = 0;
+  std::string how;     // measured | imported | datasheet | published | fitted | assumed
+  std::string source;  // where the number comes from
+};
+
+struct GemmPoint {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::string dtype;
+  double time_s = 0;
+  std::string source;
+};
+
+struct CollectivePoint {
+  std::string op;  // all_reduce | all_gather | reduce_scatter | all_to_all | broadcast | send_recv
+  std::int64_t ranks = 0;
+  std::int64_t nodes = 1;
+  double bytes = 0;
+  double time_s = 0;
+  std::string algo;
+  std::string source;
+};
+
+struct DeviceInfo {
+  std::string name;
+  std::int64_t sms = 0;
+  double memory_bytes = 0;
+  std::string how;  // how the profile as a whole was made: measured | imported | datasheet
+  std::string date;
+  std::string driver, cuda, nccl, cublas;
+  std::string source;
+};
+
+struct Profile {
+  std::string name;
+  std::string file;
+  DeviceInfo device;
+  std::map<std::string, Figure> peak_tflops;  // dtype -> dense peak
+  Figure gemm_max_efficiency;    // best-shape achievable fraction of peak
+  Figure gemm_tile_m, gemm_tile_n;  // output tile of the large-GEMM kernels, for wave quantisation
+  Figure attention_fwd_efficiency, attention_bwd_efficiency;  // fused attention, fraction of peak
+  Figure hbm_gbps, hbm_efficiency;
+  Figure kernel_overhead_us;     // per-kernel launch and tail
+  Figure runtime_reserved_gib;   // CUDA context, allocator and library workspaces
+  Figure nvlink_gbps;            // per direction, per GPU (datasheet); scenario may override
+  Figure intra_bus_efficiency;   // achievable ring bus bandwidth / link bandwidth
+  Figure intra_alpha_us;         // per ring step latency, NVLink
+  Figure inter_bus_efficiency;   // achievable bus bandwidth / NIC line rate
+  Figure inter_alpha_us;         // per step latency across nodes
+  Figure pcie_gbps;              // host <-> device, per direction
+  Figure overlap_compute_slowdown;
+  std::vector<GemmPoint> gemm_points;
+  std::vector<CollectivePoint> collective_points;
+
+  double peak_flops(const std::string& dtype) const;  // FLOP/s; throws ProfileError if absent
+};
+
+Profile parse_profile(const Json& j, const std::string& file);
+// Resolves a profile name (calibrate/profiles/<name>.json) or a path.
+Profile load_profile(const std::string& data_dir, const std::string& name_or_path, const std::string& where);
+std::vector<std::string> profile_names(const std::string& data_dir);
+
+}  // namespace parasim

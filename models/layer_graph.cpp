@@ -1,0 +1,153 @@
+#include "models/layer_graph.h"
+
+namespace parasim {
+
+double Block::model_flops() const {
+  double f = 0;
+  for (const auto& k : kernels) f += k.model_flops;
+  return f;
+}
+
+namespace {
+
+Kernel gemm(const std::string& name, std::int64_t m, std::int64_t n, std::int64_t k, bool bwd = false) {
+  Kernel g{name, KernelKind::Gemm, m, n, k, 1, 0, 0, 0, bwd};
+  g.flops = g.model_flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  return g;
+}
+Kernel mem(const std::string& name, double bytes, bool bwd = false) {
+  Kernel g{name, KernelKind::Memory, 0, 0, 0, 1, 0, 0, bytes, bwd};
+  return g;
+}
+// Forward GEMM y = x W with x [M,K], W [K,N] -> backward dgrad [M,N]x[N,K] and wgrad [K,M]x[M,N].
+void add_gemm_bwd(Block& b, const Kernel& f) {
+  b.kernels.push_back(gemm(f.name + ".dgrad", f.m, f.k, f.n, true));
+  b.kernels.push_back(gemm(f.name + ".wgrad", f.k, f.n, f.m, true));
+}
+
+}  // namespace
+
+LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
+  LayerGraph g;
+  g.shape = sh;
+  const double e = sh.dtype_bytes;
+  const std::int64_t t = sh.tp;
+  const std::int64_t s_local = sh.seq_len / sh.cp;
+  const std::int64_t T = sh.micro_batch * s_local;  // tokens on this rank
+  const std::int64_t h = m.hidden;
+  const std::int64_t kv = m.kv_dim();
+  const std::int64_t f = m.ffn_hidden;
+  const double Td = static_cast<double>(T), hd = static_cast<double>(h);
+  // Norms, residuals and dropout run on T/t tokens with sequence parallel.
+  const double sp_div = sh.sequence_parallel ? static_cast<double>(t) : 1.0;
+  const double act = Td * hd * e / sp_div;  // one [T, h] activation on this rank
+  g.tokens = Td;
+  g.tp_message_bytes = Td * hd * e;
+  g.p2p_bytes = Td * hd * e / (sh.sequence_parallel ? static_cast<double>(t) : 1.0);
+  g.cp_kv_bytes = sh.cp > 1 ? Td * 2.0 * static_cast<double>(kv) / static_cast<double>(t) * e : 0.0;
+
+  // --- attention block, forward
+  Block& af = g.attn_fwd;
+  af.kernels.push_back(mem("norm1", 2 * act));
+  const Kernel qkv = gemm("qkv", T, (h + 2 * kv) / t, h);
+  af.kernels.push_back(qkv);
+  if (m.position_embedding == "rope") af.kernels.push_back(mem("rope", 2 * Td * static_cast<double>(h + kv) / static_cast<double>(t) * e));
+  // Scores over the full (gathered) sequence: Q local, K/V for all s positions.
+  const double heads_local = static_cast<double>(m.heads / t);
+  const double d = static_cast<double>(m.head_dim());
+  const double s_kv = static_cast<double>(sh.seq_len);
+  const double sq = static_cast<double>(s_local), b = static_cast<double>(sh.micro_batch);
+  const double score_flops = 2.0 * b * heads_local * sq * s_kv * d;  // QK^T, and the same for PV
+  Kernel attn{"attention", KernelKind::Attention, 0, 0, 0, 1, 0, 0, 0, false};
+  attn.model_flops = 2 * score_flops;
+  attn.flops = 2 * score_flops * 0.5;  // causal: about half the score matrix is computed
+  if (sh.flash_attention) {
+    af.kernels.push_back(attn);
+  } else {
+    // Unfused: two batched GEMMs over the full score matrix, softmax/mask/dropout through HBM.
+    Kernel qk = gemm("scores", static_cast<std::int64_t>(sq), static_cast<std::int64_t>(s_kv), m.head_dim());
+    qk.batch = sh.micro_batch * (m.heads / t);
+    qk.flops = qk.model_flops = score_flops;
+    Kernel pv = gemm("context", static_cast<std::int64_t>(sq), m.head_dim(), static_cast<std::int64_t>(s_kv));
+    pv.batch = qk.batch;
+    pv.flops = pv.model_flops = score_flops;
+    af.kernels.push_back(qk);
+    af.kernels.push_back(mem("softmax", 3 * 2 * b * heads_local * sq * s_kv * e));
+    af.kernels.push_back(pv);
+  }
+  const Kernel proj = gemm("attn_out", T, h, h / t);
+  af.kernels.push_back(proj);
+  af.kernels.push_back(mem("residual1", 3 * act));
+
+  // --- attention block, backward
+  Block& ab = g.attn_bwd;
+  ab.kernels.push_back(mem("residual1.bwd", 3 * act, true));
+  add_gemm_bwd(ab, proj);
+  if (sh.flash_attention) {
+    Kernel ba = attn;
+    ba.name = "attention.bwd";
+    ba.backward = true;
+    ba.model_flops = 2 * attn.model_flops;
+    ba.flops = 2.5 * attn.flops;  // recomputes QK^T: five matmuls against two in forward
+    ab.kernels.push_back(ba);
+  } else {
+    for (const auto& k : af.kernels)
+      if (k.name == "scores" || k.name == "context") {
+        Kernel x = k;
+        x.name += ".bwd";
+        x.backward = true;
+        x.flops *= 2;
+        x.model_flops *= 2;
+        x.n = k.k;
+        x.k = k.n;
+        ab.kernels.push_back(x);
+      }
+    ab.kernels.push_back(mem("softmax.bwd", 3 * 2 * b * heads_local * sq * s_kv * e, true));
+  }
+  if (m.position_embedding == "rope") ab.kernels.push_back(mem("rope.bwd", 2 * Td * static_cast<double>(h + kv) / static_cast<double>(t) * e, true));
+  add_gemm_bwd(ab, qkv);
+  ab.kernels.push_back(mem("norm1.bwd", 3 * act, true));
+
+  // --- MLP block
+  const bool glu = m.activation == "swiglu";
+  const std::int64_t f_local = f / t;
+  std::int64_t mlp_ff = f_local;
+  double routed = 1.0;  // MoE: each token visits top_k experts of expert_ffn_hidden
+  if (m.moe) {
+    mlp_ff = m.moe->expert_ffn_hidden / t;
+    routed = static_cast<double>(m.moe->top_k);
+  }
+  const std::int64_t T_mlp = static_cast<std::int64_t>(Td * routed);
+  Block& mf = g.mlp_fwd;
+  mf.kernels.push_back(mem("norm2", 2 * act));
+  const Kernel up = gemm(glu ? "mlp_gate_up" : "mlp_up", T_mlp, (glu ? 2 : 1) * mlp_ff, h);
+  mf.kernels.push_back(up);
+  const double ffb = static_cast<double>(T_mlp) * static_cast<double>(mlp_ff) * e;
+  mf.kernels.push_back(mem(glu ? "swiglu" : "gelu", (glu ? 3 : 2) * ffb));
+  const Kernel down = gemm("mlp_down", T_mlp, h, mlp_ff);
+  mf.kernels.push_back(down);
+  mf.kernels.push_back(mem("residual2", 3 * act));
+
+  Block& mb = g.mlp_bwd;
+  mb.kernels.push_back(mem("residual2.bwd", 3 * act, true));
+  add_gemm_bwd(mb, down);
+  mb.kernels.push_back(mem(glu ? "swiglu.bwd" : "gelu.bwd", (glu ? 5 : 3) * ffb, true));
+  add_gemm_bwd(mb, up);
+  mb.kernels.push_back(mem("norm2.bwd", 3 * act, true));
+
+  // --- embedding (first stage) and output layer (last stage)
+  g.embed_fwd.kernels.push_back(mem("embedding", 2 * Td * hd * e / sp_div));
+  g.embed_bwd.kernels.push_back(mem("embedding.bwd", 3 * Td * hd * e / sp_div, true));
+  const std::int64_t v_local = m.vocab / t;
+  const double logits = Td * static_cast<double>(v_local) * 4.0;  // fp32 logits for the loss
+  g.head_fwd.kernels.push_back(mem("final_norm", 2 * act));
+  const Kernel lg = gemm("logits", T, v_local, h);
+  g.head_fwd.kernels.push_back(lg);
+  g.head_fwd.kernels.push_back(mem("cross_entropy", 3 * logits));
+  g.head_bwd.kernels.push_back(mem("cross_entropy.bwd", 2 * logits, true));
+  add_gemm_bwd(g.head_bwd, lg);
+  g.head_bwd.kernels.push_back(mem("final_norm.bwd", 3 * act, true));
+  return g;
+}
+
+}  // namespace parasim

@@ -1,0 +1,58 @@
+// A model plus training config becomes a LayerGraph: the kernels of one transformer layer (and of
+// the embedding and output layers) for one microbatch on one tensor-parallel rank, with their
+// shapes, FLOPs and bytes. GEMM shapes follow Megatron's column/row-parallel split.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/model.h"
+
+namespace parasim {
+
+enum class KernelKind : std::uint8_t { Gemm, Attention, Memory };
+
+struct Kernel {
+  std::string name;
+  KernelKind kind = KernelKind::Memory;
+  std::int64_t m = 0, n = 0, k = 0;  // GEMM shape (M x K) * (K x N), batched `batch` times
+  std::int64_t batch = 1;
+  double flops = 0;        // executed FLOPs (causal attention counts half the score matrix)
+  double model_flops = 0;  // FLOPs as Megatron counts them for MFU (full score matrix)
+  double bytes = 0;        // HBM traffic for memory-bound kernels
+  bool backward = false;
+};
+
+struct Block {
+  std::vector<Kernel> kernels;
+  double model_flops() const;
+};
+
+struct LayerShape {
+  std::int64_t tp = 1;
+  std::int64_t cp = 1;
+  bool sequence_parallel = false;
+  std::int64_t micro_batch = 1;
+  std::int64_t seq_len = 2048;
+  double dtype_bytes = 2;     // activations and weights (bf16/fp16)
+  bool flash_attention = true;
+};
+
+struct LayerGraph {
+  LayerShape shape;
+  Block attn_fwd, attn_bwd, mlp_fwd, mlp_bwd;  // one transformer layer
+  Block embed_fwd, embed_bwd;                  // first stage
+  Block head_fwd, head_bwd;                    // last stage: final norm, logits, loss
+  double tokens = 0;                           // tokens per microbatch on this rank (b*s/cp)
+  // Bytes of one TP all-reduce of the layer's activations (b*s/cp*h*dtype); with sequence
+  // parallel the same volume moves as all-gather + reduce-scatter.
+  double tp_message_bytes = 0;
+  // Bytes sent between pipeline stages per microbatch, each direction.
+  double p2p_bytes = 0;
+  // Ring attention (context parallel): K/V bytes exchanged per step per layer in forward.
+  double cp_kv_bytes = 0;
+};
+
+LayerGraph build_layer_graph(const ModelSpec& model, const LayerShape& shape);
+
+}  // namespace parasim

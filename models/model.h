@@ -1,0 +1,57 @@
+// Transformer model description (zoo JSON or inline in a scenario) and its parameter count.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/config/json_reader.h"
+
+namespace parasim {
+
+struct MoeSpec {
+  std::int64_t experts = 0;
+  std::int64_t top_k = 0;
+  std::int64_t expert_ffn_hidden = 0;
+};
+
+struct ModelSpec {
+  std::string name;
+  std::int64_t layers = 0;
+  std::int64_t hidden = 0;
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;
+  std::int64_t ffn_hidden = 0;
+  std::int64_t vocab = 0;
+  std::string activation = "gelu";        // "gelu" | "swiglu"
+  bool tied_embeddings = false;
+  std::string position_embedding = "rope";  // "learned" | "rope" | "alibi"
+  std::int64_t max_positions = 0;          // learned position table size
+  std::string norm = "layernorm";          // "layernorm" | "rmsnorm"
+  bool bias = true;
+  bool dropout = false;
+  std::optional<MoeSpec> moe;
+  double published_params = 0;  // from the source, for tests; 0 if unknown
+  double published_params_rounding = 0;  // the published figure was rounded to this (e.g. 0.1B)
+  std::string source;
+
+  std::int64_t head_dim() const { return hidden / heads; }
+  std::int64_t kv_dim() const { return kv_heads * head_dim(); }
+};
+
+// Parameters of the pieces, whole model (not sharded).
+struct ParamCount {
+  double per_layer = 0;   // one transformer layer
+  double embedding = 0;   // token (+ learned position) embedding
+  double head = 0;        // output projection (0 when tied) + final norm
+  double total(std::int64_t layers) const { return per_layer * static_cast<double>(layers) + embedding + head; }
+};
+ParamCount count_params(const ModelSpec& m);
+
+// Decodes a model object (zoo file or inline). Throws ConfigError / ModelError with the path.
+ModelSpec parse_model(const JsonObject& o);
+// Loads models/<name>.json from the data directory. Unknown names list the zoo.
+ModelSpec load_zoo_model(const std::string& data_dir, const std::string& name, const std::string& where);
+std::vector<std::string> zoo_model_names(const std::string& data_dir);
+
+}  // namespace parasim

@@ -1,0 +1,183 @@
+#include "sim/config/json_reader.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "sim/core/registry.h"
+
+namespace parasim {
+
+Json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot open file");
+  try {
+    return Json::parse(in);
+  } catch (const Json::parse_error& e) {
+    throw ConfigError(path + ": not valid JSON: " + e.what());
+  }
+}
+
+std::string pointer_child(const std::string& pointer, const std::string& key) {
+  std::string out = pointer + "/";
+  for (char c : key) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
+}
+
+void throw_config(const std::string& file, const std::string& pointer, const std::string& msg) {
+  throw ConfigError(file + ": " + (pointer.empty() ? "/" : pointer) + ": " + msg);
+}
+
+namespace {
+std::string type_name(const Json& j) {
+  if (j.is_null()) return "null";
+  if (j.is_boolean()) return "a boolean";
+  if (j.is_number_integer() || j.is_number_unsigned()) return "an integer";
+  if (j.is_number()) return "a number";
+  if (j.is_string()) return "a string";
+  if (j.is_array()) return "an array";
+  return "an object";
+}
+}  // namespace
+
+JsonObject::JsonObject(const Json& j, std::string file, std::string pointer)
+    : j_(j), file_(std::move(file)), pointer_(std::move(pointer)) {
+  if (!j_.is_object()) throw_config(file_, pointer_, "expected an object, got " + type_name(j_));
+}
+
+void JsonObject::fail(const std::string& key, const std::string& msg) const { throw_config(file_, path(key), msg); }
+
+bool JsonObject::has(const std::string& key) const { return j_.contains(key); }
+
+const Json* JsonObject::raw_opt(const std::string& key) const {
+  seen_.insert(key);
+  auto it = j_.find(key);
+  return it == j_.end() ? nullptr : &*it;
+}
+
+const Json& JsonObject::raw(const std::string& key) const {
+  const Json* v = raw_opt(key);
+  if (!v) fail(key, "missing required key");
+  return *v;
+}
+
+std::string JsonObject::str(const std::string& key) const {
+  const Json& v = raw(key);
+  if (!v.is_string()) fail(key, "expected a string, got " + type_name(v));
+  return v.get<std::string>();
+}
+std::string JsonObject::str(const std::string& key, const std::string& def) const {
+  return has(key) ? str(key) : (seen_.insert(key), def);
+}
+
+std::string JsonObject::choice(const std::string& key, const std::vector<std::string>& allowed) const {
+  const std::string v = str(key);
+  for (const auto& a : allowed)
+    if (a == v) return v;
+  std::string msg = "expected one of ";
+  for (size_t i = 0; i < allowed.size(); ++i) msg += (i ? ", \"" : "\"") + allowed[i] + "\"";
+  msg += ", got \"" + v + "\"";
+  const std::string close = closest_name(v, allowed);
+  if (!close.empty()) msg += "; did you mean \"" + close + "\"?";
+  fail(key, msg);
+}
+std::string JsonObject::choice(const std::string& key, const std::vector<std::string>& allowed,
+                               const std::string& def) const {
+  return has(key) ? choice(key, allowed) : (seen_.insert(key), def);
+}
+
+std::int64_t JsonObject::integer(const std::string& key, std::int64_t min, std::int64_t max) const {
+  const Json& v = raw(key);
+  if (!v.is_number_integer() && !v.is_number_unsigned()) {
+    if (v.is_number_float()) {
+      const double d = v.get<double>();
+      if (d == static_cast<double>(static_cast<std::int64_t>(d))) {
+        const auto i = static_cast<std::int64_t>(d);
+        if (i >= min && i <= max) return i;
+      }
+    }
+    fail(key, "expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " +
+                  (v.is_number() ? v.dump() : type_name(v)));
+  }
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+    fail(key, "integer out of range");
+  const std::int64_t i = v.get<std::int64_t>();
+  if (i < min || i > max)
+    fail(key, "expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " +
+                  std::to_string(i));
+  return i;
+}
+std::int64_t JsonObject::integer(const std::string& key, std::int64_t min, std::int64_t max,
+                                 std::int64_t def) const {
+  return has(key) ? integer(key, min, max) : (seen_.insert(key), def);
+}
+
+double JsonObject::number(const std::string& key, double min, double max) const {
+  const Json& v = raw(key);
+  if (!v.is_number()) fail(key, "expected a number, got " + type_name(v));
+  const double d = v.get<double>();
+  if (!(d >= min && d <= max)) {
+    std::ostringstream os;
+    os << "expected a number in [" << min << ", " << max << "], got " << d;
+    fail(key, os.str());
+  }
+  return d;
+}
+double JsonObject::number(const std::string& key, double min, double max, double def) const {
+  return has(key) ? number(key, min, max) : (seen_.insert(key), def);
+}
+
+bool JsonObject::boolean(const std::string& key) const {
+  const Json& v = raw(key);
+  if (!v.is_boolean()) fail(key, "expected true or false, got " + type_name(v));
+  return v.get<bool>();
+}
+bool JsonObject::boolean(const std::string& key, bool def) const {
+  return has(key) ? boolean(key) : (seen_.insert(key), def);
+}
+
+JsonObject JsonObject::object(const std::string& key) const { return JsonObject(raw(key), file_, path(key)); }
+
+std::optional<JsonObject> JsonObject::object_opt(const std::string& key) const {
+  const Json* v = raw_opt(key);
+  if (!v || v->is_null()) return std::nullopt;
+  return JsonObject(*v, file_, path(key));
+}
+
+std::vector<std::int64_t> JsonObject::int_list(const std::string& key, std::int64_t min, std::int64_t max) const {
+  const Json& v = raw(key);
+  if (!v.is_array()) fail(key, "expected an array of integers, got " + type_name(v));
+  std::vector<std::int64_t> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const Json& e = v[i];
+    const std::string p = path(key) + "/" + std::to_string(i);
+    if (!e.is_number_integer() && !e.is_number_unsigned()) throw_config(file_, p, "expected an integer, got " + type_name(e));
+    const auto x = e.get<std::int64_t>();
+    if (x < min || x > max)
+      throw_config(file_, p, "expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " +
+                                 std::to_string(x));
+    out.push_back(x);
+  }
+  return out;
+}
+
+void JsonObject::finish(const std::vector<std::string>& also_allowed) const {
+  for (auto it = j_.begin(); it != j_.end(); ++it) {
+    const std::string& k = it.key();
+    if (seen_.count(k)) continue;
+    bool ok = false;
+    for (const auto& a : also_allowed) ok = ok || a == k;
+    if (ok || k == "$comment" || k.rfind("_", 0) == 0) continue;  // comments and _notes are allowed
+    std::vector<std::string> known(seen_.begin(), seen_.end());
+    known.insert(known.end(), also_allowed.begin(), also_allowed.end());
+    std::string msg = "unknown key";
+    const std::string close = closest_name(k, known);
+    if (!close.empty()) msg += "; did you mean \"" + close + "\"?";
+    fail(k, msg);
+  }
+}
+
+}  // namespace parasim

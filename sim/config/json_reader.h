@@ -1,0 +1,66 @@
+// Strict, typed decoding of JSON objects. Each field is declared once where it is read; the
+// declaration is the schema. Unknown keys, wrong types and out-of-range values are ConfigErrors
+// that name the file, the JSON pointer, what was expected, and the closest valid key.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/core/errors.h"
+
+namespace parasim {
+
+using Json = nlohmann::json;
+
+// Reads a JSON file; a missing file or a syntax error is a ConfigError naming the file.
+Json read_json_file(const std::string& path);
+
+// Escapes a key for use in a JSON pointer (RFC 6901).
+std::string pointer_child(const std::string& pointer, const std::string& key);
+
+[[noreturn]] void throw_config(const std::string& file, const std::string& pointer, const std::string& msg);
+
+class JsonObject {
+ public:
+  // Throws unless j is an object.
+  JsonObject(const Json& j, std::string file, std::string pointer);
+
+  bool has(const std::string& key) const;
+  // The raw value; marks the key as known. Throws when required and absent.
+  const Json& raw(const std::string& key) const;
+  const Json* raw_opt(const std::string& key) const;
+
+  std::string str(const std::string& key) const;
+  std::string str(const std::string& key, const std::string& def) const;
+  std::string choice(const std::string& key, const std::vector<std::string>& allowed) const;
+  std::string choice(const std::string& key, const std::vector<std::string>& allowed, const std::string& def) const;
+  std::int64_t integer(const std::string& key, std::int64_t min, std::int64_t max) const;
+  std::int64_t integer(const std::string& key, std::int64_t min, std::int64_t max, std::int64_t def) const;
+  double number(const std::string& key, double min, double max) const;
+  double number(const std::string& key, double min, double max, double def) const;
+  bool boolean(const std::string& key) const;
+  bool boolean(const std::string& key, bool def) const;
+  JsonObject object(const std::string& key) const;
+  std::optional<JsonObject> object_opt(const std::string& key) const;  // absent or null -> nullopt
+  std::vector<std::int64_t> int_list(const std::string& key, std::int64_t min, std::int64_t max) const;
+
+  // Throws on the first key that no getter asked for.
+  void finish(const std::vector<std::string>& also_allowed = {}) const;
+
+  std::string path(const std::string& key) const { return pointer_child(pointer_, key); }
+  const std::string& pointer() const { return pointer_; }
+  const std::string& file() const { return file_; }
+  [[noreturn]] void fail(const std::string& key, const std::string& msg) const;
+
+ private:
+  const Json& j_;
+  std::string file_;
+  std::string pointer_;
+  mutable std::set<std::string> seen_;
+};
+
+}  // namespace parasim

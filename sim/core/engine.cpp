@@ -1,0 +1,165 @@
+#include "sim/core/engine.h"
+
+#include <queue>
+#include <stdexcept>
+#include <string>
+
+namespace parasim {
+
+namespace {
+
+struct Event {
+  Time t;
+  std::int64_t seq;
+  OpId op;
+};
+struct Later {
+  bool operator()(const Event& a, const Event& b) const { return a.t != b.t ? a.t > b.t : a.seq > b.seq; }
+};
+
+class Run {
+ public:
+  Run(const Program& p, const EngineOptions& o) : p_(p), o_(o) {
+    const size_t n = p.ops.size();
+    const size_t nr = p.ranks.size();
+    tl_.start.assign(n, -1);
+    tl_.end.assign(n, -1);
+    tl_.arrival.assign(n, -1);
+    tl_.memory.resize(nr);
+    remaining_.resize(n);
+    succ_begin_.assign(n + 1, 0);
+    for (size_t i = 0; i < n; ++i) {
+      const Op& op = p.ops[i];
+      if (op.rank < 0 || static_cast<size_t>(op.rank) >= nr) throw std::logic_error("op with invalid rank");
+      remaining_[i] = static_cast<std::int32_t>(op.deps.size());
+      for (OpId d : op.deps) {
+        if (d < 0 || static_cast<size_t>(d) >= n) throw std::logic_error("op with invalid dependency");
+        ++succ_begin_[static_cast<size_t>(d) + 1];
+      }
+    }
+    for (size_t i = 0; i < n; ++i) succ_begin_[i + 1] += succ_begin_[i];
+    succ_.resize(succ_begin_[n]);
+    std::vector<std::int32_t> fill(succ_begin_.begin(), succ_begin_.end() - 1);
+    for (size_t i = 0; i < n; ++i)
+      for (OpId d : p.ops[i].deps) succ_[static_cast<size_t>(fill[static_cast<size_t>(d)]++)] = static_cast<OpId>(i);
+    // Stream queues in program order.
+    queues_.resize(nr * kStreams);
+    for (size_t i = 0; i < n; ++i) queues_[qi(p.ops[i])].push_back(static_cast<OpId>(i));
+    head_.assign(queues_.size(), 0);
+    busy_.assign(queues_.size(), 0);
+    arrived_.assign(p.collectives.size(), 0);
+    cur_.assign(nr, {});
+    for (size_t r = 0; r < nr; ++r)
+      for (int c = 0; c < kMemCats; ++c)
+        if (p.ranks[r].static_mem[static_cast<size_t>(c)] != 0)
+          mem(static_cast<std::int32_t>(r), MemDelta{static_cast<MemCat>(c), p.ranks[r].static_mem[static_cast<size_t>(c)]});
+  }
+
+  Timeline go() {
+    for (size_t q = 0; q < queues_.size(); ++q) try_start(q);
+    while (!heap_.empty()) {
+      const Event e = heap_.top();
+      heap_.pop();
+      now_ = e.t;
+      finish(e.op);
+    }
+    for (size_t i = 0; i < p_.ops.size(); ++i) {
+      if (tl_.end[i] < 0) {
+        const Op& op = p_.ops[i];
+        throw std::logic_error("program deadlock: op " + std::to_string(i) + " (" + p_.labels[static_cast<size_t>(op.label)] +
+                               ", rank " + std::to_string(op.rank) + ", stream " + stream_name(op.stream) +
+                               ") never ran");
+      }
+    }
+    tl_.makespan = now_;
+    return std::move(tl_);
+  }
+
+ private:
+  size_t qi(const Op& op) const { return static_cast<size_t>(op.rank) * kStreams + static_cast<size_t>(op.stream); }
+
+  void mem(std::int32_t rank, const MemDelta& d) {
+    if (d.bytes == 0) return;
+    auto& c = cur_[static_cast<size_t>(rank)];
+    c[static_cast<size_t>(d.cat)] += d.bytes;
+    Bytes total = 0;
+    for (Bytes b : c) total += b;
+    RankMemory& rm = tl_.memory[static_cast<size_t>(rank)];
+    if (!rm.curve.empty() && rm.curve.back().t == now_) rm.curve.back().total = total;
+    else rm.curve.push_back({now_, total});
+    if (total > rm.peak) {
+      rm.peak = total;
+      rm.peak_time = now_;
+      rm.at_peak = c;
+    }
+  }
+
+  void schedule(OpId id, Time duration) {
+    const Op& op = p_.ops[static_cast<size_t>(id)];
+    tl_.start[static_cast<size_t>(id)] = now_;
+    mem(op.rank, op.at_start);
+    heap_.push({now_ + duration, seq_++, id});
+    ++tl_.events;
+  }
+
+  Time effective_duration(const Op& op) const {
+    if (op.stream != Stream::Compute || o_.overlap_compute_slowdown <= 0.0 || op.collective >= 0 ||
+        phase_is_comm(op.phase))
+      return op.duration;
+    const size_t base = static_cast<size_t>(op.rank) * kStreams;
+    const bool comm_busy = busy_[base + static_cast<size_t>(Stream::Comm)] || busy_[base + static_cast<size_t>(Stream::P2P)];
+    if (!comm_busy) return op.duration;
+    return static_cast<Time>(static_cast<double>(op.duration) * (1.0 + o_.overlap_compute_slowdown));
+  }
+
+  void try_start(size_t q) {
+    if (busy_[q] || head_[q] >= queues_[q].size()) return;
+    const OpId id = queues_[q][head_[q]];
+    if (remaining_[static_cast<size_t>(id)] > 0) return;
+    busy_[q] = 1;
+    const Op& op = p_.ops[static_cast<size_t>(id)];
+    tl_.arrival[static_cast<size_t>(id)] = now_;
+    if (op.collective < 0) {
+      schedule(id, effective_duration(op));
+      return;
+    }
+    const auto& members = p_.collectives[static_cast<size_t>(op.collective)];
+    if (++arrived_[static_cast<size_t>(op.collective)] < members.size()) return;  // wait for the group
+    for (OpId m : members) schedule(m, op.duration);
+  }
+
+  void finish(OpId id) {
+    const Op& op = p_.ops[static_cast<size_t>(id)];
+    tl_.end[static_cast<size_t>(id)] = now_;
+    mem(op.rank, op.at_end);
+    const size_t q = qi(op);
+    busy_[q] = 0;
+    ++head_[q];
+    for (std::int32_t k = succ_begin_[static_cast<size_t>(id)]; k < succ_begin_[static_cast<size_t>(id) + 1]; ++k) {
+      const OpId s = succ_[static_cast<size_t>(k)];
+      if (--remaining_[static_cast<size_t>(s)] == 0) try_start(qi(p_.ops[static_cast<size_t>(s)]));
+    }
+    try_start(q);
+  }
+
+  const Program& p_;
+  const EngineOptions& o_;
+  Timeline tl_;
+  std::vector<std::int32_t> remaining_;
+  std::vector<std::int32_t> succ_begin_;
+  std::vector<OpId> succ_;
+  std::vector<std::vector<OpId>> queues_;
+  std::vector<size_t> head_;
+  std::vector<char> busy_;
+  std::vector<size_t> arrived_;
+  std::vector<std::array<Bytes, kMemCats>> cur_;
+  std::priority_queue<Event, std::vector<Event>, Later> heap_;
+  std::int64_t seq_ = 0;
+  Time now_ = 0;
+};
+
+}  // namespace
+
+Timeline run_program(const Program& program, const EngineOptions& options) { return Run(program, options).go(); }
+
+}  // namespace parasim

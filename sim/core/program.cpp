@@ -1,0 +1,34 @@
+#include "sim/core/program.h"
+
+namespace parasim {
+
+const char* stream_name(Stream s) {
+  switch (s) {
+    case Stream::Compute: return "compute";
+    case Stream::Comm: return "comm";
+    case Stream::P2P: return "p2p";
+  }
+  return "?";
+}
+
+const char* phase_name(Phase p) {
+  static const char* names[kPhases] = {"forward", "backward", "weight_grad", "recompute", "optimizer", "dp_comm",
+                                       "tp_comm", "pp_comm",  "cp_comm",     "fsdp_gather", "other"};
+  return names[static_cast<int>(p)];
+}
+
+const char* memcat_name(MemCat c) {
+  static const char* names[kMemCats] = {"weights", "grads", "optimizer", "activations", "gathered_params",
+                                        "comm_buffers", "workspace"};
+  return names[static_cast<int>(c)];
+}
+
+std::int32_t Program::label(const std::string& s) {
+  // Labels repeat in regular patterns; search from the back where the recent ones are.
+  for (size_t i = labels.size(); i-- > 0 && labels.size() - i <= 64;)
+    if (labels[i] == s) return static_cast<std::int32_t>(i);
+  labels.push_back(s);
+  return static_cast<std::int32_t>(labels.size() - 1);
+}
+
+}  // namespace parasim

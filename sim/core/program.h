@@ -1,0 +1,80 @@
+// The lowered form of a training step: per simulated rank, streams of ops with dependencies,
+// collectives as rendezvous of their members, memory alloc/free points. Built by sim/parallel,
+// executed by the Engine. Plain data; no behaviour beyond construction helpers.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/core/units.h"
+
+namespace parasim {
+
+using OpId = std::int32_t;
+
+// CUDA-stream-like FIFO queues per rank. Ops on one stream run in program order.
+enum class Stream : std::uint8_t { Compute = 0, Comm = 1, P2P = 2 };
+inline constexpr int kStreams = 3;
+const char* stream_name(Stream s);
+
+// What an op is for: used by metrics (where the time went) and the trace.
+enum class Phase : std::uint8_t {
+  Forward, Backward, WeightGrad, Recompute, Optimizer,
+  DpComm, TpComm, PpComm, CpComm, FsdpGather, Other,
+};
+inline constexpr int kPhases = 11;
+const char* phase_name(Phase p);
+inline bool phase_is_comm(Phase p) {
+  return p == Phase::DpComm || p == Phase::TpComm || p == Phase::PpComm || p == Phase::CpComm || p == Phase::FsdpGather;
+}
+
+enum class MemCat : std::uint8_t { Weights, Grads, Optimizer, Activations, GatheredParams, CommBuffers, Workspace };
+inline constexpr int kMemCats = 7;
+const char* memcat_name(MemCat c);
+
+struct MemDelta {
+  MemCat cat = MemCat::Workspace;
+  Bytes bytes = 0;  // > 0 allocates, < 0 frees, 0 nothing
+};
+
+struct Op {
+  std::int32_t rank = 0;  // index into Program::ranks
+  Stream stream = Stream::Compute;
+  Phase phase = Phase::Other;
+  std::int32_t microbatch = -1;
+  std::int32_t chunk = -1;       // model chunk (virtual pipeline stage) or -1
+  std::int32_t collective = -1;  // rendezvous index into Program::collectives, or -1
+  std::int32_t label = 0;        // index into Program::labels
+  Time duration = 0;
+  double model_flops = 0;        // FLOPs counted for MFU (no recompute)
+  double hw_flops = 0;           // FLOPs actually executed
+  MemDelta at_start;             // applied when the op starts
+  MemDelta at_end;               // applied when the op ends
+  std::vector<OpId> deps;        // ops (any rank) that must end before this one starts
+};
+
+// A simulated rank. With symmetry folding one simulated rank stands for `count` real ranks that
+// do identical work (e.g. all TP and DP peers of a pipeline stage).
+struct SimRank {
+  std::int32_t real_rank = 0;
+  std::int64_t count = 1;
+  std::int32_t stage = 0;
+  std::string role;                    // e.g. "stage 0", "GPU 0 (gathers)"
+  std::array<Bytes, kMemCats> static_mem{};  // allocated at t = 0 and held all step
+};
+
+struct Program {
+  std::vector<SimRank> ranks;
+  std::vector<Op> ops;
+  std::vector<std::vector<OpId>> collectives;  // members of each rendezvous
+  std::vector<std::string> labels;
+
+  OpId add(Op op) {
+    ops.push_back(std::move(op));
+    return static_cast<OpId>(ops.size() - 1);
+  }
+  std::int32_t label(const std::string& s);
+};
+
+}  // namespace parasim

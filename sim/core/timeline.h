@@ -1,0 +1,31 @@
+// What the engine produces: when each op ran, and each rank's memory over the step.
+#pragma once
+#include <array>
+#include <vector>
+
+#include "sim/core/program.h"
+
+namespace parasim {
+
+struct MemSample {
+  Time t;
+  Bytes total;
+};
+
+struct RankMemory {
+  Bytes peak = 0;
+  Time peak_time = 0;
+  std::array<Bytes, kMemCats> at_peak{};  // breakdown at the moment of the peak
+  std::vector<MemSample> curve;           // one sample per change
+};
+
+struct Timeline {
+  std::vector<Time> start;    // per op: when it began executing (after any rendezvous)
+  std::vector<Time> end;      // per op
+  std::vector<Time> arrival;  // per op: when it was ready and its stream free (== start unless waiting)
+  std::vector<RankMemory> memory;  // per simulated rank
+  Time makespan = 0;
+  std::int64_t events = 0;
+};
+
+}  // namespace parasim

@@ -1,0 +1,77 @@
+#include "sim/memory/memory_model.h"
+
+namespace parasim {
+
+ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const std::string& recompute) {
+  const double e = sh.dtype_bytes;
+  const double t = static_cast<double>(sh.tp);
+  const double s = static_cast<double>(sh.seq_len / sh.cp);  // local sequence
+  const double b = static_cast<double>(sh.micro_batch);
+  const double h = static_cast<double>(m.hidden);
+  const double kv = static_cast<double>(m.kv_dim());
+  const double f = static_cast<double>(m.moe ? m.moe->expert_ffn_hidden * m.moe->top_k : m.ffn_hidden);
+  const double a = static_cast<double>(m.heads);
+  const double sbh = s * b * h;
+  // Korthikanti et al. 2022 §4.1, per layer, elements x 2 bytes in the paper:
+  //  replicated under TP (not under SP): two norm inputs (4sbh), QKV input (2sbh), MLP input
+  //  (2sbh), two dropout masks (1 byte each: 2sbh total) -> 10sbh with dropout.
+  const double mask = m.dropout ? 1.0 : 0.0;  // bytes per element of a dropout mask
+  const double replicated = (2 * e + e + e) * sbh + 2 * mask * sbh;
+  //  split by t: Q (e*sbh), K and V (e*sb*kv each), attention-projection input (e*sbh);
+  //  MLP: GeLU input and fc2 input (2 * e*sbf), SwiGLU gate+up output and fc2 input (3 * e*sbf).
+  const double attn_split = 2 * e * sbh + 2 * e * s * b * kv;
+  const double mlp_split = (m.activation == "swiglu" ? 3.0 : 2.0) * e * s * b * f;
+  //  attention matrix: softmax output (e), dropout mask (1), dropout output (e) per score;
+  //  a fused (flash) kernel stores only the fp32 log-sum-exp per query row.
+  const double s_kv = static_cast<double>(sh.seq_len);
+  double scores = sh.flash_attention ? 4.0 * a * s * b : (m.dropout ? 2 * e + 1 : e) * a * s * s_kv * b;
+  if (recompute == "selective" && !sh.flash_attention) scores = 0;  // the attention core is recomputed
+  const double sp = sh.sequence_parallel ? t : 1.0;
+  ActivationBytes out;
+  const double full = replicated / sp + (attn_split + mlp_split + scores) / t;
+  out.layer_working = full;
+  out.layer_stored = recompute == "full" ? e * sbh / sp : full;
+  out.embed = mask * sbh / sp;
+  const double v_local = static_cast<double>((m.vocab + sh.tp - 1) / sh.tp);
+  out.head = e * sbh / sp + 4.0 * s * b * v_local;  // final-norm input and fp32 logits
+  return out;
+}
+
+StateBytesPerParam state_bytes(const std::string& dtype, const std::string& optimizer, bool fp32_grads) {
+  StateBytesPerParam b;
+  const bool full_fp32 = dtype == "fp32";
+  b.weights = full_fp32 ? 4 : 2;
+  b.grads = (full_fp32 || fp32_grads) ? 4 : 2;
+  // Adam: fp32 master copy (mixed precision only), momentum and variance, 4 bytes each.
+  // SGD with momentum: master copy and momentum.
+  const double master = full_fp32 ? 0 : 4;
+  b.optimizer = master + (optimizer == "adam" ? 8.0 : 4.0);
+  return b;
+}
+
+Sharding sharding_for(std::int64_t zero_stage, const std::string& fsdp, std::int64_t dp, std::int64_t shard_group) {
+  Sharding s;
+  s.nd = dp;
+  std::int64_t stage = zero_stage;
+  if (fsdp == "full") stage = 3;
+  if (fsdp == "grad_op") stage = 2;
+  if (fsdp == "hybrid") {
+    stage = 3;
+    s.nd = shard_group > 0 ? shard_group : dp;
+  }
+  s.optimizer = stage >= 1;
+  s.grads = stage >= 2;
+  s.weights = stage >= 3;
+  return s;
+}
+
+ModelStates model_states(double params, const StateBytesPerParam& b, const Sharding& s) {
+  const double nd = static_cast<double>(s.nd);
+  ModelStates m;
+  m.weights = b.weights * params / (s.weights ? nd : 1.0);
+  m.grads = b.grads * params / (s.grads ? nd : 1.0);
+  m.optimizer = b.optimizer * params / (s.optimizer ? nd : 1.0);
+  return m;
+}
+
+}  // namespace parasim

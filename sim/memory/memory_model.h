@@ -1,0 +1,42 @@
+// VRAM accounting: model states per sharding (ZeRO, Rajbhandari et al. 2020) and activations per
+// layer per microbatch (Korthikanti et al. 2022, Table 2, generalised to GQA, SwiGLU and no-dropout
+// models). The engine turns these into alloc/free events; the peak comes from the timeline.
+#pragma once
+#include <string>
+
+#include "models/layer_graph.h"
+
+namespace parasim {
+
+struct ActivationBytes {
+  double layer_stored = 0;   // kept from a layer's forward until its backward, per microbatch
+  double layer_working = 0;  // a layer's full set, alive while it is recomputed (full recompute)
+  double embed = 0;          // first stage, per microbatch
+  double head = 0;           // last stage, per microbatch (fp32 logits for the loss)
+};
+
+// recompute: "none" | "selective" | "full".
+ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& shape, const std::string& recompute);
+
+struct StateBytesPerParam {
+  double weights = 2;    // bf16/fp16 parameters
+  double grads = 2;      // bf16 gradients (4 with fp32 accumulation)
+  double optimizer = 12; // Adam mixed precision: fp32 master, momentum, variance (K = 12)
+};
+StateBytesPerParam state_bytes(const std::string& dtype, const std::string& optimizer, bool fp32_grads);
+
+// How states are sharded over `nd` data-parallel ranks.
+struct Sharding {
+  bool weights = false, grads = false, optimizer = false;
+  std::int64_t nd = 1;
+};
+// ZeRO stage 0..3 -> what is sharded. FSDP "full" = 3, "grad_op" = 2; "hybrid" = 3 within groups.
+Sharding sharding_for(std::int64_t zero_stage, const std::string& fsdp_sharding, std::int64_t dp, std::int64_t shard_group);
+
+struct ModelStates {
+  double weights = 0, grads = 0, optimizer = 0;
+  double total() const { return weights + grads + optimizer; }
+};
+ModelStates model_states(double params, const StateBytesPerParam& b, const Sharding& s);
+
+}  // namespace parasim

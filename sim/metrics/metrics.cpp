@@ -1,0 +1,139 @@
+#include "sim/metrics/metrics.h"
+
+#include <algorithm>
+
+namespace parasim {
+
+namespace {
+
+using Intervals = std::vector<std::pair<Time, Time>>;
+
+Intervals merged(Intervals iv) {
+  std::sort(iv.begin(), iv.end());
+  Intervals out;
+  for (const auto& x : iv) {
+    if (x.second <= x.first) continue;
+    if (!out.empty() && x.first <= out.back().second) out.back().second = std::max(out.back().second, x.second);
+    else out.push_back(x);
+  }
+  return out;
+}
+
+// Length of (a \ b) within [lo, hi); both merged.
+double minus_length(const Intervals& a, const Intervals& b, Time lo, Time hi) {
+  double total = 0;
+  size_t j = 0;
+  for (const auto& x : a) {
+    Time s = std::max(x.first, lo), e = std::min(x.second, hi);
+    if (e <= s) continue;
+    Time covered = 0;
+    while (j < b.size() && b[j].second <= s) ++j;
+    for (size_t k = j; k < b.size() && b[k].first < e; ++k)
+      covered += std::min(e, b[k].second) - std::max(s, b[k].first);
+    total += static_cast<double>(e - s - covered);
+  }
+  return total;
+}
+
+bool pipeline_work(Phase ph) {
+  return ph == Phase::Forward || ph == Phase::Backward || ph == Phase::WeightGrad || ph == Phase::Recompute;
+}
+
+}  // namespace
+
+double union_length(Intervals iv, Time lo, Time hi) {
+  double total = 0;
+  for (const auto& x : merged(std::move(iv))) {
+    const Time s = std::max(x.first, lo), e = std::min(x.second, hi);
+    if (e > s) total += static_cast<double>(e - s);
+  }
+  return total;
+}
+
+Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline& t) {
+  Result res;
+  res.scenario = in.scenario;
+  res.ops = static_cast<std::int64_t>(p.ops.size());
+  res.events = t.events;
+  const Time step = t.makespan;
+  res.step_time_s = time_to_seconds(step);
+  const size_t nr = p.ranks.size();
+  std::vector<Intervals> comp(nr), comm(nr), own_comm(nr);
+  double model_flops = 0, hw_flops = 0;
+  Time win_lo = step, win_hi = 0;
+  std::vector<std::array<Time, kPhases>> phase(nr);
+  for (auto& a : phase) a.fill(0);
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const Op& op = p.ops[i];
+    const auto r = static_cast<size_t>(op.rank);
+    const std::pair<Time, Time> iv{t.start[i], t.end[i]};
+    model_flops += op.model_flops * static_cast<double>(p.ranks[r].count);
+    hw_flops += op.hw_flops * static_cast<double>(p.ranks[r].count);
+    phase[r][static_cast<size_t>(op.phase)] += iv.second - iv.first;
+    if (op.stream == Stream::Compute) {
+      comp[r].push_back(iv);
+      if (pipeline_work(op.phase)) {
+        win_lo = std::min(win_lo, iv.first);
+        win_hi = std::max(win_hi, iv.second);
+      }
+    } else {
+      comm[r].push_back(iv);
+      if (op.stream == Stream::Comm) own_comm[r].push_back(iv);
+    }
+  }
+  double gpus_total = 0, bubble_sum = 0;
+  std::array<double, kPhases> phase_mean{};
+  double exposed_mean = 0, idle_mean = 0;
+  for (size_t r = 0; r < nr; ++r) {
+    RankResult rr;
+    const SimRank& sr = p.ranks[r];
+    rr.rank = sr.real_rank;
+    rr.count = sr.count;
+    rr.stage = sr.stage;
+    rr.role = sr.role;
+    const RankMemory& rm = t.memory[r];
+    rr.peak_mem_gib = bytes_to_gib(static_cast<double>(rm.peak));
+    rr.peak_time_s = time_to_seconds(rm.peak_time);
+    for (int c = 0; c < kMemCats; ++c) rr.mem_breakdown_gib[static_cast<size_t>(c)] = bytes_to_gib(static_cast<double>(rm.at_peak[static_cast<size_t>(c)]));
+    const Intervals cm = merged(comp[r]);
+    const Intervals co = merged(comm[r]);
+    const Intervals own = merged(own_comm[r]);
+    rr.compute_s = time_to_seconds(static_cast<Time>(union_length(cm, 0, step)));
+    rr.comm_exposed_s = time_to_seconds(static_cast<Time>(minus_length(co, cm, 0, step)));
+    rr.idle_s = std::max(0.0, res.step_time_s - rr.compute_s - rr.comm_exposed_s);
+    if (win_hi > win_lo) {
+      // Pipeline bubble: compute-stream idle time inside the pipeline window that is not spent
+      // waiting for this rank's own (data-parallel / sharding / context-parallel) communication.
+      const double busy = union_length(cm, win_lo, win_hi);
+      const double own_wait = minus_length(own, cm, win_lo, win_hi);
+      const double len = static_cast<double>(win_hi - win_lo);
+      rr.bubble_fraction = std::max(0.0, (len - busy - own_wait) / len);
+    }
+    for (int ph = 0; ph < kPhases; ++ph) rr.phase_s[static_cast<size_t>(ph)] = time_to_seconds(phase[r][static_cast<size_t>(ph)]);
+    const double w = static_cast<double>(sr.count);
+    gpus_total += w;
+    bubble_sum += w * rr.bubble_fraction;
+    exposed_mean += w * rr.comm_exposed_s;
+    idle_mean += w * rr.idle_s;
+    for (int ph = 0; ph < kPhases; ++ph) phase_mean[static_cast<size_t>(ph)] += w * rr.phase_s[static_cast<size_t>(ph)];
+    res.peak_mem_gib = std::max(res.peak_mem_gib, rr.peak_mem_gib);
+    res.ranks.push_back(rr);
+  }
+  if (gpus_total > 0) {
+    res.bubble_fraction = bubble_sum / gpus_total;
+    for (int ph = 0; ph < kPhases; ++ph)
+      res.breakdown[std::string(phase_name(static_cast<Phase>(ph))) + "_s"] = phase_mean[static_cast<size_t>(ph)] / gpus_total;
+    res.breakdown["comm_exposed_s"] = exposed_mean / gpus_total;
+    res.breakdown["idle_s"] = idle_mean / gpus_total;
+  }
+  res.tokens_per_s = step > 0 ? in.tokens_per_step / res.step_time_s : 0;
+  const double denom = res.step_time_s * static_cast<double>(in.gpus);
+  res.tflops_per_gpu = denom > 0 ? model_flops / denom / 1e12 : 0;
+  res.mfu = denom > 0 ? model_flops / denom / in.peak_flops : 0;
+  res.hfu = denom > 0 ? hw_flops / denom / in.peak_flops : 0;
+  res.capacity_gib = bytes_to_gib(in.capacity_bytes);
+  res.fits_in_memory = res.peak_mem_gib <= res.capacity_gib;
+  return res;
+}
+
+}  // namespace parasim

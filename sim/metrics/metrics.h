@@ -1,0 +1,60 @@
+// Timeline -> Result: step time, throughput, MFU/HFU, bubble fraction measured from compute-stream
+// idle time, per-rank peak memory with its breakdown, where the time went.
+#pragma once
+#include <array>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/core/program.h"
+#include "sim/core/timeline.h"
+
+namespace parasim {
+
+struct RankResult {
+  std::int32_t rank = 0;   // first real rank this simulated rank stands for
+  std::int64_t count = 1;  // real ranks it stands for
+  std::int32_t stage = 0;
+  std::string role;
+  double peak_mem_gib = 0;
+  double peak_time_s = 0;
+  std::array<double, kMemCats> mem_breakdown_gib{};
+  double compute_s = 0;       // compute stream busy (includes TP comm on the critical path)
+  double comm_exposed_s = 0;  // own communication while the compute stream is idle
+  double idle_s = 0;
+  double bubble_fraction = 0;
+  std::array<double, kPhases> phase_s{};  // compute-stream time per phase, comm-stream time for comm phases
+};
+
+struct MetricsInput {
+  std::string scenario;
+  double tokens_per_step = 0;
+  std::int64_t gpus = 1;
+  double peak_flops = 0;     // per GPU, FLOP/s
+  double capacity_bytes = 0; // per GPU
+};
+
+struct Result {
+  std::string scenario;
+  double step_time_s = 0;
+  double tokens_per_s = 0;
+  double tflops_per_gpu = 0;
+  double mfu = 0;
+  double hfu = 0;
+  double bubble_fraction = 0;
+  double peak_mem_gib = 0;
+  double capacity_gib = 0;
+  bool fits_in_memory = true;
+  std::vector<RankResult> ranks;
+  std::map<std::string, double> breakdown;  // seconds, mean over ranks
+  std::vector<std::string> warnings;
+  std::int64_t ops = 0;
+  std::int64_t events = 0;
+};
+
+Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline& t);
+
+// Measure of the union of half-open intervals, clipped to [lo, hi).
+double union_length(std::vector<std::pair<Time, Time>> iv, Time lo, Time hi);
+
+}  // namespace parasim

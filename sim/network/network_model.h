@@ -1,0 +1,49 @@
+// One interface for the cost of a collective or transfer, so that fidelity can be swapped:
+// the analytical alpha-beta model here; the flow-level topology model behind the same interface.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "calibrate/profile/profile.h"
+#include "sim/scenario/scenario.h"
+
+namespace parasim {
+
+enum class CollOp { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, SendRecv };
+const char* coll_op_name(CollOp op);
+
+struct CollectiveSpec {
+  CollOp op = CollOp::AllReduce;
+  std::int64_t ranks = 1;             // group size
+  std::int64_t ranks_per_node = 1;    // of this group on each node it spans
+  std::int64_t groups_per_node = 1;   // groups of this kind active at once on a node (share its NICs)
+  double bytes = 0;                   // AR: buffer; AG: gathered output; RS: input; send: message
+};
+
+class NetworkModel {
+ public:
+  virtual ~NetworkModel() = default;
+  virtual std::string name() const = 0;
+  virtual double time_s(const CollectiveSpec& c) const = 0;
+};
+
+// Ring/hierarchical alpha-beta per link class, from the profile: measured collective points are
+// interpolated (log-log, by per-rank chunk), otherwise steps*alpha + factor*S/(B*efficiency).
+class AlphaBetaNetwork final : public NetworkModel {
+ public:
+  AlphaBetaNetwork(const Profile& p, const ClusterSpec& c);
+  std::string name() const override { return "analytical"; }
+  double time_s(const CollectiveSpec& c) const override;
+
+ private:
+  double intra_time(const CollectiveSpec& c) const;
+  const Profile& p_;
+  ClusterSpec c_;
+  double link_gbps_;
+};
+
+// Bus-bandwidth factor of nccl-tests: time = factor * S / busbw.
+double bus_factor(CollOp op, std::int64_t n);
+
+}  // namespace parasim

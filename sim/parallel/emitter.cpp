@@ -1,0 +1,236 @@
+#include "sim/parallel/emitter.h"
+
+#include <algorithm>
+
+namespace parasim {
+
+namespace {
+
+bool is_wgrad(const Kernel& k) { return k.name.size() > 6 && k.name.compare(k.name.size() - 6, 6, ".wgrad") == 0; }
+
+double kernel_s(const CostModel& c, const Kernel& k) {
+  switch (k.kind) {
+    case KernelKind::Gemm: return c.gemm_s(k.m, k.n, k.k, k.batch);
+    case KernelKind::Attention: return c.attention_s(k.flops, k.backward);
+    case KernelKind::Memory: return c.memory_s(k.bytes);
+  }
+  return 0;
+}
+
+// Sum of kernel times; `w` receives the weight-gradient part.
+double block_s(const CostModel& c, const Block& b, double* w = nullptr) {
+  double total = 0;
+  for (const auto& k : b.kernels) {
+    const double s = kernel_s(c, k);
+    total += s;
+    if (w && is_wgrad(k)) *w += s;
+  }
+  return total;
+}
+
+}  // namespace
+
+CollectiveSpec Layout::group(CollOp op, std::int64_t stride, std::int64_t size, double bytes) const {
+  CollectiveSpec c;
+  c.op = op;
+  c.ranks = size;
+  c.bytes = bytes;
+  c.ranks_per_node = stride >= gpus_per_node ? 1 : std::max<std::int64_t>(1, std::min(size, gpus_per_node / stride));
+  c.groups_per_node = std::max<std::int64_t>(1, gpus_per_node / c.ranks_per_node);
+  return c;
+}
+
+CollectiveSpec Layout::pp_p2p(double bytes) const {
+  const std::int64_t stride = tp * cp * dp;
+  CollectiveSpec c;
+  c.op = CollOp::SendRecv;
+  c.ranks = 2;
+  c.bytes = bytes;
+  c.ranks_per_node = stride >= gpus_per_node ? 1 : 2;
+  c.groups_per_node = stride >= gpus_per_node ? gpus_per_node : 1;  // every GPU of the node sends at once
+  return c;
+}
+
+Layout make_layout(const Scenario& s) {
+  Layout l;
+  l.tp = s.parallel.tp;
+  l.cp = s.parallel.cp;
+  l.dp = s.parallel.dp;
+  l.pp = s.parallel.pp;
+  l.gpus_per_node = s.cluster.gpus_per_node;
+  return l;
+}
+
+BlockTimes block_times(const LoweringInput& in) {
+  const auto& g = in.graph;
+  const auto& c = in.cost;
+  BlockTimes t;
+  t.attn_f = block_s(c, g.attn_fwd);
+  t.mlp_f = block_s(c, g.mlp_fwd);
+  t.attn_b = block_s(c, g.attn_bwd, &t.attn_w);
+  t.mlp_b = block_s(c, g.mlp_bwd, &t.mlp_w);
+  t.embed_f = block_s(c, g.embed_fwd);
+  t.embed_b = block_s(c, g.embed_bwd);
+  t.head_f = block_s(c, g.head_fwd);
+  t.head_b = block_s(c, g.head_bwd, &t.head_w);
+  for (const auto& k : g.attn_fwd.kernels)
+    if (k.name == "scores" || k.name == "softmax" || k.name == "context") t.attn_recompute_selective += kernel_s(c, k);
+  t.attn_f_flops = g.attn_fwd.model_flops();
+  t.mlp_f_flops = g.mlp_fwd.model_flops();
+  t.head_f_flops = g.head_fwd.model_flops();
+  const Layout l = make_layout(in.scenario);
+  if (l.tp > 1) {
+    // Megatron: one all-reduce per block forward and one backward; with sequence parallel an
+    // all-gather before and a reduce-scatter after the block, the same volume.
+    if (in.scenario.parallel.sequence_parallel) {
+      t.tp_comm_f = in.network.time_s(l.tp_group(CollOp::AllGather, g.tp_message_bytes)) +
+                    in.network.time_s(l.tp_group(CollOp::ReduceScatter, g.tp_message_bytes));
+    } else {
+      t.tp_comm_f = in.network.time_s(l.tp_group(CollOp::AllReduce, g.tp_message_bytes));
+    }
+    t.tp_comm_b = t.tp_comm_f;
+  }
+  if (l.cp > 1) {
+    // Ring attention: cp-1 K/V block exchanges in forward; K/V and their gradients in backward.
+    CollectiveSpec kv = l.cp_group(CollOp::SendRecv, g.cp_kv_bytes);
+    kv.ranks = 2;
+    const double step = in.network.time_s(kv);
+    t.cp_comm_f = static_cast<double>(l.cp - 1) * step;
+    t.cp_comm_b = 2 * t.cp_comm_f;
+  }
+  return t;
+}
+
+Emitter::Emitter(const LoweringInput& in, Program& prog)
+    : in_(in),
+      p_(prog),
+      t_(block_times(in)),
+      act_(activation_bytes(in.scenario.model, in.graph.shape, in.scenario.parallel.recompute)),
+      layout_(make_layout(in.scenario)),
+      full_recompute_(in.scenario.parallel.recompute == "full") {}
+
+OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, const std::string& label, double seconds, std::vector<OpId> deps,
+                 std::int32_t mb, std::int32_t chunk) {
+  Op o;
+  o.rank = rank;
+  o.stream = s;
+  o.phase = ph;
+  o.label = p_.label(label);
+  o.duration = seconds_to_time(seconds);
+  o.deps = std::move(deps);
+  o.microbatch = mb;
+  o.chunk = chunk;
+  return p_.add(std::move(o));
+}
+
+Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool first,
+                                bool last, std::vector<OpId> deps, const PreHook& pre, const LayerHook& post) {
+  Range r;
+  auto add = [&](Phase ph, const std::string& label, double s, double flops, Bytes alloc, MemCat cat) {
+    std::vector<OpId> d = std::move(deps);
+    deps.clear();
+    const OpId id = op(rank, Stream::Compute, ph, label, s, std::move(d), mb, chunk);
+    Op& o = p_.ops[static_cast<size_t>(id)];
+    o.model_flops = o.hw_flops = flops;
+    o.at_start = {cat, alloc};
+    if (r.first < 0) r.first = id;
+    r.last = id;
+    return id;
+  };
+  if (first) add(Phase::Forward, "embedding", t_.embed_f, 0, static_cast<Bytes>(act_.embed), MemCat::Activations);
+  for (std::int64_t l = 0; l < layers; ++l) {
+    if (pre) {
+      auto extra = pre(Action::F, l);
+      deps.insert(deps.end(), extra.begin(), extra.end());
+    }
+    OpId cp_op = -1;
+    if (t_.cp_comm_f > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, "cp kv ring", t_.cp_comm_f, r.last >= 0 ? std::vector<OpId>{r.last} : deps, mb, chunk);
+    add(Phase::Forward, "attention fwd", t_.attn_f, t_.attn_f_flops, static_cast<Bytes>(act_.layer_stored), MemCat::Activations);
+    if (t_.tp_comm_f > 0) add(Phase::TpComm, "tp comm fwd", t_.tp_comm_f, 0, 0, MemCat::Activations);
+    if (cp_op >= 0) deps.push_back(cp_op);
+    add(Phase::Forward, "mlp fwd", t_.mlp_f, t_.mlp_f_flops, 0, MemCat::Activations);
+    if (t_.tp_comm_f > 0) add(Phase::TpComm, "tp comm fwd", t_.tp_comm_f, 0, 0, MemCat::Activations);
+    if (post) post(Action::F, l, r.last);
+  }
+  if (last) add(Phase::Forward, "head fwd", t_.head_f, t_.head_f_flops, static_cast<Bytes>(act_.head), MemCat::Activations);
+  return r;
+}
+
+Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool first,
+                                 bool last, bool split, std::vector<OpId> deps, const PreHook& pre, const LayerHook& post) {
+  Range r;
+  auto add = [&](Phase ph, const std::string& label, double s, double flops, double hw, MemDelta start, MemDelta end) {
+    std::vector<OpId> d = std::move(deps);
+    deps.clear();
+    const OpId id = op(rank, Stream::Compute, ph, label, s, std::move(d), mb, chunk);
+    Op& o = p_.ops[static_cast<size_t>(id)];
+    o.model_flops = flops;
+    o.hw_flops = hw;
+    o.at_start = start;
+    o.at_end = end;
+    if (r.first < 0) r.first = id;
+    r.last = id;
+    return id;
+  };
+  const MemDelta none{};
+  const double w_attn = split ? t_.attn_w : 0, w_mlp = split ? t_.mlp_w : 0, w_head = split ? t_.head_w : 0;
+  if (last)
+    add(Phase::Backward, "head bwd", t_.head_b - w_head, 2 * t_.head_f_flops * (t_.head_b - w_head) / std::max(t_.head_b, 1e-30),
+        2 * t_.head_f_flops * (t_.head_b - w_head) / std::max(t_.head_b, 1e-30), none,
+        split ? none : MemDelta{MemCat::Activations, -static_cast<Bytes>(act_.head)});
+  for (std::int64_t l = layers - 1; l >= 0; --l) {
+    if (pre) {
+      auto extra = pre(Action::B, l);
+      deps.insert(deps.end(), extra.begin(), extra.end());
+    }
+    const Bytes extra_working = full_recompute_ ? static_cast<Bytes>(act_.layer_working - act_.layer_stored) : 0;
+    if (full_recompute_) {
+      const double fl = t_.attn_f_flops + t_.mlp_f_flops;
+      const OpId id = add(Phase::Recompute, "recompute fwd", t_.attn_f + t_.mlp_f + 2 * t_.tp_comm_f, 0, 0,
+                          {MemCat::Activations, extra_working}, none);
+      p_.ops[static_cast<size_t>(id)].hw_flops = fl;
+    } else if (t_.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == "selective") {
+      add(Phase::Recompute, "recompute attention", t_.attn_recompute_selective, 0, 0, none, none);
+    }
+    if (t_.tp_comm_b > 0) add(Phase::TpComm, "tp comm bwd", t_.tp_comm_b, 0, 0, none, none);
+    const double mf = 2 * t_.mlp_f_flops * (t_.mlp_b - w_mlp) / std::max(t_.mlp_b, 1e-30);
+    add(Phase::Backward, "mlp bwd", t_.mlp_b - w_mlp, mf, mf, none, none);
+    OpId cp_op = -1;
+    if (t_.cp_comm_b > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, "cp kv ring bwd", t_.cp_comm_b, {r.last}, mb, chunk);
+    if (t_.tp_comm_b > 0) add(Phase::TpComm, "tp comm bwd", t_.tp_comm_b, 0, 0, none, none);
+    const double af = 2 * t_.attn_f_flops * (t_.attn_b - w_attn) / std::max(t_.attn_b, 1e-30);
+    const MemDelta free_act{MemCat::Activations, -(static_cast<Bytes>(act_.layer_stored) + extra_working)};
+    const OpId id = add(Phase::Backward, "attention bwd", t_.attn_b - w_attn, af, af, none, split ? MemDelta{MemCat::Activations, -extra_working} : free_act);
+    if (cp_op >= 0) p_.ops[static_cast<size_t>(id)].deps.push_back(cp_op);
+    if (post) post(Action::B, l, id);
+  }
+  if (first) add(Phase::Backward, "embedding bwd", t_.embed_b, 0, 0, none, MemDelta{MemCat::Activations, -static_cast<Bytes>(act_.embed)});
+  return r;
+}
+
+Emitter::Range Emitter::weight_grad(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool last,
+                                    std::vector<OpId> deps, const LayerHook& post) {
+  Range r;
+  auto add = [&](const std::string& label, double s, double flops, MemDelta end) {
+    std::vector<OpId> d = std::move(deps);
+    deps.clear();
+    const OpId id = op(rank, Stream::Compute, Phase::WeightGrad, label, s, std::move(d), mb, chunk);
+    Op& o = p_.ops[static_cast<size_t>(id)];
+    o.model_flops = o.hw_flops = flops;
+    o.at_end = end;
+    if (r.first < 0) r.first = id;
+    r.last = id;
+    return id;
+  };
+  if (last)
+    add("head wgrad", t_.head_w, 2 * t_.head_f_flops * t_.head_w / std::max(t_.head_b, 1e-30),
+        {MemCat::Activations, -static_cast<Bytes>(act_.head)});
+  for (std::int64_t l = layers - 1; l >= 0; --l) {
+    const double fl = 2 * t_.attn_f_flops * t_.attn_w / std::max(t_.attn_b, 1e-30) + 2 * t_.mlp_f_flops * t_.mlp_w / std::max(t_.mlp_b, 1e-30);
+    const OpId id = add("layer wgrad", t_.attn_w + t_.mlp_w, fl, {MemCat::Activations, -static_cast<Bytes>(act_.layer_stored)});
+    if (post) post(Action::W, l, id);
+  }
+  return r;
+}
+
+}  // namespace parasim

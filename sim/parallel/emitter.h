@@ -1,0 +1,79 @@
+// Turns one action (forward / backward of a model chunk for one microbatch on one rank) into ops:
+// per layer the attention and MLP blocks, their tensor-parallel communication on the compute
+// stream (critical path), context-parallel K/V exchange, recompute, and activation alloc/free.
+// Shared by every schedule so that a new one only decides the order of actions.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/memory/memory_model.h"
+#include "sim/parallel/schedule.h"
+
+namespace parasim {
+
+// Seconds of each block for one microbatch on one rank, from the cost model.
+struct BlockTimes {
+  double attn_f = 0, mlp_f = 0, attn_b = 0, mlp_b = 0;  // backward = input + weight gradients
+  double attn_w = 0, mlp_w = 0;                         // weight-gradient part of the backward
+  double embed_f = 0, embed_b = 0, head_f = 0, head_b = 0, head_w = 0;
+  double attn_recompute_selective = 0;  // unfused attention core, replayed with selective recompute
+  double attn_f_flops = 0, mlp_f_flops = 0, head_f_flops = 0;  // model FLOPs, forward
+  double tp_comm_f = 0, tp_comm_b = 0;  // per block, on the critical path
+  double cp_comm_f = 0, cp_comm_b = 0;  // per layer, overlapped with attention
+};
+BlockTimes block_times(const LoweringInput& in);
+
+// Real-rank groups of each parallel dimension under the rank order tp, cp, dp, pp (innermost
+// first), as CollectiveSpecs for the network model.
+struct Layout {
+  std::int64_t tp = 1, cp = 1, dp = 1, pp = 1, gpus_per_node = 8;
+  CollectiveSpec group(CollOp op, std::int64_t stride, std::int64_t size, double bytes) const;
+  CollectiveSpec tp_group(CollOp op, double bytes) const { return group(op, 1, tp, bytes); }
+  CollectiveSpec cp_group(CollOp op, double bytes) const { return group(op, tp, cp, bytes); }
+  CollectiveSpec dp_group(CollOp op, double bytes) const { return group(op, tp * cp, dp, bytes); }
+  // Megatron reduces gradients over the data- and context-parallel ranks together.
+  CollectiveSpec dpcp_group(CollOp op, double bytes) const { return group(op, tp, dp * cp, bytes); }
+  CollectiveSpec pp_p2p(double bytes) const;
+};
+Layout make_layout(const Scenario& s);
+
+class Emitter {
+ public:
+  Emitter(const LoweringInput& in, Program& prog);
+
+  struct Range {
+    OpId first = -1;
+    OpId last = -1;
+  };
+  // Called after each layer's forward (kind F) or backward/weight-gradient op (kinds B, W) with
+  // the op and the layer's index within the chunk; lets the schedule hang communication on it.
+  using LayerHook = std::function<void(Action::Kind kind, std::int64_t layer, OpId op)>;
+  // Called before each layer's ops with the layer index; returns extra deps for the layer's first op.
+  using PreHook = std::function<std::vector<OpId>(Action::Kind kind, std::int64_t layer)>;
+
+  Range forward(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool first, bool last,
+                std::vector<OpId> deps, const PreHook& pre = {}, const LayerHook& post = {});
+  // split: B computes input gradients only; weight_grad() emits the W part.
+  Range backward(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool first, bool last,
+                 bool split, std::vector<OpId> deps, const PreHook& pre = {}, const LayerHook& post = {});
+  Range weight_grad(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool last,
+                    std::vector<OpId> deps, const LayerHook& post = {});
+
+  OpId op(std::int32_t rank, Stream s, Phase ph, const std::string& label, double seconds, std::vector<OpId> deps,
+          std::int32_t mb = -1, std::int32_t chunk = -1);
+
+  const BlockTimes& times() const { return t_; }
+  const ActivationBytes& act() const { return act_; }
+  const Layout& layout() const { return layout_; }
+
+ private:
+  const LoweringInput& in_;
+  Program& p_;
+  BlockTimes t_;
+  ActivationBytes act_;
+  Layout layout_;
+  bool full_recompute_;
+};
+
+}  // namespace parasim

@@ -1,0 +1,189 @@
+// The shared lowering of pipeline-style schedules (DDP is the one-stage case): static model
+// states per stage, each action through the Emitter, p2p transfers between virtual stages,
+// data-parallel gradient synchronisation (DDP buckets, ZeRO reduce-scatter, FSDP per-layer
+// gather / reduce-scatter), the optimizer step and the ZeRO parameter all-gather.
+//
+// Symmetry folding: one simulated rank per pipeline stage stands for its tp*cp*dp peers, which do
+// identical work; their collectives are costed for the full group by the network model.
+#include <algorithm>
+#include <map>
+
+#include "sim/parallel/emitter.h"
+
+namespace parasim {
+
+namespace {
+
+struct StageParams {
+  double layer = 0;  // one layer, this rank's TP shard
+  double total = 0;  // everything on this stage, this rank's TP shard
+  double extra = 0;  // embedding / head on this stage
+};
+
+StageParams stage_params(const Scenario& sc, std::int64_t stage) {
+  const ParamCount pc = count_params(sc.model);
+  const double tp = static_cast<double>(sc.parallel.tp);
+  const std::int64_t p = sc.parallel.pp;
+  StageParams s;
+  s.layer = pc.per_layer / tp;
+  if (stage == 0) s.extra += pc.embedding;
+  if (stage == p - 1) s.extra += pc.head + (sc.model.tied_embeddings && p > 1 ? pc.embedding : 0.0);
+  s.extra /= tp;
+  s.total = static_cast<double>(sc.layers_per_stage()[static_cast<size_t>(stage)]) * s.layer + s.extra;
+  return s;
+}
+
+}  // namespace
+
+Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool split) {
+  const Scenario& sc = in.scenario;
+  const ParallelSpec& par = sc.parallel;
+  Program prog;
+  Emitter em(in, prog);
+  const Layout& L = em.layout();
+  const auto p = static_cast<std::int32_t>(par.pp);
+  const auto v = static_cast<std::int32_t>(par.vpp);
+  const auto m = static_cast<std::int32_t>(sc.microbatches());
+  const auto stage_layers = sc.layers_per_stage();
+  const std::string fsdp_kind = par.fsdp ? par.fsdp->sharding : "";
+  const Sharding sh = sharding_for(par.zero_stage, fsdp_kind, par.dp * par.cp, par.fsdp ? par.fsdp->shard_group * par.cp : 0);
+  const StateBytesPerParam sb = state_bytes(sc.training.dtype, sc.training.optimizer, sc.training.fp32_grad_accumulation);
+  const bool per_layer_sharded = sh.weights;  // ZeRO-3 / FSDP full / HSDP
+  const double nd = static_cast<double>(sh.nd);
+  const std::int64_t prefetch = par.fsdp ? par.fsdp->prefetch : 1;
+  const bool grad_sync = par.dp * par.cp > 1;
+
+  for (std::int32_t s = 0; s < p; ++s) {
+    SimRank r;
+    r.real_rank = static_cast<std::int32_t>(s * L.tp * L.cp * L.dp);
+    r.count = L.tp * L.cp * L.dp;
+    r.stage = s;
+    r.role = p > 1 ? "stage " + std::to_string(s) : "every rank";
+    const ModelStates ms = model_states(stage_params(sc, s).total, sb, sh);
+    r.static_mem[static_cast<size_t>(MemCat::Weights)] = static_cast<Bytes>(ms.weights);
+    r.static_mem[static_cast<size_t>(MemCat::Grads)] = static_cast<Bytes>(ms.grads);
+    r.static_mem[static_cast<size_t>(MemCat::Optimizer)] = static_cast<Bytes>(ms.optimizer);
+    r.static_mem[static_cast<size_t>(MemCat::Workspace)] = static_cast<Bytes>(sc.profile.runtime_reserved_gib.value * kGiB);
+    prog.ranks.push_back(r);
+  }
+
+  const double p2p_s = p > 1 ? in.network.time_s(L.pp_p2p(in.graph.p2p_bytes)) : 0.0;
+  const std::int32_t nvs = p * v;
+  std::vector<std::vector<OpId>> fsend(static_cast<size_t>(nvs), std::vector<OpId>(static_cast<size_t>(m), -1));
+  auto bsend = fsend, ffirst = fsend, bfirst = fsend;
+  // The data-parallel group a gradient or parameter collective runs over.
+  auto dp_spec = [&](CollOp op, double bytes) {
+    if (!per_layer_sharded || sh.nd == par.dp * par.cp) return L.dpcp_group(op, bytes);
+    return L.group(op, L.tp, sh.nd, bytes);  // HSDP shard group
+  };
+
+  for (std::int32_t s = 0; s < p; ++s) {
+    const StageParams sp = stage_params(sc, s);
+    const auto& acts = order[static_cast<size_t>(s)];
+    // Last gradient-producing action of each chunk: there the DP gradient sync happens.
+    std::vector<size_t> last_grad(static_cast<size_t>(v), acts.size());
+    for (size_t i = 0; i < acts.size(); ++i)
+      if (acts[i].kind == (split ? Action::W : Action::B)) last_grad[static_cast<size_t>(acts[i].chunk)] = i;
+    std::vector<OpId> sync_ops;
+
+    for (size_t i = 0; i < acts.size(); ++i) {
+      const Action a = acts[i];
+      const std::int32_t vs = a.chunk * p + s;
+      const bool first = vs == 0, last = vs == nvs - 1;
+      const std::int64_t layers = stage_layers[static_cast<size_t>(s)] / v;
+      const bool sync_here = grad_sync && !per_layer_sharded && i == last_grad[static_cast<size_t>(a.chunk)];
+      // DDP / ZeRO-1/2 bucketed gradient sync, hung on the layer ops of the last backward.
+      double bucket = 0;
+      const double bucket_cap = par.bucket_mb * 1e6;
+      const CollOp grad_op = sh.optimizer ? CollOp::ReduceScatter : CollOp::AllReduce;
+      auto flush = [&](OpId after) {
+        if (bucket <= 0) return;
+        const double t = in.network.time_s(dp_spec(grad_op, bucket));
+        std::vector<OpId> d{after};
+        sync_ops.push_back(em.op(s, Stream::Comm, Phase::DpComm, sh.optimizer ? "grad reduce-scatter" : "grad all-reduce", t, d, a.microbatch, a.chunk));
+        bucket = 0;
+      };
+      // FSDP / ZeRO-3: gather each layer's parameters before use, free after, reduce-scatter grads.
+      std::vector<OpId> layer_done;
+      const double unit_w = sp.layer * sb.weights;
+      const double gathered = unit_w * (1.0 - 1.0 / nd);
+      auto pre = [&](Action::Kind k, std::int64_t) -> std::vector<OpId> {
+        if (!per_layer_sharded) return {};
+        std::vector<OpId> d;
+        const auto idx = static_cast<std::int64_t>(layer_done.size()) - 1 - prefetch;
+        if (idx >= 0) d.push_back(layer_done[static_cast<size_t>(idx)]);
+        const double t = in.network.time_s(dp_spec(CollOp::AllGather, unit_w));
+        const OpId ag = em.op(s, Stream::Comm, Phase::FsdpGather, k == Action::F ? "param all-gather fwd" : "param all-gather bwd", t, d, a.microbatch, a.chunk);
+        prog.ops[static_cast<size_t>(ag)].at_start = {MemCat::GatheredParams, static_cast<Bytes>(gathered)};
+        return {ag};
+      };
+      auto post = [&](Action::Kind k, std::int64_t, OpId op) {
+        if (per_layer_sharded) {
+          const bool needs_free = k == Action::F || k == (split ? Action::B : Action::B);
+          if (needs_free) {
+            const OpId rel = em.op(s, Stream::Compute, Phase::Other, "release gathered params", 0, {op}, a.microbatch, a.chunk);
+            prog.ops[static_cast<size_t>(rel)].at_end = {MemCat::GatheredParams, -static_cast<Bytes>(gathered)};
+            layer_done.push_back(rel);
+          }
+          if (grad_sync && k == (split ? Action::W : Action::B)) {
+            const double gbytes = sp.layer * sb.grads;
+            const OpId rs = em.op(s, Stream::Comm, Phase::DpComm, "grad reduce-scatter", in.network.time_s(dp_spec(CollOp::ReduceScatter, gbytes)), {op}, a.microbatch, a.chunk);
+            prog.ops[static_cast<size_t>(rs)].at_start = {MemCat::Grads, static_cast<Bytes>(gbytes * (1.0 - 1.0 / nd))};
+            prog.ops[static_cast<size_t>(rs)].at_end = {MemCat::Grads, -static_cast<Bytes>(gbytes * (1.0 - 1.0 / nd))};
+            sync_ops.push_back(rs);
+            if (sh.nd < par.dp * par.cp) {  // HSDP: all-reduce the shard across replicas
+              const std::int64_t replicas = par.dp * par.cp / sh.nd;
+              const double t = in.network.time_s(L.group(CollOp::AllReduce, L.tp * sh.nd, replicas, gbytes / nd));
+              sync_ops.push_back(em.op(s, Stream::Comm, Phase::DpComm, "grad all-reduce (replicas)", t, {rs}, a.microbatch, a.chunk));
+            }
+          }
+          return;
+        }
+        if (!sync_here || k != (split ? Action::W : Action::B)) return;
+        bucket += sp.layer * sb.grads;
+        if (bucket >= bucket_cap) flush(op);
+      };
+
+      if (a.kind == Action::F) {
+        const auto r = em.forward(s, a.microbatch, a.chunk, layers, first, last, {}, pre, post);
+        ffirst[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] = r.first;
+        if (!last)
+          fsend[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] =
+              em.op(s, Stream::P2P, Phase::PpComm, "pp send activations", p2p_s, {r.last}, a.microbatch, a.chunk);
+      } else if (a.kind == Action::B) {
+        const auto r = em.backward(s, a.microbatch, a.chunk, layers, first, last, split, {}, pre, post);
+        bfirst[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] = r.first;
+        if (!first)
+          bsend[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] =
+              em.op(s, Stream::P2P, Phase::PpComm, "pp send gradients", p2p_s, {r.last}, a.microbatch, a.chunk);
+        if (sync_here && !split) {
+          bucket += sp.extra * sb.grads;
+          flush(r.last);
+        }
+      } else {
+        const auto r = em.weight_grad(s, a.microbatch, a.chunk, layers, last, {}, post);
+        if (sync_here) {
+          bucket += sp.extra * sb.grads;
+          flush(r.last);
+        }
+      }
+    }
+    // Optimizer on this rank's shard after all gradient syncs; ZeRO-1/2 then all-gather params.
+    std::vector<OpId> deps = sync_ops;
+    const double opt_params = sp.total / (sh.optimizer ? nd : 1.0);
+    const double traffic = sb.optimizer * 2 + sb.grads + sb.weights;  // read+write states, read grad, write param
+    const OpId opt = em.op(s, Stream::Compute, Phase::Optimizer, "optimizer step", in.cost.optimizer_s(traffic * opt_params), deps);
+    if (sh.optimizer && !sh.weights && grad_sync)
+      em.op(s, Stream::Comm, Phase::DpComm, "param all-gather", in.network.time_s(dp_spec(CollOp::AllGather, sp.total * sb.weights)), {opt});
+  }
+  // Wire p2p: forward input from the previous virtual stage, backward input from the next.
+  for (std::int32_t vs = 0; vs < nvs; ++vs)
+    for (std::int32_t mb = 0; mb < m; ++mb) {
+      const auto i = static_cast<size_t>(vs), j = static_cast<size_t>(mb);
+      if (vs > 0 && ffirst[i][j] >= 0) prog.ops[static_cast<size_t>(ffirst[i][j])].deps.push_back(fsend[i - 1][j]);
+      if (vs < nvs - 1 && bfirst[i][j] >= 0) prog.ops[static_cast<size_t>(bfirst[i][j])].deps.push_back(bsend[i + 1][j]);
+    }
+  return prog;
+}
+
+}  // namespace parasim

@@ -1,0 +1,68 @@
+// Lowering a plan to a Program. Each schedule is one file that either returns the per-stage order
+// of forward/backward actions (pipeline schedules, DDP) or lowers the whole step (DataParallel).
+// A new schedule is one new file plus one line in register_builtins().
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "calibrate/profile/cost_model.h"
+#include "models/layer_graph.h"
+#include "sim/core/program.h"
+#include "sim/core/registry.h"
+#include "sim/network/network_model.h"
+#include "sim/scenario/scenario.h"
+
+namespace parasim {
+
+// What the lowering reads. All references outlive the call.
+struct LoweringInput {
+  const Scenario& scenario;
+  const LayerGraph& graph;
+  const CostModel& cost;
+  const NetworkModel& network;
+};
+
+// One unit of pipeline work on a stage: forward, backward (input and weight gradients), or with
+// zero-bubble schedules backward-input (B) and backward-weight (W) separately.
+struct Action {
+  enum Kind : std::uint8_t { F, B, W } kind = F;
+  std::int32_t microbatch = 0;
+  std::int32_t chunk = 0;  // virtual stage index on this GPU (0 .. vpp-1)
+};
+using StageOrder = std::vector<std::vector<Action>>;  // [stage][i]
+
+struct ScheduleSpec {
+  std::int64_t stages = 1;        // p
+  std::int64_t microbatches = 1;  // m
+  std::int64_t chunks = 1;        // v
+};
+
+using OrderFn = std::function<StageOrder(const ScheduleSpec&)>;
+using LowerFn = std::function<Program(const LoweringInput&)>;
+
+struct ScheduleDef {
+  OrderFn order;  // pipeline-style schedules
+  LowerFn lower;  // schedules that lower themselves
+  bool splits_backward = false;  // emits W actions
+};
+
+using ScheduleRegistry = Registry<ScheduleDef>;
+void register_builtins(ScheduleRegistry& r);
+
+// The shared emitter: per-layer ops for each action, p2p transfers between stages, data-parallel
+// gradient synchronisation (bucketed, overlapped), sharded states, optimizer step.
+Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool split_backward);
+
+// The schedule's orders (one file each).
+StageOrder order_ddp(const ScheduleSpec& s);
+StageOrder order_gpipe(const ScheduleSpec& s);
+StageOrder order_1f1b(const ScheduleSpec& s);
+StageOrder order_interleaved(const ScheduleSpec& s);
+StageOrder order_zb_h1(const ScheduleSpec& s);
+Program lower_dataparallel(const LoweringInput& in);
+
+// Lowers the scenario with the schedule it names.
+Program lower(const ScheduleRegistry& r, const LoweringInput& in);
+
+}  // namespace parasim

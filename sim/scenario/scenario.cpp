@@ -1,0 +1,218 @@
+#include "sim/scenario/scenario.h"
+
+#include <numeric>
+
+namespace parasim {
+
+namespace {
+
+const std::vector<std::string> kPipelineSchedules = {"naive", "gpipe", "1f1b", "interleaved", "zb-h1"};
+const std::vector<std::string> kDpSchedules = {"dataparallel", "ddp"};
+
+std::string itos(std::int64_t v) { return std::to_string(v); }
+
+ClusterSpec parse_cluster(const JsonObject& o) {
+  ClusterSpec c;
+  c.gpu = o.str("gpu");
+  c.nodes = o.integer("nodes", 1, 1 << 20);
+  c.gpus_per_node = o.integer("gpus_per_node", 1, 1024);
+  if (auto in = o.object_opt("intra_node")) {
+    c.intra_kind = in->choice("kind", {"nvswitch", "pcie"}, "nvswitch");
+    c.intra_gbps = in->number("gbps", 0.1, 1e5, 0);
+    in->finish();
+  }
+  if (auto out = o.object_opt("inter_node")) {
+    c.inter_kind = out->choice("kind", {"fat_tree", "rail_optimized"}, "fat_tree");
+    c.nics_per_node = out->integer("nics_per_node", 1, 1024, c.gpus_per_node);
+    c.nic_gbps = out->number("nic_gbps", 0.1, 1e5, 50);
+    c.oversubscription = out->number("oversubscription", 1.0, 64.0, 1.0);
+    out->finish();
+  }
+  o.finish();
+  return c;
+}
+
+TrainingSpec parse_training(const JsonObject& o) {
+  TrainingSpec t;
+  t.global_batch = o.integer("global_batch", 1, 1LL << 40);
+  t.micro_batch = o.integer("micro_batch", 1, 1LL << 30, 1);
+  t.seq_len = o.integer("seq_len", 1, 1LL << 30);
+  t.dtype = o.choice("dtype", {"bf16", "fp16", "fp8", "fp32"}, "bf16");
+  t.optimizer = o.choice("optimizer", {"adam", "sgd"}, "adam");
+  t.flash_attention = o.boolean("flash_attention", true);
+  t.fp32_grad_accumulation = o.boolean("fp32_grad_accumulation", false);
+  o.finish();
+  return t;
+}
+
+ParallelSpec parse_parallel(const JsonObject& o) {
+  ParallelSpec p;
+  p.dp = o.integer("dp", 1, 1 << 24, 1);
+  p.tp = o.integer("tp", 1, 1 << 16, 1);
+  p.pp = o.integer("pp", 1, 1 << 16, 1);
+  p.vpp = o.integer("vpp", 1, 1 << 10, 1);
+  p.cp = o.integer("cp", 1, 1 << 16, 1);
+  std::vector<std::string> all = kDpSchedules;
+  all.insert(all.end(), kPipelineSchedules.begin(), kPipelineSchedules.end());
+  p.schedule = o.choice("schedule", all, p.pp == 1 ? "ddp" : "1f1b");
+  p.sequence_parallel = o.boolean("sequence_parallel", false);
+  p.recompute = o.choice("recompute", {"none", "selective", "full"}, "none");
+  p.zero_stage = o.integer("zero_stage", 0, 3, 0);
+  if (auto f = o.object_opt("fsdp")) {
+    FsdpSpec s;
+    s.sharding = f->choice("sharding", {"full", "hybrid", "grad_op"}, "full");
+    s.shard_group = f->integer("shard_group", 0, 1 << 24, 0);
+    s.prefetch = f->integer("prefetch", 0, 64, 1);
+    s.offload = f->boolean("offload", false);
+    f->finish();
+    p.fsdp = s;
+  }
+  if (o.has("stage_layers")) p.stage_layers = o.int_list("stage_layers", 1, 1 << 20);
+  p.bucket_mb = o.number("bucket_mb", 0.001, 1e6, 25);
+  p.overlap_grad_reduce = o.boolean("overlap_grad_reduce", true);
+  o.finish();
+  return p;
+}
+
+void validate(const Scenario& s, const JsonObject& root) {
+  const auto& p = s.parallel;
+  const auto& m = s.model;
+  const auto& t = s.training;
+  const std::string par = "/parallel";
+  auto fail = [&](const std::string& ptr, const std::string& msg) { throw_config(s.file, ptr, msg); };
+  const std::int64_t prod = p.dp * p.tp * p.pp * p.cp;
+  if (prod != s.cluster.gpus())
+    fail(par, "dp*tp*pp*cp = " + itos(p.dp) + "*" + itos(p.tp) + "*" + itos(p.pp) + "*" + itos(p.cp) + " = " + itos(prod) +
+                  " but the cluster has " + itos(s.cluster.nodes) + "*" + itos(s.cluster.gpus_per_node) + " = " +
+                  itos(s.cluster.gpus()) + " GPUs");
+  if (t.global_batch % (t.micro_batch * p.dp) != 0)
+    fail("/training/global_batch", "global_batch " + itos(t.global_batch) + " is not divisible by micro_batch*dp = " +
+                                       itos(t.micro_batch) + "*" + itos(p.dp) + " = " + itos(t.micro_batch * p.dp));
+  if (m.heads % p.tp != 0) fail(par + "/tp", "model heads (" + itos(m.heads) + ") must be divisible by tp (" + itos(p.tp) + ")");
+  if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0)
+    fail(par + "/tp", "model kv_heads (" + itos(m.kv_heads) + ") and tp (" + itos(p.tp) + ") must divide one another");
+  if (m.ffn_hidden % p.tp != 0)
+    fail(par + "/tp", "model ffn_hidden (" + itos(m.ffn_hidden) + ") must be divisible by tp (" + itos(p.tp) + ")");
+  if (t.seq_len % p.cp != 0) fail(par + "/cp", "seq_len (" + itos(t.seq_len) + ") must be divisible by cp (" + itos(p.cp) + ")");
+  if (p.sequence_parallel && p.tp == 1) fail(par + "/sequence_parallel", "sequence_parallel needs tp > 1");
+  const bool pipelined = p.pp > 1;
+  const bool dp_sched = p.schedule == "dataparallel" || p.schedule == "ddp";
+  if (pipelined && dp_sched)
+    fail(par + "/schedule", "with pp = " + itos(p.pp) + " the schedule must be a pipeline schedule (naive, gpipe, 1f1b, interleaved, zb-h1), got \"" + p.schedule + "\"");
+  if (!pipelined && !dp_sched)
+    fail(par + "/schedule", "pipeline schedule \"" + p.schedule + "\" needs pp > 1; with pp = 1 use \"ddp\" or \"dataparallel\"");
+  if (p.schedule == "interleaved" && p.vpp < 2) fail(par + "/vpp", "the interleaved schedule needs vpp >= 2");
+  if (p.vpp > 1 && p.schedule != "interleaved") fail(par + "/vpp", "vpp > 1 needs schedule \"interleaved\", got \"" + p.schedule + "\"");
+  if (p.schedule == "interleaved" && s.microbatches() % p.pp != 0)
+    fail("/training/global_batch", "the interleaved schedule needs microbatches per pipeline (" + itos(s.microbatches()) +
+                                       ") divisible by pp (" + itos(p.pp) + ")");
+  if (p.schedule == "naive" && s.microbatches() != 1)
+    fail("/training/micro_batch", "the naive model-parallel schedule does not split the batch: micro_batch must be global_batch/dp = " +
+                                      itos(t.global_batch / p.dp) + " (use gpipe or 1f1b for microbatching)");
+  if (p.schedule == "dataparallel" && (p.tp != 1 || p.cp != 1 || s.cluster.nodes != 1))
+    fail(par + "/schedule", "\"dataparallel\" (single-process torch.nn.DataParallel) runs on one node with tp = cp = 1");
+  if (p.schedule == "dataparallel" && (p.zero_stage != 0 || p.fsdp))
+    fail(par + "/schedule", "\"dataparallel\" cannot be combined with zero_stage or fsdp");
+  if (p.fsdp && p.zero_stage != 0) fail(par + "/zero_stage", "set either fsdp or zero_stage, not both");
+  if (p.fsdp && p.fsdp->sharding == "hybrid") {
+    const auto g = p.fsdp->shard_group;
+    if (g < 1 || p.dp % g != 0)
+      fail(par + "/fsdp/shard_group", "hybrid sharding needs shard_group dividing dp (" + itos(p.dp) + "), got " + itos(g));
+  }
+  if (t.dtype == "fp8" && !s.profile.peak_tflops.count("fp8"))
+    fail("/training/dtype", "the GPU profile \"" + s.profile.name + "\" has no fp8 peak");
+  const std::int64_t chunks = p.pp * p.vpp;
+  if (!p.stage_layers.empty()) {
+    if (static_cast<std::int64_t>(p.stage_layers.size()) != p.pp)
+      fail(par + "/stage_layers", "expected " + itos(p.pp) + " entries (one per pipeline stage), got " + itos(static_cast<std::int64_t>(p.stage_layers.size())));
+    const std::int64_t sum = std::accumulate(p.stage_layers.begin(), p.stage_layers.end(), std::int64_t{0});
+    if (sum != m.layers) fail(par + "/stage_layers", "entries sum to " + itos(sum) + " but the model has " + itos(m.layers) + " layers");
+    for (size_t i = 0; i < p.stage_layers.size(); ++i)
+      if (p.stage_layers[i] % p.vpp != 0)
+        fail(par + "/stage_layers/" + std::to_string(i), "must be divisible by vpp (" + itos(p.vpp) + ")");
+  } else if (m.layers % chunks != 0) {
+    fail(par + "/pp", "model layers (" + itos(m.layers) + ") are not divisible among pp*vpp = " + itos(chunks) +
+                          " chunks; give parallel.stage_layers for an uneven split");
+  }
+  (void)root;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> Scenario::layers_per_stage() const {
+  if (!parallel.stage_layers.empty()) return parallel.stage_layers;
+  return std::vector<std::int64_t>(static_cast<size_t>(parallel.pp), model.layers / parallel.pp);
+}
+
+double Scenario::dtype_bytes() const {
+  if (training.dtype == "fp32") return 4;
+  return 2;  // fp8 training keeps bf16 activations and master weights; GEMM inputs are cast
+}
+
+Scenario parse_scenario(const Json& j, const std::string& file, const std::string& data_dir) {
+  const JsonObject root(j, file, "");
+  Scenario s;
+  s.file = file;
+  const std::string schema = root.str("schema");
+  if (schema != "parasim.scenario/1") root.fail("schema", "expected \"parasim.scenario/1\", got \"" + schema + "\"");
+  s.name = root.str("name");
+  const Json& mj = root.raw("model");
+  if (mj.is_string()) {
+    s.model_ref = mj.get<std::string>();
+    s.model = load_zoo_model(data_dir, s.model_ref, file + ": /model");
+  } else if (mj.is_object()) {
+    s.model_ref = "inline";
+    s.model = parse_model(JsonObject(mj, file, "/model"));
+  } else {
+    root.fail("model", "expected a zoo model name or an inline model object");
+  }
+  s.cluster = parse_cluster(root.object("cluster"));
+  s.profile = load_profile(data_dir, s.cluster.gpu, file + ": /cluster/gpu");
+  s.training = parse_training(root.object("training"));
+  s.parallel = parse_parallel(root.object("parallel"));
+  if (auto out = root.object_opt("outputs")) {
+    out->str("trace", "");
+    out->finish();
+  }
+  root.finish({"description"});
+  validate(s, root);
+  return s;
+}
+
+Scenario load_scenario(const std::string& path, const std::string& data_dir) {
+  return parse_scenario(read_json_file(path), path, data_dir);
+}
+
+Json Scenario::resolved() const {
+  Json j;
+  j["schema"] = "parasim.scenario/1";
+  j["name"] = name;
+  Json mj = {{"name", model.name},         {"layers", model.layers},         {"hidden", model.hidden},
+             {"heads", model.heads},       {"kv_heads", model.kv_heads},     {"ffn_hidden", model.ffn_hidden},
+             {"vocab", model.vocab},       {"activation", model.activation}, {"tied_embeddings", model.tied_embeddings},
+             {"position_embedding", model.position_embedding}, {"norm", model.norm}, {"bias", model.bias},
+             {"dropout", model.dropout}};
+  if (model.position_embedding == "learned") mj["max_positions"] = model.max_positions;
+  if (model.moe) mj["moe"] = {{"experts", model.moe->experts}, {"top_k", model.moe->top_k}, {"expert_ffn_hidden", model.moe->expert_ffn_hidden}};
+  j["model"] = mj;
+  j["cluster"] = {{"gpu", cluster.gpu},
+                  {"nodes", cluster.nodes},
+                  {"gpus_per_node", cluster.gpus_per_node},
+                  {"intra_node", {{"kind", cluster.intra_kind}, {"gbps", cluster.intra_gbps > 0 ? cluster.intra_gbps : profile.nvlink_gbps.value}}},
+                  {"inter_node", {{"kind", cluster.inter_kind}, {"nics_per_node", cluster.nics_per_node}, {"nic_gbps", cluster.nic_gbps}, {"oversubscription", cluster.oversubscription}}}};
+  j["training"] = {{"global_batch", training.global_batch}, {"micro_batch", training.micro_batch}, {"seq_len", training.seq_len},
+                   {"dtype", training.dtype}, {"optimizer", training.optimizer}, {"flash_attention", training.flash_attention},
+                   {"fp32_grad_accumulation", training.fp32_grad_accumulation}};
+  Json pj = {{"dp", parallel.dp}, {"tp", parallel.tp}, {"pp", parallel.pp}, {"vpp", parallel.vpp}, {"cp", parallel.cp},
+             {"schedule", parallel.schedule}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", parallel.recompute},
+             {"zero_stage", parallel.zero_stage}, {"bucket_mb", parallel.bucket_mb}, {"overlap_grad_reduce", parallel.overlap_grad_reduce},
+             {"stage_layers", layers_per_stage()}};
+  if (parallel.fsdp)
+    pj["fsdp"] = {{"sharding", parallel.fsdp->sharding}, {"shard_group", parallel.fsdp->shard_group}, {"prefetch", parallel.fsdp->prefetch}, {"offload", parallel.fsdp->offload}};
+  else
+    pj["fsdp"] = nullptr;
+  j["parallel"] = pj;
+  return j;
+}
+
+}  // namespace parasim

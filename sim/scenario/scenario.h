@@ -1,0 +1,78 @@
+// Scenario: model, cluster, training, plan, calibration. Loaded and validated once (strict,
+// cross-field), immutable after. Contract v1 in shared DESIGN.md.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "calibrate/profile/profile.h"
+#include "models/model.h"
+#include "sim/config/json_reader.h"
+
+namespace parasim {
+
+struct ClusterSpec {
+  std::string gpu;  // profile name or path
+  std::int64_t nodes = 1;
+  std::int64_t gpus_per_node = 8;
+  std::string intra_kind = "nvswitch";  // nvswitch | pcie
+  double intra_gbps = 0;                // per direction per GPU; 0 = the profile's
+  std::string inter_kind = "fat_tree";  // fat_tree | rail_optimized
+  std::int64_t nics_per_node = 8;
+  double nic_gbps = 50;                 // per NIC per direction, GB/s
+  double oversubscription = 1.0;
+  std::int64_t gpus() const { return nodes * gpus_per_node; }
+};
+
+struct TrainingSpec {
+  std::int64_t global_batch = 0;
+  std::int64_t micro_batch = 1;
+  std::int64_t seq_len = 2048;
+  std::string dtype = "bf16";
+  std::string optimizer = "adam";
+  bool flash_attention = true;
+  bool fp32_grad_accumulation = false;  // Megatron main_grads in fp32 (4 bytes per parameter)
+};
+
+struct FsdpSpec {
+  std::string sharding = "full";  // full | hybrid | grad_op
+  std::int64_t shard_group = 0;   // hybrid: ranks per shard group (0 = all dp)
+  std::int64_t prefetch = 1;
+  bool offload = false;
+};
+
+struct ParallelSpec {
+  std::int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1;
+  std::string schedule = "ddp";
+  bool sequence_parallel = false;
+  std::string recompute = "none";  // none | selective | full
+  std::int64_t zero_stage = 0;
+  std::optional<FsdpSpec> fsdp;
+  std::vector<std::int64_t> stage_layers;  // per pipeline stage; empty = even split
+  double bucket_mb = 25;                   // DDP gradient bucket size, MB (10^6 bytes)
+  bool overlap_grad_reduce = true;
+};
+
+struct Scenario {
+  std::string name;
+  std::string file;
+  std::string model_ref;  // zoo name, or "inline"
+  ModelSpec model;
+  ClusterSpec cluster;
+  TrainingSpec training;
+  ParallelSpec parallel;
+  Profile profile;
+
+  std::int64_t microbatches() const { return training.global_batch / (training.micro_batch * parallel.dp); }
+  // Layers on each pipeline stage (length pp).
+  std::vector<std::int64_t> layers_per_stage() const;
+  double dtype_bytes() const;
+  // The scenario after defaults, as JSON (for --dump-resolved and for measured runs).
+  Json resolved() const;
+};
+
+// Parses and validates; every error names the file and JSON pointer.
+Scenario parse_scenario(const Json& j, const std::string& file, const std::string& data_dir);
+Scenario load_scenario(const std::string& path, const std::string& data_dir);
+
+}  // namespace parasim

@@ -1,0 +1,63 @@
+#include "sim/simulation.h"
+
+#include <set>
+
+namespace parasim {
+
+LayerShape layer_shape(const Scenario& sc) {
+  LayerShape sh;
+  sh.tp = sc.parallel.tp;
+  sh.cp = sc.parallel.cp;
+  sh.sequence_parallel = sc.parallel.sequence_parallel;
+  sh.micro_batch = sc.training.micro_batch;
+  sh.seq_len = sc.training.seq_len;
+  sh.dtype_bytes = sc.dtype_bytes();
+  sh.flash_attention = sc.training.flash_attention;
+  return sh;
+}
+
+SimulationOutput simulate(const Scenario& sc, const Registries& reg) {
+  SimulationOutput out;
+  const LayerGraph graph = build_layer_graph(sc.model, layer_shape(sc));
+  const CostModel cost(sc.profile, sc.training.dtype);
+  const AlphaBetaNetwork net(sc.profile, sc.cluster);
+  const LoweringInput in{sc, graph, cost, net};
+  out.program = lower(reg.schedules, in);
+  EngineOptions eo;
+  eo.overlap_compute_slowdown = sc.profile.overlap_compute_slowdown.value;
+  out.timeline = run_program(out.program, eo);
+  MetricsInput mi;
+  mi.scenario = sc.name;
+  mi.tokens_per_step = static_cast<double>(sc.training.global_batch) * static_cast<double>(sc.training.seq_len);
+  mi.gpus = sc.cluster.gpus();
+  mi.peak_flops = cost.peak_flops();
+  mi.capacity_bytes = sc.profile.device.memory_bytes;
+  out.result = compute_metrics(mi, out.program, out.timeline);
+  auto& w = out.result.warnings;
+  if (cost.fallbacks() > 0)
+    w.push_back(std::to_string(cost.fallbacks()) + " of " + std::to_string(cost.lookups()) +
+                " GEMM shapes priced by the roofline fallback (no measured point in profile \"" + sc.profile.name + "\" within 2x)");
+  std::set<std::string> assumed;
+  const Profile& p = sc.profile;
+  for (const auto& [name, f] : std::initializer_list<std::pair<const char*, const Figure*>>{
+           {"gemm_tile", &p.gemm_tile_m}, {"kernel_overhead_us", &p.kernel_overhead_us},
+           {"hbm_efficiency", &p.hbm_efficiency}, {"runtime_reserved_gib", &p.runtime_reserved_gib},
+           {"overlap_compute_slowdown", &p.overlap_compute_slowdown}, {"inter_alpha_us", &p.inter_alpha_us},
+           {"pcie_gbps", &p.pcie_gbps}})
+    if (f->how == "assumed") assumed.insert(name);
+  if (!assumed.empty()) {
+    std::string s = "profile figures marked 'assumed' (no measurement yet):";
+    for (const auto& a : assumed) s += " " + a;
+    w.push_back(s);
+  }
+  if (sc.model.moe) w.push_back("MoE: experts computed as top_k dense MLPs per token; expert parallelism and all-to-all are not modelled yet");
+  if (!out.result.fits_in_memory) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "out of memory: peak %.1f GiB exceeds the %.1f GiB of %s", out.result.peak_mem_gib,
+                  out.result.capacity_gib, p.device.name.c_str());
+    w.push_back(buf);
+  }
+  return out;
+}
+
+}  // namespace parasim

@@ -1,0 +1,26 @@
+// The whole data flow for one scenario: lower -> run -> metrics. A value with no global state, so
+// sweeps can run many and tests can run them in parallel.
+#pragma once
+#include "sim/core/engine.h"
+#include "sim/metrics/metrics.h"
+#include "sim/parallel/schedule.h"
+#include "sim/scenario/scenario.h"
+
+namespace parasim {
+
+struct SimulationOutput {
+  Program program;
+  Timeline timeline;
+  Result result;
+};
+
+// Registries of everything selectable by name, built once by the caller.
+struct Registries {
+  ScheduleRegistry schedules{"schedule"};
+  Registries() { register_builtins(schedules); }
+};
+
+LayerShape layer_shape(const Scenario& sc);
+SimulationOutput simulate(const Scenario& sc, const Registries& reg);
+
+}  // namespace parasim

@@ -1,0 +1,7 @@
+#include "tools/commands.h"
+
+namespace parasim {
+
+void add_check_commands(CLI::App&, Context&) {}
+
+}  // namespace parasim

@@ -1,0 +1,60 @@
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "tools/commands.h"
+#include "tools/report.h"
+
+namespace parasim {
+
+int run_guarded(const std::function<int()>& fn) {
+  try {
+    return fn();
+  } catch (const ConfigError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "internal error: " << e.what() << "\n";
+    return 3;
+  }
+}
+
+void add_run_command(CLI::App& app, Context& ctx) {
+  struct Opts {
+    std::string file, trace;
+    bool json = false, resolved = false;
+    int dump_rank = -1;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* run = app.add_subcommand("run", "simulate one training step of a scenario and print the prediction");
+  run->add_option("scenario", o->file, "scenario JSON file")->required();
+  run->add_flag("--json", o->json, "print the Result (parasim.result/1) as JSON on stdout");
+  run->add_option("--trace", o->trace, "write a Chrome/Perfetto trace of the step to this file");
+  run->add_flag("--dump-resolved", o->resolved, "print the scenario after defaults and exit");
+  run->add_option("--dump-program", o->dump_rank, "print the lowered ops of this simulated rank (0-based) with their times");
+  run->callback([o, &ctx]() {
+    ctx.exit_code = run_guarded([&]() {
+      const Scenario sc = load_scenario(o->file, ctx.data_dir);
+      if (o->resolved) {
+        std::cout << sc.resolved().dump(2) << "\n";
+        return 0;
+      }
+      const SimulationOutput out = simulate(sc, ctx.registries);
+      if (!o->trace.empty()) write_chrome_trace(o->trace, sc, out.program, out.timeline);
+      if (o->dump_rank >= 0) {
+        if (static_cast<size_t>(o->dump_rank) >= out.program.ranks.size())
+          throw ConfigError(fmt::format("--dump-program: rank {} out of range; the program has {} simulated ranks", o->dump_rank,
+                                        out.program.ranks.size()));
+        dump_program(std::cout, out.program, out.timeline, o->dump_rank);
+        return 0;
+      }
+      if (o->json) std::cout << result_json(out.result).dump(2) << "\n";
+      else print_summary(std::cout, sc, out.result);
+      return 0;
+    });
+  });
+}
+
+}  // namespace parasim

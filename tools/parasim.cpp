@@ -1,0 +1,37 @@
+// The parasim command line. The only place that catches errors, prints them and picks exit codes:
+// 0 success, 1 a check failed, 2 bad input (scenario, profile, model, measured run).
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "tools/commands.h"
+
+#ifndef PARASIM_DEFAULT_DATA_DIR
+#define PARASIM_DEFAULT_DATA_DIR "."
+#endif
+
+int main(int argc, char** argv) {
+  using namespace parasim;
+  CLI::App app{"parasim: discrete-event performance simulator for distributed LLM training"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("parasim ") + PARASIM_VERSION);
+  Context ctx;
+  if (const char* d = std::getenv("PARASIM_DATA_DIR")) ctx.data_dir = d;
+  else ctx.data_dir = PARASIM_DEFAULT_DATA_DIR;
+  app.add_option("--data-dir", ctx.data_dir, "where models/ and calibrate/profiles/ live (default: the source tree)");
+
+  add_run_command(app, ctx);
+  add_list_command(app, ctx);
+  add_profile_command(app, ctx);
+  add_check_commands(app, ctx);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return ctx.exit_code;
+}

@@ -1,0 +1,130 @@
+#include "tools/report.h"
+
+#include <fstream>
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+namespace parasim {
+
+namespace {
+std::string human_s(double s) {
+  if (s >= 1) return fmt::format("{:.3f} s", s);
+  if (s >= 1e-3) return fmt::format("{:.2f} ms", s * 1e3);
+  return fmt::format("{:.1f} us", s * 1e6);
+}
+}  // namespace
+
+void print_summary(std::ostream& os, const Scenario& sc, const Result& r) {
+  const auto& p = sc.parallel;
+  fmt::print(os, "parasim: {}\n", sc.name);
+  fmt::print(os, "  model {} ({:.2f}B params), {} x {} GPUs ({}), dp={} tp={} pp={} vpp={} cp={}, schedule {}{}{}\n",
+             sc.model.name, count_params(sc.model).total(sc.model.layers) / 1e9, sc.cluster.nodes, sc.cluster.gpus_per_node,
+             sc.profile.device.name, p.dp, p.tp, p.pp, p.vpp, p.cp, p.schedule,
+             p.zero_stage ? fmt::format(", ZeRO-{}", p.zero_stage) : "", p.fsdp ? ", FSDP " + p.fsdp->sharding : "");
+  fmt::print(os, "  global batch {} x seq {} = {} tokens, micro batch {}, {} microbatches per pipeline, {}, recompute {}\n\n",
+             sc.training.global_batch, sc.training.seq_len, sc.training.global_batch * sc.training.seq_len,
+             sc.training.micro_batch, sc.microbatches(), sc.training.dtype, p.recompute);
+  fmt::print(os, "  {:<22} {}\n", "step time", human_s(r.step_time_s));
+  fmt::print(os, "  {:<22} {:.0f} ({:.0f} per GPU)\n", "tokens/s", r.tokens_per_s, r.tokens_per_s / static_cast<double>(sc.cluster.gpus()));
+  fmt::print(os, "  {:<22} {:.1f}\n", "TFLOP/s per GPU", r.tflops_per_gpu);
+  fmt::print(os, "  {:<22} {:.1f} %  (HFU {:.1f} %)\n", "MFU", 100 * r.mfu, 100 * r.hfu);
+  fmt::print(os, "  {:<22} {:.1f} %\n", "bubble fraction", 100 * r.bubble_fraction);
+  fmt::print(os, "  {:<22} {:.2f} GiB of {:.2f} GiB{}\n\n", "peak VRAM per GPU", r.peak_mem_gib, r.capacity_gib,
+             r.fits_in_memory ? "" : "  ** OUT OF MEMORY **");
+  fmt::print(os, "  {:<6} {:<5} {:<28} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>8}\n", "rank", "xN", "role",
+             "peak GiB", "weights", "grads", "optim", "activ", "other", "compute", "exposed", "bubble");
+  for (const auto& rr : r.ranks) {
+    const auto& b = rr.mem_breakdown_gib;
+    const double other = b[static_cast<size_t>(MemCat::GatheredParams)] + b[static_cast<size_t>(MemCat::CommBuffers)] +
+                         b[static_cast<size_t>(MemCat::Workspace)];
+    fmt::print(os, "  {:<6} {:<5} {:<28} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>10} {:>10} {:>7.1f}%\n", rr.rank,
+               rr.count, rr.role.substr(0, 28), rr.peak_mem_gib, b[static_cast<size_t>(MemCat::Weights)],
+               b[static_cast<size_t>(MemCat::Grads)], b[static_cast<size_t>(MemCat::Optimizer)],
+               b[static_cast<size_t>(MemCat::Activations)], other, human_s(rr.compute_s), human_s(rr.comm_exposed_s),
+               100 * rr.bubble_fraction);
+  }
+  fmt::print(os, "\n  where the time went (mean per GPU):\n");
+  const double st = r.step_time_s > 0 ? r.step_time_s : 1;
+  for (const auto& [k, v] : r.breakdown)
+    if (v > 0) fmt::print(os, "    {:<22} {:>10}  {:5.1f} %\n", k, human_s(v), 100 * v / st);
+  if (!r.warnings.empty()) {
+    fmt::print(os, "\n  notes:\n");
+    for (const auto& w : r.warnings) fmt::print(os, "    - {}\n", w);
+  }
+}
+
+Json result_json(const Result& r) {
+  Json j;
+  j["schema"] = "parasim.result/1";
+  j["scenario"] = r.scenario;
+  j["step_time_s"] = r.step_time_s;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["tflops_per_gpu"] = r.tflops_per_gpu;
+  j["mfu"] = r.mfu;
+  j["hfu"] = r.hfu;
+  j["bubble_fraction"] = r.bubble_fraction;
+  j["peak_mem_gib"] = r.peak_mem_gib;
+  j["capacity_gib"] = r.capacity_gib;
+  j["fits_in_memory"] = r.fits_in_memory;
+  Json ranks = Json::array();
+  for (const auto& rr : r.ranks) {
+    Json b;
+    for (int c = 0; c < kMemCats; ++c) b[memcat_name(static_cast<MemCat>(c))] = rr.mem_breakdown_gib[static_cast<size_t>(c)];
+    ranks.push_back({{"rank", rr.rank}, {"count", rr.count}, {"stage", rr.stage}, {"role", rr.role},
+                     {"peak_mem_gib", rr.peak_mem_gib}, {"peak_time_s", rr.peak_time_s}, {"mem_breakdown_gib", b},
+                     {"compute_s", rr.compute_s}, {"comm_exposed_s", rr.comm_exposed_s}, {"idle_s", rr.idle_s},
+                     {"bubble_fraction", rr.bubble_fraction}});
+  }
+  j["ranks"] = ranks;
+  j["breakdown"] = r.breakdown;
+  j["warnings"] = r.warnings;
+  j["ops"] = r.ops;
+  j["events"] = r.events;
+  return j;
+}
+
+void write_chrome_trace(const std::string& path, const Scenario& sc, const Program& p, const Timeline& t) {
+  std::ofstream out(path);
+  if (!out) throw ConfigError(path + ": cannot write trace file");
+  Json events = Json::array();
+  for (size_t r = 0; r < p.ranks.size(); ++r) {
+    const auto& sr = p.ranks[r];
+    events.push_back({{"ph", "M"}, {"pid", r}, {"name", "process_name"},
+                      {"args", {{"name", fmt::format("rank {} ({}, x{})", sr.real_rank, sr.role, sr.count)}}}});
+    for (int s = 0; s < kStreams; ++s)
+      events.push_back({{"ph", "M"}, {"pid", r}, {"tid", s}, {"name", "thread_name"}, {"args", {{"name", stream_name(static_cast<Stream>(s))}}}});
+  }
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const Op& op = p.ops[i];
+    if (t.end[i] <= t.start[i]) continue;
+    Json args = {{"phase", phase_name(op.phase)}};
+    if (op.microbatch >= 0) args["microbatch"] = op.microbatch;
+    if (op.chunk >= 0) args["chunk"] = op.chunk;
+    events.push_back({{"ph", "X"}, {"pid", op.rank}, {"tid", static_cast<int>(op.stream)},
+                      {"name", p.labels[static_cast<size_t>(op.label)]}, {"cat", phase_name(op.phase)},
+                      {"ts", static_cast<double>(t.start[i]) / 1e6}, {"dur", static_cast<double>(t.end[i] - t.start[i]) / 1e6},
+                      {"args", args}});
+  }
+  for (size_t r = 0; r < t.memory.size(); ++r)
+    for (const auto& s : t.memory[r].curve)
+      events.push_back({{"ph", "C"}, {"pid", r}, {"name", "memory GiB"}, {"ts", static_cast<double>(s.t) / 1e6},
+                        {"args", {{"GiB", bytes_to_gib(static_cast<double>(s.total))}}}});
+  Json j = {{"traceEvents", events}, {"displayTimeUnit", "ms"}, {"otherData", {{"scenario", sc.name}, {"generator", "parasim"}}}};
+  out << j.dump() << "\n";
+}
+
+void dump_program(std::ostream& os, const Program& p, const Timeline& t, std::int32_t rank) {
+  fmt::print(os, "{:>7} {:<8} {:<12} {:<28} {:>4} {:>3} {:>12} {:>12}  deps\n", "op", "stream", "phase", "label", "mb", "ch", "start_us", "end_us");
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const Op& op = p.ops[i];
+    if (op.rank != rank) continue;
+    std::string deps;
+    for (OpId d : op.deps) deps += std::to_string(d) + " ";
+    fmt::print(os, "{:>7} {:<8} {:<12} {:<28} {:>4} {:>3} {:>12.3f} {:>12.3f}  {}\n", i, stream_name(op.stream), phase_name(op.phase),
+               p.labels[static_cast<size_t>(op.label)], op.microbatch, op.chunk, static_cast<double>(t.start[i]) / 1e6,
+               static_cast<double>(t.end[i]) / 1e6, deps);
+  }
+}
+
+}  // namespace parasim

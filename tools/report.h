@@ -1,0 +1,18 @@
+// Sinks on a finished run: the summary table, the Result JSON (contract v1), the Chrome trace.
+#pragma once
+#include <ostream>
+#include <string>
+
+#include "sim/simulation.h"
+
+namespace parasim {
+
+void print_summary(std::ostream& os, const Scenario& sc, const Result& r);
+Json result_json(const Result& r);
+// Chrome trace event format: one process per simulated rank, one thread per stream, memory as a
+// counter track. Opens in Perfetto and chrome://tracing.
+void write_chrome_trace(const std::string& path, const Scenario& sc, const Program& p, const Timeline& t);
+// The lowered schedule of one simulated rank, one line per op.
+void dump_program(std::ostream& os, const Program& p, const Timeline& t, std::int32_t rank);
+
+}  // namespace parasim
