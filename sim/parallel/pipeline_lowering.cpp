@@ -77,6 +77,8 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
     return L.group(op, L.tp, sh.nd, bytes);  // HSDP shard group
   };
 
+  std::vector<OpId> norm_ops;
+  const double norm_s = in.network.time_s(L.group(CollOp::AllReduce, 1, L.tp * L.pp, 4.0));
   for (std::int32_t s = 0; s < p; ++s) {
     const StageParams sp = stage_params(sc, s);
     const auto& acts = order[static_cast<size_t>(s)];
@@ -141,7 +143,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
         }
         if (!sync_here || k != (split ? Action::W : Action::B)) return;
         bucket += sp.layer * sb.grads;
-        if (bucket >= bucket_cap) flush(op);
+        if (bucket >= bucket_cap && par.overlap_grad_reduce) flush(op);
       };
 
       if (a.kind == Action::F) {
@@ -168,11 +170,25 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
         }
       }
     }
-    // Optimizer on this rank's shard after all gradient syncs; ZeRO-1/2 then all-gather params.
+    // Gradient clipping needs the global gradient norm: a small all-reduce over the model-parallel
+    // ranks once every stage's gradients are final (Megatron's clip_grad). A rendezvous of stages.
     std::vector<OpId> deps = sync_ops;
+    for (size_t i = prog.ops.size(); i-- > 0;)
+      if (prog.ops[i].rank == s && prog.ops[i].stream == Stream::Compute) {
+        deps.push_back(static_cast<OpId>(i));
+        break;
+      }
+    norm_ops.push_back(em.op(s, Stream::Comm, Phase::DpComm, "grad-norm all-reduce", norm_s, deps));
+    prog.ops[static_cast<size_t>(norm_ops.back())].collective = static_cast<std::int32_t>(prog.collectives.size());
+  }
+  prog.collectives.push_back(norm_ops);
+  for (std::int32_t s = 0; s < p; ++s) {
+    // Optimizer on this rank's shard; ZeRO-1/2 then all-gather the updated parameters.
+    const StageParams sp = stage_params(sc, s);
     const double opt_params = sp.total / (sh.optimizer ? nd : 1.0);
     const double traffic = sb.optimizer * 2 + sb.grads + sb.weights;  // read+write states, read grad, write param
-    const OpId opt = em.op(s, Stream::Compute, Phase::Optimizer, "optimizer step", in.cost.optimizer_s(traffic * opt_params), deps);
+    const OpId opt = em.op(s, Stream::Compute, Phase::Optimizer, "optimizer step", in.cost.optimizer_s(traffic * opt_params),
+                           {norm_ops[static_cast<size_t>(s)]});
     if (sh.optimizer && !sh.weights && grad_sync)
       em.op(s, Stream::Comm, Phase::DpComm, "param all-gather", in.network.time_s(dp_spec(CollOp::AllGather, sp.total * sb.weights)), {opt});
   }

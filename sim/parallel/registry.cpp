@@ -15,7 +15,7 @@ void register_builtins(ScheduleRegistry& r) {
   r.add({"interleaved", "Megatron interleaved 1F1B over vpp model chunks per GPU",
          "Narayanan et al. SC'21 §2.2; bubble (p-1)/(v*m+p-1)", {order_interleaved, nullptr, false}});
   r.add({"zb-h1", "zero bubble H1: 1F1B with backward split into input (B) and weight (W) gradients, W deferred into the cool-down bubbles",
-         "Qi et al. 2024, 'Zero Bubble Pipeline Parallelism'; bubble below 1F1B at 1F1B memory", {order_zb_h1, nullptr, true}});
+         "Qi et al. 2024, 'Zero Bubble Pipeline Parallelism'; bubble about (p-1)(F+B-W) against 1F1B's (p-1)(F+B+W), weight-gradient activations held longer", {order_zb_h1, nullptr, true}});
 }
 
 Program lower(const ScheduleRegistry& r, const LoweringInput& in) {

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# One command: install dependencies, build, and predict the default scenario.
+set -euo pipefail
+cd "$(dirname "$0")"
+bash tools/scripts/install-deps.sh
+bash tools/scripts/build.sh
+./build/tools/parasim run scenarios/default.json

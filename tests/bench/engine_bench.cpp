@@ -1,0 +1,70 @@
+// Google Benchmark suites: engine throughput and whole-step simulation at scale.
+#include <benchmark/benchmark.h>
+
+#include "../test_util.h"
+
+namespace parasim {
+namespace {
+
+// A synthetic program: `ranks` ranks, chains of ops with cross-rank dependencies.
+void BM_EngineEvents(benchmark::State& state) {
+  const auto ops_per_rank = static_cast<std::int32_t>(state.range(0));
+  const std::int32_t ranks = 64;
+  Program p;
+  p.labels = {"op"};
+  p.ranks.resize(ranks);
+  for (std::int32_t i = 0; i < ops_per_rank; ++i)
+    for (std::int32_t r = 0; r < ranks; ++r) {
+      Op o;
+      o.rank = r;
+      o.stream = (i % 4 == 3) ? Stream::Comm : Stream::Compute;
+      o.duration = 1000 + (i * 7 + r * 13) % 500;
+      if (i > 0) o.deps.push_back(static_cast<OpId>((i - 1) * ranks + (r + 1) % ranks));
+      p.add(std::move(o));
+    }
+  std::int64_t events = 0;
+  for (auto _ : state) {
+    const Timeline t = run_program(p, {});
+    events += t.events;
+    benchmark::DoNotOptimize(t.makespan);
+  }
+  state.counters["events/s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_EngineEvents)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
+
+Scenario big(std::int64_t nodes, const Json& parallel, const std::string& model, std::int64_t gbs, std::int64_t seq) {
+  Json j = test::base_scenario();
+  j["model"] = model;
+  j["cluster"] = {{"gpu", "h100-sxm5-80g"}, {"nodes", nodes}, {"gpus_per_node", 8}};
+  j["training"] = {{"global_batch", gbs}, {"micro_batch", 1}, {"seq_len", seq}};
+  j["parallel"] = parallel;
+  return test::scenario_from(j);
+}
+
+void run_scenario(benchmark::State& state, const Scenario& sc) {
+  const Registries reg;
+  for (auto _ : state) {
+    const auto out = simulate(sc, reg);
+    benchmark::DoNotOptimize(out.result.step_time_s);
+    state.counters["ops"] = static_cast<double>(out.result.ops);
+  }
+}
+
+void BM_Ddp1024Gpus(benchmark::State& state) {
+  run_scenario(state, big(128, {{"dp", 1024}, {"schedule", "ddp"}}, "llama2-7b", 2048, 4096));
+}
+BENCHMARK(BM_Ddp1024Gpus)->Unit(benchmark::kMillisecond);
+
+// 16,384 GPUs, 4D: Llama 3.1 405B as trained (TP 8, PP 16, CP 2, DP 64), 2048 microbatches of 8k.
+void BM_Llama405b16kGpus(benchmark::State& state) {
+  std::vector<int> layers(16, 8);
+  layers.front() = 7;
+  layers.back() = 7;
+  run_scenario(state, big(2048, {{"dp", 64}, {"tp", 8}, {"pp", 16}, {"cp", 2}, {"schedule", "1f1b"}, {"sequence_parallel", true},
+                                 {"zero_stage", 1}, {"stage_layers", layers}},
+                          "llama3.1-405b", 2048, 8192));
+}
+BENCHMARK(BM_Llama405b16kGpus)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace parasim

@@ -1,0 +1,113 @@
+#include <gtest/gtest.h>
+
+#include "sim/core/engine.h"
+
+namespace parasim {
+namespace {
+
+Op make(std::int32_t rank, Stream s, double us, std::vector<OpId> deps = {}) {
+  Op o;
+  o.rank = rank;
+  o.stream = s;
+  o.duration = seconds_to_time(us * 1e-6);
+  o.deps = std::move(deps);
+  return o;
+}
+
+Program two_ranks() {
+  Program p;
+  p.labels = {"op"};
+  p.ranks.resize(2);
+  return p;
+}
+
+TEST(Engine, StreamRunsOpsInProgramOrder) {
+  Program p = two_ranks();
+  p.add(make(0, Stream::Compute, 10));
+  p.add(make(0, Stream::Compute, 5));
+  const Timeline t = run_program(p, {});
+  // Same stream: the second starts when the first ends (10 us), ends at 15 us.
+  EXPECT_EQ(t.start[1], seconds_to_time(10e-6));
+  EXPECT_EQ(t.makespan, seconds_to_time(15e-6));
+}
+
+TEST(Engine, StreamsOverlapAndDependenciesCrossRanks) {
+  Program p = two_ranks();
+  const OpId a = p.add(make(0, Stream::Compute, 10));
+  p.add(make(0, Stream::Comm, 4));              // independent: runs 0..4 beside a
+  const OpId c = p.add(make(1, Stream::Compute, 3, {a}));  // waits for a on rank 0
+  const Timeline t = run_program(p, {});
+  EXPECT_EQ(t.start[1], 0);
+  EXPECT_EQ(t.start[static_cast<size_t>(c)], seconds_to_time(10e-6));
+  EXPECT_EQ(t.makespan, seconds_to_time(13e-6));
+}
+
+TEST(Engine, CollectiveStartsWhenTheLastMemberArrives) {
+  Program p = two_ranks();
+  p.add(make(0, Stream::Compute, 2));
+  p.add(make(1, Stream::Compute, 7));
+  Op c0 = make(0, Stream::Comm, 5, {0});
+  Op c1 = make(1, Stream::Comm, 5, {1});
+  c0.collective = c1.collective = 0;
+  const OpId m0 = p.add(c0), m1 = p.add(c1);
+  p.collectives.push_back({m0, m1});
+  const Timeline t = run_program(p, {});
+  // Rank 0 arrives at 2 us, rank 1 at 7 us: both run 7..12 us.
+  EXPECT_EQ(t.arrival[static_cast<size_t>(m0)], seconds_to_time(2e-6));
+  EXPECT_EQ(t.start[static_cast<size_t>(m0)], seconds_to_time(7e-6));
+  EXPECT_EQ(t.end[static_cast<size_t>(m0)], seconds_to_time(12e-6));
+  EXPECT_EQ(t.end[static_cast<size_t>(m1)], seconds_to_time(12e-6));
+}
+
+TEST(Engine, MemoryPeakAndBreakdownComeFromAllocFreeEvents) {
+  Program p = two_ranks();
+  p.ranks[0].static_mem[static_cast<size_t>(MemCat::Weights)] = 100;
+  Op a = make(0, Stream::Compute, 1);
+  a.at_start = {MemCat::Activations, 50};
+  Op b = make(0, Stream::Compute, 1);
+  b.at_start = {MemCat::Activations, 30};
+  b.at_end = {MemCat::Activations, -80};
+  Op c = make(0, Stream::Compute, 1);
+  c.at_start = {MemCat::Workspace, 10};
+  p.add(a);
+  p.add(b);
+  p.add(c);
+  const Timeline t = run_program(p, {});
+  // 100 static, +50 at 0, +30 at 1 us (peak 180), -80 at 2 us, +10 at 2 us -> 110.
+  EXPECT_EQ(t.memory[0].peak, 180);
+  EXPECT_EQ(t.memory[0].peak_time, seconds_to_time(1e-6));
+  EXPECT_EQ(t.memory[0].at_peak[static_cast<size_t>(MemCat::Activations)], 80);
+  EXPECT_EQ(t.memory[0].curve.back().total, 110);
+}
+
+TEST(Engine, OverlapSlowdownAppliesOnlyWhileCommIsBusy) {
+  Program p = two_ranks();
+  p.add(make(0, Stream::Comm, 10));
+  p.add(make(0, Stream::Compute, 1));
+  p.add(make(0, Stream::Compute, 10));  // starts at 1 us with comm busy: 10 * 1.5 = 15
+  p.add(make(1, Stream::Compute, 10));  // rank 1 has no comm: 10
+  EngineOptions o;
+  o.overlap_compute_slowdown = 0.5;
+  const Timeline t = run_program(p, o);
+  EXPECT_EQ(t.end[2], seconds_to_time(16e-6));
+  EXPECT_EQ(t.end[3], seconds_to_time(10e-6));
+}
+
+TEST(Engine, DeadlockIsReportedWithTheStuckOp) {
+  Program p = two_ranks();
+  p.add(make(0, Stream::Compute, 1, {1}));
+  p.add(make(0, Stream::Compute, 1));  // behind op 0 on the same stream, which waits for it
+  EXPECT_THROW(run_program(p, {}), std::logic_error);
+}
+
+TEST(Engine, DeterministicEventOrder) {
+  Program p = two_ranks();
+  for (int i = 0; i < 200; ++i) p.add(make(i % 2, i % 3 ? Stream::Compute : Stream::Comm, 1 + i % 7, i > 3 ? std::vector<OpId>{i - 3} : std::vector<OpId>{}));
+  const Timeline a = run_program(p, {});
+  const Timeline b = run_program(p, {});
+  EXPECT_EQ(a.start, b.start);
+  EXPECT_EQ(a.end, b.end);
+}
+
+}  // namespace
+}  // namespace parasim

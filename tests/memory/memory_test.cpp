@@ -1,0 +1,79 @@
+#include <gtest/gtest.h>
+
+#include "../test_util.h"
+#include "sim/memory/memory_model.h"
+
+namespace parasim {
+namespace {
+
+// A GPT layer as Korthikanti et al. 2022 assume it: 4h MLP, GeLU, multi-head attention, dropout,
+// unfused attention, 16-bit activations.
+ModelSpec korthikanti_gpt() {
+  ModelSpec m;
+  m.name = "k";
+  m.layers = 1;
+  m.hidden = 12288;
+  m.heads = 96;
+  m.kv_heads = 96;
+  m.ffn_hidden = 4 * 12288;
+  m.vocab = 51200;
+  m.dropout = true;
+  return m;
+}
+
+LayerShape shape(std::int64_t t, bool sp) {
+  LayerShape sh;
+  sh.tp = t;
+  sh.sequence_parallel = sp;
+  sh.micro_batch = 1;
+  sh.seq_len = 2048;
+  sh.flash_attention = false;
+  return sh;
+}
+
+// Table 2 of Korthikanti et al. 2022, bytes per layer: s, b, h, a as in the paper.
+TEST(Activations, KorthikantiTable2) {
+  const ModelSpec m = korthikanti_gpt();
+  const double s = 2048, b = 1, h = 12288, a = 96, t = 8;
+  const double sbh = s * b * h;
+  EXPECT_DOUBLE_EQ(activation_bytes(m, shape(1, false), "none").layer_stored, sbh * (34 + 5 * a * s / h));
+  EXPECT_DOUBLE_EQ(activation_bytes(m, shape(8, false), "none").layer_stored, sbh * (10 + 24 / t + 5 * a * s / (h * t)));
+  EXPECT_DOUBLE_EQ(activation_bytes(m, shape(8, true), "none").layer_stored, sbh * (34 + 5 * a * s / h) / t);
+  EXPECT_DOUBLE_EQ(activation_bytes(m, shape(8, true), "selective").layer_stored, sbh * 34 / t);
+  EXPECT_DOUBLE_EQ(activation_bytes(m, shape(8, false), "selective").layer_stored, sbh * (10 + 24 / t));
+  // Full recompute keeps the layer input, 2sbh (divided by t with sequence parallel).
+  EXPECT_DOUBLE_EQ(activation_bytes(m, shape(8, false), "full").layer_stored, 2 * sbh);
+  EXPECT_DOUBLE_EQ(activation_bytes(m, shape(8, true), "full").layer_stored, 2 * sbh / t);
+}
+
+TEST(Activations, FlashAttentionStoresNoScoreMatrix) {
+  ModelSpec m = korthikanti_gpt();
+  LayerShape sh = shape(1, false);
+  sh.flash_attention = true;
+  const double s = 2048, h = 12288, a = 96;
+  // 34 sbh plus the fp32 log-sum-exp per (head, query).
+  EXPECT_DOUBLE_EQ(activation_bytes(m, sh, "none").layer_stored, s * h * 34 + 4 * a * s);
+}
+
+// ZeRO paper (Rajbhandari et al. 2020) per-GPU bytes with mixed-precision Adam, K = 12.
+TEST(ModelStates, ZeroStagesMatchThePaper) {
+  const double psi = 7.5e9, nd = 64;
+  const StateBytesPerParam b = state_bytes("bf16", "adam", false);
+  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(0, "", 64, 0)).total(), 16 * psi);
+  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(1, "", 64, 0)).total(), 4 * psi + 12 * psi / nd);
+  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(2, "", 64, 0)).total(), 2 * psi + 14 * psi / nd);
+  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(3, "", 64, 0)).total(), 16 * psi / nd);
+  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(0, "full", 64, 0)).total(), 16 * psi / nd);
+  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(0, "grad_op", 64, 0)).total(), 2 * psi + 14 * psi / nd);
+  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(0, "hybrid", 64, 8)).total(), 16 * psi / 8);
+}
+
+TEST(ModelStates, MegatronDistributedOptimizerWithFp32Grads) {
+  // Megatron-LM theoretical_memory_usage: 6 + 12/N_d bytes per parameter.
+  const double psi = 1e9, nd = 8;
+  const StateBytesPerParam b = state_bytes("bf16", "adam", true);
+  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(1, "", 8, 0)).total(), (6 + 12 / nd) * psi);
+}
+
+}  // namespace
+}  // namespace parasim

@@ -1,0 +1,64 @@
+// Activation memory in flight, read from the simulated timeline: 1F1B's stage i holds
+// min(p-i, m) microbatches, GPipe holds m (MODELING.md, Narayanan et al. 2021).
+#include <gtest/gtest.h>
+
+#include "../test_util.h"
+#include "sim/memory/memory_model.h"
+
+namespace parasim {
+namespace {
+
+Scenario pipe(std::int64_t p, std::int64_t m, const std::string& schedule) {
+  Json j = test::base_scenario();
+  j["model"] = {{"name", "eq"}, {"layers", 16}, {"hidden", 2048}, {"heads", 16}, {"vocab", 64}};
+  j["cluster"] = {{"gpu", "a100-sxm4-80g"}, {"nodes", 1}, {"gpus_per_node", p}};
+  j["training"] = {{"global_batch", m}, {"micro_batch", 1}, {"seq_len", 2048}};
+  j["parallel"] = {{"dp", 1}, {"pp", p}, {"schedule", schedule}};
+  return test::scenario_from(j);
+}
+
+double peak_activations(const Scenario& sc, std::int32_t stage) {
+  const auto out = test::simulate_with(sc, test::FreeNetwork{});
+  return static_cast<double>(out.timeline.memory[static_cast<size_t>(stage)].at_peak[static_cast<size_t>(MemCat::Activations)]);
+}
+
+double per_microbatch(const Scenario& sc, bool with_head) {
+  const ActivationBytes a = activation_bytes(sc.model, layer_shape(sc), "none");
+  const double layers = static_cast<double>(sc.model.layers / sc.parallel.pp);
+  return layers * static_cast<double>(static_cast<Bytes>(a.layer_stored)) + (with_head ? static_cast<double>(static_cast<Bytes>(a.head)) : 0);
+}
+
+TEST(ActivationsInFlight, OneFOneBFirstStageHoldsP) {
+  const std::int64_t p = 4, m = 8;
+  const Scenario sc = pipe(p, m, "1f1b");
+  for (std::int32_t i = 0; i < p - 1; ++i)
+    EXPECT_DOUBLE_EQ(peak_activations(sc, i), static_cast<double>(std::min(p - i, m)) * per_microbatch(sc, false)) << "stage " << i;
+  // The last stage runs F then B per microbatch: one in flight (plus its logits).
+  EXPECT_DOUBLE_EQ(peak_activations(sc, p - 1), per_microbatch(sc, true));
+}
+
+TEST(ActivationsInFlight, GPipeHoldsAllM) {
+  const std::int64_t p = 4, m = 8;
+  const Scenario sc = pipe(p, m, "gpipe");
+  EXPECT_DOUBLE_EQ(peak_activations(sc, 0), static_cast<double>(m) * per_microbatch(sc, false));
+  EXPECT_DOUBLE_EQ(peak_activations(sc, 1), static_cast<double>(m) * per_microbatch(sc, false));
+}
+
+TEST(StaticMemory, ZeroStagesOnTheTimelineMatchFormulas) {
+  // 8-way DP of Llama 2 7B: model states per GPU from the run equal the ZeRO formulas.
+  for (std::int64_t stage : {0, 1, 2, 3}) {
+    Json j = test::base_scenario();
+    j["parallel"]["zero_stage"] = stage;
+    const Scenario sc = test::scenario_from(j);
+    const auto out = test::simulate_with(sc, test::FreeNetwork{});
+    const auto& sm = out.program.ranks[0].static_mem;
+    const double psi = count_params(sc.model).total(sc.model.layers), nd = 8;
+    const double states = static_cast<double>(sm[static_cast<size_t>(MemCat::Weights)] + sm[static_cast<size_t>(MemCat::Grads)] +
+                                              sm[static_cast<size_t>(MemCat::Optimizer)]);
+    const double expect[4] = {16 * psi, 4 * psi + 12 * psi / nd, 2 * psi + 14 * psi / nd, 16 * psi / nd};
+    EXPECT_NEAR(states, expect[stage], 4.0) << "ZeRO-" << stage;  // bytes truncated per category
+  }
+}
+
+}  // namespace
+}  // namespace parasim

@@ -1,0 +1,136 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "../test_util.h"
+#include "tools/report.h"
+
+namespace parasim {
+namespace {
+
+double compute_time(const SimulationOutput& out, std::int32_t rank) {
+  double s = 0;
+  for (size_t i = 0; i < out.program.ops.size(); ++i)
+    if (out.program.ops[i].rank == rank && out.program.ops[i].stream == Stream::Compute)
+      s += time_to_seconds(out.program.ops[i].duration);
+  return s;
+}
+
+TEST(DDP, WithFreeCommunicationStepEqualsCompute) {
+  const Scenario sc = test::scenario_from(test::base_scenario());
+  const auto out = test::simulate_with(sc, test::FreeNetwork{});
+  EXPECT_NEAR(out.result.step_time_s, compute_time(out, 0), 1e-9);
+  EXPECT_NEAR(out.result.bubble_fraction, 0.0, 1e-9);
+}
+
+TEST(DDP, BucketedAllReduceOverlapsBackward) {
+  // With the real network, overlapped buckets hide most of the all-reduce: the step is shorter
+  // than compute plus all communication run back to back.
+  Json j = test::base_scenario();
+  const Scenario overlapped = test::scenario_from(j);
+  j["parallel"]["overlap_grad_reduce"] = false;
+  const Scenario serial = test::scenario_from(j);
+  const auto a = simulate(overlapped, Registries{});
+  const auto b = simulate(serial, Registries{});
+  EXPECT_LT(a.result.step_time_s, b.result.step_time_s);
+  EXPECT_GT(a.result.breakdown.at("dp_comm_s"), 0.0);
+  EXPECT_LT(a.result.ranks[0].comm_exposed_s, b.result.ranks[0].comm_exposed_s);
+}
+
+TEST(DataParallel, GpuZeroIsHeavierAndBusier) {
+  Json j = test::base_scenario();
+  j["model"] = "megatron-gpt-1.7b";
+  j["parallel"] = {{"dp", 4}, {"schedule", "dataparallel"}};
+  j["cluster"]["gpus_per_node"] = 4;
+  j["training"] = {{"global_batch", 16}, {"micro_batch", 2}, {"seq_len", 1024}};
+  const auto out = simulate(test::scenario_from(j), Registries{});
+  ASSERT_EQ(out.result.ranks.size(), 4u);
+  for (size_t r = 1; r < 4; ++r) {
+    EXPECT_GT(out.result.ranks[0].peak_mem_gib, out.result.ranks[r].peak_mem_gib + 1.0);
+    EXPECT_GT(out.result.ranks[0].compute_s, out.result.ranks[r].compute_s);
+  }
+}
+
+TEST(Determinism, TwoRunsGiveByteIdenticalJson) {
+  const Scenario sc = load_scenario(test::data_dir() + "/scenarios/default.json", test::data_dir());
+  const std::string a = result_json(simulate(sc, Registries{}).result).dump();
+  const std::string b = result_json(simulate(sc, Registries{}).result).dump();
+  EXPECT_EQ(a, b);
+}
+
+TEST(TensorParallel, CommunicationSitsOnTheCriticalPath) {
+  Json j = test::base_scenario();
+  j["parallel"] = {{"dp", 1}, {"tp", 8}};
+  j["training"]["global_batch"] = 8;
+  const Scenario sc = test::scenario_from(j);
+  const auto real = simulate(sc, Registries{});
+  const auto free = test::simulate_with(sc, test::FreeNetwork{});
+  EXPECT_GT(real.result.breakdown.at("tp_comm_s"), 0.0);
+  EXPECT_NEAR(real.result.step_time_s - free.result.step_time_s, real.result.breakdown.at("tp_comm_s"),
+              0.05 * real.result.step_time_s);
+}
+
+TEST(Fsdp, FullShardingGathersEachLayerAndShardsStates) {
+  Json j = test::base_scenario();
+  j["parallel"]["fsdp"] = {{"sharding", "full"}};
+  const auto out = simulate(test::scenario_from(j), Registries{});
+  std::int64_t gathers = 0;
+  for (const auto& op : out.program.ops) gathers += op.phase == Phase::FsdpGather;
+  // 32 layers, forward and backward, 8 microbatches per rank.
+  EXPECT_EQ(gathers, 32 * 2 * 8);
+  EXPECT_GT(out.result.ranks[0].mem_breakdown_gib[static_cast<size_t>(MemCat::GatheredParams)], 0.0);
+  const auto ddp = simulate(test::scenario_from(test::base_scenario()), Registries{});
+  EXPECT_LT(out.result.peak_mem_gib, ddp.result.peak_mem_gib);
+}
+
+TEST(Recompute, FullRecomputeTradesTimeForMemory) {
+  Json j = test::base_scenario();
+  const auto none = simulate(test::scenario_from(j), Registries{});
+  j["parallel"]["recompute"] = "full";
+  const auto full = simulate(test::scenario_from(j), Registries{});
+  EXPECT_LT(full.result.peak_mem_gib, none.result.peak_mem_gib);
+  EXPECT_GT(full.result.step_time_s, none.result.step_time_s);
+  // HFU counts the replayed forward, MFU does not (Megatron's convention): HFU/MFU ~ 4/3.
+  EXPECT_NEAR(full.result.hfu / full.result.mfu, 4.0 / 3.0, 0.02);
+}
+
+TEST(UnevenPipeline, StageLayersSetPerStageWork) {
+  Json j = test::base_scenario();
+  j["model"] = "llama3.1-405b";
+  j["cluster"] = {{"gpu", "h100-sxm5-80g"}, {"nodes", 16}, {"gpus_per_node", 8}};
+  j["training"] = {{"global_batch", 16}, {"micro_batch", 1}, {"seq_len", 8192}};
+  std::vector<int> layers(16, 8);
+  layers.front() = 7;
+  layers.back() = 7;
+  j["parallel"] = {{"dp", 1}, {"tp", 8}, {"pp", 16}, {"schedule", "1f1b"}, {"stage_layers", layers}, {"sequence_parallel", true}};
+  const auto out = simulate(test::scenario_from(j), Registries{});
+  ASSERT_EQ(out.result.ranks.size(), 16u);
+  // Stage 1 (8 layers) computes more than stage 0 (7 layers + embedding).
+  EXPECT_GT(out.result.ranks[1].compute_s, out.result.ranks[0].compute_s);
+}
+
+}  // namespace
+}  // namespace parasim
+
+namespace parasim {
+namespace {
+
+// Examples double as tests: every shipped scenario loads, simulates, and reports sane figures.
+TEST(Examples, EveryScenarioRuns) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(test::data_dir() + "/scenarios")) {
+    if (e.path().extension() != ".json") continue;
+    ++n;
+    const Scenario sc = load_scenario(e.path().string(), test::data_dir());
+    const auto out = simulate(sc, Registries{});
+    EXPECT_GT(out.result.step_time_s, 0) << e.path();
+    EXPECT_GT(out.result.mfu, 0.05) << e.path();
+    EXPECT_LT(out.result.mfu, out.result.hfu + 1e-12) << e.path();
+    EXPECT_LT(out.result.hfu, 1.0) << e.path();
+    EXPECT_TRUE(out.result.fits_in_memory) << e.path() << " peak " << out.result.peak_mem_gib;
+  }
+  EXPECT_GE(n, 8);
+}
+
+}  // namespace
+}  // namespace parasim

@@ -1,0 +1,92 @@
+// Every validator has an invalid input with the exact message it must produce.
+#include <gtest/gtest.h>
+
+#include "../test_util.h"
+
+namespace parasim {
+namespace {
+
+struct Case {
+  const char* name;
+  std::function<void(Json&)> mutate;
+  std::string expected;
+};
+
+std::string error_of(const Json& j) {
+  try {
+    test::scenario_from(j);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(InvalidScenario, EachProducesItsExactError) {
+  const std::vector<Case> cases = {
+      {"misspelt key", [](Json& j) { j["parallel"]["scheudle"] = "ddp"; },
+       "test.json: /parallel/scheudle: unknown key; did you mean \"schedule\"?"},
+      {"unknown top-level key", [](Json& j) { j["clustr"] = 1; },
+       "test.json: /clustr: unknown key; did you mean \"cluster\"?"},
+      {"wrong schema", [](Json& j) { j["schema"] = "parasim.scenario/2"; },
+       "test.json: /schema: expected \"parasim.scenario/1\", got \"parasim.scenario/2\""},
+      {"missing training", [](Json& j) { j.erase("training"); }, "test.json: /training: missing required key"},
+      {"wrong type", [](Json& j) { j["parallel"]["dp"] = "8"; },
+       "test.json: /parallel/dp: expected an integer in [1, 16777216], got a string"},
+      {"negative batch", [](Json& j) { j["training"]["global_batch"] = -4; },
+       "test.json: /training/global_batch: expected an integer in [1, 1099511627776], got -4"},
+      {"unknown schedule", [](Json& j) { j["parallel"]["schedule"] = "1f1f"; },
+       "test.json: /parallel/schedule: expected one of \"dataparallel\", \"ddp\", \"naive\", \"gpipe\", \"1f1b\", \"interleaved\", \"zb-h1\", got \"1f1f\"; did you mean \"1f1b\"?"},
+      {"gpu count mismatch", [](Json& j) { j["parallel"]["dp"] = 4; },
+       "test.json: /parallel: dp*tp*pp*cp = 4*1*1*1 = 4 but the cluster has 1*8 = 8 GPUs"},
+      {"batch not divisible", [](Json& j) { j["training"]["global_batch"] = 60; },
+       "test.json: /training/global_batch: global_batch 60 is not divisible by micro_batch*dp = 1*8 = 8"},
+      {"layers not divisible", [](Json& j) { j["parallel"] = {{"dp", 1}, {"pp", 8}, {"schedule", "1f1b"}}; j["model"] = "llama3.1-405b"; },
+       "test.json: /parallel/pp: model layers (126) are not divisible among pp*vpp = 8 chunks; give parallel.stage_layers for an uneven split"},
+      {"stage_layers wrong sum", [](Json& j) { j["parallel"] = {{"dp", 1}, {"pp", 8}, {"schedule", "1f1b"}, {"stage_layers", {4, 4, 4, 4, 4, 4, 4, 3}}}; },
+       "test.json: /parallel/stage_layers: entries sum to 31 but the model has 32 layers"},
+      {"stage_layers wrong length", [](Json& j) { j["parallel"] = {{"dp", 2}, {"pp", 4}, {"schedule", "1f1b"}, {"stage_layers", {16, 16}}}; },
+       "test.json: /parallel/stage_layers: expected 4 entries (one per pipeline stage), got 2"},
+      {"heads not divisible by tp", [](Json& j) { j["parallel"] = {{"dp", 1}, {"tp", 8}}; j["model"] = "megatron-gpt-1.7b"; j["training"]["global_batch"] = 8; j["model"] = Json{{"name", "odd"}, {"layers", 2}, {"hidden", 1200}, {"heads", 12}, {"vocab", 1000}}; },
+       "test.json: /parallel/tp: model heads (12) must be divisible by tp (8)"},
+      {"unknown model", [](Json& j) { j["model"] = "lama2-7b"; },
+       "test.json: /model: unknown model \"lama2-7b\"; did you mean \"llama2-7b\"? Zoo: bloom-176b, gpt3-175b, llama2-13b, "
+       "llama2-70b, llama2-7b, llama3-70b, llama3-8b, llama3.1-405b, llama3.1-70b, llama3.1-8b, megatron-gpt-1.7b, "
+       "megatron-gpt-1008b, megatron-gpt-145.6b, megatron-gpt-18.4b, megatron-gpt-3.6b, megatron-gpt-310.1b, "
+       "megatron-gpt-39.1b, megatron-gpt-529.6b, megatron-gpt-7.5b, megatron-gpt-76.1b, mpt-30b, mpt-7b"},
+      {"unknown gpu", [](Json& j) { j["cluster"]["gpu"] = "h100-sxm-80g"; },
+       "test.json: /cluster/gpu: unknown GPU profile \"h100-sxm-80g\"; did you mean \"h100-sxm5-80g\"? Profiles: a100-sxm4-80g, h100-sxm5-80g, h200-sxm-141g"},
+      {"pipeline schedule without pp", [](Json& j) { j["parallel"]["schedule"] = "1f1b"; },
+       "test.json: /parallel/schedule: pipeline schedule \"1f1b\" needs pp > 1; with pp = 1 use \"ddp\" or \"dataparallel\""},
+      {"dp schedule with pp", [](Json& j) { j["parallel"] = {{"dp", 2}, {"pp", 4}, {"schedule", "ddp"}}; },
+       "test.json: /parallel/schedule: with pp = 4 the schedule must be a pipeline schedule (naive, gpipe, 1f1b, interleaved, zb-h1), got \"ddp\""},
+      {"interleaved without vpp", [](Json& j) { j["parallel"] = {{"dp", 2}, {"pp", 4}, {"schedule", "interleaved"}}; },
+       "test.json: /parallel/vpp: the interleaved schedule needs vpp >= 2"},
+      {"sequence parallel without tp", [](Json& j) { j["parallel"]["sequence_parallel"] = true; },
+       "test.json: /parallel/sequence_parallel: sequence_parallel needs tp > 1"},
+      {"fsdp and zero", [](Json& j) { j["parallel"]["zero_stage"] = 2; j["parallel"]["fsdp"] = {{"sharding", "full"}}; },
+       "test.json: /parallel/zero_stage: set either fsdp or zero_stage, not both"},
+      {"naive with microbatches", [](Json& j) { j["parallel"] = {{"dp", 2}, {"pp", 4}, {"schedule", "naive"}}; },
+       "test.json: /training/micro_batch: the naive model-parallel schedule does not split the batch: micro_batch must be global_batch/dp = 32 (use gpipe or 1f1b for microbatching)"},
+      {"dataparallel across nodes", [](Json& j) { j["cluster"]["nodes"] = 2; j["parallel"] = {{"dp", 16}, {"schedule", "dataparallel"}}; },
+       "test.json: /parallel/schedule: \"dataparallel\" (single-process torch.nn.DataParallel) runs on one node with tp = cp = 1"},
+      {"bad recompute", [](Json& j) { j["parallel"]["recompute"] = "partial"; },
+       "test.json: /parallel/recompute: expected one of \"none\", \"selective\", \"full\", got \"partial\""},
+      {"inline model kv heads", [](Json& j) { j["model"] = Json{{"name", "x"}, {"layers", 2}, {"hidden", 1024}, {"heads", 16}, {"kv_heads", 5}, {"vocab", 1000}}; },
+       "test.json: /model/kv_heads: heads (16) must be divisible by kv_heads (5)"},
+      {"hybrid shard group", [](Json& j) { j["parallel"]["fsdp"] = {{"sharding", "hybrid"}, {"shard_group", 3}}; },
+       "test.json: /parallel/fsdp/shard_group: hybrid sharding needs shard_group dividing dp (8), got 3"},
+      {"oversubscription below 1", [](Json& j) { j["cluster"]["inter_node"] = {{"oversubscription", 0.5}}; },
+       "test.json: /cluster/inter_node/oversubscription: expected a number in [1, 64], got 0.5"},
+  };
+  ASSERT_GE(cases.size(), 15u);
+  for (const auto& c : cases) {
+    Json j = test::base_scenario();
+    c.mutate(j);
+    EXPECT_EQ(error_of(j), c.expected) << c.name;
+  }
+}
+
+TEST(InvalidScenario, ValidBaseScenarioLoads) { EXPECT_EQ(error_of(test::base_scenario()), "(no error)"); }
+
+}  // namespace
+}  // namespace parasim

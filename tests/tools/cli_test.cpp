@@ -1,0 +1,95 @@
+// The CLI as a user meets it: exit codes, messages on stderr, JSON on stdout.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+
+#include "../test_util.h"
+
+namespace parasim {
+namespace {
+
+struct Ran {
+  int code;
+  std::string out;
+};
+
+Ran run(const std::string& args) {
+  const std::string cmd = std::string(PARASIM_BINARY) + " " + args + " 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (size_t n = fread(buf.data(), 1, buf.size(), f)) out.append(buf.data(), n);
+  const int st = pclose(f);
+  return {WEXITSTATUS(st), out};
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(Cli, DefaultScenarioRuns) {
+  const Ran r = run("run " + test::data_dir() + "/scenarios/default.json");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("step time"), std::string::npos);
+  EXPECT_NE(r.out.find("peak VRAM per GPU"), std::string::npos);
+}
+
+TEST(Cli, BadScenarioExitsTwoWithPointer) {
+  const std::string path = write_temp("bad.json", R"({"schema": "parasim.scenario/1", "name": "x", "model": "llama2-7b",
+    "cluster": {"gpu": "h100-sxm5-80g", "nodes": 1, "gpus_per_node": 8},
+    "training": {"global_batch": 8, "seq_len": 2048}, "parallel": {"dp": 8, "schedul": "ddp"}})");
+  const Ran r = run("run " + path);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("/parallel/schedul: unknown key; did you mean \"schedule\"?"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("terminate"), std::string::npos);
+}
+
+TEST(Cli, NotJsonExitsTwo) {
+  const Ran r = run("run " + write_temp("garbage.json", "{not json"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("not valid JSON"), std::string::npos);
+}
+
+TEST(Cli, JsonOutputFollowsContract) {
+  const Ran r = run("run --json " + test::data_dir() + "/scenarios/default.json");
+  ASSERT_EQ(r.code, 0);
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["schema"], "parasim.result/1");
+  for (const char* k : {"scenario", "step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "bubble_fraction", "peak_mem_gib",
+                        "fits_in_memory", "ranks", "breakdown", "warnings"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  for (const char* k : {"rank", "peak_mem_gib", "mem_breakdown_gib", "compute_s", "comm_exposed_s", "idle_s"})
+    EXPECT_TRUE(j["ranks"][0].contains(k)) << k;
+}
+
+TEST(Cli, TraceIsChromeTraceFormat) {
+  const std::string trace = ::testing::TempDir() + "t.trace.json";
+  ASSERT_EQ(run("run --trace " + trace + " " + test::data_dir() + "/scenarios/default.json").code, 0);
+  const Json j = read_json_file(trace);
+  ASSERT_TRUE(j.contains("traceEvents"));
+  bool span = false, counter = false;
+  for (const auto& e : j["traceEvents"]) {
+    span = span || e["ph"] == "X";
+    counter = counter || e["ph"] == "C";
+  }
+  EXPECT_TRUE(span);
+  EXPECT_TRUE(counter);
+}
+
+TEST(Cli, ListAndVersionAndHelp) {
+  const Ran s = run("list schedules");
+  EXPECT_EQ(s.code, 0);
+  for (const char* n : {"dataparallel", "ddp", "naive", "gpipe", "1f1b", "interleaved", "zb-h1"})
+    EXPECT_NE(s.out.find(n), std::string::npos) << n;
+  EXPECT_EQ(run("list models").code, 0);
+  EXPECT_EQ(run("list gpus").code, 0);
+  EXPECT_NE(run("--version").out.find("parasim"), std::string::npos);
+  EXPECT_EQ(run("run --help").code, 0);
+}
+
+}  // namespace
+}  // namespace parasim
