@@ -1,7 +1,81 @@
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+
 #include "tools/commands.h"
+#include "tools/validation.h"
 
 namespace parasim {
 
-void add_check_commands(CLI::App&, Context&) {}
+void add_check_commands(CLI::App& app, Context& ctx) {
+  struct CheckOpts {
+    std::vector<std::string> files;
+    double tolerance = 0.10;
+    std::vector<std::string> per_figure;
+    bool json = false;
+  };
+  auto co = std::make_shared<CheckOpts>();
+  CLI::App* check = app.add_subcommand("check", "compare predictions with measured runs; exit 1 if any is outside tolerance");
+  check->add_option("measured", co->files, "measured-run JSON files (parasim.measured/1)")->required();
+  check->add_option("--tolerance", co->tolerance, "relative tolerance for every figure (default 0.10)")->check(CLI::PositiveNumber);
+  check->add_option("--tolerance-for", co->per_figure, "per-figure tolerance, e.g. step_time_s=0.05 (repeatable)");
+  check->add_flag("--json", co->json, "machine-readable output");
+  check->callback([co, &ctx]() {
+    ctx.exit_code = run_guarded([&]() {
+      Tolerances tol;
+      tol.default_tolerance = co->tolerance;
+      for (const auto& s : co->per_figure) {
+        const auto eq = s.find('=');
+        if (eq == std::string::npos) throw ConfigError("--tolerance-for: expected FIGURE=VALUE, got \"" + s + "\"");
+        try {
+          tol.per_figure[s.substr(0, eq)] = std::stod(s.substr(eq + 1));
+        } catch (const std::exception&) {
+          throw ConfigError("--tolerance-for: not a number in \"" + s + "\"");
+        }
+      }
+      std::vector<RunCheck> checks;
+      for (const auto& f : co->files) checks.push_back(check_run(load_measured(f, ctx.data_dir), ctx.registries, tol));
+      if (co->json) std::cout << checks_json(checks).dump(2) << "\n";
+      else print_checks(std::cout, checks);
+      for (const auto& c : checks)
+        if (!c.pass) return 1;
+      return 0;
+    });
+  });
+
+  struct ValOpts {
+    std::string dir = "scenarios/measured";
+    bool json = false;
+    double max_mape = 0;
+    std::string out;
+  };
+  auto vo = std::make_shared<ValOpts>();
+  CLI::App* val = app.add_subcommand("validate", "accuracy report over a directory of measured runs (Markdown, or --json)");
+  val->add_option("dir", vo->dir, "directory of measured runs (default scenarios/measured)");
+  val->add_flag("--json", vo->json, "machine-readable output");
+  val->add_option("--max-throughput-mape", vo->max_mape, "exit 1 when the throughput MAPE exceeds this fraction (a ratchet for CI)");
+  val->add_option("-o,--output", vo->out, "write the report to this file instead of stdout");
+  val->callback([vo, &ctx]() {
+    ctx.exit_code = run_guarded([&]() {
+      const ValidationReport rep = validate_dir(vo->dir, ctx.data_dir, ctx.registries);
+      std::ofstream file;
+      if (!vo->out.empty()) {
+        file.open(vo->out);
+        if (!file) throw ConfigError(vo->out + ": cannot write");
+      }
+      std::ostream& os = vo->out.empty() ? std::cout : file;
+      if (vo->json) os << validation_json(rep).dump(2) << "\n";
+      else print_validation_markdown(os, rep, "parasim validate " + vo->dir);
+      std::cerr << fmt::format("throughput MAPE {:.1f}% over {} runs; memory MAPE {:.1f}% over {} runs; {} load failures\n",
+                               100 * rep.throughput.mape, rep.throughput.n, 100 * rep.memory.mape, rep.memory.n, rep.failures.size());
+      if (vo->max_mape > 0 && rep.throughput.mape > vo->max_mape) {
+        std::cerr << fmt::format("FAIL: throughput MAPE {:.2f}% is above the ratchet {:.2f}%\n", 100 * rep.throughput.mape, 100 * vo->max_mape);
+        return 1;
+      }
+      return 0;
+    });
+  });
+}
 
 }  // namespace parasim

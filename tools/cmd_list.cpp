@@ -46,7 +46,7 @@ void add_profile_command(CLI::App& app, Context& ctx) {
                  p.device.memory_bytes / kGiB, p.device.how);
       auto row = [](const std::string& k, const Figure& f) { fmt::print("  {:<28} {:>10.4g}  [{}] {}\n", k, f.value, f.how, f.source); };
       for (const auto& [dt, f] : p.peak_tflops) row("peak_tflops." + dt, f);
-      row("gemm_max_efficiency", p.gemm_max_efficiency);
+      for (const auto& [dt, f] : p.gemm_max_efficiency) row("gemm_max_efficiency." + dt, f);
       row("gemm_tile_m", p.gemm_tile_m);
       row("gemm_tile_n", p.gemm_tile_n);
       row("attention_fwd_efficiency", p.attention_fwd_efficiency);

@@ -6,7 +6,14 @@
 namespace parasim {
 
 CostModel::CostModel(const Profile& profile, std::string dtype)
-    : p_(profile), dtype_(std::move(dtype)), peak_(profile.peak_flops(dtype_)) {}
+    : p_(profile),
+      dtype_(std::move(dtype)),
+      peak_(profile.peak_flops(dtype_)),
+      // FP8 recipes (Transformer Engine, torchao float8) run the linear layers in FP8 and keep
+      // attention in 16-bit; fp32 training runs attention at the fp32/tf32 rate.
+      attention_peak_(profile.peak_flops(dtype_ == "fp8" ? "bf16" : dtype_)) {
+  profile.gemm_efficiency(dtype_);  // fail early if the profile cannot price this dtype
+}
 
 double CostModel::memory_s(double bytes) const {
   return bytes / (p_.hbm_gbps.value * 1e9 * p_.hbm_efficiency.value) + p_.kernel_overhead_us.value * 1e-6;
@@ -14,7 +21,7 @@ double CostModel::memory_s(double bytes) const {
 
 double CostModel::attention_s(double flops, bool backward) const {
   const double eff = backward ? p_.attention_bwd_efficiency.value : p_.attention_fwd_efficiency.value;
-  return flops / (peak_ * eff) + p_.kernel_overhead_us.value * 1e-6;
+  return flops / (attention_peak_ * eff) + p_.kernel_overhead_us.value * 1e-6;
 }
 
 double CostModel::gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch) const {
@@ -52,7 +59,7 @@ double CostModel::gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::in
                          static_cast<double>(batch);
     quant = std::max(quant, tiles / (std::ceil(tiles / sms) * sms));
   }
-  const double eff = p_.gemm_max_efficiency.value * quant;
+  const double eff = p_.gemm_efficiency(dtype_) * quant;
   const double elem = dtype_ == "fp8" ? 1.0 : (dtype_ == "fp32" || dtype_ == "tf32" ? 4.0 : 2.0);
   const double bytes = elem * static_cast<double>(batch) *
                        (static_cast<double>(m) * static_cast<double>(k) + static_cast<double>(k) * static_cast<double>(n) +

@@ -28,6 +28,7 @@ class CostModel {
   const Profile& p_;
   std::string dtype_;
   double peak_;
+  double attention_peak_;
   mutable std::int64_t fallbacks_ = 0;
   mutable std::int64_t lookups_ = 0;
 };

@@ -30,6 +30,13 @@ double Profile::peak_flops(const std::string& dtype) const {
   return it->second.value * 1e12;
 }
 
+double Profile::gemm_efficiency(const std::string& dtype) const {
+  auto it = gemm_max_efficiency.find(dtype);
+  if (it == gemm_max_efficiency.end())
+    throw ProfileError(file + ": /compute/gemm_max_efficiency: no efficiency for dtype \"" + dtype + "\"");
+  return it->second.value;
+}
+
 Profile parse_profile(const Json& j, const std::string& file) {
   const JsonObject root(j, file, "");
   if (root.str("schema") != "parasim.profile/1") root.fail("schema", "expected \"parasim.profile/1\"");
@@ -56,7 +63,10 @@ Profile parse_profile(const Json& j, const std::string& file) {
     for (const auto& dt : {"bf16", "fp16", "fp8", "tf32", "fp32"})
       if (peaks.has(dt)) p.peak_tflops[dt] = figure(peaks, dt, 1e-3, 1e6);
     peaks.finish();
-    p.gemm_max_efficiency = figure(c, "gemm_max_efficiency", 0.01, 1.0);
+    const JsonObject effs = c.object("gemm_max_efficiency");
+    for (const auto& dt : {"bf16", "fp16", "fp8", "tf32", "fp32"})
+      if (effs.has(dt)) p.gemm_max_efficiency[dt] = figure(effs, dt, 0.01, 1.0);
+    effs.finish();
     p.gemm_tile_m = figure(c, "gemm_tile_m", 1, 4096);
     p.gemm_tile_n = figure(c, "gemm_tile_n", 1, 4096);
     p.attention_fwd_efficiency = figure(c, "attention_fwd_efficiency", 0.01, 1.0);

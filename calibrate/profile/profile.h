@@ -47,7 +47,7 @@ struct Profile {
   std::string file;
   DeviceInfo device;
   std::map<std::string, Figure> peak_tflops;  // dtype -> dense peak
-  Figure gemm_max_efficiency;    // best-shape achievable fraction of peak
+  std::map<std::string, Figure> gemm_max_efficiency;  // dtype -> best-shape achievable fraction of peak
   Figure gemm_tile_m, gemm_tile_n;  // output tile of the large-GEMM kernels, for wave quantisation
   Figure attention_fwd_efficiency, attention_bwd_efficiency;  // fused attention, fraction of peak
   Figure hbm_gbps, hbm_efficiency;
@@ -64,6 +64,7 @@ struct Profile {
   std::vector<CollectivePoint> collective_points;
 
   double peak_flops(const std::string& dtype) const;  // FLOP/s; throws ProfileError if absent
+  double gemm_efficiency(const std::string& dtype) const;  // throws ProfileError if absent
 };
 
 Profile parse_profile(const Json& j, const std::string& file);

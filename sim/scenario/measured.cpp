@@ -1,0 +1,73 @@
+#include "sim/scenario/measured.h"
+
+#include <filesystem>
+
+namespace parasim {
+
+std::string parallel_family(const ParallelSpec& p) {
+  if (p.pp > 1 && (p.tp > 1 || p.cp > 1)) return "3D";
+  if (p.pp > 1) return "PP";
+  if (p.tp > 1 || p.cp > 1) return "TP";
+  return "DP/FSDP";
+}
+
+MeasuredRun load_measured(const std::string& path, const std::string& data_dir) {
+  const Json j = read_json_file(path);
+  const JsonObject root(j, path, "");
+  if (root.str("schema") != "parasim.measured/1") root.fail("schema", "expected \"parasim.measured/1\"");
+  MeasuredRun m;
+  m.file = path;
+  m.id = root.str("id", std::filesystem::path(path).stem().string());
+  const Json& sj = root.raw("scenario");
+  if (sj.is_string()) {
+    std::filesystem::path sp = std::filesystem::path(path).parent_path() / sj.get<std::string>();
+    m.scenario = load_scenario(sp.string(), data_dir);
+  } else if (sj.is_object()) {
+    // Errors inside the inline scenario name the measured file and /scenario/...
+    try {
+      m.scenario = parse_scenario(sj, path + " (/scenario)", data_dir);
+    } catch (const ConfigError& e) {
+      throw ConfigError(e.what());
+    }
+  } else {
+    root.fail("scenario", "expected an inline scenario object or a path to one");
+  }
+  const JsonObject meas = root.object("measured");
+  auto plain = [&](const char* k, double max) {
+    if (meas.has(k)) m.figures.push_back({k, meas.number(k, 1e-12, max), ""});
+  };
+  plain("step_time_s", 1e7);
+  plain("tokens_per_s_per_gpu", 1e9);
+  plain("mfu", 1.0);
+  plain("hfu", 1.0);
+  if (auto t = meas.object_opt("tflops_per_gpu")) {
+    m.figures.push_back({"tflops_per_gpu", t->number("value", 1e-6, 1e5), t->choice("flops", {"model", "hardware"})});
+    t->finish();
+  }
+  if (auto mem = meas.object_opt("peak_mem_gib")) {
+    m.figures.push_back({"peak_mem_gib", mem->number("value", 1e-6, 1e5), mem->choice("read", {"framework", "nvidia-smi"})});
+    mem->finish();
+  }
+  if (meas.has("oom")) {
+    m.has_oom = true;
+    m.oom = meas.boolean("oom");
+  }
+  meas.finish();
+  if (m.figures.empty() && !m.has_oom)
+    root.fail("measured", "no measured figure: give at least one of step_time_s, tokens_per_s_per_gpu, tflops_per_gpu, mfu, hfu, peak_mem_gib, oom");
+  const JsonObject src = root.object("source");
+  m.source_title = src.str("title");
+  m.source_where = src.str("where", "");
+  m.source_address = src.str("address", "");
+  src.finish();
+  m.confidence = root.choice("confidence", {"high", "medium", "low"}, "");
+  m.family = root.str("family", parallel_family(m.scenario.parallel));
+  root.str("hardware_note", "");
+  root.str("notes", "");
+  root.object_opt("inferred_fields");
+  root.object_opt("conversion_inferred");
+  root.finish();
+  return m;
+}
+
+}  // namespace parasim

@@ -1,0 +1,32 @@
+// Measured run (parasim.measured/1): a scenario, what was measured on real hardware, provenance.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "sim/scenario/scenario.h"
+
+namespace parasim {
+
+struct MeasuredFigure {
+  std::string name;    // step_time_s | tokens_per_s_per_gpu | tflops_per_gpu | mfu | hfu | peak_mem_gib
+  double value = 0;
+  std::string detail;  // tflops: "model" | "hardware"; memory: "framework" | "nvidia-smi"
+};
+
+struct MeasuredRun {
+  std::string file;
+  std::string id;
+  Scenario scenario;
+  std::vector<MeasuredFigure> figures;
+  bool has_oom = false;  // the source says whether the run ran out of memory
+  bool oom = false;
+  std::string source_title, source_where, source_address;
+  std::string confidence;  // high | medium | low | ""
+  std::string family;      // DP/FSDP | TP | PP | 3D (from the plan when absent)
+};
+
+// Strict loading; the scenario is inline or a path relative to the measured file.
+MeasuredRun load_measured(const std::string& path, const std::string& data_dir);
+std::string parallel_family(const ParallelSpec& p);
+
+}  // namespace parasim

@@ -1,0 +1,105 @@
+// `parasim check` and `parasim validate` on hand-made measured runs: pass, fail, missing
+// figures, bad files, exit codes.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+
+#include "../test_util.h"
+#include "tools/validation.h"
+
+namespace parasim {
+namespace {
+
+struct Ran {
+  int code;
+  std::string out;
+};
+Ran cli(const std::string& args) {
+  FILE* f = popen((std::string(PARASIM_BINARY) + " " + args + " 2>&1").c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (size_t n = fread(buf.data(), 1, buf.size(), f)) out.append(buf.data(), n);
+  return {WEXITSTATUS(pclose(f)), out};
+}
+
+const std::string kScenario = "scenarios/ddp-gpt-1.7b-8xa100.json";
+
+// A measured run whose step time is `factor` times what parasim predicts today.
+std::string measured_relative_to_prediction(const std::string& name, double factor) {
+  const Scenario sc = load_scenario(test::data_dir() + "/" + kScenario, test::data_dir());
+  const double predicted = simulate(sc, Registries{}).result.step_time_s;
+  Json j = {{"schema", "parasim.measured/1"}, {"id", name}, {"scenario", read_json_file(test::data_dir() + "/" + kScenario)},
+            {"measured", {{"step_time_s", predicted * factor}}}, {"source", {{"title", "test"}}}};
+  const std::string path = ::testing::TempDir() + name + ".json";
+  std::ofstream(path) << j.dump();
+  return path;
+}
+
+TEST(Check, PassWithinToleranceFailOutside) {
+  // Measured 5 % slower than predicted: error (pred - meas)/meas = 1/1.05 - 1 = -4.76 %.
+  const std::string path = measured_relative_to_prediction("slower5", 1.05);
+  const MeasuredRun run = load_measured(path, test::data_dir());
+  const RunCheck c = check_run(run, Registries{}, Tolerances{});
+  ASSERT_EQ(c.comparisons.size(), 1u);
+  EXPECT_NEAR(c.comparisons[0].error, 1 / 1.05 - 1, 1e-9);
+  EXPECT_NEAR(c.comparisons[0].throughput_error, 0.05, 1e-9);  // parasim says 5 % faster
+  EXPECT_TRUE(c.pass);
+  Tolerances tight;
+  tight.default_tolerance = 0.01;
+  EXPECT_FALSE(check_run(run, Registries{}, tight).pass);
+
+  EXPECT_EQ(cli("check " + path).code, 0);
+  const Ran r = cli("check --tolerance 0.01 " + path);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("FAIL"), std::string::npos);
+  EXPECT_NE(r.out.find("0 passed, 1 failed"), std::string::npos);
+  EXPECT_EQ(cli("check --tolerance 0.2 --tolerance-for step_time_s=0.01 " + path).code, 1);
+}
+
+TEST(Check, JsonOutputHasSignedAndAbsoluteError) {
+  const Ran r = cli("check --json " + measured_relative_to_prediction("slower20", 1.2));
+  ASSERT_EQ(r.code, 1);  // 1/1.2 - 1 = -16.7 % is outside 10 %
+  const Json j = Json::parse(r.out);
+  const auto& c = j["runs"][0]["comparisons"][0];
+  EXPECT_NEAR(c["error"].get<double>(), 1 / 1.2 - 1, 1e-9);
+  EXPECT_NEAR(c["abs_error"].get<double>(), 1 - 1 / 1.2, 1e-9);
+  EXPECT_FALSE(c["pass"].get<bool>());
+}
+
+TEST(Check, BadFilesExitTwoWithClearErrors) {
+  const std::string d = test::test_data("measured/");
+  Ran r = cli("check " + d + "no_figures.json");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("/measured: no measured figure"), std::string::npos) << r.out;
+  r = cli("check " + d + "bad_flops.json");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("/measured/tflops_per_gpu/flops: expected one of \"model\", \"hardware\""), std::string::npos) << r.out;
+  r = cli("check " + d + "not_json.json");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("not valid JSON"), std::string::npos) << r.out;
+  r = cli("check " + d + "missing.json");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("cannot open file"), std::string::npos) << r.out;
+}
+
+TEST(Check, FarOffRunFailsAndOomVerdictIsCompared) {
+  const std::string d = test::test_data("measured/");
+  EXPECT_EQ(cli("check " + d + "far_off.json").code, 1);
+  // The shipped DDP example fits in memory; a run claiming OOM disagrees with the prediction.
+  const Ran r = cli("check " + d + "oom_claimed.json");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("out of memory"), std::string::npos);
+}
+
+TEST(Validate, ErrorStatsAreMeanMedianMaxBias) {
+  const ErrorStats s = error_stats({0.1, -0.3, 0.2});
+  EXPECT_NEAR(s.mape, 0.2, 1e-12);
+  EXPECT_NEAR(s.median, 0.2, 1e-12);
+  EXPECT_NEAR(s.max, 0.3, 1e-12);
+  EXPECT_NEAR(s.bias, 0.0, 1e-12);
+}
+
+}  // namespace
+}  // namespace parasim

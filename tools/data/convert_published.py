@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""Converts the published training runs (shared/validation/published_runs.json) into parasim
+measured-run files (parasim.measured/1) under scenarios/measured/.
+
+Honest by construction: a row whose configuration lacks a field the simulator needs is skipped,
+with the missing fields named, in scenarios/measured/SKIPPED.md. Values the converter supplies
+from a documented convention of the source (not from the row) are listed under
+"conversion_inferred" in each file, next to the row's own "inferred_fields".
+
+Usage: python3 tools/data/convert_published.py [path/to/published_runs.json]
+"""
+import json
+import os
+import re
+import sys
+from collections import Counter, defaultdict
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SRC = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "..", "shared", "validation", "published_runs.json")
+OUT = os.path.join(ROOT, "scenarios", "measured")
+
+
+def gpu_profile(name):
+    n = (name or "").lower()
+    if "a100" in n and "40" in n:
+        return "a100-sxm4-40g"
+    if "a100" in n:
+        return "a100-sxm4-80g"
+    if "h100" in n and ("96" in n or "95" in n or "hbm2e" in n):
+        return None  # a 94/96 GB H100 variant: no profile yet
+    if "h100" in n:
+        return "h100-sxm5-80g"
+    if "h200" in n:
+        return "h200-sxm-141g"
+    return None
+
+
+def dtype_of(s):
+    s = (s or "").lower()
+    if not s:
+        return None
+    if "mxfp8" in s or "nvfp4" in s or "fp8-mx" in s:
+        return None
+    if "fp8" in s or "float8" in s:
+        return "fp8"
+    if "bf16" in s:
+        return "bf16"
+    if "fp16" in s:
+        return "fp16"
+    return None
+
+
+def recompute_of(s):
+    s = (s or "").lower()
+    if not s:
+        return None
+    if s.startswith("full"):
+        return "full"
+    if s.startswith("selective"):
+        return "selective"
+    if s.startswith("none"):
+        return "none"
+    return None
+
+
+def sharding_of(s, gpus, tp, pp):
+    """-> (zero_stage, fsdp dict or None) or raises ValueError(reason)."""
+    s = s or ""
+    low = s.lower()
+    if not s or low in ("none", "ddp (distributed optimizer not stated)"):
+        return 0, None
+    if "offload" in low:
+        raise ValueError("CPU offload is not modelled")
+    if "fairscale" in low:
+        raise ValueError("FSDP + TP degree not stated")
+    m = re.match(r"zero-(\d)", low)
+    if m:
+        return int(m.group(1)), None
+    if "deepspeed zero-3" in low or "zero-3" in low:
+        return 3, None
+    if "shard_grad_op" in low:
+        return 0, {"sharding": "grad_op"}
+    if "hybrid" in low:
+        raise ValueError("hybrid shard group not stated")
+    if "fsdp" in low:
+        return 0, {"sharding": "full"}
+    raise ValueError("unknown sharding '%s'" % s)
+
+
+SOURCE_CONVENTIONS = {
+    # prefix of source title -> conventions documented in shared/validation/README.md or the source
+    "Narayanan et al., SC'21": {"flops": "hardware", "recompute": "full", "flash": False, "dropout": True,
+                                 "why": "SC'21 reports TFLOP/s counting the activation-recompute forward (Megatron Eq. 3), so full recompute was on"},
+    "BigScience BLOOM": {"flops": "hardware", "recompute": "full", "flash": False, "dropout": True,
+                         "why": "BigScience TFLOP/s use the 4*2 formula that counts the recompute forward (Megatron-DeepSpeed --checkpoint-activations)"},
+    "Megatron-LM README (Sep 2020)": {"flops": "hardware", "flash": False, "dropout": True},
+    "Megatron-LM README: Performance": {"flops": "model", "flash": True, "dropout": True},
+    "Megatron-LM README: Strong": {"flops": "model", "flash": True, "dropout": True},
+    "MosaicML llm-foundry": {"flops": "model", "flash": True, "dropout": False},
+    "torchtitan": {"flops": "model", "flash": True, "dropout": False},
+    "NVIDIA NeMo": {"flops": "model", "flash": True, "dropout": False},
+    "NVIDIA Megatron-Bridge": {"flops": "model", "flash": True, "dropout": False},
+    "DeepSpeed blog": {"flops": "hardware", "flash": False, "dropout": True},
+    "Zhang et al., 'OPT": {"flops": "hardware", "flash": False, "dropout": True},
+}
+
+
+def conventions(title):
+    for k, v in SOURCE_CONVENTIONS.items():
+        if title.startswith(k):
+            return v
+    return {}
+
+
+def family(tp, pp, cp, zero, fsdp):
+    if pp > 1 and tp > 1:
+        return "3D"
+    if pp > 1:
+        return "PP"
+    if tp > 1 or cp > 1:
+        return "TP"
+    return "DP/FSDP"
+
+
+def convert(r):
+    """-> (measured-run dict, None) or (None, reason)."""
+    m, h, p, meas = r["model"], r["hardware"], r["parallel"], r["measured"]
+    title = r["source"]["title"]
+    conv = conventions(title)
+    ci = {}  # conversion inferences
+    missing = [k for k in ("layers", "hidden", "heads", "vocab", "seq_len") if m.get(k) is None]
+    missing += ["hardware." + k for k in ("gpus_total",) if h.get(k) is None]
+    missing += ["parallel." + k for k in ("tp", "pp", "micro_batch", "global_batch") if p.get(k) is None]
+    if p.get("ep") not in (None, 1):
+        return None, "expert parallelism (MoE) is not modelled"
+    prof = gpu_profile(h.get("gpu"))
+    if prof is None:
+        return None, "no calibration profile for GPU '%s'" % h.get("gpu")
+    dtype = dtype_of(p.get("dtype"))
+    if p.get("dtype") and dtype is None:
+        return None, "precision '%s' is not modelled" % p.get("dtype")
+    rec = recompute_of(p.get("recompute"))
+    if rec is None and "recompute" in conv:
+        rec = conv["recompute"]
+        ci["parallel.recompute"] = conv["why"]
+    if rec is None:
+        missing.append("parallel.recompute")
+    if dtype is None:
+        missing.append("parallel.dtype")
+    if missing:
+        return None, "missing " + ", ".join(missing)
+    gpus = h["gpus_total"]
+    tp, pp = p["tp"], p["pp"]
+    cp = p.get("cp") or 1
+    dp = p.get("dp") or gpus // (tp * pp * cp)
+    if tp * pp * cp * dp != gpus:
+        return None, "tp*pp*cp*dp = %d != gpus %d" % (tp * pp * cp * dp, gpus)
+    mb, gbs = p["micro_batch"], p["global_batch"]
+    if gbs % (mb * dp) != 0:
+        return None, "global_batch %d not divisible by micro_batch*dp = %d (the source runs a ragged last microbatch)" % (gbs, mb * dp)
+    try:
+        zero, fsdp = sharding_of(p.get("zero_stage_or_fsdp"), gpus, tp, pp)
+    except ValueError as e:
+        return None, str(e)
+    gpn = h.get("gpus_per_node")
+    if gpn is None:
+        gpn = 8
+        ci["cluster.gpus_per_node"] = "8 GPUs per node (DGX/HGX-class servers of the GPU named)"
+    if gpus % gpn != 0:
+        if gpus < gpn:
+            gpn = gpus
+        else:
+            return None, "gpus %d not a multiple of gpus_per_node %d" % (gpus, gpn)
+    act = (m.get("activation") or "").lower()
+    swiglu = "swiglu" in act
+    if not m.get("activation"):
+        ci["model.activation"] = "GeLU (GPT-style model; no activation stated)"
+    kv = m.get("kv_heads")
+    if kv is None:
+        kv = m["heads"]
+        ci["model.kv_heads"] = "multi-head attention (kv_heads = heads; GPT-style model)"
+    ffn = m.get("ffn_hidden")
+    if ffn is None:
+        ffn = 4 * m["hidden"]
+        ci["model.ffn_hidden"] = "4*hidden (GPT convention)"
+    layers = m["layers"]
+    vpp = p.get("vpp") or 1
+    if layers % (pp * vpp) != 0:
+        return None, "layers %d not divisible by pp*vpp = %d and no per-stage split given" % (layers, pp * vpp)
+    if m["heads"] % tp or ffn % tp or (kv % tp and tp % kv):
+        return None, "heads/ffn not divisible by tp"
+    model = {"name": m["name"], "layers": layers, "hidden": m["hidden"], "heads": m["heads"], "kv_heads": kv,
+             "ffn_hidden": ffn, "vocab": m["vocab"], "activation": "swiglu" if swiglu else "gelu",
+             "tied_embeddings": not swiglu, "position_embedding": "rope", "norm": "rmsnorm" if swiglu else "layernorm",
+             "bias": not swiglu, "dropout": bool(conv.get("dropout", False))}
+    ci["model.position_embedding"] = "rope/alibi-like (no position parameters counted)"
+    if pp > 1:
+        schedule = "interleaved" if vpp > 1 else "1f1b"
+        if p.get("pp_schedule") is None:
+            ci["parallel.schedule"] = schedule + " (the framework's default pipeline schedule)"
+    else:
+        schedule = "ddp"
+    par = {"dp": dp, "tp": tp, "pp": pp, "vpp": vpp, "cp": cp, "schedule": schedule,
+           "sequence_parallel": bool(p.get("sequence_parallel")), "recompute": rec, "zero_stage": zero, "fsdp": fsdp}
+    if p.get("sequence_parallel") is None and tp > 1:
+        ci["parallel.sequence_parallel"] = "false (not stated)"
+    if schedule == "interleaved" and (gbs // (mb * dp)) % pp != 0:
+        return None, "interleaved schedule needs microbatches divisible by pp"
+    training = {"global_batch": gbs, "micro_batch": mb, "seq_len": m["seq_len"], "dtype": dtype, "optimizer": "adam",
+                "flash_attention": bool(conv.get("flash", True))}
+    scen = {"schema": "parasim.scenario/1", "name": r["id"], "model": model,
+            "cluster": {"gpu": prof, "nodes": gpus // gpn, "gpus_per_node": gpn}, "training": training, "parallel": par}
+    out_meas = {}
+    if "step_time_s" in meas:
+        out_meas["step_time_s"] = meas["step_time_s"]
+    if "tokens_per_s_per_gpu" in meas:
+        out_meas["tokens_per_s_per_gpu"] = meas["tokens_per_s_per_gpu"]
+    if "model_tflops_per_gpu" in meas:
+        out_meas["tflops_per_gpu"] = {"value": meas["model_tflops_per_gpu"], "flops": "model"}
+    elif "tflops_per_gpu" in meas:
+        out_meas["tflops_per_gpu"] = {"value": meas["tflops_per_gpu"], "flops": conv.get("flops", "model")}
+    elif "tflops_per_gpu_approx" in meas:
+        out_meas["tflops_per_gpu"] = {"value": meas["tflops_per_gpu_approx"], "flops": conv.get("flops", "model")}
+    if "mfu" in meas:
+        out_meas["mfu"] = meas["mfu"]
+    if "peak_mem_gib" in meas:
+        out_meas["peak_mem_gib"] = {"value": meas["peak_mem_gib"], "read": "framework"}
+    if "peak_mem_gb_nvidia_smi" in meas:
+        out_meas["peak_mem_gib"] = {"value": meas["peak_mem_gb_nvidia_smi"] * 1e9 / 2**30, "read": "nvidia-smi"}
+    if meas.get("oom"):
+        out_meas["oom"] = True
+    if not out_meas:
+        return None, "no comparable measured figure"
+    run = {"schema": "parasim.measured/1", "id": r["id"], "scenario": scen, "measured": out_meas,
+           "source": r["source"], "hardware_note": "; ".join(str(x) for x in (h.get("gpu"), h.get("system"), h.get("intra_node"), h.get("inter_node")) if x),
+           "confidence": (r.get("confidence") or "").split(" ")[0] or None, "family": family(tp, pp, cp, zero, fsdp),
+           "inferred_fields": r.get("inferred_fields", {}), "conversion_inferred": ci}
+    if r.get("notes"):
+        run["notes"] = r["notes"]
+    return run, None
+
+
+def main():
+    rows = json.load(open(SRC))
+    os.makedirs(OUT, exist_ok=True)
+    for f in os.listdir(OUT):
+        if f.endswith(".json") and f.startswith("pub-"):
+            os.remove(os.path.join(OUT, f))
+    skipped = defaultdict(list)
+    n = 0
+    for r in rows:
+        run, why = convert(r)
+        if run is None:
+            skipped[r["source"]["title"]].append((r["id"], why))
+            continue
+        path = os.path.join(OUT, "pub-" + re.sub(r"[^A-Za-z0-9._-]", "_", r["id"]) + ".json")
+        with open(path, "w") as f:
+            json.dump(run, f, indent=1)
+            f.write("\n")
+        n += 1
+    with open(os.path.join(OUT, "SKIPPED.md"), "w") as f:
+        f.write("# Published rows not converted\n\nGenerated by `python3 tools/data/convert_published.py`; %d of %d rows "
+                "converted, %d skipped. Each skipped row names what is missing or not modelled.\n\n" % (n, len(rows), len(rows) - n))
+        reasons = Counter(why.split(" '")[0] if why.startswith("no calibration") else why for v in skipped.values() for _, why in v)
+        f.write("## By reason\n\n| rows | reason |\n|---|---|\n")
+        for why, c in reasons.most_common():
+            f.write("| %d | %s |\n" % (c, why))
+        for title, items in skipped.items():
+            f.write("\n## %s\n\n" % title)
+            for i, why in items:
+                f.write("- `%s`: %s\n" % (i, why))
+    with open(os.path.join(OUT, "skipped.json"), "w") as f:
+        json.dump({"total": len(rows), "converted": n, "skipped": len(rows) - n, "by_reason": dict(reasons.most_common()),
+                   "rows": {t: [{"id": i, "reason": w} for i, w in v] for t, v in skipped.items()}}, f, indent=1)
+        f.write("\n")
+    print("converted %d, skipped %d" % (n, len(rows) - n))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,232 @@
+#include "tools/validation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+namespace parasim {
+
+double Tolerances::of(const std::string& figure) const {
+  auto it = per_figure.find(figure);
+  return it == per_figure.end() ? default_tolerance : it->second;
+}
+
+RunCheck check_run(const MeasuredRun& run, const Registries& reg, const Tolerances& tol) {
+  RunCheck c;
+  c.file = run.file;
+  c.id = run.id;
+  c.source = run.source_title;
+  c.gpu = run.scenario.profile.name;
+  c.family = run.family;
+  c.confidence = run.confidence;
+  const SimulationOutput out = simulate(run.scenario, reg);
+  c.result = out.result;
+  const Result& r = c.result;
+  const double gpus = static_cast<double>(run.scenario.cluster.gpus());
+  const double peak_tflops = run.scenario.profile.peak_flops(run.scenario.training.dtype) / 1e12;
+  for (const auto& f : run.figures) {
+    Comparison cmp;
+    cmp.figure = f.name;
+    cmp.detail = f.detail;
+    cmp.measured = f.value;
+    if (f.name == "step_time_s") cmp.predicted = r.step_time_s;
+    else if (f.name == "tokens_per_s_per_gpu") cmp.predicted = r.tokens_per_s / gpus;
+    else if (f.name == "tflops_per_gpu") cmp.predicted = f.detail == "hardware" ? r.hfu * peak_tflops : r.tflops_per_gpu;
+    else if (f.name == "mfu") cmp.predicted = r.mfu;
+    else if (f.name == "hfu") cmp.predicted = r.hfu;
+    else if (f.name == "peak_mem_gib") {
+      // A framework's peak (torch.cuda.max_memory_allocated) excludes the CUDA context and
+      // library workspaces that nvidia-smi sees.
+      double p = 0;
+      for (const auto& rr : r.ranks) {
+        const double w = rr.mem_breakdown_gib[static_cast<size_t>(MemCat::Workspace)];
+        p = std::max(p, f.detail == "framework" ? rr.peak_mem_gib - w : rr.peak_mem_gib);
+      }
+      cmp.predicted = p;
+    }
+    cmp.error = (cmp.predicted - cmp.measured) / cmp.measured;
+    cmp.throughput_error = f.name == "step_time_s" ? cmp.measured / cmp.predicted - 1.0 : cmp.error;
+    cmp.tolerance = tol.of(f.name);
+    cmp.pass = std::abs(cmp.error) <= cmp.tolerance;
+    c.pass = c.pass && cmp.pass;
+    c.comparisons.push_back(cmp);
+  }
+  if (run.has_oom) {
+    c.oom_known = true;
+    c.oom_measured = run.oom;
+    c.oom_predicted = !r.fits_in_memory;
+    c.pass = c.pass && c.oom_measured == c.oom_predicted;
+  }
+  return c;
+}
+
+const Comparison* throughput_comparison(const RunCheck& c) {
+  for (const char* f : {"step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "mfu", "hfu"})
+    for (const auto& cmp : c.comparisons)
+      if (cmp.figure == f) return &cmp;
+  return nullptr;
+}
+
+const Comparison* memory_comparison(const RunCheck& c) {
+  for (const auto& cmp : c.comparisons)
+    if (cmp.figure == "peak_mem_gib") return &cmp;
+  return nullptr;
+}
+
+void print_checks(std::ostream& os, const std::vector<RunCheck>& checks) {
+  fmt::print(os, "{:<44} {:<22} {:>12} {:>12} {:>9} {:>6}  {}\n", "run", "figure", "measured", "predicted", "error", "tol", "");
+  int failed = 0;
+  for (const auto& c : checks) {
+    for (const auto& cmp : c.comparisons)
+      fmt::print(os, "{:<44} {:<22} {:>12.4g} {:>12.4g} {:>+8.1f}% {:>5.0f}%  {}\n", c.id.substr(0, 44),
+                 cmp.figure + (cmp.detail.empty() ? "" : " (" + cmp.detail + ")"), cmp.measured, cmp.predicted, 100 * cmp.error,
+                 100 * cmp.tolerance, cmp.pass ? "pass" : "FAIL");
+    if (c.oom_known)
+      fmt::print(os, "{:<44} {:<22} {:>12} {:>12} {:>9} {:>6}  {}\n", c.id.substr(0, 44), "out of memory", c.oom_measured ? "yes" : "no",
+                 c.oom_predicted ? "yes" : "no", "", "", c.oom_measured == c.oom_predicted ? "pass" : "FAIL");
+    failed += c.pass ? 0 : 1;
+  }
+  fmt::print(os, "\n{} passed, {} failed\n", checks.size() - static_cast<size_t>(failed), failed);
+}
+
+Json checks_json(const std::vector<RunCheck>& checks) {
+  Json arr = Json::array();
+  for (const auto& c : checks) {
+    Json cmps = Json::array();
+    for (const auto& cmp : c.comparisons)
+      cmps.push_back({{"figure", cmp.figure}, {"detail", cmp.detail}, {"measured", cmp.measured}, {"predicted", cmp.predicted},
+                      {"error", cmp.error}, {"abs_error", std::abs(cmp.error)}, {"tolerance", cmp.tolerance}, {"pass", cmp.pass}});
+    Json j = {{"id", c.id}, {"file", c.file}, {"pass", c.pass}, {"comparisons", cmps}};
+    if (c.oom_known) j["oom"] = {{"measured", c.oom_measured}, {"predicted", c.oom_predicted}};
+    arr.push_back(j);
+  }
+  return {{"schema", "parasim.check/1"}, {"runs", arr}};
+}
+
+ErrorStats error_stats(const std::vector<double>& e) {
+  ErrorStats s;
+  s.n = static_cast<std::int64_t>(e.size());
+  if (e.empty()) return s;
+  std::vector<double> a;
+  for (double x : e) {
+    a.push_back(std::abs(x));
+    s.mape += std::abs(x);
+    s.bias += x;
+    s.max = std::max(s.max, std::abs(x));
+  }
+  s.mape /= static_cast<double>(e.size());
+  s.bias /= static_cast<double>(e.size());
+  std::sort(a.begin(), a.end());
+  const size_t n = a.size();
+  s.median = n % 2 ? a[n / 2] : 0.5 * (a[n / 2 - 1] + a[n / 2]);
+  return s;
+}
+
+ValidationReport validate_dir(const std::string& dir, const std::string& data_dir, const Registries& reg) {
+  ValidationReport rep;
+  rep.dir = dir;
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().extension() == ".json" && e.path().filename() != "skipped.json") files.push_back(e.path().string());
+  if (ec) throw ConfigError(dir + ": cannot read directory: " + ec.message());
+  std::sort(files.begin(), files.end());
+  const std::string skipped = dir + "/skipped.json";
+  if (std::filesystem::exists(skipped)) rep.converter_skipped = read_json_file(skipped);
+  std::vector<double> thr, mem;
+  for (const auto& f : files) {
+    try {
+      const MeasuredRun run = load_measured(f, data_dir);
+      RunCheck c = check_run(run, reg, Tolerances{});
+      if (const Comparison* t = throughput_comparison(c)) thr.push_back(t->throughput_error);
+      if (const Comparison* m = memory_comparison(c)) mem.push_back(m->error);
+      if (c.oom_known) {
+        ++rep.oom_total;
+        rep.oom_agree += c.oom_measured == c.oom_predicted;
+      }
+      rep.runs.push_back(std::move(c));
+    } catch (const ConfigError& e) {
+      rep.failures.push_back({f, e.what()});
+    }
+  }
+  rep.throughput = error_stats(thr);
+  rep.memory = error_stats(mem);
+  return rep;
+}
+
+namespace {
+
+using Groups = std::map<std::string, std::pair<std::vector<double>, std::vector<double>>>;
+
+Groups group_by(const ValidationReport& r, const std::function<std::string(const RunCheck&)>& key) {
+  Groups g;
+  for (const auto& c : r.runs) {
+    auto& [t, m] = g[key(c)];
+    if (const Comparison* x = throughput_comparison(c)) t.push_back(x->throughput_error);
+    if (const Comparison* x = memory_comparison(c)) m.push_back(x->error);
+  }
+  return g;
+}
+
+std::string pct(double x) { return fmt::format("{:.1f}%", 100 * x); }
+
+void print_group_table(std::ostream& os, const std::string& title, const Groups& g) {
+  fmt::print(os, "\n### By {}\n\n| {} | runs | throughput MAPE | median | max | bias | memory runs | memory MAPE | memory bias |\n|---|---|---|---|---|---|---|---|---|\n", title, title);
+  for (const auto& [k, v] : g) {
+    const ErrorStats t = error_stats(v.first), m = error_stats(v.second);
+    fmt::print(os, "| {} | {} | {} | {} | {} | {:+.1f}% | {} | {} | {} |\n", k, t.n, t.n ? pct(t.mape) : "-", t.n ? pct(t.median) : "-",
+               t.n ? pct(t.max) : "-", 100 * t.bias, m.n, m.n ? pct(m.mape) : "-", m.n ? fmt::format("{:+.1f}%", 100 * m.bias) : "-");
+  }
+}
+
+}  // namespace
+
+void print_validation_markdown(std::ostream& os, const ValidationReport& r, const std::string& command) {
+  fmt::print(os, "# parasim validation report\n\nGenerated by `{}`. Throughput error is predicted/measured - 1 on "
+                 "throughput (step time inverted); memory error on peak memory. MAPE = mean absolute percentage error; "
+                 "bias = mean signed error (positive: parasim predicts faster / more memory).\n\n", command);
+  fmt::print(os, "## Headline\n\n| figure | runs | MAPE | median | max | bias |\n|---|---|---|---|---|---|\n");
+  fmt::print(os, "| throughput | {} | {} | {} | {} | {:+.1f}% |\n", r.throughput.n, pct(r.throughput.mape), pct(r.throughput.median),
+             pct(r.throughput.max), 100 * r.throughput.bias);
+  fmt::print(os, "| peak memory | {} | {} | {} | {} | {:+.1f}% |\n", r.memory.n, pct(r.memory.mape), pct(r.memory.median),
+             pct(r.memory.max), 100 * r.memory.bias);
+  if (r.oom_total) fmt::print(os, "| out-of-memory verdict | {} | {} of {} agree | | | |\n", r.oom_total, r.oom_agree, r.oom_total);
+  fmt::print(os, "\n## Coverage\n\n{} measured runs simulated from `{}`; {} could not be loaded.\n", r.runs.size(), r.dir, r.failures.size());
+  if (r.converter_skipped.is_object() && r.converter_skipped.contains("by_reason")) {
+    fmt::print(os, "\nThe converter skipped {} of {} published rows (by missing feature):\n\n| rows | reason |\n|---|---|\n",
+               r.converter_skipped.value("skipped", 0), r.converter_skipped.value("total", 0));
+    for (const auto& [k, v] : r.converter_skipped["by_reason"].items()) fmt::print(os, "| {} | {} |\n", v.get<int>(), k);
+  }
+  for (const auto& f : r.failures) fmt::print(os, "- `{}`: {}\n", f.file, f.reason);
+  print_group_table(os, "source", group_by(r, [](const RunCheck& c) { return c.source; }));
+  print_group_table(os, "GPU", group_by(r, [](const RunCheck& c) { return c.gpu; }));
+  print_group_table(os, "parallelism", group_by(r, [](const RunCheck& c) { return c.family; }));
+  std::vector<const RunCheck*> worst;
+  for (const auto& c : r.runs)
+    if (throughput_comparison(c)) worst.push_back(&c);
+  std::sort(worst.begin(), worst.end(), [](auto* a, auto* b) {
+    return std::abs(throughput_comparison(*a)->throughput_error) > std::abs(throughput_comparison(*b)->throughput_error);
+  });
+  fmt::print(os, "\n## Largest throughput errors\n\n| run | figure | measured | predicted | throughput error |\n|---|---|---|---|---|\n");
+  for (size_t i = 0; i < std::min<size_t>(15, worst.size()); ++i) {
+    const Comparison* t = throughput_comparison(*worst[i]);
+    fmt::print(os, "| {} | {} | {:.4g} | {:.4g} | {:+.1f}% |\n", worst[i]->id, t->figure, t->measured, t->predicted, 100 * t->throughput_error);
+  }
+}
+
+Json validation_json(const ValidationReport& r) {
+  auto stats = [](const ErrorStats& s) { return Json{{"n", s.n}, {"mape", s.mape}, {"median", s.median}, {"max", s.max}, {"bias", s.bias}}; };
+  Json per = Json::object();
+  for (const auto& [k, v] : group_by(r, [](const RunCheck& c) { return c.source; }))
+    per[k] = {{"throughput", stats(error_stats(v.first))}, {"memory", stats(error_stats(v.second))}};
+  Json fails = Json::array();
+  for (const auto& f : r.failures) fails.push_back({{"file", f.file}, {"reason", f.reason}});
+  return {{"schema", "parasim.validation/1"}, {"runs", r.runs.size()}, {"throughput", stats(r.throughput)},
+          {"memory", stats(r.memory)}, {"oom", {{"agree", r.oom_agree}, {"total", r.oom_total}}}, {"by_source", per},
+          {"load_failures", fails}, {"checks", checks_json(r.runs)["runs"]}};
+}
+
+}  // namespace parasim

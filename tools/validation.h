@@ -1,0 +1,68 @@
+// Predicted vs measured: `parasim check` (pass/fail per run, for users' CI) and
+// `parasim validate` (accuracy report over a directory of measured runs).
+#pragma once
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "sim/scenario/measured.h"
+#include "sim/simulation.h"
+
+namespace parasim {
+
+struct Comparison {
+  std::string figure;
+  std::string detail;
+  double measured = 0;
+  double predicted = 0;
+  double error = 0;             // (predicted - measured) / measured
+  double throughput_error = 0;  // the same error expressed on throughput (step time inverted)
+  double tolerance = 0.1;
+  bool pass = true;
+};
+
+struct RunCheck {
+  std::string file, id, source, gpu, family, confidence;
+  Result result;
+  std::vector<Comparison> comparisons;
+  bool oom_known = false, oom_measured = false, oom_predicted = false;
+  bool pass = true;
+};
+
+struct Tolerances {
+  double default_tolerance = 0.10;
+  std::map<std::string, double> per_figure;
+  double of(const std::string& figure) const;
+};
+
+RunCheck check_run(const MeasuredRun& run, const Registries& reg, const Tolerances& tol);
+void print_checks(std::ostream& os, const std::vector<RunCheck>& checks);
+Json checks_json(const std::vector<RunCheck>& checks);
+
+// The throughput comparison of a run: the first of step time, tokens/s per GPU, TFLOP/s, MFU.
+const Comparison* throughput_comparison(const RunCheck& c);
+const Comparison* memory_comparison(const RunCheck& c);
+
+struct ErrorStats {
+  std::int64_t n = 0;
+  double mape = 0, median = 0, max = 0, bias = 0;  // fractions
+};
+ErrorStats error_stats(const std::vector<double>& signed_errors);
+
+struct LoadFailure {
+  std::string file, reason;
+};
+struct ValidationReport {
+  std::string dir;
+  std::vector<RunCheck> runs;
+  std::vector<LoadFailure> failures;
+  Json converter_skipped;  // from skipped.json beside the runs, if present
+  ErrorStats throughput, memory;
+  std::int64_t oom_agree = 0, oom_total = 0;
+};
+ValidationReport validate_dir(const std::string& dir, const std::string& data_dir, const Registries& reg);
+void print_validation_markdown(std::ostream& os, const ValidationReport& r, const std::string& command);
+Json validation_json(const ValidationReport& r);
+
+}  // namespace parasim
