@@ -62,6 +62,8 @@ void add_profile_command(CLI::App& app, Context& ctx) {
       row("intra_alpha_us", p.intra_alpha_us);
       row("inter_bus_efficiency", p.inter_bus_efficiency);
       row("inter_alpha_us", p.inter_alpha_us);
+      row("node_nics", p.node_nics);
+      row("node_nic_gbps", p.node_nic_gbps);
       fmt::print("  gemm_points: {}   collective_points: {}\n", p.gemm_points.size(), p.collective_points.size());
       return 0;
     });

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "tools/commands.h"
+#include "sim/uncertainty.h"
 #include "tools/report.h"
 
 namespace parasim {
@@ -26,6 +27,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
     std::string file, trace;
     bool json = false, resolved = false;
     int dump_rank = -1;
+    int interval = 0;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* run = app.add_subcommand("run", "simulate one training step of a scenario and print the prediction");
@@ -33,6 +35,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
   run->add_flag("--json", o->json, "print the Result (parasim.result/1) as JSON on stdout");
   run->add_option("--trace", o->trace, "write a Chrome/Perfetto trace of the step to this file");
   run->add_flag("--dump-resolved", o->resolved, "print the scenario after defaults and exit");
+  run->add_option("--interval", o->interval, "also predict a p10..p90 step-time interval from the profile's spread with N samples");
   run->add_option("--dump-program", o->dump_rank, "print the lowered ops of this simulated rank (0-based) with their times");
   run->callback([o, &ctx]() {
     ctx.exit_code = run_guarded([&]() {
@@ -50,7 +53,16 @@ void add_run_command(CLI::App& app, Context& ctx) {
         dump_program(std::cout, out.program, out.timeline, o->dump_rank);
         return 0;
       }
-      if (o->json) std::cout << result_json(out.result).dump(2) << "\n";
+      Json j = result_json(out.result);
+      if (o->interval > 0) {
+        const Interval iv = predict_interval(sc, ctx.registries, o->interval);
+        j["step_time_interval_s"] = {iv.step_time_p10_s, iv.step_time_p90_s};
+        j["interval_figures"] = iv.figures;
+        if (!o->json)
+          std::cout << fmt::format("step time interval (p10..p90, {} samples over {} ranged profile figures): {:.4g} .. {:.4g} s\n\n",
+                                   iv.samples, iv.figures.size(), iv.step_time_p10_s, iv.step_time_p90_s);
+      }
+      if (o->json) std::cout << j.dump(2) << "\n";
       else print_summary(std::cout, sc, out.result);
       return 0;
     });

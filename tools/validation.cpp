@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include "sim/uncertainty.h"
+
 namespace parasim {
 
 double Tolerances::of(const std::string& figure) const {
@@ -14,7 +16,7 @@ double Tolerances::of(const std::string& figure) const {
   return it == per_figure.end() ? default_tolerance : it->second;
 }
 
-RunCheck check_run(const MeasuredRun& run, const Registries& reg, const Tolerances& tol) {
+RunCheck check_run(const MeasuredRun& run, const Registries& reg, const Tolerances& tol, std::int64_t interval_samples) {
   RunCheck c;
   c.file = run.file;
   c.id = run.id;
@@ -59,6 +61,18 @@ RunCheck check_run(const MeasuredRun& run, const Registries& reg, const Toleranc
     c.oom_measured = run.oom;
     c.oom_predicted = !r.fits_in_memory;
     c.pass = c.pass && c.oom_measured == c.oom_predicted;
+  }
+  if (interval_samples > 0) {
+    const Interval iv = predict_interval(run.scenario, reg, interval_samples);
+    c.has_interval = true;
+    c.step_p10_s = iv.step_time_p10_s;
+    c.step_p90_s = iv.step_time_p90_s;
+    if (const Comparison* t = throughput_comparison(c)) {
+      // Throughput figures scale as 1/step: measured throughput error e lies inside the interval
+      // when the implied measured step time lies in [p10, p90].
+      const double step_meas = r.step_time_s * (1.0 + t->throughput_error);
+      c.throughput_inside = step_meas >= c.step_p10_s * (1 - 1e-12) && step_meas <= c.step_p90_s * (1 + 1e-12);
+    }
   }
   return c;
 }
@@ -125,7 +139,8 @@ ErrorStats error_stats(const std::vector<double>& e) {
   return s;
 }
 
-ValidationReport validate_dir(const std::string& dir, const std::string& data_dir, const Registries& reg) {
+ValidationReport validate_dir(const std::string& dir, const std::string& data_dir, const Registries& reg,
+                              std::int64_t interval_samples) {
   ValidationReport rep;
   rep.dir = dir;
   std::vector<std::string> files;
@@ -140,7 +155,11 @@ ValidationReport validate_dir(const std::string& dir, const std::string& data_di
   for (const auto& f : files) {
     try {
       const MeasuredRun run = load_measured(f, data_dir);
-      RunCheck c = check_run(run, reg, Tolerances{});
+      RunCheck c = check_run(run, reg, Tolerances{}, interval_samples);
+      if (c.has_interval && throughput_comparison(c)) {
+        ++rep.with_interval;
+        rep.inside += c.throughput_inside;
+      }
       if (const Comparison* t = throughput_comparison(c)) thr.push_back(t->throughput_error);
       if (const Comparison* m = memory_comparison(c)) mem.push_back(m->error);
       if (c.oom_known) {
@@ -194,6 +213,10 @@ void print_validation_markdown(std::ostream& os, const ValidationReport& r, cons
   fmt::print(os, "| peak memory | {} | {} | {} | {} | {:+.1f}% |\n", r.memory.n, pct(r.memory.mape), pct(r.memory.median),
              pct(r.memory.max), 100 * r.memory.bias);
   if (r.oom_total) fmt::print(os, "| out-of-memory verdict | {} | {} of {} agree | | | |\n", r.oom_total, r.oom_agree, r.oom_total);
+  if (r.with_interval)
+    fmt::print(os, "\nPrediction intervals (p10..p90 over the calibration profiles' published spread, fixed seed): the measured "
+                   "throughput falls inside for {} of {} runs ({:.0f}%).\n", r.inside, r.with_interval,
+               100.0 * static_cast<double>(r.inside) / static_cast<double>(r.with_interval));
   fmt::print(os, "\n## Coverage\n\n{} measured runs simulated from `{}`; {} could not be loaded.\n", r.runs.size(), r.dir, r.failures.size());
   if (r.converter_skipped.is_object() && r.converter_skipped.contains("by_reason")) {
     fmt::print(os, "\nThe converter skipped {} of {} published rows (by missing feature):\n\n| rows | reason |\n|---|---|\n",
@@ -225,6 +248,7 @@ Json validation_json(const ValidationReport& r) {
   Json fails = Json::array();
   for (const auto& f : r.failures) fails.push_back({{"file", f.file}, {"reason", f.reason}});
   return {{"schema", "parasim.validation/1"}, {"runs", r.runs.size()}, {"throughput", stats(r.throughput)},
+          {"interval", {{"inside", r.inside}, {"with_interval", r.with_interval}}},
           {"memory", stats(r.memory)}, {"oom", {{"agree", r.oom_agree}, {"total", r.oom_total}}}, {"by_source", per},
           {"load_failures", fails}, {"checks", checks_json(r.runs)["runs"]}};
 }

@@ -28,6 +28,9 @@ struct RunCheck {
   std::vector<Comparison> comparisons;
   bool oom_known = false, oom_measured = false, oom_predicted = false;
   bool pass = true;
+  bool has_interval = false;
+  double step_p10_s = 0, step_p90_s = 0;  // prediction interval from the profile's spread
+  bool throughput_inside = false;         // the measured throughput figure falls inside it
 };
 
 struct Tolerances {
@@ -36,7 +39,7 @@ struct Tolerances {
   double of(const std::string& figure) const;
 };
 
-RunCheck check_run(const MeasuredRun& run, const Registries& reg, const Tolerances& tol);
+RunCheck check_run(const MeasuredRun& run, const Registries& reg, const Tolerances& tol, std::int64_t interval_samples = 0);
 void print_checks(std::ostream& os, const std::vector<RunCheck>& checks);
 Json checks_json(const std::vector<RunCheck>& checks);
 
@@ -60,8 +63,10 @@ struct ValidationReport {
   Json converter_skipped;  // from skipped.json beside the runs, if present
   ErrorStats throughput, memory;
   std::int64_t oom_agree = 0, oom_total = 0;
+  std::int64_t inside = 0, with_interval = 0;  // measured throughput inside the p10..p90 interval
 };
-ValidationReport validate_dir(const std::string& dir, const std::string& data_dir, const Registries& reg);
+ValidationReport validate_dir(const std::string& dir, const std::string& data_dir, const Registries& reg,
+                              std::int64_t interval_samples = 16);
 void print_validation_markdown(std::ostream& os, const ValidationReport& r, const std::string& command);
 Json validation_json(const ValidationReport& r);
 

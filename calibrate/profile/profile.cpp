@@ -18,6 +18,17 @@ Figure figure(const JsonObject& parent, const std::string& key, double min, doub
   f.how = o.choice("how", kHow);
   f.source = o.str("source");
   if (f.source.empty()) o.fail("source", "every figure needs a source");
+  f.low = f.high = f.value;
+  if (o.has("range")) {
+    const auto r = o.raw("range");
+    if (!r.is_array() || r.size() != 2 || !r[0].is_number() || !r[1].is_number())
+      o.fail("range", "expected [low, high]");
+    f.low = r[0].get<double>();
+    f.high = r[1].get<double>();
+    if (!(f.low >= min && f.low <= f.value && f.value <= f.high && f.high <= max))
+      o.fail("range", "expected low <= value <= high within the figure's valid range");
+    f.range_source = o.str("range_source");
+  }
   o.finish();
   return f;
 }
@@ -105,6 +116,8 @@ Profile parse_profile(const Json& j, const std::string& file) {
     p.intra_alpha_us = figure(n, "intra_alpha_us", 0, 1e5);
     p.inter_bus_efficiency = figure(n, "inter_bus_efficiency", 0.01, 1.0);
     p.inter_alpha_us = figure(n, "inter_alpha_us", 0, 1e5);
+    p.node_nics = figure(n, "node_nics", 1, 1024);
+    p.node_nic_gbps = figure(n, "node_nic_gbps", 0.1, 1e5);
     if (const Json* pts = n.raw_opt("collective_points")) {
       if (!pts->is_array()) n.fail("collective_points", "expected an array");
       for (size_t i = 0; i < pts->size(); ++i) {

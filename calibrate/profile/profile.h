@@ -13,6 +13,11 @@ struct Figure {
   double value = 0;
   std::string how;     // measured | imported | datasheet | published | fitted | assumed
   std::string source;  // where the number comes from
+  // Optional spread (p10..p90 of measurements, or the range published sources span), used to
+  // put an interval on predictions. low == high == value when unknown.
+  double low = 0, high = 0;
+  std::string range_source;
+  bool has_range() const { return high > low; }
 };
 
 struct GemmPoint {
@@ -59,6 +64,8 @@ struct Profile {
   Figure inter_bus_efficiency;   // achievable bus bandwidth / NIC line rate
   Figure inter_alpha_us;         // per step latency across nodes
   Figure pcie_gbps;              // host <-> device, per direction
+  Figure node_nics;              // reference node (DGX/HGX): NICs per node
+  Figure node_nic_gbps;          // reference node: GB/s per NIC per direction
   Figure overlap_compute_slowdown;
   std::vector<GemmPoint> gemm_points;
   std::vector<CollectivePoint> collective_points;

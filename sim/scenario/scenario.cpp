@@ -23,8 +23,8 @@ ClusterSpec parse_cluster(const JsonObject& o) {
   }
   if (auto out = o.object_opt("inter_node")) {
     c.inter_kind = out->choice("kind", {"fat_tree", "rail_optimized"}, "fat_tree");
-    c.nics_per_node = out->integer("nics_per_node", 1, 1024, c.gpus_per_node);
-    c.nic_gbps = out->number("nic_gbps", 0.1, 1e5, 50);
+    c.nics_per_node = out->integer("nics_per_node", 1, 1024, 0);
+    c.nic_gbps = out->number("nic_gbps", 0.1, 1e5, 0);
     c.oversubscription = out->number("oversubscription", 1.0, 64.0, 1.0);
     out->finish();
   }
@@ -168,6 +168,9 @@ Scenario parse_scenario(const Json& j, const std::string& file, const std::strin
   }
   s.cluster = parse_cluster(root.object("cluster"));
   s.profile = load_profile(data_dir, s.cluster.gpu, file + ": /cluster/gpu");
+  // Unstated network: the profile's reference node (e.g. DGX A100: 8 x HDR 200 Gb/s).
+  if (s.cluster.nics_per_node == 0) s.cluster.nics_per_node = static_cast<std::int64_t>(s.profile.node_nics.value);
+  if (s.cluster.nic_gbps == 0) s.cluster.nic_gbps = s.profile.node_nic_gbps.value;
   s.training = parse_training(root.object("training"));
   s.parallel = parse_parallel(root.object("parallel"));
   if (auto out = root.object_opt("outputs")) {

@@ -18,8 +18,8 @@ struct ClusterSpec {
   std::string intra_kind = "nvswitch";  // nvswitch | pcie
   double intra_gbps = 0;                // per direction per GPU; 0 = the profile's
   std::string inter_kind = "fat_tree";  // fat_tree | rail_optimized
-  std::int64_t nics_per_node = 8;
-  double nic_gbps = 50;                 // per NIC per direction, GB/s
+  std::int64_t nics_per_node = 0;       // 0 = the profile's reference node
+  double nic_gbps = 0;                  // per NIC per direction, GB/s; 0 = the profile's reference node
   double oversubscription = 1.0;
   std::int64_t gpus() const { return nodes * gpus_per_node; }
 };

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "../test_util.h"
+#include "sim/uncertainty.h"
 #include "tools/validation.h"
 
 namespace parasim {
@@ -99,6 +100,30 @@ TEST(Validate, ErrorStatsAreMeanMedianMaxBias) {
   EXPECT_NEAR(s.median, 0.2, 1e-12);
   EXPECT_NEAR(s.max, 0.3, 1e-12);
   EXPECT_NEAR(s.bias, 0.0, 1e-12);
+}
+
+}  // namespace
+}  // namespace parasim
+
+namespace parasim {
+namespace {
+
+TEST(Uncertainty, IntervalIsDeterministicAndBracketsTheRangeEnds) {
+  const Scenario sc = load_scenario(test::data_dir() + "/scenarios/default.json", test::data_dir());
+  const Interval a = predict_interval(sc, Registries{}, 8, 7), b = predict_interval(sc, Registries{}, 8, 7);
+  EXPECT_EQ(a.step_time_p10_s, b.step_time_p10_s);
+  EXPECT_EQ(a.step_time_p90_s, b.step_time_p90_s);
+  EXPECT_LT(a.step_time_p10_s, a.step_time_p90_s);
+  // Every sample lies between the run with all ranged figures at their best and at their worst.
+  Scenario best = sc, worst = sc;
+  for (auto* s : {&best, &worst}) {
+    const bool hi = s == &best;
+    for (auto& [dt, f] : s->profile.gemm_max_efficiency) f.value = hi ? f.high : f.low;
+    s->profile.attention_fwd_efficiency.value = hi ? s->profile.attention_fwd_efficiency.high : s->profile.attention_fwd_efficiency.low;
+    s->profile.attention_bwd_efficiency.value = hi ? s->profile.attention_bwd_efficiency.high : s->profile.attention_bwd_efficiency.low;
+  }
+  EXPECT_GE(a.step_time_p10_s, simulate(best, Registries{}).result.step_time_s * (1 - 1e-9));
+  EXPECT_LE(a.step_time_p90_s, simulate(worst, Registries{}).result.step_time_s * (1 + 1e-9));
 }
 
 }  // namespace

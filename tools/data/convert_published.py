@@ -35,6 +35,24 @@ def gpu_profile(name):
     return None
 
 
+def network_of(hw):
+    """-> (inter_node dict or None, why) from the row's system / inter_node text."""
+    sysname = (hw.get("system") or "")
+    inter = (hw.get("inter_node") or "")
+    low = inter.lower()
+    if "omni-path" in low:
+        m = re.search(r"(\d+) links per node", low)
+        if m:
+            return {"nics_per_node": int(m.group(1)), "nic_gbps": 12.5}, "Omni-Path 100 Gb/s per link (row: %s)" % inter
+    m = re.search(r"(\d+) ?gbps node-node", low)
+    if m:
+        return {"nics_per_node": 8, "nic_gbps": int(m.group(1)) / 8 / 8}, "%s Gb/s per node over 8 NICs (row: %s)" % (m.group(1), inter)
+    m = re.search(r"(\d+) ?gb/s.*per gpu", low)
+    if m:
+        return {"nics_per_node": 8, "nic_gbps": int(m.group(1)) / 8}, "one %s Gb/s NIC per GPU (row: %s)" % (m.group(1), inter)
+    return None, None
+
+
 def dtype_of(s):
     s = (s or "").lower()
     if not s:
@@ -54,6 +72,8 @@ def recompute_of(s):
     s = (s or "").lower()
     if not s:
         return None
+    if "sac" in s or "layer" in s or s.startswith("selective op"):
+        return "unsupported"
     if s.startswith("full"):
         return "full"
     if s.startswith("selective"):
@@ -143,6 +163,8 @@ def convert(r):
     if rec is None and "recompute" in conv:
         rec = conv["recompute"]
         ci["parallel.recompute"] = conv["why"]
+    if rec == "unsupported":
+        return None, "recompute '%s' (torchtitan selective activation checkpointing) is not Megatron's selective recompute; not modelled" % p.get("recompute")
     if rec is None:
         missing.append("parallel.recompute")
     if dtype is None:
@@ -208,8 +230,15 @@ def convert(r):
         return None, "interleaved schedule needs microbatches divisible by pp"
     training = {"global_batch": gbs, "micro_batch": mb, "seq_len": m["seq_len"], "dtype": dtype, "optimizer": "adam",
                 "flash_attention": bool(conv.get("flash", True))}
+    cluster = {"gpu": prof, "nodes": gpus // gpn, "gpus_per_node": gpn}
+    net, why = network_of(h)
+    if net:
+        cluster["inter_node"] = net
+        ci["cluster.inter_node"] = why
+    elif gpus > gpn:
+        ci["cluster.inter_node"] = "the GPU profile's reference node network (DGX datasheet)"
     scen = {"schema": "parasim.scenario/1", "name": r["id"], "model": model,
-            "cluster": {"gpu": prof, "nodes": gpus // gpn, "gpus_per_node": gpn}, "training": training, "parallel": par}
+            "cluster": cluster, "training": training, "parallel": par}
     out_meas = {}
     if "step_time_s" in meas:
         out_meas["step_time_s"] = meas["step_time_s"]

@@ -1,0 +1,66 @@
+#include "sim/uncertainty.h"
+
+#include <algorithm>
+
+namespace parasim {
+
+namespace {
+
+// splitmix64: tiny, portable and fully specified, unlike std::uniform_real_distribution.
+struct SplitMix {
+  std::uint64_t s;
+  double next() {
+    std::uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return static_cast<double>(z >> 11) * 0x1.0p-53;
+  }
+};
+
+std::vector<std::pair<std::string, Figure*>> ranged(Profile& p) {
+  std::vector<std::pair<std::string, Figure*>> out;
+  for (auto& [dt, f] : p.gemm_max_efficiency) out.push_back({"gemm_max_efficiency." + dt, &f});
+  for (auto& [name, f] : std::initializer_list<std::pair<const char*, Figure*>>{
+           {"attention_fwd_efficiency", &p.attention_fwd_efficiency}, {"attention_bwd_efficiency", &p.attention_bwd_efficiency},
+           {"hbm_efficiency", &p.hbm_efficiency}, {"kernel_overhead_us", &p.kernel_overhead_us},
+           {"overlap_compute_slowdown", &p.overlap_compute_slowdown}, {"intra_bus_efficiency", &p.intra_bus_efficiency},
+           {"inter_bus_efficiency", &p.inter_bus_efficiency}, {"inter_alpha_us", &p.inter_alpha_us}})
+    out.push_back({name, f});
+  std::erase_if(out, [](const auto& x) { return !x.second->has_range(); });
+  return out;
+}
+
+}  // namespace
+
+Interval predict_interval(const Scenario& sc, const Registries& reg, std::int64_t samples, std::uint64_t seed) {
+  Interval iv;
+  Scenario s = sc;
+  auto figs = ranged(s.profile);
+  for (const auto& f : figs) iv.figures.push_back(f.first);
+  std::vector<double> steps;
+  if (figs.empty()) {
+    const double t = simulate(sc, reg).result.step_time_s;
+    iv.step_time_p10_s = iv.step_time_p90_s = t;
+    iv.samples = 1;
+    return iv;
+  }
+  SplitMix rng{seed};
+  for (std::int64_t i = 0; i < samples; ++i) {
+    for (auto& [name, f] : figs) f->value = f->low + (f->high - f->low) * rng.next();
+    steps.push_back(simulate(s, reg).result.step_time_s);
+  }
+  std::sort(steps.begin(), steps.end());
+  auto q = [&](double p) {
+    const double x = p * static_cast<double>(steps.size() - 1);
+    const auto i = static_cast<size_t>(x);
+    const double w = x - static_cast<double>(i);
+    return i + 1 < steps.size() ? steps[i] * (1 - w) + steps[i + 1] * w : steps[i];
+  };
+  iv.step_time_p10_s = q(0.10);
+  iv.step_time_p90_s = q(0.90);
+  iv.samples = samples;
+  return iv;
+}
+
+}  // namespace parasim
