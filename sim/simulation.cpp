@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "sim/network/flow_network.h"
+
 namespace parasim {
 
 LayerShape layer_shape(const Scenario& sc) {
@@ -20,8 +22,8 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg) {
   SimulationOutput out;
   const LayerGraph graph = build_layer_graph(sc.model, layer_shape(sc));
   const CostModel cost(sc.profile, sc.training.dtype);
-  const AlphaBetaNetwork net(sc.profile, sc.cluster);
-  const LoweringInput in{sc, graph, cost, net};
+  const auto net = make_network(sc.network, sc.profile, sc.cluster);
+  const LoweringInput in{sc, graph, cost, *net};
   out.program = lower(reg.schedules, in);
   EngineOptions eo;
   eo.overlap_compute_slowdown = sc.profile.overlap_compute_slowdown.value;

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   add_list_command(app, ctx);
   add_profile_command(app, ctx);
   add_check_commands(app, ctx);
+  add_network_commands(app, ctx);
 
   try {
     app.parse(argc, argv);

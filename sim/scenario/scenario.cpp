@@ -26,6 +26,7 @@ ClusterSpec parse_cluster(const JsonObject& o) {
     c.nics_per_node = out->integer("nics_per_node", 1, 1024, 0);
     c.nic_gbps = out->number("nic_gbps", 0.1, 1e5, 0);
     c.oversubscription = out->number("oversubscription", 1.0, 64.0, 1.0);
+    c.leaf_ports = out->integer("leaf_ports", 1, 1 << 16, 32);
     out->finish();
   }
   o.finish();
@@ -173,6 +174,10 @@ Scenario parse_scenario(const Json& j, const std::string& file, const std::strin
   if (s.cluster.nic_gbps == 0) s.cluster.nic_gbps = s.profile.node_nic_gbps.value;
   s.training = parse_training(root.object("training"));
   s.parallel = parse_parallel(root.object("parallel"));
+  if (auto net = root.object_opt("network")) {
+    s.network = net->choice("model", {"analytical", "flow"}, "analytical");
+    net->finish();
+  }
   if (auto out = root.object_opt("outputs")) {
     out->str("trace", "");
     out->finish();
@@ -202,7 +207,7 @@ Json Scenario::resolved() const {
                   {"nodes", cluster.nodes},
                   {"gpus_per_node", cluster.gpus_per_node},
                   {"intra_node", {{"kind", cluster.intra_kind}, {"gbps", cluster.intra_gbps > 0 ? cluster.intra_gbps : profile.nvlink_gbps.value}}},
-                  {"inter_node", {{"kind", cluster.inter_kind}, {"nics_per_node", cluster.nics_per_node}, {"nic_gbps", cluster.nic_gbps}, {"oversubscription", cluster.oversubscription}}}};
+                  {"inter_node", {{"kind", cluster.inter_kind}, {"nics_per_node", cluster.nics_per_node}, {"nic_gbps", cluster.nic_gbps}, {"oversubscription", cluster.oversubscription}, {"leaf_ports", cluster.leaf_ports}}}};
   j["training"] = {{"global_batch", training.global_batch}, {"micro_batch", training.micro_batch}, {"seq_len", training.seq_len},
                    {"dtype", training.dtype}, {"optimizer", training.optimizer}, {"flash_attention", training.flash_attention},
                    {"fp32_grad_accumulation", training.fp32_grad_accumulation}};
@@ -215,6 +220,7 @@ Json Scenario::resolved() const {
   else
     pj["fsdp"] = nullptr;
   j["parallel"] = pj;
+  j["network"] = {{"model", network}};
   return j;
 }
 

@@ -21,6 +21,7 @@ struct ClusterSpec {
   std::int64_t nics_per_node = 0;       // 0 = the profile's reference node
   double nic_gbps = 0;                  // per NIC per direction, GB/s; 0 = the profile's reference node
   double oversubscription = 1.0;
+  std::int64_t leaf_ports = 32;         // NIC-facing ports per leaf / rail switch (a 64-port switch, half down)
   std::int64_t gpus() const { return nodes * gpus_per_node; }
 };
 
@@ -62,6 +63,7 @@ struct Scenario {
   TrainingSpec training;
   ParallelSpec parallel;
   Profile profile;
+  std::string network = "analytical";  // network model: analytical | flow
 
   std::int64_t microbatches() const { return training.global_batch / (training.micro_batch * parallel.dp); }
   // Layers on each pipeline stage (length pp).

@@ -68,3 +68,31 @@ BENCHMARK(BM_Llama405b16kGpus)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace parasim
+
+#include "sim/network/flow_model.h"
+
+namespace parasim {
+namespace {
+
+// Max-min rate recomputation with N concurrent flows over a two-level fabric of 4096 links:
+// each flow crosses 4 links chosen deterministically.
+void BM_MaxMinRecompute(benchmark::State& state) {
+  const auto n = static_cast<size_t>(state.range(0));
+  const std::int32_t links = 4096;
+  std::vector<std::vector<std::int32_t>> paths(n);
+  std::uint64_t x = 12345;
+  for (auto& p : paths)
+    for (int h = 0; h < 4; ++h) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      p.push_back(static_cast<std::int32_t>((x >> 33) % links));
+    }
+  std::vector<const std::vector<std::int32_t>*> ptrs;
+  for (const auto& p : paths) ptrs.push_back(&p);
+  const std::vector<double> cap(links, 50e9);
+  for (auto _ : state) benchmark::DoNotOptimize(maxmin_rates(ptrs, cap));
+  state.counters["flows"] = static_cast<double>(n);
+}
+BENCHMARK(BM_MaxMinRecompute)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace parasim

@@ -1,0 +1,23 @@
+// Topology builders, one file each: node interiors (nvswitch, pcie) and fabrics (fat_tree,
+// rail_optimized). Each adds vertices and links to a Topology.
+#pragma once
+#include "sim/topology/topology.h"
+
+namespace parasim {
+
+struct NodeNics {
+  std::vector<TopoVertex> nics;  // per node: its NICs
+};
+
+// Node interiors: GPUs, their switch, NICs hung off the GPUs' PCIe. Returns each node's NICs.
+std::vector<NodeNics> build_nvswitch_nodes(Topology& t, const ClusterSpec& c, const Profile& p);
+std::vector<NodeNics> build_pcie_nodes(Topology& t, const ClusterSpec& c, const Profile& p);
+// Fabrics joining the nodes' NICs.
+void build_fat_tree(Topology& t, const ClusterSpec& c, const Profile& p, const std::vector<NodeNics>& nodes);
+void build_rail_optimized(Topology& t, const ClusterSpec& c, const Profile& p, const std::vector<NodeNics>& nodes);
+
+// Shared by node builders: NICs of one node attached to its GPUs over PCIe.
+NodeNics attach_nics(Topology& t, const ClusterSpec& c, const Profile& p, std::int32_t node, const std::vector<TopoVertex>& gpus);
+double nic_link_gbps(const ClusterSpec& c, const Profile& p);
+
+}  // namespace parasim
