@@ -101,3 +101,56 @@ void add_network_commands(CLI::App& app, Context& ctx) {
 }
 
 }  // namespace parasim
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "calibrate/import/nccl_tests.h"
+
+namespace parasim {
+
+void add_import_command(CLI::App& app, Context& ctx) {
+  struct ImpOpts {
+    std::vector<std::string> logs;
+    std::string gpu, out, op;
+    bool force = false;
+  };
+  auto o = std::make_shared<ImpOpts>();
+  CLI::App* imp = app.add_subcommand("import", "import measurements into a calibration profile");
+  imp->require_subcommand(1);
+  CLI::App* nt = imp->add_subcommand("nccl-tests", "read nccl-tests text logs and write a profile with their points merged in");
+  nt->add_option("logs", o->logs, "nccl-tests output files")->required();
+  nt->add_option("--gpu", o->gpu, "profile to start from (name or path)")->required();
+  nt->add_option("-o,--output", o->out, "profile file to write (refused if it exists, unless --force)")->required();
+  nt->add_option("--op", o->op, "collective, when the log does not name its *_perf binary");
+  nt->add_flag("--force", o->force, "overwrite the output file");
+  nt->callback([o, &ctx]() {
+    ctx.exit_code = run_guarded([&]() {
+      if (std::filesystem::exists(o->out) && !o->force)
+        throw ConfigError(o->out + ": exists; refusing to overwrite it (use --force or another name)");
+      const Profile base = load_profile(ctx.data_dir, o->gpu, "--gpu");
+      const std::string base_path = o->gpu.find('/') != std::string::npos || o->gpu.ends_with(".json")
+                                        ? o->gpu
+                                        : ctx.data_dir + "/calibrate/profiles/" + o->gpu + ".json";
+      Json prof = read_json_file(base_path);
+      for (const auto& f : o->logs) {
+        std::ifstream in(f);
+        if (!in) throw ConfigError(f + ": cannot open file");
+        std::stringstream ss;
+        ss << in.rdbuf();
+        const NcclTestsLog log = parse_nccl_tests(ss.str(), f, o->op);
+        for (const auto& n : merge_nccl_tests(prof, log)) std::cerr << n << "\n";
+      }
+      prof["name"] = std::filesystem::path(o->out).stem().string();
+      parse_profile(prof, o->out);  // the result must load
+      std::ofstream out(o->out);
+      if (!out) throw ConfigError(o->out + ": cannot write");
+      out << prof.dump(1) << "\n";
+      std::cerr << "wrote " << o->out << "\n";
+      return 0;
+    });
+  });
+}
+
+}  // namespace parasim

@@ -24,5 +24,6 @@ void add_list_command(CLI::App& app, Context& ctx);
 void add_profile_command(CLI::App& app, Context& ctx);
 void add_check_commands(CLI::App& app, Context& ctx);
 void add_network_commands(CLI::App& app, Context& ctx);
+void add_import_command(CLI::App& app, Context& ctx);
 
 }  // namespace parasim

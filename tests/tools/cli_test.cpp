@@ -93,3 +93,38 @@ TEST(Cli, ListAndVersionAndHelp) {
 
 }  // namespace
 }  // namespace parasim
+
+namespace parasim {
+namespace {
+
+TEST(Cli, ImportNcclTestsWritesProfileAndRefusesToOverwrite) {
+  const std::string out = ::testing::TempDir() + "imported-h100.json";
+  std::remove(out.c_str());
+  const std::string cmd = "import nccl-tests " + test::test_data("nccl-tests/all_reduce_8gpu.txt") + " --gpu h100-sxm5-80g -o " + out;
+  const Ran a = run(cmd);
+  ASSERT_EQ(a.code, 0) << a.out;
+  EXPECT_NE(a.out.find("added 6 all_reduce points"), std::string::npos) << a.out;
+  const Profile p = load_profile(test::data_dir(), out, "test");
+  EXPECT_EQ(p.name, "imported-h100");
+  const Ran b = run(cmd);
+  EXPECT_EQ(b.code, 2);
+  EXPECT_NE(b.out.find("exists; refusing to overwrite"), std::string::npos);
+  const Ran c = run("collective --gpu " + out + " --ranks 8 --bytes 1GiB");
+  EXPECT_EQ(c.code, 0);
+  EXPECT_NE(c.out.find("3894 us"), std::string::npos) << c.out;
+}
+
+TEST(Cli, TopologyAndCollectiveCommands) {
+  const Ran t = run("topology --dump-routes " + test::data_dir() + "/scenarios/default.json");
+  EXPECT_EQ(t.code, 0);
+  EXPECT_NE(t.out.find("64 GPUs"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("gpu 0 -> gpu 63"), std::string::npos);
+  EXPECT_EQ(run("topology --dot " + test::data_dir() + "/scenarios/default.json").out.rfind("digraph", 0), 0u);
+  const Ran c = run("collective --gpu a100-sxm4-80g --op all_gather --ranks 16 --bytes 256MB --network flow");
+  EXPECT_EQ(c.code, 0) << c.out;
+  EXPECT_NE(c.out.find("busbw"), std::string::npos);
+  EXPECT_EQ(run("collective --gpu a100-sxm4-80g --bytes 12XB").code, 2);
+}
+
+}  // namespace
+}  // namespace parasim

@@ -1,0 +1,32 @@
+// Importer of nccl-tests text output (all_reduce_perf, all_gather_perf, ...): result rows
+// (size, count, type, redop, root, out-of-place time/algbw/busbw, in-place ...), the devices
+// block (ranks, hosts, GPU name) and the NCCL version when NCCL_DEBUG=INFO printed it.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "calibrate/profile/profile.h"
+
+namespace parasim {
+
+struct NcclTestsLog {
+  std::string file;
+  std::string op;           // all_reduce | all_gather | ...
+  std::int64_t ranks = 0;
+  std::int64_t nodes = 0;   // distinct hosts
+  std::string gpu_name;
+  std::string nccl_version;
+  struct Row {
+    double bytes = 0, time_s = 0, algbw_gbps = 0, busbw_gbps = 0;
+  };
+  std::vector<Row> rows;    // out-of-place results
+};
+
+// Throws ConfigError naming the file and line on anything it cannot read.
+NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& file, const std::string& op_override = "");
+
+// Adds the log's rows to a profile JSON as collective_points (replacing points of the same op,
+// ranks and nodes); returns the notes on what was replaced.
+std::vector<std::string> merge_nccl_tests(Json& profile, const NcclTestsLog& log);
+
+}  // namespace parasim
