@@ -1,5 +1,8 @@
 #include "sim/core/engine.h"
 
+#include <algorithm>
+#include <cmath>
+#include <map>
 #include <queue>
 #include <stdexcept>
 #include <string>
@@ -12,6 +15,7 @@ struct Event {
   Time t;
   std::int64_t seq;
   OpId op;
+  std::uint32_t version;  // stale when the op was rescheduled since
 };
 struct Later {
   bool operator()(const Event& a, const Event& b) const { return a.t != b.t ? a.t > b.t : a.seq > b.seq; }
@@ -48,6 +52,9 @@ class Run {
     head_.assign(queues_.size(), 0);
     busy_.assign(queues_.size(), 0);
     arrived_.assign(p.collectives.size(), 0);
+    version_.assign(n, 0);
+    remaining_work_.assign(n, 0.0);
+    sharing_.resize(nr);
     cur_.assign(nr, {});
     for (size_t r = 0; r < nr; ++r)
       for (int c = 0; c < kMemCats; ++c)
@@ -60,6 +67,7 @@ class Run {
     while (!heap_.empty()) {
       const Event e = heap_.top();
       heap_.pop();
+      if (e.version != version_[static_cast<size_t>(e.op)]) continue;  // rescheduled
       now_ = e.t;
       finish(e.op);
     }
@@ -98,8 +106,35 @@ class Run {
     const Op& op = p_.ops[static_cast<size_t>(id)];
     tl_.start[static_cast<size_t>(id)] = now_;
     mem(op.rank, op.at_start);
-    heap_.push({now_ + duration, seq_++, id});
     ++tl_.events;
+    if (op.shared_link >= 0) {
+      share_update(op.rank);  // account progress so far at the old sharing level
+      remaining_work_[static_cast<size_t>(id)] = static_cast<double>(duration);
+      sharing_[static_cast<size_t>(op.rank)].push_back(id);
+      share_reschedule(op.rank);
+      return;
+    }
+    heap_.push({now_ + duration, seq_++, id, version_[static_cast<size_t>(id)]});
+  }
+
+  // Processor sharing on a rank's shared link: progress of every active op since the last change.
+  void share_update(std::int32_t rank) {
+    auto& act = sharing_[static_cast<size_t>(rank)];
+    auto& last = share_last_[rank];
+    if (!act.empty()) {
+      const double elapsed = static_cast<double>(now_ - last) / static_cast<double>(act.size());
+      for (OpId o : act) remaining_work_[static_cast<size_t>(o)] = std::max(0.0, remaining_work_[static_cast<size_t>(o)] - elapsed);
+    }
+    last = now_;
+  }
+  void share_reschedule(std::int32_t rank) {
+    const auto& act = sharing_[static_cast<size_t>(rank)];
+    const double k = static_cast<double>(act.size());
+    for (OpId o : act) {
+      ++version_[static_cast<size_t>(o)];
+      const auto finish_at = now_ + static_cast<Time>(std::llround(remaining_work_[static_cast<size_t>(o)] * k));
+      heap_.push({finish_at, seq_++, o, version_[static_cast<size_t>(o)]});
+    }
   }
 
   Time effective_duration(const Op& op) const {
@@ -130,6 +165,12 @@ class Run {
 
   void finish(OpId id) {
     const Op& op = p_.ops[static_cast<size_t>(id)];
+    if (op.shared_link >= 0) {
+      share_update(op.rank);
+      auto& act = sharing_[static_cast<size_t>(op.rank)];
+      act.erase(std::find(act.begin(), act.end(), id));
+      share_reschedule(op.rank);
+    }
     tl_.end[static_cast<size_t>(id)] = now_;
     mem(op.rank, op.at_end);
     const size_t q = qi(op);
@@ -153,6 +194,10 @@ class Run {
   std::vector<char> busy_;
   std::vector<size_t> arrived_;
   std::vector<std::array<Bytes, kMemCats>> cur_;
+  std::vector<std::uint32_t> version_;
+  std::vector<double> remaining_work_;             // standalone picoseconds left, shared-link ops
+  std::vector<std::vector<OpId>> sharing_;         // active shared-link ops per rank
+  std::map<std::int32_t, Time> share_last_;
   std::priority_queue<Event, std::vector<Event>, Later> heap_;
   std::int64_t seq_ = 0;
   Time now_ = 0;

@@ -45,6 +45,10 @@ struct Op {
   std::int32_t microbatch = -1;
   std::int32_t chunk = -1;       // model chunk (virtual pipeline stage) or -1
   std::int32_t collective = -1;  // rendezvous index into Program::collectives, or -1
+  // Shared link resource of this op's rank (-1 none; 0 the node's NICs). Ops active at once on
+  // the same rank's resource share it equally (processor sharing): k of them each progress at
+  // 1/k of their standalone speed, so their durations stretch while they overlap.
+  std::int8_t shared_link = -1;
   std::int32_t label = 0;        // index into Program::labels
   Time duration = 0;
   double model_flops = 0;        // FLOPs counted for MFU (no recompute)

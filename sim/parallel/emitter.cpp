@@ -123,6 +123,14 @@ OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, const std::string& label
   return p_.add(std::move(o));
 }
 
+OpId Emitter::comm_op(std::int32_t rank, Stream s, Phase ph, const std::string& label, const CollectiveSpec& spec,
+                      std::vector<OpId> deps, std::int32_t mb, std::int32_t chunk) {
+  const OpId id = op(rank, s, ph, label, in_.network.time_s(spec), std::move(deps), mb, chunk);
+  const std::int64_t rpn = std::max<std::int64_t>(1, std::min(spec.ranks_per_node, spec.ranks));
+  if (spec.ranks > rpn) p_.ops[static_cast<size_t>(id)].shared_link = 0;
+  return id;
+}
+
 Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool first,
                                 bool last, std::vector<OpId> deps, const PreHook& pre, const LayerHook& post) {
   Range r;

@@ -63,6 +63,11 @@ class Emitter {
   OpId op(std::int32_t rank, Stream s, Phase ph, const std::string& label, double seconds, std::vector<OpId> deps,
           std::int32_t mb = -1, std::int32_t chunk = -1);
 
+  // An op whose transfer crosses nodes shares the rank's NICs with other such ops (processor
+  // sharing in the engine): DP gradient sync and PP activations then slow each other down.
+  OpId comm_op(std::int32_t rank, Stream s, Phase ph, const std::string& label, const CollectiveSpec& spec,
+               std::vector<OpId> deps, std::int32_t mb = -1, std::int32_t chunk = -1);
+
   const BlockTimes& times() const { return t_; }
   const ActivationBytes& act() const { return act_; }
   const Layout& layout() const { return layout_; }

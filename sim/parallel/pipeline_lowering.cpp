@@ -67,7 +67,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
     prog.ranks.push_back(r);
   }
 
-  const double p2p_s = p > 1 ? in.network.time_s(L.pp_p2p(in.graph.p2p_bytes)) : 0.0;
+  const CollectiveSpec p2p_spec = L.pp_p2p(p > 1 ? in.graph.p2p_bytes : 0.0);
   const std::int32_t nvs = p * v;
   std::vector<std::vector<OpId>> fsend(static_cast<size_t>(nvs), std::vector<OpId>(static_cast<size_t>(m), -1));
   auto bsend = fsend, ffirst = fsend, bfirst = fsend;
@@ -100,9 +100,8 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
       const CollOp grad_op = sh.optimizer ? CollOp::ReduceScatter : CollOp::AllReduce;
       auto flush = [&](OpId after) {
         if (bucket <= 0) return;
-        const double t = in.network.time_s(dp_spec(grad_op, bucket));
-        std::vector<OpId> d{after};
-        sync_ops.push_back(em.op(s, Stream::Comm, Phase::DpComm, sh.optimizer ? "grad reduce-scatter" : "grad all-reduce", t, d, a.microbatch, a.chunk));
+        sync_ops.push_back(em.comm_op(s, Stream::Comm, Phase::DpComm, sh.optimizer ? "grad reduce-scatter" : "grad all-reduce",
+                                      dp_spec(grad_op, bucket), {after}, a.microbatch, a.chunk));
         bucket = 0;
       };
       // FSDP / ZeRO-3: gather each layer's parameters before use, free after, reduce-scatter grads.
@@ -114,8 +113,8 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
         std::vector<OpId> d;
         const auto idx = static_cast<std::int64_t>(layer_done.size()) - 1 - prefetch;
         if (idx >= 0) d.push_back(layer_done[static_cast<size_t>(idx)]);
-        const double t = in.network.time_s(dp_spec(CollOp::AllGather, unit_w));
-        const OpId ag = em.op(s, Stream::Comm, Phase::FsdpGather, k == Action::F ? "param all-gather fwd" : "param all-gather bwd", t, d, a.microbatch, a.chunk);
+        const OpId ag = em.comm_op(s, Stream::Comm, Phase::FsdpGather, k == Action::F ? "param all-gather fwd" : "param all-gather bwd",
+                                   dp_spec(CollOp::AllGather, unit_w), d, a.microbatch, a.chunk);
         prog.ops[static_cast<size_t>(ag)].at_start = {MemCat::GatheredParams, static_cast<Bytes>(gathered)};
         return {ag};
       };
@@ -129,14 +128,14 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
           }
           if (grad_sync && k == (split ? Action::W : Action::B)) {
             const double gbytes = sp.layer * sb.grads;
-            const OpId rs = em.op(s, Stream::Comm, Phase::DpComm, "grad reduce-scatter", in.network.time_s(dp_spec(CollOp::ReduceScatter, gbytes)), {op}, a.microbatch, a.chunk);
+            const OpId rs = em.comm_op(s, Stream::Comm, Phase::DpComm, "grad reduce-scatter", dp_spec(CollOp::ReduceScatter, gbytes), {op}, a.microbatch, a.chunk);
             prog.ops[static_cast<size_t>(rs)].at_start = {MemCat::Grads, static_cast<Bytes>(gbytes * (1.0 - 1.0 / nd))};
             prog.ops[static_cast<size_t>(rs)].at_end = {MemCat::Grads, -static_cast<Bytes>(gbytes * (1.0 - 1.0 / nd))};
             sync_ops.push_back(rs);
             if (sh.nd < par.dp * par.cp) {  // HSDP: all-reduce the shard across replicas
               const std::int64_t replicas = par.dp * par.cp / sh.nd;
-              const double t = in.network.time_s(L.group(CollOp::AllReduce, L.tp * sh.nd, replicas, gbytes / nd));
-              sync_ops.push_back(em.op(s, Stream::Comm, Phase::DpComm, "grad all-reduce (replicas)", t, {rs}, a.microbatch, a.chunk));
+              sync_ops.push_back(em.comm_op(s, Stream::Comm, Phase::DpComm, "grad all-reduce (replicas)",
+                                            L.group(CollOp::AllReduce, L.tp * sh.nd, replicas, gbytes / nd), {rs}, a.microbatch, a.chunk));
             }
           }
           return;
@@ -151,13 +150,13 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
         ffirst[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] = r.first;
         if (!last)
           fsend[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] =
-              em.op(s, Stream::P2P, Phase::PpComm, "pp send activations", p2p_s, {r.last}, a.microbatch, a.chunk);
+              em.comm_op(s, Stream::P2P, Phase::PpComm, "pp send activations", p2p_spec, {r.last}, a.microbatch, a.chunk);
       } else if (a.kind == Action::B) {
         const auto r = em.backward(s, a.microbatch, a.chunk, layers, first, last, split, {}, pre, post);
         bfirst[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] = r.first;
         if (!first)
           bsend[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] =
-              em.op(s, Stream::P2P, Phase::PpComm, "pp send gradients", p2p_s, {r.last}, a.microbatch, a.chunk);
+              em.comm_op(s, Stream::P2P, Phase::PpComm, "pp send gradients", p2p_spec, {r.last}, a.microbatch, a.chunk);
         if (sync_here && !split) {
           bucket += sp.extra * sb.grads;
           flush(r.last);
@@ -190,7 +189,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
     const OpId opt = em.op(s, Stream::Compute, Phase::Optimizer, "optimizer step", in.cost.optimizer_s(traffic * opt_params),
                            {norm_ops[static_cast<size_t>(s)]});
     if (sh.optimizer && !sh.weights && grad_sync)
-      em.op(s, Stream::Comm, Phase::DpComm, "param all-gather", in.network.time_s(dp_spec(CollOp::AllGather, sp.total * sb.weights)), {opt});
+      em.comm_op(s, Stream::Comm, Phase::DpComm, "param all-gather", dp_spec(CollOp::AllGather, sp.total * sb.weights), {opt});
   }
   // Wire p2p: forward input from the previous virtual stage, backward input from the next.
   for (std::int32_t vs = 0; vs < nvs; ++vs)

@@ -111,3 +111,41 @@ TEST(Engine, DeterministicEventOrder) {
 
 }  // namespace
 }  // namespace parasim
+
+namespace parasim {
+namespace {
+
+TEST(Engine, SharedLinkOpsShareBandwidthByProcessorSharing) {
+  Program p;
+  p.labels = {"op"};
+  p.ranks.resize(1);
+  Op a = make(0, Stream::Comm, 10);
+  Op b = make(0, Stream::P2P, 10);
+  a.shared_link = b.shared_link = 0;
+  Op delay = make(0, Stream::Compute, 5);
+  p.add(a);
+  const OpId d = p.add(delay);
+  b.deps = {d};
+  p.add(b);
+  const Timeline t = run_program(p, {});
+  // A alone for 5 us (5 left), then A and B at half speed: A ends at 5 + 2*5 = 15 us; B has done
+  // 5 by then and finishes its last 5 alone: 20 us.
+  EXPECT_EQ(t.end[0], seconds_to_time(15e-6));
+  EXPECT_EQ(t.end[2], seconds_to_time(20e-6));
+}
+
+TEST(Engine, SharedLinkOnDifferentRanksDoesNotInterfere) {
+  Program p;
+  p.labels = {"op"};
+  p.ranks.resize(2);
+  Op a = make(0, Stream::Comm, 10), b = make(1, Stream::Comm, 10);
+  a.shared_link = b.shared_link = 0;
+  p.add(a);
+  p.add(b);
+  const Timeline t = run_program(p, {});
+  EXPECT_EQ(t.end[0], seconds_to_time(10e-6));
+  EXPECT_EQ(t.end[1], seconds_to_time(10e-6));
+}
+
+}  // namespace
+}  // namespace parasim

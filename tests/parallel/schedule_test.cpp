@@ -134,3 +134,29 @@ TEST(Examples, EveryScenarioRuns) {
 
 }  // namespace
 }  // namespace parasim
+
+namespace parasim {
+namespace {
+
+// DP gradient all-reduce and PP activation transfers across nodes share the NICs: in a PP x DP job
+// across nodes some transfers take longer than they would alone.
+TEST(Contention, DataParallelAndPipelineTrafficShareNics) {
+  Json j = test::base_scenario();
+  j["model"] = "llama2-13b";
+  j["cluster"] = {{"gpu", "a100-sxm4-80g"}, {"nodes", 8}, {"gpus_per_node", 8}};
+  j["training"] = {{"global_batch", 64}, {"micro_batch", 1}, {"seq_len", 4096}};
+  j["parallel"] = {{"dp", 8}, {"tp", 2}, {"pp", 4}, {"schedule", "1f1b"}, {"bucket_mb", 40}};
+  const auto out = simulate(test::scenario_from(j), Registries{});
+  std::int64_t shared = 0, stretched = 0;
+  for (size_t i = 0; i < out.program.ops.size(); ++i) {
+    const Op& op = out.program.ops[i];
+    if (op.shared_link < 0) continue;
+    ++shared;
+    if (out.timeline.end[i] - out.timeline.start[i] > op.duration + 1) ++stretched;
+  }
+  EXPECT_GT(shared, 0);
+  EXPECT_GT(stretched, 0);
+}
+
+}  // namespace
+}  // namespace parasim
