@@ -33,6 +33,25 @@ void add_list_command(CLI::App& app, Context& ctx) {
   });
 }
 
+namespace {
+// Every figure of a profile by a stable name, for show and diff.
+std::vector<std::pair<std::string, Figure>> figures(const Profile& p) {
+  std::vector<std::pair<std::string, Figure>> out;
+  for (const auto& [dt, f] : p.peak_tflops) out.push_back({"peak_tflops." + dt, f});
+  for (const auto& [dt, f] : p.gemm_max_efficiency) out.push_back({"gemm_max_efficiency." + dt, f});
+  for (const auto& [k, f] : std::initializer_list<std::pair<const char*, const Figure*>>{
+           {"gemm_tile_m", &p.gemm_tile_m}, {"gemm_tile_n", &p.gemm_tile_n}, {"attention_fwd_efficiency", &p.attention_fwd_efficiency},
+           {"attention_bwd_efficiency", &p.attention_bwd_efficiency}, {"kernel_overhead_us", &p.kernel_overhead_us},
+           {"overlap_compute_slowdown", &p.overlap_compute_slowdown}, {"hbm_gbps", &p.hbm_gbps}, {"hbm_efficiency", &p.hbm_efficiency},
+           {"runtime_reserved_gib", &p.runtime_reserved_gib}, {"pcie_gbps", &p.pcie_gbps}, {"nvlink_gbps", &p.nvlink_gbps},
+           {"intra_bus_efficiency", &p.intra_bus_efficiency}, {"intra_alpha_us", &p.intra_alpha_us},
+           {"inter_bus_efficiency", &p.inter_bus_efficiency}, {"inter_alpha_us", &p.inter_alpha_us}, {"node_nics", &p.node_nics},
+           {"node_nic_gbps", &p.node_nic_gbps}})
+    out.push_back({k, *f});
+  return out;
+}
+}  // namespace
+
 void add_profile_command(CLI::App& app, Context& ctx) {
   auto name = std::make_shared<std::string>();
   CLI::App* prof = app.add_subcommand("profile", "inspect calibration profiles");
@@ -44,27 +63,38 @@ void add_profile_command(CLI::App& app, Context& ctx) {
       const Profile p = load_profile(ctx.data_dir, *name, "profile show");
       fmt::print("{} ({}) — {}, {} SMs, {:.1f} GiB, profile made by: {}\n", p.name, p.file, p.device.name, p.device.sms,
                  p.device.memory_bytes / kGiB, p.device.how);
-      auto row = [](const std::string& k, const Figure& f) { fmt::print("  {:<28} {:>10.4g}  [{}] {}\n", k, f.value, f.how, f.source); };
-      for (const auto& [dt, f] : p.peak_tflops) row("peak_tflops." + dt, f);
-      for (const auto& [dt, f] : p.gemm_max_efficiency) row("gemm_max_efficiency." + dt, f);
-      row("gemm_tile_m", p.gemm_tile_m);
-      row("gemm_tile_n", p.gemm_tile_n);
-      row("attention_fwd_efficiency", p.attention_fwd_efficiency);
-      row("attention_bwd_efficiency", p.attention_bwd_efficiency);
-      row("kernel_overhead_us", p.kernel_overhead_us);
-      row("overlap_compute_slowdown", p.overlap_compute_slowdown);
-      row("hbm_gbps", p.hbm_gbps);
-      row("hbm_efficiency", p.hbm_efficiency);
-      row("runtime_reserved_gib", p.runtime_reserved_gib);
-      row("pcie_gbps", p.pcie_gbps);
-      row("nvlink_gbps", p.nvlink_gbps);
-      row("intra_bus_efficiency", p.intra_bus_efficiency);
-      row("intra_alpha_us", p.intra_alpha_us);
-      row("inter_bus_efficiency", p.inter_bus_efficiency);
-      row("inter_alpha_us", p.inter_alpha_us);
-      row("node_nics", p.node_nics);
-      row("node_nic_gbps", p.node_nic_gbps);
+      for (const auto& [k, f] : figures(p))
+        fmt::print("  {:<28} {:>10.4g}  [{}] {}{}\n", k, f.value, f.how, f.source,
+                   f.has_range() ? fmt::format(" (range {:.4g}..{:.4g}: {})", f.low, f.high, f.range_source) : "");
       fmt::print("  gemm_points: {}   collective_points: {}\n", p.gemm_points.size(), p.collective_points.size());
+      return 0;
+    });
+  });
+  auto ab = std::make_shared<std::pair<std::string, std::string>>();
+  CLI::App* diff = prof->add_subcommand("diff", "compare two profiles figure by figure");
+  diff->add_option("a", ab->first, "first profile")->required();
+  diff->add_option("b", ab->second, "second profile")->required();
+  diff->callback([ab, &ctx]() {
+    ctx.exit_code = run_guarded([&]() {
+      const Profile a = load_profile(ctx.data_dir, ab->first, "profile diff"), b = load_profile(ctx.data_dir, ab->second, "profile diff");
+      fmt::print("{:<28} {:>12} {:>12} {:>9}  how\n", "figure", a.name.substr(0, 12), b.name.substr(0, 12), "change");
+      std::map<std::string, Figure> fb;
+      for (const auto& [k, f] : figures(b)) fb[k] = f;
+      int differ = 0;
+      for (const auto& [k, f] : figures(a)) {
+        auto it = fb.find(k);
+        if (it == fb.end()) {
+          fmt::print("{:<28} {:>12.4g} {:>12} {:>9}  {}\n", k, f.value, "-", "", f.how);
+          ++differ;
+          continue;
+        }
+        if (it->second.value == f.value && it->second.how == f.how) continue;
+        ++differ;
+        fmt::print("{:<28} {:>12.4g} {:>12.4g} {:>+8.1f}%  {} -> {}\n", k, f.value, it->second.value, 100 * (it->second.value / f.value - 1),
+                   f.how, it->second.how);
+      }
+      fmt::print("{} figures differ; GEMM points {} vs {}, collective points {} vs {}\n", differ, a.gemm_points.size(), b.gemm_points.size(),
+                 a.collective_points.size(), b.collective_points.size());
       return 0;
     });
   });

@@ -128,3 +128,22 @@ TEST(Cli, TopologyAndCollectiveCommands) {
 
 }  // namespace
 }  // namespace parasim
+
+namespace parasim {
+namespace {
+
+TEST(Cli, ProfileShowAndDiff) {
+  const Ran s = run("profile show a100-sxm4-80g");
+  EXPECT_EQ(s.code, 0);
+  EXPECT_NE(s.out.find("[published]"), std::string::npos);
+  EXPECT_NE(s.out.find("[datasheet]"), std::string::npos);
+  const Ran d = run("profile diff a100-sxm4-80g a100-sxm4-40g");
+  EXPECT_EQ(d.code, 0);
+  EXPECT_NE(d.out.find("hbm_gbps"), std::string::npos);
+  EXPECT_NE(d.out.find("-23.7%"), std::string::npos) << d.out;  // 1555 vs 2039 GB/s
+  EXPECT_NE(d.out.find("1 figures differ"), std::string::npos);
+  EXPECT_EQ(run("profile show a100-sxm4-8g").code, 2);
+}
+
+}  // namespace
+}  // namespace parasim

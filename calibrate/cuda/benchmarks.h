@@ -1,0 +1,49 @@
+// The harness's benchmarks. Each returns plain results; main() turns them into a profile.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "calibrate/cuda/timing.h"
+
+namespace parasim::calib {
+
+struct GemmResult {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::string dtype;
+  Stats time;
+  int algo_id = -1, tile_id = -1;
+  bool correct = false;
+};
+// C[m,n] = A[m,k] * B[k,n] in PyTorch's linear layout (TN), cuBLASLt heuristic algorithm.
+GemmResult bench_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std::string& dtype, const Method& method);
+
+struct BandwidthResult {
+  std::string what;  // d2d_copy | elementwise_triad | h2d | d2h
+  double bytes = 0;
+  Stats time;
+  double gbps() const { return bytes / time.p50 / 1e9; }
+};
+std::vector<BandwidthResult> bench_memory(double bytes, const Method& method);
+
+struct AttentionResult {
+  std::int64_t batch_heads = 0, seq = 0, head_dim = 0;
+  bool causal = true;
+  Stats fwd;
+  std::string kernel;  // what was measured
+};
+// Unfused attention (QK^T, softmax, PV) with cuBLASLt strided-batched GEMMs and a softmax kernel.
+AttentionResult bench_attention_unfused(std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim, const Method& method);
+
+struct CollectiveResult {
+  std::string op;
+  int ranks = 0;
+  double bytes = 0;
+  Stats time;
+  bool correct = false;
+};
+// One process, ncclCommInitAll over the first `ranks` visible GPUs.
+std::vector<CollectiveResult> bench_nccl(int ranks, const std::vector<std::string>& ops, const std::vector<double>& sizes,
+                                         const Method& method);
+
+}  // namespace parasim::calib

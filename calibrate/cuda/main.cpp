@@ -1,0 +1,139 @@
+// parasim-calibrate: measures GEMMs (cuBLASLt), attention (unfused), memory bandwidth and NCCL
+// collectives on the GPUs of this machine and writes a calibration profile. Never overwrites.
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <cudnn_version.h>
+#include <fmt/format.h>
+
+#include "calibrate/cuda/benchmarks.h"
+#include "calibrate/fit/calibration.h"
+
+#ifndef PARASIM_DEFAULT_DATA_DIR
+#define PARASIM_DEFAULT_DATA_DIR "."
+#endif
+
+using namespace parasim;
+using namespace parasim::calib;
+
+namespace {
+
+std::string today() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
+  return buf;
+}
+
+std::string version3(int v) { return fmt::format("{}.{}.{}", v / 1000, (v % 1000) / 10, v % 10); }
+
+HarnessContext context(const std::string& command) {
+  HarnessContext c;
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  c.gpu_name = prop.name;
+  c.sms = prop.multiProcessorCount;
+  c.memory_bytes = static_cast<double>(prop.totalGlobalMem);
+  int clk = 0, mclk = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0));
+  CUDA_CHECK(cudaDeviceGetAttribute(&mclk, cudaDevAttrMemoryClockRate, 0));
+  c.clock_mhz = clk / 1000.0;
+  c.mem_clock_mhz = mclk / 1000.0;
+  int drv = 0, rt = 0, nccl = 0;
+  CUDA_CHECK(cudaDriverGetVersion(&drv));
+  CUDA_CHECK(cudaRuntimeGetVersion(&rt));
+  NCCL_CHECK(ncclGetVersion(&nccl));
+  c.driver = fmt::format("CUDA driver API {}", version3(drv));
+  c.cuda = version3(rt);
+  c.cublas = std::to_string(cublasLtGetVersion());
+  c.nccl = fmt::format("{}.{}.{}", nccl / 10000, (nccl / 100) % 100, nccl % 100);
+  c.cudnn = fmt::format("{}.{}.{} (headers)", CUDNN_MAJOR, CUDNN_MINOR, CUDNN_PATCHLEVEL);
+  c.date = today();
+  c.command = command;
+  return c;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"parasim-calibrate: measure GEMM, attention, memory and NCCL timings and write a parasim profile"};
+  std::string base, out, data_dir = PARASIM_DEFAULT_DATA_DIR;
+  bool quick = false;
+  int gpus = 0;
+  std::vector<std::string> dtypes = {"bf16"};
+  app.add_option("--base", base, "datasheet profile to start from (peaks, link rates): name or path")->required();
+  app.add_option("-o,--output", out, "profile file to write (refused if it exists)")->required();
+  app.add_flag("--quick", quick, "a reduced sweep (target: under 3 minutes on one H200)");
+  app.add_option("--gpus", gpus, "GPUs for the NCCL sweep (default: all visible)");
+  app.add_option("--dtypes", dtypes, "GEMM dtypes: bf16 fp16 fp8 tf32");
+  app.add_option("--data-dir", data_dir, "where models/ and calibrate/profiles/ live");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (std::filesystem::exists(out)) throw HarnessError(out + ": exists; parasim-calibrate never overwrites a profile");
+    const std::string base_path = base.find('/') != std::string::npos ? base : data_dir + "/calibrate/profiles/" + base + ".json";
+    const Json base_json = read_json_file(base_path);
+    std::string command;
+    for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
+    int visible = 0;
+    CUDA_CHECK(cudaGetDeviceCount(&visible));
+    const HarnessContext ctx = context(command);
+    std::cerr << fmt::format("parasim-calibrate: {} ({} SMs), {} GPU(s) visible, CUDA {}, NCCL {}\n", ctx.gpu_name, ctx.sms, visible, ctx.cuda, ctx.nccl);
+    Method m;
+    if (quick) {
+      m.min_iters = 10;
+      m.min_seconds = 0.01;
+    }
+    // GEMMs: zoo shapes (derived from models/) and a log grid.
+    const std::vector<std::string> models = quick ? std::vector<std::string>{"llama3-8b", "llama3-70b"}
+                                                  : std::vector<std::string>{"llama3-8b", "llama3-70b", "llama3.1-405b", "gpt3-175b", "mpt-7b", "llama2-13b"};
+    const auto shapes = calibration_shapes(data_dir, models, quick ? std::vector<std::int64_t>{1, 8} : std::vector<std::int64_t>{1, 2, 4, 8},
+                                           quick ? std::vector<std::int64_t>{4096} : std::vector<std::int64_t>{2048, 4096, 8192},
+                                           quick ? 1024 : 256, quick ? 8192 : 16384);
+    std::vector<MeasuredGemm> gemms;
+    for (const auto& dt : dtypes)
+      for (const auto& s : shapes) {
+        const GemmResult r = bench_gemm(s.m, s.n, s.k, dt, m);
+        gemms.push_back({s, dt, r.time.p10, r.time.p50, r.time.p90, r.algo_id, r.tile_id, r.correct});
+      }
+    std::cerr << fmt::format("  {} GEMMs measured\n", gemms.size());
+    std::vector<MeasuredBandwidth> bw;
+    for (const auto& b : bench_memory(quick ? 1 << 30 : 4.0 * (1 << 30), m)) bw.push_back({b.what, b.gbps()});
+    Json attn = Json::array();
+    for (std::int64_t s : quick ? std::vector<std::int64_t>{2048, 4096} : std::vector<std::int64_t>{1024, 2048, 4096, 8192}) {
+      const AttentionResult a = bench_attention_unfused(32, s, 128, m);
+      attn.push_back({{"batch_heads", a.batch_heads}, {"seq", a.seq}, {"head_dim", a.head_dim}, {"causal", a.causal},
+                      {"fwd_p50_s", a.fwd.p50}, {"fwd_p10_s", a.fwd.p10}, {"fwd_p90_s", a.fwd.p90}, {"kernel", a.kernel}});
+    }
+    std::vector<MeasuredCollective> colls;
+    const int ranks = gpus > 0 ? std::min(gpus, visible) : visible;
+    if (ranks >= 2) {
+      std::vector<double> sizes;
+      for (double b = 1024; b <= (quick ? 1.0 * (1 << 30) : 8.0 * (1 << 30)); b *= quick ? 16 : 4) sizes.push_back(b);
+      std::vector<int> groups;
+      for (int g = 2; g <= ranks; g *= 2) groups.push_back(g);
+      if (groups.empty() || groups.back() != ranks) groups.push_back(ranks);
+      for (int g : groups)
+        for (const auto& r : bench_nccl(g, {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"}, sizes, m))
+          if (r.correct) colls.push_back({r.op, r.ranks, r.bytes, r.time.p10, r.time.p50, r.time.p90});
+    } else {
+      std::cerr << "  one GPU visible: NCCL sweep skipped\n";
+    }
+    std::vector<std::string> notes;
+    if (ranks < 2) notes.push_back("NCCL sweep skipped: one GPU visible");
+    Json extra = {{"attention_unfused", attn},
+                  {"attention_note", "fused attention (cuDNN SDPA) is not measured yet; attention efficiencies are the base profile's"}};
+    const Json prof = build_measured_profile(base_json, std::filesystem::path(out).stem().string(), ctx, gemms, bw, colls, extra, notes);
+    std::ofstream f(out);
+    if (!f) throw HarnessError(out + ": cannot write");
+    f << prof.dump(1) << "\n";
+    std::cerr << "wrote " << out << "\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "parasim-calibrate: error: " << e.what() << "\n";
+    return 2;
+  }
+}

@@ -1,0 +1,162 @@
+#include "calibrate/fit/calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "models/layer_graph.h"
+
+namespace parasim {
+
+std::vector<GemmShape> calibration_shapes(const std::string& data_dir, const std::vector<std::string>& models,
+                                          const std::vector<std::int64_t>& tps, const std::vector<std::int64_t>& tokens,
+                                          std::int64_t grid_lo, std::int64_t grid_hi) {
+  std::set<GemmShape> s;
+  for (const auto& name : models) {
+    const ModelSpec m = load_zoo_model(data_dir, name, "calibration shapes");
+    for (auto tp : tps) {
+      if (m.heads % tp || m.ffn_hidden % tp) continue;
+      for (auto t : tokens) {
+        LayerShape sh;
+        sh.tp = tp;
+        sh.micro_batch = 1;
+        sh.seq_len = t;
+        const LayerGraph g = build_layer_graph(m, sh);
+        for (const Block* b : {&g.attn_fwd, &g.attn_bwd, &g.mlp_fwd, &g.mlp_bwd, &g.head_fwd, &g.head_bwd})
+          for (const auto& k : b->kernels)
+            if (k.kind == KernelKind::Gemm && k.batch == 1) s.insert({k.m, k.n, k.k});
+      }
+    }
+  }
+  if (grid_lo > 0)
+    for (std::int64_t m = grid_lo; m <= grid_hi; m *= 2)
+      for (std::int64_t n = grid_lo; n <= grid_hi; n *= 2)
+        for (std::int64_t k = grid_lo; k <= grid_hi; k *= 2) s.insert({m, n, k});
+  return {s.begin(), s.end()};
+}
+
+namespace {
+AlphaBetaSegment line(const std::vector<std::pair<double, double>>& p, size_t a, size_t b) {
+  // Least squares of time = alpha + bytes/beta, weighted by 1/time (relative error).
+  double s00 = 0, s01 = 0, s11 = 0, t0 = 0, t1 = 0;
+  for (size_t i = a; i <= b; ++i) {
+    const double w = 1.0 / p[i].second, x = p[i].first;
+    s00 += w * w;
+    s01 += w * w * x;
+    s11 += w * w * x * x;
+    t0 += w * w * p[i].second;
+    t1 += w * w * x * p[i].second;
+  }
+  const double det = s00 * s11 - s01 * s01;
+  AlphaBetaSegment seg{p[a].first, p[b].first, 0, 0};
+  if (b == a || std::abs(det) < 1e-300) {
+    seg.alpha_s = p[a].second;
+    seg.beta_bytes_per_s = INFINITY;
+    return seg;
+  }
+  const double alpha = (t0 * s11 - t1 * s01) / det, inv_beta = (s00 * t1 - s01 * t0) / det;
+  seg.alpha_s = std::max(0.0, alpha);
+  seg.beta_bytes_per_s = inv_beta > 0 ? 1.0 / inv_beta : INFINITY;
+  return seg;
+}
+double eval(const AlphaBetaSegment& s, double x) { return s.alpha_s + (std::isinf(s.beta_bytes_per_s) ? 0.0 : x / s.beta_bytes_per_s); }
+}  // namespace
+
+std::vector<AlphaBetaSegment> fit_alpha_beta(std::vector<std::pair<double, double>> p, double tol) {
+  std::sort(p.begin(), p.end());
+  std::vector<AlphaBetaSegment> out;
+  size_t a = 0;
+  while (a < p.size()) {
+    size_t b = a;
+    AlphaBetaSegment best = line(p, a, a);
+    // Grow the segment while one line fits every point within tolerance.
+    for (size_t c = a + 1; c < p.size(); ++c) {
+      const AlphaBetaSegment s = line(p, a, c);
+      bool ok = true;
+      for (size_t i = a; i <= c && ok; ++i) ok = std::abs(eval(s, p[i].first) - p[i].second) <= tol * p[i].second;
+      if (!ok) break;
+      best = s;
+      b = c;
+    }
+    out.push_back(best);
+    a = b + 1;
+  }
+  return out;
+}
+
+Json build_measured_profile(const Json& base, const std::string& name, const HarnessContext& ctx, const std::vector<MeasuredGemm>& gemms,
+                            const std::vector<MeasuredBandwidth>& bw, const std::vector<MeasuredCollective>& colls,
+                            const Json& extra_notes, std::vector<std::string>& notes) {
+  Json p = base;
+  p["name"] = name;
+  const std::string src = fmt::format("measured: parasim-calibrate on {} ({}), {}", ctx.gpu_name, ctx.date, ctx.command);
+  p["description"] = "Measured by parasim-calibrate; datasheet figures of the base profile kept where nothing was measured.";
+  Json& d = p["device"];
+  d["name"] = ctx.gpu_name;
+  d["sms"] = ctx.sms;
+  d["memory_bytes"] = ctx.memory_bytes;
+  d["how"] = "measured";
+  d["date"] = ctx.date;
+  d["driver"] = ctx.driver;
+  d["cuda"] = ctx.cuda;
+  d["nccl"] = ctx.nccl;
+  d["cublas"] = ctx.cublas;
+  d["cudnn"] = ctx.cudnn;
+  d["clocks_mhz"] = {{"sm_max", ctx.clock_mhz}, {"memory_max", ctx.mem_clock_mhz}};
+  d["command"] = ctx.command;
+  d["source"] = src;
+  // GEMM points and best-shape efficiency per dtype.
+  Json pts = Json::array();
+  std::map<std::string, std::pair<double, GemmShape>> best;
+  for (const auto& g : gemms) {
+    if (!g.correct) {
+      notes.push_back(fmt::format("dropped {} {}x{}x{}: wrong result", g.dtype, g.shape.m, g.shape.n, g.shape.k));
+      continue;
+    }
+    pts.push_back({{"m", g.shape.m}, {"n", g.shape.n}, {"k", g.shape.k}, {"dtype", g.dtype}, {"time_s", g.p50_s}, {"p10_s", g.p10_s},
+                   {"p90_s", g.p90_s}, {"algo", fmt::format("cublasLt algo {} tile {}", g.algo, g.tile)}, {"source", src}});
+    const double peak = p["compute"]["peak_tflops"].contains(g.dtype) ? p["compute"]["peak_tflops"][g.dtype]["value"].get<double>() * 1e12 : 0;
+    if (peak <= 0) continue;
+    const double eff = 2.0 * static_cast<double>(g.shape.m) * static_cast<double>(g.shape.n) * static_cast<double>(g.shape.k) / g.p50_s / peak;
+    if (eff > best[g.dtype].first) best[g.dtype] = {eff, g.shape};
+  }
+  p["compute"]["gemm_points"] = pts;
+  for (const auto& [dt, e] : best)
+    p["compute"]["gemm_max_efficiency"][dt] = {
+        {"value", std::min(1.0, e.first)}, {"how", "measured"},
+        {"source", fmt::format("{}; best of {} measured shapes at {}x{}x{}", src, pts.size(), e.second.m, e.second.n, e.second.k)}};
+  for (const auto& b : bw) {
+    if (b.what == "elementwise_triad") {
+      const double peak = p["memory"]["hbm_gbps"]["value"].get<double>();
+      p["memory"]["hbm_efficiency"] = {{"value", std::min(1.0, b.gbps / peak)}, {"how", "measured"},
+                                       {"source", fmt::format("{}; triad {:.0f} GB/s of {:.0f} GB/s", src, b.gbps, peak)}};
+    }
+    if (b.what == "h2d") p["memory"]["pcie_gbps"] = {{"value", b.gbps}, {"how", "measured"}, {"source", src + "; pinned host-to-device copy"}};
+  }
+  Json cp = Json::array();
+  std::map<std::pair<std::string, std::int64_t>, std::vector<std::pair<double, double>>> series;
+  for (const auto& c : colls) {
+    cp.push_back({{"op", c.op}, {"ranks", c.ranks}, {"nodes", 1}, {"bytes", c.bytes}, {"time_s", c.p50_s}, {"p10_s", c.p10_s},
+                  {"p90_s", c.p90_s}, {"algo", "nccl default"}, {"source", src}});
+    series[{c.op, c.ranks}].push_back({c.bytes, c.p50_s});
+  }
+  if (!colls.empty()) p["network"]["collective_points"] = cp;
+  Json fits = Json::object();
+  for (const auto& [key, pts2] : series) {
+    Json segs = Json::array();
+    for (const auto& s : fit_alpha_beta(pts2))
+      segs.push_back({{"from_bytes", s.lo}, {"to_bytes", s.hi}, {"alpha_s", s.alpha_s},
+                      {"beta_gbps", std::isinf(s.beta_bytes_per_s) ? 0.0 : s.beta_bytes_per_s / 1e9}});
+    fits[fmt::format("{}/{}", key.first, key.second)] = segs;
+  }
+  Json n = extra_notes.is_object() ? extra_notes : Json::object();
+  n["alpha_beta_fits"] = fits;
+  n["harness_notes"] = notes;
+  p["notes"] = n;
+  return p;
+}
+
+}  // namespace parasim

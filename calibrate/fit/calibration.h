@@ -1,0 +1,63 @@
+// CPU side of the calibration harness: which shapes to measure (derived from the model zoo, not
+// hand-listed), and turning measurements into a profile: GEMM points, best-shape efficiency,
+// memory and PCIe bandwidth, collective points with fitted piecewise alpha-beta segments.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "sim/config/json_reader.h"
+
+namespace parasim {
+
+struct GemmShape {
+  std::int64_t m = 0, n = 0, k = 0;
+  bool operator<(const GemmShape& o) const { return std::tie(m, n, k) < std::tie(o.m, o.n, o.k); }
+  bool operator==(const GemmShape& o) const { return m == o.m && n == o.n && k == o.k; }
+};
+
+// Forward and backward GEMM shapes of every zoo model for the given TP degrees and tokens per
+// microbatch (b*s), deduplicated and sorted; plus a log2 grid [lo, hi]^3 when grid_lo > 0.
+std::vector<GemmShape> calibration_shapes(const std::string& data_dir, const std::vector<std::string>& models,
+                                          const std::vector<std::int64_t>& tps, const std::vector<std::int64_t>& tokens,
+                                          std::int64_t grid_lo, std::int64_t grid_hi);
+
+struct MeasuredGemm {
+  GemmShape shape;
+  std::string dtype;
+  double p10_s = 0, p50_s = 0, p90_s = 0;
+  int algo = -1, tile = -1;
+  bool correct = true;
+};
+struct MeasuredBandwidth {
+  std::string what;  // d2d_copy | elementwise_triad | h2d | d2h
+  double gbps = 0;
+};
+struct MeasuredCollective {
+  std::string op;
+  std::int64_t ranks = 0;
+  double bytes = 0, p10_s = 0, p50_s = 0, p90_s = 0;
+};
+
+// One alpha-beta segment: time = alpha + bytes / beta over [lo, hi] bytes (least squares).
+struct AlphaBetaSegment {
+  double lo = 0, hi = 0, alpha_s = 0, beta_bytes_per_s = 0;
+};
+// Piecewise fit over points sorted by size: a new segment starts where one line stops
+// describing the points within `tolerance` (relative). Fit raw time against size.
+std::vector<AlphaBetaSegment> fit_alpha_beta(std::vector<std::pair<double, double>> bytes_time, double tolerance = 0.05);
+
+struct HarnessContext {
+  std::string gpu_name, driver, cuda, cublas, nccl, cudnn, date, command;
+  std::int64_t sms = 0;
+  double memory_bytes = 0;
+  double clock_mhz = 0, mem_clock_mhz = 0;
+};
+
+// Merges measurements into a copy of the base (datasheet) profile JSON; every figure it sets is
+// marked how = "measured" with the command and date as its source. Incorrect results are dropped
+// and listed in `notes`.
+Json build_measured_profile(const Json& base, const std::string& name, const HarnessContext& ctx, const std::vector<MeasuredGemm>& gemms,
+                            const std::vector<MeasuredBandwidth>& bw, const std::vector<MeasuredCollective>& colls,
+                            const Json& extra_notes, std::vector<std::string>& notes);
+
+}  // namespace parasim

@@ -1,0 +1,95 @@
+// CPU side of the calibration harness on recorded data: zoo-derived shapes, piecewise alpha-beta
+// fits of the recorded 8x A100 nccl-tests sweep, and a measured profile built from recorded results.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "../test_util.h"
+#include "calibrate/fit/calibration.h"
+#include "calibrate/profile/cost_model.h"
+
+namespace parasim {
+namespace {
+
+TEST(CalibrationShapes, DerivedFromTheZoo) {
+  const auto s = calibration_shapes(test::data_dir(), {"llama3-70b"}, {8}, {4096}, 0, 0);
+  // Llama 3 70B, TP 8, 4096 tokens: QKV [4096, 8192] x [8192, (8192 + 2*1024)/8].
+  EXPECT_TRUE(std::find(s.begin(), s.end(), GemmShape{4096, 1280, 8192}) != s.end());
+  // MLP down [4096, 28672/8] x [3584, 8192] and its weight gradient [3584 x 4096] x [4096 x 8192].
+  EXPECT_TRUE(std::find(s.begin(), s.end(), GemmShape{4096, 8192, 3584}) != s.end());
+  EXPECT_TRUE(std::find(s.begin(), s.end(), GemmShape{3584, 8192, 4096}) != s.end());
+  EXPECT_TRUE(std::is_sorted(s.begin(), s.end()));
+  const auto g = calibration_shapes(test::data_dir(), {}, {}, {}, 256, 1024);
+  EXPECT_EQ(g.size(), 27u);  // {256, 512, 1024}^3
+}
+
+TEST(AlphaBetaFit, PiecewiseSegmentsReproduceRecordedNcclTestsSweep) {
+  // The recorded sweep: nccl-tests all_reduce on 8x A100 (shared/validation/published_microbench.json).
+  const Profile p = load_profile(test::data_dir(), "a100-sxm4-80g", "test");
+  std::vector<std::pair<double, double>> pts;
+  for (const auto& c : p.collective_points) pts.push_back({c.bytes, c.time_s});
+  ASSERT_EQ(pts.size(), 20u);
+  const auto segs = fit_alpha_beta(pts, 0.05);
+  ASSERT_GE(segs.size(), 2u);  // one line cannot describe LL, LL128 and Simple protocols
+  ASSERT_LE(segs.size(), 8u);
+  for (const auto& [b, t] : pts) {
+    const auto s = std::find_if(segs.begin(), segs.end(), [&](const auto& x) { return b >= x.lo && b <= x.hi; });
+    ASSERT_NE(s, segs.end());
+    const double pred = s->alpha_s + (std::isinf(s->beta_bytes_per_s) ? 0 : b / s->beta_bytes_per_s);
+    EXPECT_NEAR(pred / t, 1.0, 0.05) << b;
+  }
+  // The largest segment's bandwidth is the sweep's asymptote: algbw ~134 GB/s at 16 GiB.
+  EXPECT_NEAR(segs.back().beta_bytes_per_s / 1e9, 134.2, 15.0);
+}
+
+TEST(MeasuredProfile, BuiltFromRecordedResultsLoadsAndIsUsed) {
+  const Json base = read_json_file(test::data_dir() + "/calibrate/profiles/h200-sxm-141g.json");
+  HarnessContext ctx;
+  ctx.gpu_name = "NVIDIA H200";
+  ctx.sms = 132;
+  ctx.memory_bytes = 150754820096.0;
+  ctx.date = "2026-11-29";
+  ctx.command = "parasim-calibrate --quick (recorded test data)";
+  // Recorded: 8192^3 bf16 at 1.6 ms (687 TFLOP/s = 0.695 of 989), a smaller shape slower, and one
+  // wrong result that must be dropped.
+  std::vector<MeasuredGemm> g = {{{8192, 8192, 8192}, "bf16", 1.55e-3, 1.6e-3, 1.7e-3, 1, 20, true},
+                                 {{1024, 1024, 1024}, "bf16", 9e-6, 1e-5, 1.1e-5, 2, 18, true},
+                                 {{4096, 4096, 4096}, "bf16", 1e-4, 1e-4, 1e-4, 3, 20, false}};
+  std::vector<MeasuredBandwidth> bw = {{"elementwise_triad", 4100}, {"h2d", 55.4}};
+  std::vector<MeasuredCollective> c = {{"all_reduce", 8, 1 << 20, 4e-5, 4.5e-5, 5e-5}, {"all_reduce", 8, 1 << 30, 3.8e-3, 3.9e-3, 4e-3}};
+  std::vector<std::string> notes;
+  const Json prof = build_measured_profile(base, "h200-measured", ctx, g, bw, c, Json::object(), notes);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("dropped bf16 4096x4096x4096"), std::string::npos);
+  const Profile p = parse_profile(prof, "h200-measured.json");
+  EXPECT_EQ(p.device.how, "measured");
+  EXPECT_EQ(p.gemm_points.size(), 2u);
+  const double eff = 2.0 * 8192.0 * 8192 * 8192 / 1.6e-3 / 989e12;
+  EXPECT_NEAR(p.gemm_efficiency("bf16"), eff, 1e-12);
+  EXPECT_EQ(p.gemm_max_efficiency.at("bf16").how, "measured");
+  EXPECT_NEAR(p.hbm_efficiency.value, 4100.0 / 4800.0, 1e-12);
+  // The cost model now prices the measured shape at its measured time (no fallback).
+  const CostModel cm(p, "bf16");
+  EXPECT_NEAR(cm.gemm_s(8192, 8192, 8192), 1.6e-3, 1e-12);
+  EXPECT_EQ(cm.fallbacks(), 0);
+}
+
+TEST(Harness, BuildsWithCudaAndFailsCleanlyWithoutAGpu) {
+#ifdef PARASIM_CALIBRATE_BINARY
+  FILE* f = popen((std::string(PARASIM_CALIBRATE_BINARY) + " --base h100-sxm5-80g -o " + ::testing::TempDir() + "never-written.json 2>&1").c_str(), "r");
+  std::string out;
+  char buf[512];
+  while (size_t n = fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+  const int code = WEXITSTATUS(pclose(f));
+  if (code == 0) GTEST_SKIP() << "a GPU is present: the harness ran";
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(out.find("parasim-calibrate: error: "), std::string::npos) << out;
+  EXPECT_NE(out.find("main.cpp:"), std::string::npos) << out;  // file:line of the failing call
+#else
+  GTEST_SKIP() << "CUDA Toolkit not found at configure time: parasim-calibrate not built";
+#endif
+}
+
+}  // namespace
+}  // namespace parasim
