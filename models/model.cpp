@@ -66,14 +66,7 @@ ModelSpec parse_model(const JsonObject& o) {
   return m;
 }
 
-std::vector<std::string> zoo_model_names(const std::string& data_dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(data_dir + "/models", ec))
-    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
+std::vector<std::string> zoo_model_names(const std::string& data_dir) { return json_stems(data_dir + "/models"); }
 
 ModelSpec load_zoo_model(const std::string& data_dir, const std::string& name, const std::string& where) {
   const std::string path = data_dir + "/models/" + name + ".json";

@@ -140,14 +140,7 @@ Profile parse_profile(const Json& j, const std::string& file) {
   return p;
 }
 
-std::vector<std::string> profile_names(const std::string& data_dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(data_dir + "/calibrate/profiles", ec))
-    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
+std::vector<std::string> profile_names(const std::string& data_dir) { return json_stems(data_dir + "/calibrate/profiles"); }
 
 Profile load_profile(const std::string& data_dir, const std::string& name_or_path, const std::string& where) {
   std::string path = name_or_path;

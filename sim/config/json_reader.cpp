@@ -1,5 +1,7 @@
 #include "sim/config/json_reader.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -15,6 +17,15 @@ Json read_json_file(const std::string& path) {
   } catch (const Json::parse_error& e) {
     throw ConfigError(path + ": not valid JSON: " + e.what());
   }
+}
+
+std::vector<std::string> json_stems(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 std::string pointer_child(const std::string& pointer, const std::string& key) {

@@ -19,6 +19,9 @@ using Json = nlohmann::json;
 // Reads a JSON file; a missing file or a syntax error is a ConfigError naming the file.
 Json read_json_file(const std::string& path);
 
+// Stems of the *.json files in a directory, sorted (zoo models, profiles).
+std::vector<std::string> json_stems(const std::string& dir);
+
 // Escapes a key for use in a JSON pointer (RFC 6901).
 std::string pointer_child(const std::string& pointer, const std::string& key);
 

@@ -19,18 +19,24 @@ NodeNics attach_nics(Topology& t, const ClusterSpec& c, const Profile& p, std::i
   return n;
 }
 
+namespace {
+// One node's GPUs, each linked to the node's switch at `gbps`.
+std::vector<TopoVertex> node_gpus(Topology& t, const ClusterSpec& c, const Profile& p, std::int32_t node, TopoVertex sw, double gbps) {
+  std::vector<TopoVertex> gpus;
+  for (std::int32_t g = 0; g < c.gpus_per_node; ++g) {
+    gpus.push_back(t.add_vertex(VertexKind::Gpu, node, static_cast<std::int32_t>(node * c.gpus_per_node + g)));
+    t.gpu.push_back(gpus.back());
+    t.add_link(gpus.back(), sw, gbps, p.intra_alpha_us.value);
+  }
+  return gpus;
+}
+}  // namespace
+
 std::vector<NodeNics> build_nvswitch_nodes(Topology& t, const ClusterSpec& c, const Profile& p) {
   const double nvlink = (c.intra_gbps > 0 ? c.intra_gbps : p.nvlink_gbps.value) * p.intra_bus_efficiency.value;
   std::vector<NodeNics> out;
   for (std::int32_t node = 0; node < c.nodes; ++node) {
-    const TopoVertex sw = t.add_vertex(VertexKind::NvSwitch, node, node);
-    std::vector<TopoVertex> gpus;
-    for (std::int32_t g = 0; g < c.gpus_per_node; ++g) {
-      const auto rank = static_cast<std::int32_t>(node * c.gpus_per_node + g);
-      gpus.push_back(t.add_vertex(VertexKind::Gpu, node, rank));
-      t.gpu.push_back(gpus.back());
-      t.add_link(gpus.back(), sw, nvlink, p.intra_alpha_us.value);
-    }
+    const auto gpus = node_gpus(t, c, p, node, t.add_vertex(VertexKind::NvSwitch, node, node), nvlink);
     out.push_back(c.nodes > 1 ? attach_nics(t, c, p, node, gpus) : NodeNics{});
   }
   return out;
@@ -40,13 +46,7 @@ std::vector<NodeNics> build_pcie_nodes(Topology& t, const ClusterSpec& c, const 
   std::vector<NodeNics> out;
   for (std::int32_t node = 0; node < c.nodes; ++node) {
     const TopoVertex sw = t.add_vertex(VertexKind::PcieSwitch, node, node);
-    std::vector<TopoVertex> gpus;
-    for (std::int32_t g = 0; g < c.gpus_per_node; ++g) {
-      const auto rank = static_cast<std::int32_t>(node * c.gpus_per_node + g);
-      gpus.push_back(t.add_vertex(VertexKind::Gpu, node, rank));
-      t.gpu.push_back(gpus.back());
-      t.add_link(gpus.back(), sw, p.pcie_gbps.value, p.intra_alpha_us.value);
-    }
+    node_gpus(t, c, p, node, sw, p.pcie_gbps.value);
     NodeNics n;
     if (c.nodes > 1)
       for (std::int32_t i = 0; i < c.nics_per_node; ++i) {
