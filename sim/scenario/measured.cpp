@@ -48,6 +48,13 @@ MeasuredRun load_measured(const std::string& path, const std::string& data_dir) 
     m.figures.push_back({"peak_mem_gib", mem->number("value", 1e-6, 1e5), mem->choice("read", {"framework", "nvidia-smi"})});
     mem->finish();
   }
+  // Components a profiler can measure on a real run (e.g. from a Perfetto/Nsight trace), so that
+  // an error can be traced to the part of the model that caused it.
+  if (auto comp = meas.object_opt("components")) {
+    for (const char* k : {"compute_s", "comm_exposed_s", "bubble_fraction"})
+      if (comp->has(k)) m.figures.push_back({std::string("component.") + k, comp->number(k, 0, 1e7), ""});
+    comp->finish();
+  }
   if (meas.has("oom")) {
     m.has_oom = true;
     m.oom = meas.boolean("oom");

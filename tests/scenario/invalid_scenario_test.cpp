@@ -75,6 +75,10 @@ TEST(InvalidScenario, EachProducesItsExactError) {
        "test.json: /model/kv_heads: heads (16) must be divisible by kv_heads (5)"},
       {"hybrid shard group", [](Json& j) { j["parallel"]["fsdp"] = {{"sharding", "hybrid"}, {"shard_group", 3}}; },
        "test.json: /parallel/fsdp/shard_group: hybrid sharding needs shard_group dividing dp (8), got 3"},
+      {"offload not modelled", [](Json& j) { j["parallel"]["fsdp"] = {{"sharding", "full"}, {"offload", true}}; },
+       "test.json: /parallel/fsdp/offload: CPU offload is not modelled yet (parameters and optimizer over PCIe); set it to false"},
+      {"unknown network model", [](Json& j) { j["network"] = {{"model", "packet"}}; },
+       "test.json: /network/model: expected one of \"analytical\", \"flow\", got \"packet\""},
       {"oversubscription below 1", [](Json& j) { j["cluster"]["inter_node"] = {{"oversubscription", 0.5}}; },
        "test.json: /cluster/inter_node/oversubscription: expected a number in [1, 64], got 0.5"},
   };

@@ -128,3 +128,23 @@ TEST(Uncertainty, IntervalIsDeterministicAndBracketsTheRangeEnds) {
 
 }  // namespace
 }  // namespace parasim
+
+namespace parasim {
+namespace {
+
+TEST(Check, ComponentsAreComparedAndReportedButDoNotDecide) {
+  const MeasuredRun run = load_measured(test::test_data("measured/components.json"), test::data_dir());
+  const RunCheck c = check_run(run, Registries{}, Tolerances{});
+  ASSERT_EQ(c.comparisons.size(), 4u);
+  EXPECT_EQ(c.comparisons[1].figure, "component.compute_s");
+  EXPECT_EQ(c.comparisons[2].figure, "component.comm_exposed_s");
+  EXPECT_EQ(c.comparisons[3].figure, "component.bubble_fraction");
+  // Predicted compute is the rank-weighted mean compute-stream time: a fraction of 50 s.
+  EXPECT_GT(c.comparisons[1].predicted, 0.0);
+  EXPECT_LT(c.comparisons[1].error, -0.9);
+  EXPECT_TRUE(c.comparisons[1].pass);  // components inform, the step time decides
+  EXPECT_FALSE(c.pass);                // 100 s measured step is far off
+}
+
+}  // namespace
+}  // namespace parasim
