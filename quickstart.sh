@@ -3,5 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 bash tools/scripts/install-deps.sh
-bash tools/scripts/build.sh
+PARASIM_TARGET=parasim bash tools/scripts/build.sh
 ./build/tools/parasim run scenarios/default.json

@@ -27,6 +27,7 @@ ClusterSpec parse_cluster(const JsonObject& o) {
     c.nic_gbps = out->number("nic_gbps", 0.1, 1e5, 0);
     c.oversubscription = out->number("oversubscription", 1.0, 64.0, 1.0);
     c.leaf_ports = out->integer("leaf_ports", 1, 1 << 16, 32);
+    c.spines = out->integer("spines", 1, 1 << 16, 8);
     out->finish();
   }
   o.finish();
@@ -209,7 +210,7 @@ Json Scenario::resolved() const {
                   {"nodes", cluster.nodes},
                   {"gpus_per_node", cluster.gpus_per_node},
                   {"intra_node", {{"kind", cluster.intra_kind}, {"gbps", cluster.intra_gbps > 0 ? cluster.intra_gbps : profile.nvlink_gbps.value}}},
-                  {"inter_node", {{"kind", cluster.inter_kind}, {"nics_per_node", cluster.nics_per_node}, {"nic_gbps", cluster.nic_gbps}, {"oversubscription", cluster.oversubscription}, {"leaf_ports", cluster.leaf_ports}}}};
+                  {"inter_node", {{"kind", cluster.inter_kind}, {"nics_per_node", cluster.nics_per_node}, {"nic_gbps", cluster.nic_gbps}, {"oversubscription", cluster.oversubscription}, {"leaf_ports", cluster.leaf_ports}, {"spines", cluster.spines}}}};
   j["training"] = {{"global_batch", training.global_batch}, {"micro_batch", training.micro_batch}, {"seq_len", training.seq_len},
                    {"dtype", training.dtype}, {"optimizer", training.optimizer}, {"flash_attention", training.flash_attention},
                    {"fp32_grad_accumulation", training.fp32_grad_accumulation}};

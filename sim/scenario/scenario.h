@@ -22,6 +22,7 @@ struct ClusterSpec {
   double nic_gbps = 0;                  // per NIC per direction, GB/s; 0 = the profile's reference node
   double oversubscription = 1.0;
   std::int64_t leaf_ports = 32;         // NIC-facing ports per leaf / rail switch (a 64-port switch, half down)
+  std::int64_t spines = 8;              // spine switches every leaf / rail switch connects to
   std::int64_t gpus() const { return nodes * gpus_per_node; }
 };
 

@@ -16,14 +16,14 @@ void build_fat_tree(Topology& t, const ClusterSpec& c, const Profile& p, const s
   const size_t leaves = (nics.size() + ports - 1) / ports;
   std::vector<TopoVertex> leaf;
   for (size_t l = 0; l < leaves; ++l) leaf.push_back(t.add_vertex(VertexKind::Leaf, -1, static_cast<std::int32_t>(l)));
-  for (size_t i = 0; i < nics.size(); ++i) t.add_link(nics[i], leaf[i / ports], nic, 0.5);
+  for (size_t i = 0; i < nics.size(); ++i) t.add_link(nics[i], leaf[i / ports], nic, 0.0);
   if (leaves == 1) return;
-  const size_t spines = std::max<size_t>(1, std::min<size_t>(ports, 8));
+  const auto spines = static_cast<size_t>(c.spines);
   const double up = static_cast<double>(ports) * nic / (c.oversubscription * static_cast<double>(spines));
   std::vector<TopoVertex> spine;
   for (size_t s = 0; s < spines; ++s) spine.push_back(t.add_vertex(VertexKind::Spine, -1, static_cast<std::int32_t>(s)));
   for (auto l : leaf)
-    for (auto s : spine) t.add_link(l, s, up, 0.5);
+    for (auto s : spine) t.add_link(l, s, up, 0.0);
 }
 
 }  // namespace parasim

@@ -16,16 +16,16 @@ void build_rail_optimized(Topology& t, const ClusterSpec& c, const Profile& p, c
   for (size_t g = 0; g < groups; ++g)
     for (size_t r = 0; r < rails; ++r) rail[g].push_back(t.add_vertex(VertexKind::Rail, -1, static_cast<std::int32_t>(g * rails + r)));
   for (size_t n = 0; n < nodes.size(); ++n)
-    for (size_t r = 0; r < rails; ++r) t.add_link(nodes[n].nics[r], rail[n / ports][r], nic, 0.5);
+    for (size_t r = 0; r < rails; ++r) t.add_link(nodes[n].nics[r], rail[n / ports][r], nic, 0.0);
   // Spines join all rail switches (cross-rail and cross-group traffic).
-  const size_t spines = std::max<size_t>(1, std::min<size_t>(ports, 8));
+  const auto spines = static_cast<size_t>(c.spines);
   const double up = static_cast<double>(ports) * nic / (c.oversubscription * static_cast<double>(spines));
   if (groups * rails <= 1) return;
   std::vector<TopoVertex> spine;
   for (size_t s = 0; s < spines; ++s) spine.push_back(t.add_vertex(VertexKind::Spine, -1, static_cast<std::int32_t>(s)));
   for (auto& g : rail)
     for (auto r : g)
-      for (auto s : spine) t.add_link(r, s, up, 0.5);
+      for (auto s : spine) t.add_link(r, s, up, 0.0);
 }
 
 }  // namespace parasim

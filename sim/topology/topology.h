@@ -26,7 +26,7 @@ struct VertexProps {
 struct EdgeProps {
   std::int32_t id = 0;      // dense link id (for the flow model)
   double gbps = 0;          // capacity per direction, GB/s (achievable)
-  double latency_us = 0;
+  double latency_us = 0;    // per-hop latency; the network models take alpha from the profile
 };
 
 using TopoGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, VertexProps, EdgeProps>;
