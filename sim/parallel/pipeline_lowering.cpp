@@ -120,7 +120,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
       };
       auto post = [&](Action::Kind k, std::int64_t, OpId op) {
         if (per_layer_sharded) {
-          const bool needs_free = k == Action::F || k == (split ? Action::B : Action::B);
+          const bool needs_free = k == Action::F || k == Action::B;  // W needs no weights
           if (needs_free) {
             const OpId rel = em.op(s, Stream::Compute, Phase::Other, "release gathered params", 0, {op}, a.microbatch, a.chunk);
             prog.ops[static_cast<size_t>(rel)].at_end = {MemCat::GatheredParams, -static_cast<Bytes>(gathered)};
