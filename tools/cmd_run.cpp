@@ -45,7 +45,8 @@ void add_run_command(CLI::App& app, Context& ctx) {
         return 0;
       }
       const SimulationOutput out = simulate(sc, ctx.registries);
-      if (!o->trace.empty()) write_chrome_trace(o->trace, sc, out.program, out.timeline);
+      const std::string trace = !o->trace.empty() ? o->trace : sc.trace_path;
+      if (!trace.empty()) write_chrome_trace(trace, sc, out.program, out.timeline);
       if (o->dump_rank >= 0) {
         if (static_cast<size_t>(o->dump_rank) >= out.program.ranks.size())
           throw ConfigError(fmt::format("--dump-program: rank {} out of range; the program has {} simulated ranks", o->dump_rank,

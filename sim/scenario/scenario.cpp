@@ -1,5 +1,6 @@
 #include "sim/scenario/scenario.h"
 
+#include <filesystem>
 #include <numeric>
 
 namespace parasim {
@@ -182,7 +183,9 @@ Scenario parse_scenario(const Json& j, const std::string& file, const std::strin
     net->finish();
   }
   if (auto out = root.object_opt("outputs")) {
-    out->str("trace", "");
+    const std::string t = out->str("trace", "");
+    if (!t.empty())
+      s.trace_path = t.front() == '/' ? t : (std::filesystem::path(file).parent_path() / t).string();
     out->finish();
   }
   root.finish({"description"});

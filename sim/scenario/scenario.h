@@ -65,6 +65,7 @@ struct Scenario {
   ParallelSpec parallel;
   Profile profile;
   std::string network = "analytical";  // network model: analytical | flow
+  std::string trace_path;               // outputs.trace: write a Chrome trace here (relative to the scenario file)
 
   std::int64_t microbatches() const { return training.global_batch / (training.micro_batch * parallel.dp); }
   // Layers on each pipeline stage (length pp).

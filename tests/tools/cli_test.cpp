@@ -80,6 +80,16 @@ TEST(Cli, TraceIsChromeTraceFormat) {
   EXPECT_TRUE(counter);
 }
 
+TEST(Cli, ScenarioOutputsTraceIsWrittenBesideTheScenario) {
+  Json j = read_json_file(test::data_dir() + "/scenarios/ddp-gpt-1.7b-8xa100.json");
+  j["outputs"] = {{"trace", "from-scenario.trace.json"}};
+  const std::string path = write_temp("with-trace.json", j.dump());
+  const std::string trace = ::testing::TempDir() + "from-scenario.trace.json";
+  std::remove(trace.c_str());
+  ASSERT_EQ(run("run " + path).code, 0);
+  EXPECT_TRUE(read_json_file(trace).contains("traceEvents"));
+}
+
 TEST(Cli, ListAndVersionAndHelp) {
   const Ran s = run("list schedules");
   EXPECT_EQ(s.code, 0);
