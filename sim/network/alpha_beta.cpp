@@ -45,14 +45,21 @@ double ring_steps(CollOp op, std::int64_t n) {
 }  // namespace
 
 AlphaBetaNetwork::AlphaBetaNetwork(const Profile& p, const ClusterSpec& c)
-    : p_(p), c_(c), link_gbps_(c.intra_gbps > 0 ? c.intra_gbps : p.nvlink_gbps.value) {}
+    : p_(p),
+      c_(c),
+      // PCIe nodes move GPU-to-GPU data over each GPU's PCIe link (the profile's achievable PCIe
+      // rate); NVSwitch nodes over NVLink at the link rate times the measured bus efficiency.
+      link_gbps_(c.intra_kind == "pcie" ? (c.intra_gbps > 0 ? c.intra_gbps : p.pcie_gbps.value) / p.intra_bus_efficiency.value
+                                        : (c.intra_gbps > 0 ? c.intra_gbps : p.nvlink_gbps.value)) {}
 
 double AlphaBetaNetwork::intra_time(const CollectiveSpec& c) const {
   const std::string want = c.op == CollOp::SendRecv ? "send_recv" : coll_op_name(c.op);
   // Measured single-node points: the same op if present, else all-reduce (ring bus bandwidth
   // per chunk is close across ring collectives: 367 vs 361 GB/s AR vs AG on 8x H200).
   std::vector<const CollectivePoint*> pts;
+  // The profile's measured points were taken on its reference (NVSwitch) node.
   for (const std::string& op : {want, std::string("all_reduce")}) {
+    if (c_.intra_kind == "pcie") break;
     if (!pts.empty()) break;
     std::int64_t best_n = 0;
     for (const auto& pt : p_.collective_points)

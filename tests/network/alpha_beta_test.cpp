@@ -21,6 +21,16 @@ TEST(AlphaBeta, UniformRingAllReduceWithoutMeasuredPoints) {
   EXPECT_NEAR(net.time_s(s), (n - 1) * (alpha + S / (n * B)), 1e-12);
 }
 
+TEST(AlphaBeta, PcieNodesUsePcieBandwidthNotNvlinkPoints) {
+  const Profile p = a100();
+  ClusterSpec c;
+  c.intra_kind = "pcie";
+  const AlphaBetaNetwork net(p, c);
+  const double S = 1e9, n = 8, alpha = p.intra_alpha_us.value * 1e-6;
+  // Ring over PCIe links at the profile's PCIe rate: 2(n-1)(alpha + S/(n*B_pcie)).
+  EXPECT_NEAR(net.time_s({CollOp::AllReduce, 8, 8, 1, S}), 2 * (n - 1) * (alpha + S / (n * p.pcie_gbps.value * 1e9)), 1e-9);
+}
+
 TEST(AlphaBeta, MeasuredPointsAreReproduced) {
   const Profile p = a100();
   const AlphaBetaNetwork net(p, ClusterSpec{});
