@@ -18,12 +18,12 @@ LayerShape layer_shape(const Scenario& sc) {
   return sh;
 }
 
-SimulationOutput simulate(const Scenario& sc, const Registries& reg) {
+SimulationOutput simulate(const Scenario& sc, const Registries& reg, const NetworkModel* network) {
   SimulationOutput out;
   const LayerGraph graph = build_layer_graph(sc.model, layer_shape(sc));
   const CostModel cost(sc.profile, sc.training.dtype);
-  const auto net = make_network(sc.network, sc.profile, sc.cluster);
-  const LoweringInput in{sc, graph, cost, *net};
+  const auto own = network ? nullptr : make_network(sc.network, sc.profile, sc.cluster);
+  const LoweringInput in{sc, graph, cost, network ? *network : *own};
   out.program = lower(reg.schedules, in);
   EngineOptions eo;
   eo.overlap_compute_slowdown = sc.profile.overlap_compute_slowdown.value;

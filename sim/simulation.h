@@ -21,6 +21,7 @@ struct Registries {
 };
 
 LayerShape layer_shape(const Scenario& sc);
-SimulationOutput simulate(const Scenario& sc, const Registries& reg);
+// `network` overrides the scenario's network model (tests use a free network for closed forms).
+SimulationOutput simulate(const Scenario& sc, const Registries& reg, const NetworkModel* network = nullptr);
 
 }  // namespace parasim
