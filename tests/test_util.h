@@ -27,6 +27,7 @@ class FreeNetwork final : public NetworkModel {
  public:
   std::string name() const override { return "free"; }
   double time_s(const CollectiveSpec&) const override { return 0.0; }
+  std::string algorithm(const CollectiveSpec&) const override { return "free"; }
 };
 
 // The whole simulation with a chosen network model; with free communication, overlapped

@@ -26,6 +26,8 @@ double parse_bytes(const std::string& s) {
 void add_network_commands(CLI::App& app, Context& ctx) {
   struct CollOpts {
     std::string gpu, op = "all_reduce", bytes = "1GiB", network = "analytical", inter = "rail_optimized";
+    std::string algorithm = "auto", protocol = "auto";
+    bool all = false;
     std::int64_t ranks = 8, gpn = 8, nics = 0, groups = 1;
     double nic_gbps = 0;
   };
@@ -41,6 +43,11 @@ void add_network_commands(CLI::App& app, Context& ctx) {
   c->add_option("--concurrent-groups", o->groups, "groups of this collective running at once on each node");
   c->add_option("--nics-per-node", o->nics, "NICs per node (default: the profile's reference node)");
   c->add_option("--nic-gbps", o->nic_gbps, "GB/s per NIC per direction (default: the profile's reference node)");
+  c->add_option("--algorithm", o->algorithm, "force NCCL's algorithm (like NCCL_ALGO): auto | ring | tree | nvls | hierarchical")
+      ->check(CLI::IsMember({"auto", "ring", "tree", "nvls", "hierarchical"}));
+  c->add_option("--protocol", o->protocol, "force NCCL's protocol (like NCCL_PROTO): auto | ll | ll128 | simple")
+      ->check(CLI::IsMember({"auto", "ll", "ll128", "simple"}));
+  c->add_flag("--all", o->all, "also list every algorithm/protocol the tuner priced");
   c->add_option("--inter-node", o->inter, "fat_tree | rail_optimized")->check(CLI::IsMember({"fat_tree", "rail_optimized"}));
   c->callback([o, &ctx]() {
     ctx.exit_code = run_guarded([&]() {
@@ -52,6 +59,8 @@ void add_network_commands(CLI::App& app, Context& ctx) {
       cl.nics_per_node = o->nics > 0 ? o->nics : static_cast<std::int64_t>(p.node_nics.value);
       cl.nic_gbps = o->nic_gbps > 0 ? o->nic_gbps : p.node_nic_gbps.value;
       cl.inter_kind = o->inter;
+      cl.nccl_algorithm = o->algorithm;
+      cl.nccl_protocol = o->protocol;
       const std::map<std::string, CollOp> ops = {{"all_reduce", CollOp::AllReduce}, {"all_gather", CollOp::AllGather},
                                                  {"reduce_scatter", CollOp::ReduceScatter}, {"all_to_all", CollOp::AllToAll},
                                                  {"broadcast", CollOp::Broadcast}, {"send_recv", CollOp::SendRecv}};
@@ -66,7 +75,13 @@ void add_network_commands(CLI::App& app, Context& ctx) {
       const double algbw = s.bytes / t / 1e9;
       fmt::print("{} of {:.6g} bytes over {} ranks ({} node(s) x {}), {} network, profile {}\n", o->op, s.bytes, s.ranks, cl.nodes,
                  cl.gpus_per_node, net->name(), p.name);
+      fmt::print("  algorithm {}\n", net->algorithm(s));
       fmt::print("  time    {:.4g} us\n  algbw   {:.2f} GB/s\n  busbw   {:.2f} GB/s\n", t * 1e6, algbw, algbw * bus_factor(s.op, s.ranks));
+      if (o->all) {
+        const AlphaBetaNetwork tuner(p, cl);
+        fmt::print("  tuner candidates (analytical):\n");
+        for (const auto& [name, secs] : tuner.candidates(s)) fmt::print("    {:<20} {:>12.4g} us\n", name, secs * 1e6);
+      }
       return 0;
     });
   });

@@ -33,7 +33,83 @@ Figure figure(const JsonObject& parent, const std::string& key, double min, doub
   return f;
 }
 
+const std::vector<std::string> kProtos = {"ll", "ll128", "simple"};
+const std::vector<std::string> kAlgos = {"ring", "tree", "nvls", "hierarchical", "direct", "p2p"};
+
+NcclTuning parse_nccl(const JsonObject& n) {
+  NcclTuning t;
+  t.present = true;
+  t.how = n.choice("how", kHow);
+  t.source = n.str("source");
+  if (t.source.empty()) n.fail("source", "the NCCL cost tables need a source");
+  // Four tables, each {ring|tree: {ll|ll128|simple: number}}.
+  auto table = [&](const std::string& key, double max, auto setter) {
+    const JsonObject tab = n.object(key);
+    for (const std::string& a : {std::string("ring"), std::string("tree")}) {
+      const JsonObject row = tab.object(a);
+      for (size_t i = 0; i < kProtos.size(); ++i)
+        setter(t.cost[a == "ring" ? NcclAlgo::Ring : NcclAlgo::Tree][static_cast<NcclProto>(i)], row.number(kProtos[i], 0, max));
+      row.finish();
+    }
+    tab.finish();
+  };
+  table("base_latency_us", 1e4, [](NcclProtoCost& c, double v) { c.base_us = v; });
+  table("nvlink_step_us", 1e4, [](NcclProtoCost& c, double v) { c.nvlink_step_us = v; });
+  table("net_step_us", 1e4, [](NcclProtoCost& c, double v) { c.net_step_us = v; });
+  table("bw_fraction", 1.0, [](NcclProtoCost& c, double v) { c.bw_fraction = v; });
+  for (const auto& [a, row] : t.cost)
+    for (const auto& [p, c] : row)
+      if (c.bw_fraction <= 0)
+        n.fail("bw_fraction", std::string("expected a fraction > 0 for ") + nccl_algo_name(a) + "/" + nccl_proto_name(p));
+  if (auto nv = n.object_opt("nvls")) {
+    t.nvls_algbw_gbps = figure(*nv, "algbw_gbps", 0.1, 1e5);
+    t.nvls_min_ranks = figure(*nv, "min_ranks", 2, 1024);
+    nv->finish();
+  }
+  if (const Json* rules = n.raw_opt("rules")) {
+    if (!rules->is_array()) n.fail("rules", "expected an array of {op, min_nodes, max_nodes, min_bytes, max_bytes, algorithm, protocol}");
+    for (size_t i = 0; i < rules->size(); ++i) {
+      const JsonObject r((*rules)[i], n.file(), n.path("rules") + "/" + std::to_string(i));
+      NcclRule rule;
+      rule.op = r.choice("op", {"any", "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"}, "any");
+      rule.min_nodes = r.integer("min_nodes", 1, 1LL << 40, 1);
+      rule.max_nodes = r.integer("max_nodes", 1, 1LL << 40, 1LL << 40);
+      rule.min_bytes = r.number("min_bytes", 0, 1e18, 0);
+      rule.max_bytes = r.number("max_bytes", 0, 1e300, 1e300);
+      const std::string a = r.choice("algorithm", kAlgos);
+      const std::string p = r.choice("protocol", kProtos, "simple");
+      rule.algo = static_cast<NcclAlgo>(std::find(kAlgos.begin(), kAlgos.end(), a) - kAlgos.begin());
+      rule.proto = static_cast<NcclProto>(std::find(kProtos.begin(), kProtos.end(), p) - kProtos.begin());
+      r.finish();
+      t.rules.push_back(rule);
+    }
+  }
+  n.finish();
+  return t;
+}
+
 }  // namespace
+
+const char* nccl_algo_name(NcclAlgo a) {
+  switch (a) {
+    case NcclAlgo::Ring: return "ring";
+    case NcclAlgo::Tree: return "tree";
+    case NcclAlgo::Nvls: return "nvls";
+    case NcclAlgo::Hierarchical: return "hierarchical";
+    case NcclAlgo::Direct: return "direct";
+    case NcclAlgo::P2p: return "p2p";
+  }
+  return "?";
+}
+
+const char* nccl_proto_name(NcclProto p) {
+  switch (p) {
+    case NcclProto::LL: return "ll";
+    case NcclProto::LL128: return "ll128";
+    case NcclProto::Simple: return "simple";
+  }
+  return "?";
+}
 
 double Profile::peak_flops(const std::string& dtype) const {
   auto it = peak_tflops.find(dtype);
@@ -134,6 +210,7 @@ Profile parse_profile(const Json& j, const std::string& file) {
         p.collective_points.push_back(cp);
       }
     }
+    if (auto nc = n.object_opt("nccl")) p.nccl = parse_nccl(*nc);
     n.finish();
   }
   root.finish({"description", "notes"});

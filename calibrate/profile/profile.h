@@ -37,6 +37,35 @@ struct CollectivePoint {
   std::string source;
 };
 
+// NCCL's algorithm/protocol cost model (its tuner): per algorithm and protocol a base latency,
+// a per-step latency over NVLink and over the network, and the fraction of the bus bandwidth the
+// protocol reaches. Optional explicit rules force a choice by op, node count and message size.
+enum class NcclAlgo { Ring, Tree, Nvls, Hierarchical, Direct, P2p };
+enum class NcclProto { LL, LL128, Simple };
+const char* nccl_algo_name(NcclAlgo a);
+const char* nccl_proto_name(NcclProto p);
+
+struct NcclProtoCost {
+  double base_us = 0, nvlink_step_us = 0, net_step_us = 0, bw_fraction = 1;
+};
+
+struct NcclRule {
+  std::string op;  // collective name or "any"
+  std::int64_t min_nodes = 1, max_nodes = 1LL << 40;
+  double min_bytes = 0, max_bytes = 1e300;
+  NcclAlgo algo = NcclAlgo::Ring;
+  NcclProto proto = NcclProto::Simple;
+};
+
+struct NcclTuning {
+  bool present = false;  // false: ring/Simple only, latencies from intra/inter_alpha_us
+  std::string how, source;
+  std::map<NcclAlgo, std::map<NcclProto, NcclProtoCost>> cost;  // ring and tree
+  Figure nvls_algbw_gbps;  // NVLink SHARP all-reduce algorithm bandwidth (0: no NVLS)
+  Figure nvls_min_ranks;
+  std::vector<NcclRule> rules;
+};
+
 struct DeviceInfo {
   std::string name;
   std::int64_t sms = 0;
@@ -69,6 +98,7 @@ struct Profile {
   Figure overlap_compute_slowdown;
   std::vector<GemmPoint> gemm_points;
   std::vector<CollectivePoint> collective_points;
+  NcclTuning nccl;
 
   double peak_flops(const std::string& dtype) const;  // FLOP/s; throws ProfileError if absent
   double gemm_efficiency(const std::string& dtype) const;  // throws ProfileError if absent

@@ -1,4 +1,5 @@
 #include "sim/network/network_model.h"
+#include "sim/network/algorithms/algorithms.h"
 
 #include <algorithm>
 #include <cmath>
@@ -52,25 +53,23 @@ AlphaBetaNetwork::AlphaBetaNetwork(const Profile& p, const ClusterSpec& c)
       link_gbps_(c.intra_kind == "pcie" ? (c.intra_gbps > 0 ? c.intra_gbps : p.pcie_gbps.value) / p.intra_bus_efficiency.value
                                         : (c.intra_gbps > 0 ? c.intra_gbps : p.nvlink_gbps.value)) {}
 
-double AlphaBetaNetwork::intra_time(const CollectiveSpec& c) const {
-  const std::string want = c.op == CollOp::SendRecv ? "send_recv" : coll_op_name(c.op);
+std::vector<const CollectivePoint*> AlphaBetaNetwork::measured_points(const CollectiveSpec& c) const {
   // Measured single-node points: the same op if present, else all-reduce (ring bus bandwidth
-  // per chunk is close across ring collectives: 367 vs 361 GB/s AR vs AG on 8x H200).
+  // per chunk is close across ring collectives: 367 vs 361 GB/s AR vs AG on 8x H200). Only
+  // points of the same group size: NCCL's choice (ring, NVLS, protocol) depends on it.
   std::vector<const CollectivePoint*> pts;
-  // The profile's measured points were taken on its reference (NVSwitch) node.
-  for (const std::string& op : {want, std::string("all_reduce")}) {
-    if (c_.intra_kind == "pcie") break;
-    if (!pts.empty()) break;
-    std::int64_t best_n = 0;
+  for (const std::string& op : {std::string(coll_op_name(c.op)), std::string("all_reduce")}) {
+    pts.clear();
     for (const auto& pt : p_.collective_points)
-      if (pt.op == op && pt.nodes == 1 && (best_n == 0 || std::llabs(pt.ranks - c.ranks) < std::llabs(best_n - c.ranks)))
-        best_n = pt.ranks;
-    for (const auto& pt : p_.collective_points)
-      if (pt.op == op && pt.nodes == 1 && pt.ranks == best_n) pts.push_back(&pt);
+      if (pt.op == op && pt.nodes == 1 && pt.ranks == c.ranks) pts.push_back(&pt);
+    if (pts.size() >= 2) break;
   }
-  const double alpha = p_.intra_alpha_us.value * 1e-6;
-  if (c.op == CollOp::SendRecv || pts.size() < 2)
-    return ring_steps(c.op, c.ranks) * alpha + bus_factor(c.op, c.ranks) * c.bytes / (link_gbps_ * 1e9 * p_.intra_bus_efficiency.value);
+  if (pts.size() < 2) pts.clear();
+  return pts;
+}
+
+double AlphaBetaNetwork::intra_time(const CollectiveSpec& c) const {
+  std::vector<const CollectivePoint*> pts = measured_points(c);
   std::sort(pts.begin(), pts.end(), [](auto* a, auto* b) { return a->bytes < b->bytes; });
   const std::int64_t n0 = pts.front()->ranks;
   const CollOp op0 = pts.front()->op == "all_reduce" ? CollOp::AllReduce : c.op;
@@ -95,23 +94,51 @@ double AlphaBetaNetwork::intra_time(const CollectiveSpec& c) const {
   return bus_factor(c.op, c.ranks) * c.bytes / busbw;
 }
 
+bool AlphaBetaNetwork::use_measured(const CollectiveSpec& c) const {
+  if (c_.intra_kind == "pcie" || c.op == CollOp::SendRecv) return false;
+  if (c_.nccl_algorithm != "auto" || c_.nccl_protocol != "auto") return false;
+  const std::int64_t g = std::max<std::int64_t>(1, std::min(c.ranks_per_node, c.ranks));
+  if ((c.ranks + g - 1) / g != 1) return false;
+  return !measured_points(c).empty();
+}
+
+AlgoInput AlphaBetaNetwork::tuner_input(const CollectiveSpec& c) const {
+  AlgoInput in;
+  in.op = c.op;
+  in.bytes = c.bytes;
+  in.ranks = c.ranks;
+  in.per_node = std::max<std::int64_t>(1, std::min(c.ranks_per_node, c.ranks));
+  in.nodes = (c.ranks + in.per_node - 1) / in.per_node;
+  in.intra_busbw = link_gbps_ * 1e9 * p_.intra_bus_efficiency.value;
+  // NCCL runs one ring channel per NIC; the node's NICs are shared by the groups active on it.
+  in.net_busbw = in.nodes > 1 ? static_cast<double>(c_.nics_per_node) * c_.nic_gbps * 1e9 * p_.inter_bus_efficiency.value /
+                                    (c_.oversubscription * static_cast<double>(std::max<std::int64_t>(1, c.groups_per_node)))
+                              : 0.0;
+  in.nvswitch = c_.intra_kind == "nvswitch";
+  in.intra_alpha_us = p_.intra_alpha_us.value;
+  in.inter_alpha_us = p_.inter_alpha_us.value;
+  in.tuning = &p_.nccl;
+  return in;
+}
+
 double AlphaBetaNetwork::time_s(const CollectiveSpec& c) const {
   if (c.ranks <= 1 || c.bytes <= 0) return 0.0;
-  const std::int64_t g = std::max<std::int64_t>(1, std::min(c.ranks_per_node, c.ranks));
-  const std::int64_t nodes = (c.ranks + g - 1) / g;
-  if (nodes == 1) return intra_time(c);
-  // Hierarchical across nodes: NCCL runs one ring channel per NIC; the node's NICs are shared by
-  // the groups active on it. Bus bandwidth is the slower of NVLink and the group's NIC share.
-  const double intra_bw = link_gbps_ * 1e9 * p_.intra_bus_efficiency.value;
-  const double nic_share = static_cast<double>(c_.nics_per_node) * c_.nic_gbps * 1e9 * p_.inter_bus_efficiency.value /
-                           (c_.oversubscription * static_cast<double>(std::max<std::int64_t>(1, c.groups_per_node)));
-  const double busbw = std::min(g > 1 ? intra_bw : 1e300, nic_share);
-  const double mult = c.op == CollOp::AllReduce ? 2.0 : 1.0;
-  const double latency = c.op == CollOp::SendRecv
-                             ? p_.inter_alpha_us.value * 1e-6
-                             : mult * (static_cast<double>(g - 1) * p_.intra_alpha_us.value +
-                                       static_cast<double>(nodes - 1) * p_.inter_alpha_us.value) * 1e-6;
-  return latency + bus_factor(c.op, c.ranks) * c.bytes / busbw;
+  if (use_measured(c)) return intra_time(c);
+  return tuner_choose(tuner_input(c), {c_.nccl_algorithm, c_.nccl_protocol}).time_s;
+}
+
+std::string AlphaBetaNetwork::algorithm(const CollectiveSpec& c) const {
+  if (c.ranks <= 1 || c.bytes <= 0) return "none";
+  if (use_measured(c)) return "measured (NCCL's choice on this group size)";
+  const AlgoEstimate e = tuner_choose(tuner_input(c), {c_.nccl_algorithm, c_.nccl_protocol});
+  return std::string(nccl_algo_name(e.algo)) + "/" + nccl_proto_name(e.proto);
+}
+
+std::vector<std::pair<std::string, double>> AlphaBetaNetwork::candidates(const CollectiveSpec& c) const {
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& e : tuner_candidates(tuner_input(c), {c_.nccl_algorithm, c_.nccl_protocol}))
+    out.emplace_back(std::string(nccl_algo_name(e.algo)) + "/" + nccl_proto_name(e.proto), e.time_s);
+  return out;
 }
 
 }  // namespace parasim

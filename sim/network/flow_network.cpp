@@ -116,6 +116,19 @@ double FlowNetwork::time_s(const CollectiveSpec& c) const {
   return t;
 }
 
+std::string FlowNetwork::algorithm(const CollectiveSpec& c) const {
+  const std::int64_t rpn = std::max<std::int64_t>(1, std::min(c.ranks_per_node, c.ranks));
+  if ((c.ranks + rpn - 1) / rpn == 1)
+    for (const auto& pt : p_.collective_points)
+      if (pt.nodes == 1) return measured_.algorithm(c);
+  switch (c.op) {
+    case CollOp::Broadcast: return "chain flows";
+    case CollOp::AllToAll: return "direct flows";
+    case CollOp::SendRecv: return "p2p flow";
+    default: return "ring flows (one channel per NIC, PXN)";
+  }
+}
+
 std::unique_ptr<NetworkModel> make_network(const std::string& kind, const Profile& p, const ClusterSpec& c) {
   if (kind == "flow") return std::make_unique<FlowNetwork>(p, c);
   return std::make_unique<AlphaBetaNetwork>(p, c);

@@ -17,6 +17,7 @@ class FlowNetwork final : public NetworkModel {
   FlowNetwork(const Profile& p, const ClusterSpec& c);
   std::string name() const override { return "flow"; }
   double time_s(const CollectiveSpec& c) const override;
+  std::string algorithm(const CollectiveSpec& c) const override;
   const Topology& topology() const { return topo_; }
 
   // Members (GPU ranks) of group j of a collective spec placed from node 0 on.

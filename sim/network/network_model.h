@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "calibrate/profile/profile.h"
 #include "sim/scenario/scenario.h"
@@ -21,23 +23,34 @@ struct CollectiveSpec {
   double bytes = 0;                   // AR: buffer; AG: gathered output; RS: input; send: message
 };
 
+struct AlgoInput;
+
 class NetworkModel {
  public:
   virtual ~NetworkModel() = default;
   virtual std::string name() const = 0;
   virtual double time_s(const CollectiveSpec& c) const = 0;
+  // How the call is run ("ring/simple", "tree/ll128", "measured", ...), for reports.
+  virtual std::string algorithm(const CollectiveSpec& c) const = 0;
 };
 
-// Ring/hierarchical alpha-beta per link class, from the profile: measured collective points are
-// interpolated (log-log, by per-rank chunk), otherwise steps*alpha + factor*S/(B*efficiency).
+// Analytical (no contention): measured single-node collective points of the same group size are
+// interpolated (log-log, by per-rank chunk) when NCCL's own choice is asked for; otherwise NCCL's
+// tuner prices ring, tree, NVLS, hierarchical, direct and p2p from the profile's tables and picks.
 class AlphaBetaNetwork final : public NetworkModel {
  public:
   AlphaBetaNetwork(const Profile& p, const ClusterSpec& c);
   std::string name() const override { return "analytical"; }
   double time_s(const CollectiveSpec& c) const override;
+  std::string algorithm(const CollectiveSpec& c) const override;
+  // Every algorithm/protocol the tuner priced for this call ("ring/simple" -> seconds).
+  std::vector<std::pair<std::string, double>> candidates(const CollectiveSpec& c) const;
 
  private:
+  bool use_measured(const CollectiveSpec& c) const;
   double intra_time(const CollectiveSpec& c) const;
+  std::vector<const CollectivePoint*> measured_points(const CollectiveSpec& c) const;
+  AlgoInput tuner_input(const CollectiveSpec& c) const;
   const Profile& p_;
   ClusterSpec c_;
   double link_gbps_;

@@ -180,6 +180,8 @@ Scenario parse_scenario(const Json& j, const std::string& file, const std::strin
   s.parallel = parse_parallel(root.object("parallel"));
   if (auto net = root.object_opt("network")) {
     s.network = net->choice("model", {"analytical", "flow"}, "analytical");
+    s.cluster.nccl_algorithm = net->choice("algorithm", {"auto", "ring", "tree", "nvls", "hierarchical"}, "auto");
+    s.cluster.nccl_protocol = net->choice("protocol", {"auto", "ll", "ll128", "simple"}, "auto");
     net->finish();
   }
   if (auto out = root.object_opt("outputs")) {
@@ -226,7 +228,7 @@ Json Scenario::resolved() const {
   else
     pj["fsdp"] = nullptr;
   j["parallel"] = pj;
-  j["network"] = {{"model", network}};
+  j["network"] = {{"model", network}, {"algorithm", cluster.nccl_algorithm}, {"protocol", cluster.nccl_protocol}};
   return j;
 }
 

@@ -23,6 +23,9 @@ struct ClusterSpec {
   double oversubscription = 1.0;
   std::int64_t leaf_ports = 32;         // NIC-facing ports per leaf / rail switch (a 64-port switch, half down)
   std::int64_t spines = 8;              // spine switches every leaf / rail switch connects to
+  // network.algorithm / network.protocol: force NCCL's choice (NCCL_ALGO / NCCL_PROTO); "auto" = its tuner
+  std::string nccl_algorithm = "auto";
+  std::string nccl_protocol = "auto";
   std::int64_t gpus() const { return nodes * gpus_per_node; }
 };
 

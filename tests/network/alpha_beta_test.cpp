@@ -1,14 +1,22 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "../test_util.h"
 
 namespace parasim {
 namespace {
 
 Profile a100() { return load_profile(test::data_dir(), "a100-sxm4-80g", "test"); }
+// Without NCCL's tables the analytical model is the uniform alpha-beta ring of the textbooks.
+Profile a100_uniform() {
+  Profile p = a100();
+  p.nccl = NcclTuning{};
+  return p;
+}
 
 TEST(AlphaBeta, UniformRingAllReduceWithoutMeasuredPoints) {
-  Profile p = a100();
+  Profile p = a100_uniform();
   p.collective_points.clear();
   ClusterSpec c;
   const AlphaBetaNetwork net(p, c);
@@ -22,7 +30,7 @@ TEST(AlphaBeta, UniformRingAllReduceWithoutMeasuredPoints) {
 }
 
 TEST(AlphaBeta, PcieNodesUsePcieBandwidthNotNvlinkPoints) {
-  const Profile p = a100();
+  const Profile p = a100_uniform();
   ClusterSpec c;
   c.intra_kind = "pcie";
   const AlphaBetaNetwork net(p, c);
@@ -41,7 +49,7 @@ TEST(AlphaBeta, MeasuredPointsAreReproduced) {
 }
 
 TEST(AlphaBeta, NodeNicsAreSharedByConcurrentGroups) {
-  const Profile p = a100();
+  const Profile p = a100_uniform();
   ClusterSpec c;
   c.nics_per_node = 8;
   c.nic_gbps = 25;
@@ -57,6 +65,115 @@ TEST(AlphaBeta, NodeNicsAreSharedByConcurrentGroups) {
   c.oversubscription = 2;
   const AlphaBetaNetwork over(p, c);
   EXPECT_NEAR(over.time_s(one) - lat, 2 * (net.time_s(one) - lat), 1e-9);
+}
+
+// --- NCCL's tuner over the profile's tables
+
+ClusterSpec nodes_of_8(std::int64_t nodes) {
+  ClusterSpec c;
+  c.nodes = nodes;
+  c.nics_per_node = 8;
+  c.nic_gbps = 50;
+  return c;
+}
+
+TEST(Tuner, ForcedRingSimpleIsNcclsRingModel) {
+  Profile p = a100();
+  ClusterSpec c = nodes_of_8(4);
+  c.nccl_algorithm = "ring";
+  c.nccl_protocol = "simple";
+  const AlphaBetaNetwork net(p, c);
+  const auto& k = p.nccl.cost.at(NcclAlgo::Ring).at(NcclProto::Simple);
+  const double S = 1e9, n = 32, nodes = 4;
+  // 2(n-1) steps, 2(nodes-1) of them network hops; bus bandwidth = min(NVLink ring, NIC share).
+  const double lat = (k.base_us + (2 * (n - 1) - 2 * (nodes - 1)) * k.nvlink_step_us + 2 * (nodes - 1) * k.net_step_us) * 1e-6;
+  const double bw = std::min(p.nvlink_gbps.value * p.intra_bus_efficiency.value, 8 * 50 * p.inter_bus_efficiency.value) * 1e9;
+  const CollectiveSpec s{CollOp::AllReduce, 32, 8, 1, S};
+  EXPECT_NEAR(net.time_s(s), lat + 2 * (n - 1) / n * S / bw, 1e-12);
+  EXPECT_EQ(net.algorithm(s), "ring/simple");
+}
+
+TEST(Tuner, ForcedTreeIsDoubleBinaryTree) {
+  Profile p = a100();
+  ClusterSpec c = nodes_of_8(16);
+  c.nccl_algorithm = "tree";
+  c.nccl_protocol = "ll128";
+  const AlphaBetaNetwork net(p, c);
+  const auto& k = p.nccl.cost.at(NcclAlgo::Tree).at(NcclProto::LL128);
+  const double S = 64e6;
+  // Chain of 8 in the node, log2(16) = 4 levels across nodes, up and down; algbw = busbw / 2.
+  const double lat = (k.base_us + 2 * (7 * k.nvlink_step_us + 4 * k.net_step_us)) * 1e-6;
+  const double busbw = std::min(p.nvlink_gbps.value * p.intra_bus_efficiency.value, 8 * 50 * p.inter_bus_efficiency.value) * 1e9 * k.bw_fraction;
+  EXPECT_NEAR(net.time_s({CollOp::AllReduce, 128, 8, 1, S}), lat + S / (0.5 * busbw), 1e-12);
+}
+
+TEST(Tuner, PicksTheCheapestCandidateLikeNccl) {
+  const Profile p = a100();
+  const AlphaBetaNetwork net(p, nodes_of_8(16));
+  for (double S : {4e3, 64e3, 1e6, 16e6, 256e6, 4e9}) {
+    const CollectiveSpec s{CollOp::AllReduce, 128, 8, 1, S};
+    double best = 1e300;
+    for (const auto& [name, t] : net.candidates(s)) best = std::min(best, t);
+    EXPECT_DOUBLE_EQ(net.time_s(s), best) << S;
+  }
+  // Small messages across many nodes: tree with a low-latency protocol; large: ring/simple.
+  EXPECT_EQ(net.algorithm({CollOp::AllReduce, 128, 8, 1, 64e3}).substr(0, 4), "tree");
+  EXPECT_EQ(net.algorithm({CollOp::AllReduce, 128, 8, 1, 4e9}), "ring/simple");
+  // LL's quarter bandwidth loses to Simple for a large buffer inside a node.
+  ClusterSpec one;
+  one.nccl_algorithm = "ring";
+  Profile no_points = p;
+  no_points.collective_points.clear();
+  const AlphaBetaNetwork node(no_points, one);
+  EXPECT_EQ(node.algorithm({CollOp::AllGather, 8, 8, 1, 1e9}), "ring/simple");
+  EXPECT_EQ(node.algorithm({CollOp::AllGather, 8, 8, 1, 1e3}), "ring/ll");
+}
+
+TEST(Tuner, NvlsFromTheProfilesMinimumGroupOnH200) {
+  Profile p = load_profile(test::data_dir(), "h200-sxm-141g", "test");
+  p.collective_points.clear();
+  const AlphaBetaNetwork net(p, ClusterSpec{});
+  const double S = 8.0 * (1LL << 30);
+  EXPECT_EQ(net.algorithm({CollOp::AllReduce, 4, 8, 1, S}), "ring/simple");
+  for (std::int64_t n : {5, 6, 7, 8}) {
+    EXPECT_EQ(net.algorithm({CollOp::AllReduce, n, 8, 1, S}), "nvls/simple") << n;
+    // The switch sets the rate: algorithm bandwidth independent of n.
+    EXPECT_NEAR(S / net.time_s({CollOp::AllReduce, n, 8, 1, S}) / 1e9, p.nccl.nvls_algbw_gbps.value, 0.01 * p.nccl.nvls_algbw_gbps.value);
+  }
+  // A100 has no NVLS.
+  const Profile a = a100();
+  ClusterSpec forced;
+  forced.nccl_algorithm = "nvls";
+  EXPECT_THROW(AlphaBetaNetwork(a, forced).time_s({CollOp::AllReduce, 8, 8, 1, S}), ConfigError);
+}
+
+TEST(Tuner, ProfileRulesForceTheChoice) {
+  Profile p = a100();
+  NcclRule r;
+  r.op = "all_reduce";
+  r.min_nodes = 2;
+  r.max_bytes = 1e6;
+  r.algo = NcclAlgo::Ring;
+  r.proto = NcclProto::LL128;
+  p.nccl.rules.push_back(r);
+  const AlphaBetaNetwork net(p, nodes_of_8(16));
+  EXPECT_EQ(net.algorithm({CollOp::AllReduce, 128, 8, 1, 64e3}), "ring/ll128");
+  EXPECT_EQ(net.algorithm({CollOp::AllReduce, 128, 8, 1, 4e9}), "ring/simple");  // outside the rule
+}
+
+TEST(Tuner, HierarchicalAddsTheIntraNodePhases) {
+  Profile p = a100();
+  ClusterSpec c = nodes_of_8(4);
+  c.nccl_algorithm = "hierarchical";
+  c.nccl_protocol = "simple";
+  const AlphaBetaNetwork net(p, c);
+  const auto& k = p.nccl.cost.at(NcclAlgo::Ring).at(NcclProto::Simple);
+  const double S = 1e9, g = 8, nodes = 4;
+  const double intra = p.nvlink_gbps.value * p.intra_bus_efficiency.value * 1e9;
+  const double rail = 8 * 50 * p.inter_bus_efficiency.value * 1e9 / g;
+  const double rs = (g - 1) / g * S / intra + (k.base_us + (g - 1) * k.nvlink_step_us) * 1e-6;
+  const double ar = 2 * (nodes - 1) / nodes * (S / g) / rail + 2 * (nodes - 1) * k.net_step_us * 1e-6;
+  EXPECT_NEAR(net.time_s({CollOp::AllReduce, 32, 8, 1, S}), 2 * rs + ar, 1e-12);
 }
 
 }  // namespace

@@ -79,6 +79,8 @@ TEST(InvalidScenario, EachProducesItsExactError) {
        "test.json: /parallel/fsdp/offload: CPU offload is not modelled yet (parameters and optimizer over PCIe); set it to false"},
       {"unknown network model", [](Json& j) { j["network"] = {{"model", "packet"}}; },
        "test.json: /network/model: expected one of \"analytical\", \"flow\", got \"packet\""},
+      {"unknown NCCL algorithm", [](Json& j) { j["network"] = {{"algorithm", "trees"}}; },
+       "test.json: /network/algorithm: expected one of \"auto\", \"ring\", \"tree\", \"nvls\", \"hierarchical\", got \"trees\"; did you mean \"tree\"?"},
       {"oversubscription below 1", [](Json& j) { j["cluster"]["inter_node"] = {{"oversubscription", 0.5}}; },
        "test.json: /cluster/inter_node/oversubscription: expected a number in [1, 64], got 0.5"},
   };
