@@ -1,5 +1,8 @@
 #include "sim/scenario/scenario.h"
 
+#include "sim/topology/topology.h"
+
+#include <algorithm>
 #include <filesystem>
 #include <numeric>
 
@@ -23,12 +26,43 @@ ClusterSpec parse_cluster(const JsonObject& o) {
     in->finish();
   }
   if (auto out = o.object_opt("inter_node")) {
-    c.inter_kind = out->choice("kind", {"fat_tree", "rail_optimized"}, "fat_tree");
+    c.inter_kind = out->choice("kind", {"fat_tree", "rail_optimized", "custom"}, "fat_tree");
     c.nics_per_node = out->integer("nics_per_node", 1, 1024, 0);
     c.nic_gbps = out->number("nic_gbps", 0.1, 1e5, 0);
     c.oversubscription = out->number("oversubscription", 1.0, 64.0, 1.0);
     c.leaf_ports = out->integer("leaf_ports", 1, 1 << 16, 32);
     c.spines = out->integer("spines", 1, 1 << 16, 8);
+    if (c.inter_kind == "custom") {
+      c.custom.file = out->file();
+      c.custom.pointer = out->pointer();
+      const Json& sw = out->raw("switches");
+      if (!sw.is_array()) out->fail("switches", "expected an array of switch names");
+      for (size_t i = 0; i < sw.size(); ++i) {
+        if (!sw[i].is_string() || sw[i].get<std::string>().empty())
+          throw_config(out->file(), out->path("switches") + "/" + std::to_string(i), "expected a switch name (string)");
+        const std::string name = sw[i].get<std::string>();
+        if (std::find(c.custom.switches.begin(), c.custom.switches.end(), name) != c.custom.switches.end())
+          throw_config(out->file(), out->path("switches") + "/" + std::to_string(i), "duplicate switch name \"" + name + "\"");
+        if (name.starts_with("node"))
+          throw_config(out->file(), out->path("switches") + "/" + std::to_string(i), "switch names may not start with \"node\" (reserved for node<i>.nic<j>)");
+        c.custom.switches.push_back(name);
+      }
+      const Json& links = out->raw("links");
+      if (!links.is_array() || links.empty()) out->fail("links", "expected a non-empty array of {a, b, gbps, latency_us}");
+      for (size_t i = 0; i < links.size(); ++i) {
+        const JsonObject l(links[i], out->file(), out->path("links") + "/" + std::to_string(i));
+        CustomLink cl;
+        cl.a = l.str("a");
+        cl.b = l.str("b");
+        cl.gbps = l.number("gbps", 0.01, 1e6);
+        cl.latency_us = l.number("latency_us", 0, 1e6, 0);
+        cl.where = l.pointer();
+        l.finish();
+        c.custom.links.push_back(cl);
+      }
+    } else if (out->has("switches") || out->has("links")) {
+      out->fail(out->has("switches") ? "switches" : "links", "only a \"custom\" inter_node fabric lists switches and links");
+    }
     out->finish();
   }
   o.finish();
@@ -176,6 +210,9 @@ Scenario parse_scenario(const Json& j, const std::string& file, const std::strin
   // Unstated network: the profile's reference node (e.g. DGX A100: 8 x HDR 200 Gb/s).
   if (s.cluster.nics_per_node == 0) s.cluster.nics_per_node = static_cast<std::int64_t>(s.profile.node_nics.value);
   if (s.cluster.nic_gbps == 0) s.cluster.nic_gbps = s.profile.node_nic_gbps.value;
+  // A listed fabric is checked when loaded (endpoints, every NIC linked, nodes connected), whatever
+  // network model runs.
+  if (s.cluster.inter_kind == "custom" && s.cluster.nodes > 1) build_topology(s.cluster, s.profile);
   s.training = parse_training(root.object("training"));
   s.parallel = parse_parallel(root.object("parallel"));
   if (auto net = root.object_opt("network")) {
@@ -216,6 +253,12 @@ Json Scenario::resolved() const {
                   {"gpus_per_node", cluster.gpus_per_node},
                   {"intra_node", {{"kind", cluster.intra_kind}, {"gbps", cluster.intra_gbps > 0 ? cluster.intra_gbps : profile.nvlink_gbps.value}}},
                   {"inter_node", {{"kind", cluster.inter_kind}, {"nics_per_node", cluster.nics_per_node}, {"nic_gbps", cluster.nic_gbps}, {"oversubscription", cluster.oversubscription}, {"leaf_ports", cluster.leaf_ports}, {"spines", cluster.spines}}}};
+  if (cluster.inter_kind == "custom") {
+    Json links = Json::array();
+    for (const auto& l : cluster.custom.links) links.push_back({{"a", l.a}, {"b", l.b}, {"gbps", l.gbps}, {"latency_us", l.latency_us}});
+    j["cluster"]["inter_node"]["switches"] = cluster.custom.switches;
+    j["cluster"]["inter_node"]["links"] = links;
+  }
   j["training"] = {{"global_batch", training.global_batch}, {"micro_batch", training.micro_batch}, {"seq_len", training.seq_len},
                    {"dtype", training.dtype}, {"optimizer", training.optimizer}, {"flash_attention", training.flash_attention},
                    {"fp32_grad_accumulation", training.fp32_grad_accumulation}};

@@ -11,6 +11,21 @@
 
 namespace parasim {
 
+// inter_node.kind = "custom": fabric switches and links listed in the scenario. Link endpoints are
+// switch names or "node<i>.nic<j>"; capacities in GB/s per direction (line rate; the profile's
+// inter_bus_efficiency applies as on the built-in fabrics).
+struct CustomLink {
+  std::string a, b;
+  double gbps = 0;
+  double latency_us = 0;
+  std::string where;  // JSON pointer of the link, for errors
+};
+struct CustomFabric {
+  std::vector<std::string> switches;
+  std::vector<CustomLink> links;
+  std::string file, pointer;  // where it was declared
+};
+
 struct ClusterSpec {
   std::string gpu;  // profile name or path
   std::int64_t nodes = 1;
@@ -23,6 +38,7 @@ struct ClusterSpec {
   double oversubscription = 1.0;
   std::int64_t leaf_ports = 32;         // NIC-facing ports per leaf / rail switch (a 64-port switch, half down)
   std::int64_t spines = 8;              // spine switches every leaf / rail switch connects to
+  CustomFabric custom;                  // inter_kind == "custom"
   // network.algorithm / network.protocol: force NCCL's choice (NCCL_ALGO / NCCL_PROTO); "auto" = its tuner
   std::string nccl_algorithm = "auto";
   std::string nccl_protocol = "auto";

@@ -10,6 +10,7 @@ Topology build_topology(const ClusterSpec& c, const Profile& p) {
   const auto nodes = c.intra_kind == "pcie" ? build_pcie_nodes(t, c, p) : build_nvswitch_nodes(t, c, p);
   if (c.nodes > 1) {
     if (c.inter_kind == "rail_optimized") build_rail_optimized(t, c, p, nodes);
+    else if (c.inter_kind == "custom") build_custom(t, c, p, nodes);
     else build_fat_tree(t, c, p, nodes);
   }
   return t;

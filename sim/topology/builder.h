@@ -15,6 +15,9 @@ std::vector<NodeNics> build_pcie_nodes(Topology& t, const ClusterSpec& c, const 
 // Fabrics joining the nodes' NICs.
 void build_fat_tree(Topology& t, const ClusterSpec& c, const Profile& p, const std::vector<NodeNics>& nodes);
 void build_rail_optimized(Topology& t, const ClusterSpec& c, const Profile& p, const std::vector<NodeNics>& nodes);
+// Switches and links listed in the scenario; throws ConfigError (file, JSON pointer) on an
+// unknown endpoint, an unlinked NIC or a node that cannot reach the others.
+void build_custom(Topology& t, const ClusterSpec& c, const Profile& p, const std::vector<NodeNics>& nodes);
 
 // Shared by node builders: NICs of one node attached to its GPUs over PCIe.
 NodeNics attach_nics(Topology& t, const ClusterSpec& c, const Profile& p, std::int32_t node, const std::vector<TopoVertex>& gpus);

@@ -17,6 +17,7 @@ const char* vertex_kind_name(VertexKind k) {
     case VertexKind::Leaf: return "leaf";
     case VertexKind::Rail: return "rail";
     case VertexKind::Spine: return "spine";
+    case VertexKind::Switch: return "switch";
   }
   return "?";
 }

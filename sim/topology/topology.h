@@ -15,7 +15,7 @@
 
 namespace parasim {
 
-enum class VertexKind : std::uint8_t { Gpu, NvSwitch, PcieSwitch, Nic, Leaf, Rail, Spine };
+enum class VertexKind : std::uint8_t { Gpu, NvSwitch, PcieSwitch, Nic, Leaf, Rail, Spine, Switch };
 const char* vertex_kind_name(VertexKind k);
 
 struct VertexProps {
