@@ -134,8 +134,8 @@ void add_import_command(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<ImpOpts>();
   CLI::App* imp = app.add_subcommand("import", "import measurements into a calibration profile");
   imp->require_subcommand(1);
-  CLI::App* nt = imp->add_subcommand("nccl-tests", "read nccl-tests text logs and write a profile with their points merged in");
-  nt->add_option("logs", o->logs, "nccl-tests output files")->required();
+  CLI::App* nt = imp->add_subcommand("nccl-tests", "read nccl-tests output (text logs or -J JSON files) and write a profile with their points merged in");
+  nt->add_option("logs", o->logs, "nccl-tests output files (text, or JSON written with -J)")->required();
   nt->add_option("--gpu", o->gpu, "profile to start from (name or path)")->required();
   nt->add_option("-o,--output", o->out, "profile file to write (refused if it exists, unless --force)")->required();
   nt->add_option("--op", o->op, "collective, when the log does not name its *_perf binary");
@@ -154,7 +154,7 @@ void add_import_command(CLI::App& app, Context& ctx) {
         if (!in) throw ConfigError(f + ": cannot open file");
         std::stringstream ss;
         ss << in.rdbuf();
-        const NcclTestsLog log = parse_nccl_tests(ss.str(), f, o->op);
+        const NcclTestsLog log = parse_nccl_tests_any(ss.str(), f, o->op);
         for (const auto& n : merge_nccl_tests(prof, log)) std::cerr << n << "\n";
       }
       prof["name"] = std::filesystem::path(o->out).stem().string();

@@ -85,6 +85,90 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& file, 
   return log;
 }
 
+NcclTestsLog parse_nccl_tests_json(const std::string& text, const std::string& file, const std::string& op_override) {
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    const bool cut = e.byte >= text.size();
+    throw ConfigError(fmt::format("{}: {} at byte {}{}", file, cut ? "JSON ends early" : "not valid JSON", e.byte,
+                                  cut ? " (nccl-tests writes the JSON file as it runs: was the run cut short?)" : ""));
+  }
+  auto fail = [&](const std::string& ptr, const std::string& msg) -> void { throw_config(file, ptr, msg); };
+  if (!j.is_object()) fail("", "expected the nccl-tests JSON object");
+  if (!j.contains("version") || !j["version"].is_number_integer()) fail("/version", "expected the nccl-tests JSON format version (an integer)");
+  if (j["version"].get<int>() != 2) fail("/version", fmt::format("format version {} is not supported (expected 2)", j["version"].get<int>()));
+  NcclTestsLog log;
+  log.file = file;
+  std::string op = op_override;
+  static const std::regex op_re(R"((\w+)_perf)");
+  if (op.empty() && j.contains("args") && j["args"].is_array() && !j["args"].empty() && j["args"][0].is_string()) {
+    std::smatch m;
+    const std::string prog = j["args"][0].get<std::string>();
+    if (std::regex_search(prog, m, op_re)) op = m[1];
+  }
+  if (j.contains("nccl_version") && j["nccl_version"].is_number_integer()) {
+    const int v = j["nccl_version"].get<int>();  // NCCL_VERSION_CODE: major*10000 + minor*100 + patch
+    log.nccl_version = fmt::format("{}.{}.{}", v / 10000, (v / 100) % 100, v % 100);
+  }
+  if (!j.contains("config") || !j["config"].is_object()) fail("/config", "missing: cannot tell the rank count");
+  const Json& cfg = j["config"];
+  const auto count = [&](const char* key) -> std::int64_t {
+    if (!cfg.contains(key) || !cfg[key].is_number_integer() || cfg[key].get<std::int64_t>() < 1)
+      fail(std::string("/config/") + key, "expected a positive integer");
+    return cfg[key].get<std::int64_t>();
+  };
+  const std::int64_t per_process = count("nthreads") * count("ngpus");
+  if (!cfg.contains("devices") || !cfg["devices"].is_array() || cfg["devices"].empty())
+    fail("/config/devices", "expected the list of processes' devices");
+  std::set<std::string> hosts;
+  for (size_t i = 0; i < cfg["devices"].size(); ++i) {
+    const Json& d = cfg["devices"][i];
+    const std::string ptr = "/config/devices/" + std::to_string(i);
+    if (!d.is_object() || !d.contains("hostname") || !d["hostname"].is_string()) fail(ptr + "/hostname", "expected a string");
+    hosts.insert(d["hostname"].get<std::string>());
+    if (d.contains("device_info") && d["device_info"].is_string()) log.gpu_name = d["device_info"].get<std::string>();
+  }
+  // One devices entry per process (the first GPU of its line), each process driving per_process GPUs.
+  log.ranks = per_process * static_cast<std::int64_t>(cfg["devices"].size());
+  log.nodes = static_cast<std::int64_t>(hosts.size());
+  if (!j.contains("results") || !j["results"].is_array()) fail("/results", "missing: no result rows (was the run cut short?)");
+  for (size_t i = 0; i < j["results"].size(); ++i) {
+    const Json& r = j["results"][i];
+    const std::string ptr = "/results/" + std::to_string(i);
+    if (!r.is_object() || !r.contains("size") || !r["size"].is_number() || r["size"].get<double>() <= 0)
+      fail(ptr + "/size", "expected a positive byte count");
+    if (!r.contains("out_of_place") || !r["out_of_place"].is_object()) fail(ptr + "/out_of_place", "expected {time, alg_bw, bus_bw, nwrong}");
+    const Json& o = r["out_of_place"];
+    const char* tkey = o.contains("time") ? "time" : "cpu_time";
+    NcclTestsLog::Row row;
+    row.bytes = r["size"].get<double>();
+    for (const char* k : {tkey, "alg_bw", "bus_bw"})
+      if (!o.contains(k) || !o[k].is_number() || !(o[k].get<double>() > 0))
+        fail(ptr + "/out_of_place/" + k, "expected a positive number, got " + (o.contains(k) ? o[k].dump() : std::string("nothing")));
+    row.time_s = o[tkey].get<double>() * 1e-6;
+    row.algbw_gbps = o["alg_bw"].get<double>();
+    row.busbw_gbps = o["bus_bw"].get<double>();
+    if (o.contains("nwrong") && !o["nwrong"].is_null() && (!o["nwrong"].is_number() || o["nwrong"].get<double>() != 0))
+      throw_config(file, ptr + "/out_of_place/nwrong",
+                   fmt::format("the run reported {} wrong results at {} bytes; refusing to import it", o["nwrong"].dump(), row.bytes));
+    log.rows.push_back(row);
+  }
+  if (log.rows.empty()) fail("/results", "no result rows");
+  if (op.empty()) throw ConfigError(file + ": cannot tell which collective this is (args[0] names no *_perf binary); pass --op");
+  bool known = false;
+  for (const auto& k : kOps) known = known || k == op;
+  if (!known) throw ConfigError(file + ": unknown collective \"" + op + "\"");
+  log.op = canonical_op(op);
+  return log;
+}
+
+NcclTestsLog parse_nccl_tests_any(const std::string& text, const std::string& file, const std::string& op_override) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '{') return parse_nccl_tests_json(text, file, op_override);
+  return parse_nccl_tests(text, file, op_override);
+}
+
 std::vector<std::string> merge_nccl_tests(Json& profile, const NcclTestsLog& log) {
   std::vector<std::string> notes;
   Json& pts = profile["network"]["collective_points"];

@@ -25,6 +25,14 @@ struct NcclTestsLog {
 // Throws ConfigError naming the file and line on anything it cannot read.
 NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& file, const std::string& op_override = "");
 
+// nccl-tests' JSON output (-J FILE; format version 2: args, nccl_version, config.devices, results
+// with out_of_place {time, alg_bw, bus_bw, nwrong}). Throws ConfigError naming the file and the
+// JSON pointer; a file cut short by a crashed run is reported as such.
+NcclTestsLog parse_nccl_tests_json(const std::string& text, const std::string& file, const std::string& op_override = "");
+
+// Either format, told apart by the first non-blank character ('{' = JSON).
+NcclTestsLog parse_nccl_tests_any(const std::string& text, const std::string& file, const std::string& op_override = "");
+
 // Adds the log's rows to a profile JSON as collective_points (replacing points of the same op,
 // ranks and nodes); returns the notes on what was replaced.
 std::vector<std::string> merge_nccl_tests(Json& profile, const NcclTestsLog& log);

@@ -54,21 +54,24 @@ AlphaBetaNetwork::AlphaBetaNetwork(const Profile& p, const ClusterSpec& c)
                                         : (c.intra_gbps > 0 ? c.intra_gbps : p.nvlink_gbps.value)) {}
 
 std::vector<const CollectivePoint*> AlphaBetaNetwork::measured_points(const CollectiveSpec& c) const {
-  // Measured single-node points: the same op if present, else all-reduce (ring bus bandwidth
-  // per chunk is close across ring collectives: 367 vs 361 GB/s AR vs AG on 8x H200). Only
-  // points of the same group size: NCCL's choice (ring, NVLS, protocol) depends on it.
+  // Measured points of the same group shape (ranks and nodes): NCCL's choice (ring, tree, NVLS,
+  // protocol) depends on both. The same op if present, else all-reduce on one node (ring bus
+  // bandwidth per chunk is close across ring collectives: 367 vs 361 GB/s AR vs AG on 8x H200).
+  const std::int64_t g = std::max<std::int64_t>(1, std::min(c.ranks_per_node, c.ranks));
+  const std::int64_t nodes = (c.ranks + g - 1) / g;
   std::vector<const CollectivePoint*> pts;
   for (const std::string& op : {std::string(coll_op_name(c.op)), std::string("all_reduce")}) {
+    if (op == "all_reduce" && nodes > 1 && c.op != CollOp::AllReduce) break;
     pts.clear();
     for (const auto& pt : p_.collective_points)
-      if (pt.op == op && pt.nodes == 1 && pt.ranks == c.ranks) pts.push_back(&pt);
+      if (pt.op == op && pt.nodes == nodes && pt.ranks == c.ranks) pts.push_back(&pt);
     if (pts.size() >= 2) break;
   }
   if (pts.size() < 2) pts.clear();
   return pts;
 }
 
-double AlphaBetaNetwork::intra_time(const CollectiveSpec& c) const {
+double AlphaBetaNetwork::measured_time(const CollectiveSpec& c) const {
   std::vector<const CollectivePoint*> pts = measured_points(c);
   std::sort(pts.begin(), pts.end(), [](auto* a, auto* b) { return a->bytes < b->bytes; });
   const std::int64_t n0 = pts.front()->ranks;
@@ -97,8 +100,9 @@ double AlphaBetaNetwork::intra_time(const CollectiveSpec& c) const {
 bool AlphaBetaNetwork::use_measured(const CollectiveSpec& c) const {
   if (c_.intra_kind == "pcie" || c.op == CollOp::SendRecv) return false;
   if (c_.nccl_algorithm != "auto" || c_.nccl_protocol != "auto") return false;
+  // A benchmark ran one group alone; groups sharing a node's NICs are priced by the tuner.
   const std::int64_t g = std::max<std::int64_t>(1, std::min(c.ranks_per_node, c.ranks));
-  if ((c.ranks + g - 1) / g != 1) return false;
+  if ((c.ranks + g - 1) / g > 1 && c.groups_per_node > 1) return false;
   return !measured_points(c).empty();
 }
 
@@ -123,13 +127,13 @@ AlgoInput AlphaBetaNetwork::tuner_input(const CollectiveSpec& c) const {
 
 double AlphaBetaNetwork::time_s(const CollectiveSpec& c) const {
   if (c.ranks <= 1 || c.bytes <= 0) return 0.0;
-  if (use_measured(c)) return intra_time(c);
+  if (use_measured(c)) return measured_time(c);
   return tuner_choose(tuner_input(c), {c_.nccl_algorithm, c_.nccl_protocol}).time_s;
 }
 
 std::string AlphaBetaNetwork::algorithm(const CollectiveSpec& c) const {
   if (c.ranks <= 1 || c.bytes <= 0) return "none";
-  if (use_measured(c)) return "measured (NCCL's choice on this group size)";
+  if (use_measured(c)) return "measured (NCCL's choice on this group shape)";
   const AlgoEstimate e = tuner_choose(tuner_input(c), {c_.nccl_algorithm, c_.nccl_protocol});
   return std::string(nccl_algo_name(e.algo)) + "/" + nccl_proto_name(e.proto);
 }

@@ -48,7 +48,7 @@ class AlphaBetaNetwork final : public NetworkModel {
 
  private:
   bool use_measured(const CollectiveSpec& c) const;
-  double intra_time(const CollectiveSpec& c) const;
+  double measured_time(const CollectiveSpec& c) const;
   std::vector<const CollectivePoint*> measured_points(const CollectiveSpec& c) const;
   AlgoInput tuner_input(const CollectiveSpec& c) const;
   const Profile& p_;

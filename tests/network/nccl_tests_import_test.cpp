@@ -27,6 +27,38 @@ std::string error_of(const std::string& rel) {
   return "(no error)";
 }
 
+std::string json_error_of(const std::string& rel) {
+  try {
+    parse_nccl_tests_any(slurp(rel), rel);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(NcclTestsImport, ParsesJsonOutputWithContext) {
+  const NcclTestsLog log = parse_nccl_tests_any(slurp("all_reduce_2node.json"), "all_reduce_2node.json");
+  EXPECT_EQ(log.op, "all_reduce");
+  EXPECT_EQ(log.ranks, 16);
+  EXPECT_EQ(log.nodes, 2);
+  EXPECT_EQ(log.gpu_name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(log.nccl_version, "2.27.3");
+  ASSERT_EQ(log.rows.size(), 4u);
+  EXPECT_DOUBLE_EQ(log.rows.back().bytes, 1073741824);
+  EXPECT_DOUBLE_EQ(log.rows.back().time_s, 10875.3e-6);
+  for (const auto& r : log.rows) EXPECT_NEAR(r.busbw_gbps / r.algbw_gbps, 2.0 * 15 / 16, 0.01);
+  // Same result whichever parser the content picks.
+  EXPECT_EQ(parse_nccl_tests_any(slurp("all_reduce_8gpu.txt"), "x").ranks, 8);
+}
+
+TEST(NcclTestsImport, BadJsonFilesGiveClearErrors) {
+  EXPECT_NE(json_error_of("truncated.json").find("truncated.json: JSON ends early at byte"), std::string::npos) << json_error_of("truncated.json");
+  EXPECT_NE(json_error_of("truncated.json").find("was the run cut short?"), std::string::npos);
+  EXPECT_EQ(json_error_of("wrong_results.json"),
+            "wrong_results.json: /results/2/out_of_place/nwrong: the run reported 12.0 wrong results at 268435456 bytes; refusing to import it");
+  EXPECT_EQ(json_error_of("nan_time.json"), "nan_time.json: /results/1/out_of_place/time: expected a positive number, got \"nan\"");
+}
+
 TEST(NcclTestsImport, ParsesSingleNodeLogWithContext) {
   const NcclTestsLog log = parse_nccl_tests(slurp("all_reduce_8gpu.txt"), "all_reduce_8gpu.txt");
   EXPECT_EQ(log.op, "all_reduce");
@@ -68,6 +100,23 @@ TEST(NcclTestsImport, MergeReplacesSameGroupAndResultLoads) {
   const AlphaBetaNetwork net(p, ClusterSpec{});
   // The merged profile now predicts the imported measurement at 1 GiB exactly.
   EXPECT_NEAR(net.time_s({CollOp::AllReduce, 8, 8, 1, 1073741824.0}), 3893.5e-6, 1e-9);
+}
+
+TEST(NcclTestsImport, ImportedMultiNodePointsPriceTheSameGroupShape) {
+  Json prof = read_json_file(test::data_dir() + "/calibrate/profiles/h100-sxm5-80g.json");
+  const NcclTestsLog log = parse_nccl_tests_any(slurp("all_reduce_2node.json"), "all_reduce_2node.json");
+  merge_nccl_tests(prof, log);
+  const Profile p = parse_profile(prof, "merged.json");
+  ClusterSpec c;
+  c.nodes = 2;
+  const AlphaBetaNetwork net(p, c);
+  // 16 ranks on 2 nodes, one group: the imported curve is reproduced and named as measured.
+  const CollectiveSpec s{CollOp::AllReduce, 16, 8, 1, 1073741824};
+  EXPECT_NEAR(net.time_s(s) / 10875.3e-6, 1.0, 1e-9);
+  EXPECT_EQ(net.algorithm(s), "measured (NCCL's choice on this group shape)");
+  // Eight such groups sharing the nodes' NICs are a different shape: the tuner prices them.
+  const CollectiveSpec shared{CollOp::AllReduce, 16, 8, 8, 1073741824};
+  EXPECT_NE(net.algorithm(shared).find("/"), std::string::npos);
 }
 
 }  // namespace
