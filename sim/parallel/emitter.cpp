@@ -17,31 +17,51 @@ double kernel_s(const CostModel& c, const Kernel& k) {
   return 0;
 }
 
-// Sum of kernel times; `w` receives the weight-gradient part.
-double block_s(const CostModel& c, const Block& b, double* w = nullptr) {
+// Sum of kernel times; `w` receives the weight-gradient part, `gemm` the GEMM part.
+double block_s(const CostModel& c, const Block& b, double* w = nullptr, double* gemm = nullptr) {
   double total = 0;
   for (const auto& k : b.kernels) {
     const double s = kernel_s(c, k);
     total += s;
     if (w && is_wgrad(k)) *w += s;
+    if (gemm && k.kind == KernelKind::Gemm) *gemm += s;
   }
   return total;
 }
 
+// Comm-GEMM overlap (Transformer Engine userbuffers): the block's TP collective T runs in chunks
+// under its GEMMs G, which lose `slowdown` of their speed to the shared SMs and HBM; what does not
+// fit under the GEMMs stays exposed. Extra time over the block alone: max(G * slowdown, T - G).
+double overlap_extra(double gemm, double comm, double slowdown) { return std::max(gemm * slowdown, comm - gemm); }
+
 }  // namespace
+
+std::int64_t Layout::per_node(std::int64_t stride, std::int64_t size) const {
+  return stride >= gpus_per_node ? 1 : std::max<std::int64_t>(1, std::min(size, gpus_per_node / stride));
+}
 
 CollectiveSpec Layout::group(CollOp op, std::int64_t stride, std::int64_t size, double bytes) const {
   CollectiveSpec c;
   c.op = op;
   c.ranks = size;
   c.bytes = bytes;
-  c.ranks_per_node = stride >= gpus_per_node ? 1 : std::max<std::int64_t>(1, std::min(size, gpus_per_node / stride));
+  c.ranks_per_node = per_node(stride, size);
+  c.groups_per_node = std::max<std::int64_t>(1, gpus_per_node / c.ranks_per_node);
+  return c;
+}
+
+CollectiveSpec Layout::dpcp_group(CollOp op, double bytes) const {
+  // Adjacent in the order (cp just inside dp, Megatron's default): one strided group. Otherwise
+  // the two dimensions' members on a node multiply.
+  if (cp == 1 || s_dp == s_cp * cp) return group(op, dpcp_stride(), dp * cp, bytes);
+  CollectiveSpec c = group(op, std::min(s_cp, s_dp), dp * cp, bytes);
+  c.ranks_per_node = std::min(dp * cp, per_node(s_cp, cp) * per_node(s_dp, dp));
   c.groups_per_node = std::max<std::int64_t>(1, gpus_per_node / c.ranks_per_node);
   return c;
 }
 
 CollectiveSpec Layout::pp_p2p(double bytes) const {
-  const std::int64_t stride = tp * cp * dp;
+  const std::int64_t stride = s_pp;
   CollectiveSpec c;
   c.op = CollOp::SendRecv;
   c.ranks = 2;
@@ -58,6 +78,12 @@ Layout make_layout(const Scenario& s) {
   l.dp = s.parallel.dp;
   l.pp = s.parallel.pp;
   l.gpus_per_node = s.cluster.gpus_per_node;
+  std::int64_t stride = 1;
+  for (const auto& d : s.parallel.order) {
+    std::int64_t& st = d == "tp" ? l.s_tp : d == "cp" ? l.s_cp : d == "dp" ? l.s_dp : l.s_pp;
+    st = stride;
+    stride *= d == "tp" ? l.tp : d == "cp" ? l.cp : d == "dp" ? l.dp : l.pp;
+  }
   return l;
 }
 
@@ -65,10 +91,11 @@ BlockTimes block_times(const LoweringInput& in) {
   const auto& g = in.graph;
   const auto& c = in.cost;
   BlockTimes t;
-  t.attn_f = block_s(c, g.attn_fwd);
-  t.mlp_f = block_s(c, g.mlp_fwd);
-  t.attn_b = block_s(c, g.attn_bwd, &t.attn_w);
-  t.mlp_b = block_s(c, g.mlp_bwd, &t.mlp_w);
+  double g_af = 0, g_mf = 0, g_ab = 0, g_mb = 0;
+  t.attn_f = block_s(c, g.attn_fwd, nullptr, &g_af);
+  t.mlp_f = block_s(c, g.mlp_fwd, nullptr, &g_mf);
+  t.attn_b = block_s(c, g.attn_bwd, &t.attn_w, &g_ab);
+  t.mlp_b = block_s(c, g.mlp_bwd, &t.mlp_w, &g_mb);
   t.embed_f = block_s(c, g.embed_fwd);
   t.embed_b = block_s(c, g.embed_bwd);
   t.head_f = block_s(c, g.head_fwd);
@@ -89,6 +116,16 @@ BlockTimes block_times(const LoweringInput& in) {
       t.tp_comm_f = in.network.time_s(l.tp_group(CollOp::AllReduce, g.tp_message_bytes));
     }
     t.tp_comm_b = t.tp_comm_f;
+    if (in.scenario.parallel.tp_comm_overlap) {
+      const double sd = c.profile().overlap_compute_slowdown.value;
+      t.attn_f += overlap_extra(g_af, t.tp_comm_f, sd);
+      t.mlp_f += overlap_extra(g_mf, t.tp_comm_f, sd);
+      t.attn_b += overlap_extra(g_ab, t.tp_comm_b, sd);
+      t.mlp_b += overlap_extra(g_mb, t.tp_comm_b, sd);
+      t.tp_comm_hidden_f = t.tp_comm_f;
+      t.tp_comm_hidden_b = t.tp_comm_b;
+      t.tp_comm_f = t.tp_comm_b = 0;
+    }
   }
   if (l.cp > 1) {
     // Ring attention: cp-1 K/V block exchanges in forward; K/V and their gradients in backward.

@@ -3,6 +3,7 @@
 // stream (critical path), context-parallel K/V exchange, recompute, and activation alloc/free.
 // Shared by every schedule so that a new one only decides the order of actions.
 #pragma once
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -19,22 +20,33 @@ struct BlockTimes {
   double embed_f = 0, embed_b = 0, head_f = 0, head_b = 0, head_w = 0;
   double attn_recompute_selective = 0;  // unfused attention core, replayed with selective recompute
   double attn_f_flops = 0, mlp_f_flops = 0, head_f_flops = 0;  // model FLOPs, forward
-  double tp_comm_f = 0, tp_comm_b = 0;  // per block, on the critical path
+  double tp_comm_f = 0, tp_comm_b = 0;  // per block, on the critical path (0 when overlapped)
+  double tp_comm_hidden_f = 0, tp_comm_hidden_b = 0;  // per block, overlapped with its GEMMs
   double cp_comm_f = 0, cp_comm_b = 0;  // per layer, overlapped with attention
 };
 BlockTimes block_times(const LoweringInput& in);
 
-// Real-rank groups of each parallel dimension under the rank order tp, cp, dp, pp (innermost
-// first), as CollectiveSpecs for the network model.
+// Real-rank groups of each parallel dimension under the scenario's rank order (default tp, cp,
+// dp, pp, innermost first), as CollectiveSpecs for the network model: a dimension's stride is the
+// product of the sizes inside it, and its members on one node follow from the stride.
 struct Layout {
   std::int64_t tp = 1, cp = 1, dp = 1, pp = 1, gpus_per_node = 8;
+  std::int64_t s_tp = 1, s_cp = 1, s_dp = 1, s_pp = 1;  // strides
   CollectiveSpec group(CollOp op, std::int64_t stride, std::int64_t size, double bytes) const;
-  CollectiveSpec tp_group(CollOp op, double bytes) const { return group(op, 1, tp, bytes); }
-  CollectiveSpec cp_group(CollOp op, double bytes) const { return group(op, tp, cp, bytes); }
-  CollectiveSpec dp_group(CollOp op, double bytes) const { return group(op, tp * cp, dp, bytes); }
+  CollectiveSpec tp_group(CollOp op, double bytes) const { return group(op, s_tp, tp, bytes); }
+  CollectiveSpec cp_group(CollOp op, double bytes) const { return group(op, s_cp, cp, bytes); }
+  CollectiveSpec dp_group(CollOp op, double bytes) const { return group(op, s_dp, dp, bytes); }
   // Megatron reduces gradients over the data- and context-parallel ranks together.
-  CollectiveSpec dpcp_group(CollOp op, double bytes) const { return group(op, tp, dp * cp, bytes); }
+  CollectiveSpec dpcp_group(CollOp op, double bytes) const;
+  // The innermost nd ranks of the dp x cp group (an HSDP shard group) and the replicas across them.
+  CollectiveSpec dpcp_inner(CollOp op, std::int64_t nd, double bytes) const { return group(op, dpcp_stride(), nd, bytes); }
+  CollectiveSpec dpcp_outer(CollOp op, std::int64_t nd, double bytes) const {
+    return group(op, dpcp_stride() * nd, dp * cp / nd, bytes);
+  }
+  std::int64_t dpcp_stride() const { return cp > 1 ? std::min(s_cp, s_dp) : s_dp; }
   CollectiveSpec pp_p2p(double bytes) const;
+  // A group's members on one node: a dimension of stride s and size n puts min(n, gpn/s) there.
+  std::int64_t per_node(std::int64_t stride, std::int64_t size) const;
 };
 Layout make_layout(const Scenario& s);
 

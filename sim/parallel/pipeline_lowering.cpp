@@ -74,7 +74,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
   // The data-parallel group a gradient or parameter collective runs over.
   auto dp_spec = [&](CollOp op, double bytes) {
     if (!per_layer_sharded || sh.nd == par.dp * par.cp) return L.dpcp_group(op, bytes);
-    return L.group(op, L.tp, sh.nd, bytes);  // HSDP shard group
+    return L.dpcp_inner(op, sh.nd, bytes);  // HSDP shard group
   };
 
   std::vector<OpId> norm_ops;
@@ -133,9 +133,8 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
             prog.ops[static_cast<size_t>(rs)].at_end = {MemCat::Grads, -static_cast<Bytes>(gbytes * (1.0 - 1.0 / nd))};
             sync_ops.push_back(rs);
             if (sh.nd < par.dp * par.cp) {  // HSDP: all-reduce the shard across replicas
-              const std::int64_t replicas = par.dp * par.cp / sh.nd;
               sync_ops.push_back(em.comm_op(s, Stream::Comm, Phase::DpComm, "grad all-reduce (replicas)",
-                                            L.group(CollOp::AllReduce, L.tp * sh.nd, replicas, gbytes / nd), {rs}, a.microbatch, a.chunk));
+                                            L.dpcp_outer(CollOp::AllReduce, sh.nd, gbytes / nd), {rs}, a.microbatch, a.chunk));
             }
           }
           return;

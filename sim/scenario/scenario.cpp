@@ -107,6 +107,23 @@ ParallelSpec parse_parallel(const JsonObject& o) {
   if (o.has("stage_layers")) p.stage_layers = o.int_list("stage_layers", 1, 1 << 20);
   p.bucket_mb = o.number("bucket_mb", 0.001, 1e6, 25);
   p.overlap_grad_reduce = o.boolean("overlap_grad_reduce", true);
+  if (o.has("order")) {
+    const std::string ord = o.str("order");
+    std::vector<std::string> dims;
+    size_t start = 0;
+    while (start <= ord.size()) {
+      const size_t dash = ord.find('-', start);
+      dims.push_back(ord.substr(start, dash == std::string::npos ? std::string::npos : dash - start));
+      if (dash == std::string::npos) break;
+      start = dash + 1;
+    }
+    std::vector<std::string> sorted = dims;
+    std::sort(sorted.begin(), sorted.end());
+    if (sorted != std::vector<std::string>{"cp", "dp", "pp", "tp"})
+      o.fail("order", "expected the four dimensions tp, cp, dp, pp once each, innermost first, joined by '-' (e.g. \"tp-cp-dp-pp\"), got \"" + ord + "\"");
+    p.order = dims;
+  }
+  p.tp_comm_overlap = o.boolean("tp_comm_overlap", false);
   o.finish();
   return p;
 }
@@ -265,7 +282,12 @@ Json Scenario::resolved() const {
   Json pj = {{"dp", parallel.dp}, {"tp", parallel.tp}, {"pp", parallel.pp}, {"vpp", parallel.vpp}, {"cp", parallel.cp},
              {"schedule", parallel.schedule}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", parallel.recompute},
              {"zero_stage", parallel.zero_stage}, {"bucket_mb", parallel.bucket_mb}, {"overlap_grad_reduce", parallel.overlap_grad_reduce},
-             {"stage_layers", layers_per_stage()}};
+             {"stage_layers", layers_per_stage()}, {"tp_comm_overlap", parallel.tp_comm_overlap}};
+  {
+    std::string ord;
+    for (const auto& d : parallel.order) ord += (ord.empty() ? "" : "-") + d;
+    pj["order"] = ord;
+  }
   if (parallel.fsdp)
     pj["fsdp"] = {{"sharding", parallel.fsdp->sharding}, {"shard_group", parallel.fsdp->shard_group}, {"prefetch", parallel.fsdp->prefetch}, {"offload", parallel.fsdp->offload}};
   else

@@ -72,6 +72,11 @@ struct ParallelSpec {
   std::vector<std::int64_t> stage_layers;  // per pipeline stage; empty = even split
   double bucket_mb = 25;                   // DDP gradient bucket size, MB (10^6 bytes)
   bool overlap_grad_reduce = true;
+  // Rank order, innermost (consecutive ranks) first: Megatron's default keeps TP inside a node.
+  std::vector<std::string> order = {"tp", "cp", "dp", "pp"};
+  // Megatron/Transformer Engine comm-GEMM overlap: TP all-gather / reduce-scatter (or all-reduce)
+  // hidden behind the block's GEMMs instead of sitting on the critical path.
+  bool tp_comm_overlap = false;
 };
 
 struct Scenario {

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "../test_util.h"
+#include "sim/parallel/emitter.h"
 #include "tools/report.h"
 
 namespace parasim {
@@ -68,6 +69,56 @@ TEST(TensorParallel, CommunicationSitsOnTheCriticalPath) {
   EXPECT_GT(real.result.breakdown.at("tp_comm_s"), 0.0);
   EXPECT_NEAR(real.result.step_time_s - free.result.step_time_s, real.result.breakdown.at("tp_comm_s"),
               0.05 * real.result.step_time_s);
+}
+
+TEST(TensorParallel, CommGemmOverlapHidesCommunicationUnderGemms) {
+  Json j = test::base_scenario();
+  j["parallel"] = {{"dp", 1}, {"tp", 8}, {"sequence_parallel", true}};
+  j["training"]["global_batch"] = 8;
+  const Scenario exposed = test::scenario_from(j);
+  j["parallel"]["tp_comm_overlap"] = true;
+  const Scenario hidden = test::scenario_from(j);
+  const auto a = simulate(exposed, Registries{});
+  const auto b = simulate(hidden, Registries{});
+  const auto free = test::simulate_with(exposed, test::FreeNetwork{});
+  // No TP op left on the critical path; the step lies between free communication and exposed.
+  EXPECT_EQ(b.result.breakdown.count("tp_comm_s") ? b.result.breakdown.at("tp_comm_s") : 0.0, 0.0);
+  EXPECT_LT(b.result.step_time_s, a.result.step_time_s);
+  EXPECT_GT(b.result.step_time_s, free.result.step_time_s);
+  // With a free network the overlap costs only the GEMM slowdown: hidden >= free + 0.
+  const auto free_hidden = test::simulate_with(hidden, test::FreeNetwork{});
+  EXPECT_NEAR(free_hidden.result.step_time_s, free.result.step_time_s, 1e-9);
+}
+
+TEST(RankOrder, DataParallelInnermostPushesTensorParallelAcrossNodes) {
+  Json j = test::base_scenario();
+  j["cluster"]["nodes"] = 8;
+  j["parallel"] = {{"dp", 8}, {"tp", 8}};
+  j["training"]["global_batch"] = 64;
+  const Scenario megatron = test::scenario_from(j);
+  j["parallel"]["order"] = "dp-tp-cp-pp";
+  const Scenario dp_inner = test::scenario_from(j);
+  const Layout a = make_layout(megatron), b = make_layout(dp_inner);
+  EXPECT_EQ(a.tp_group(CollOp::AllReduce, 1).ranks_per_node, 8);  // TP inside a node
+  EXPECT_EQ(a.dp_group(CollOp::AllReduce, 1).ranks_per_node, 1);  // DP across nodes
+  EXPECT_EQ(b.tp_group(CollOp::AllReduce, 1).ranks_per_node, 1);
+  EXPECT_EQ(b.dp_group(CollOp::AllReduce, 1).ranks_per_node, 8);
+  EXPECT_EQ(b.s_tp, 8);
+  EXPECT_EQ(b.s_pp, 64);
+  // TP's per-layer collectives over the NICs cost far more than DP's once-per-step sync saves.
+  const auto ra = simulate(megatron, Registries{});
+  const auto rb = simulate(dp_inner, Registries{});
+  EXPECT_GT(rb.result.breakdown.at("tp_comm_s"), 3 * ra.result.breakdown.at("tp_comm_s"));
+  EXPECT_GT(rb.result.step_time_s, ra.result.step_time_s);
+  j["parallel"]["order"] = "tp-dp-pp";
+  try {
+    test::scenario_from(j);
+    ADD_FAILURE() << "expected an error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "test.json: /parallel/order: expected the four dimensions tp, cp, dp, pp once each, innermost first, joined by '-' "
+              "(e.g. \"tp-cp-dp-pp\"), got \"tp-dp-pp\"");
+  }
 }
 
 TEST(Fsdp, FullShardingGathersEachLayerAndShardsStates) {
