@@ -46,4 +46,15 @@ struct CollectiveResult {
 std::vector<CollectiveResult> bench_nccl(int ranks, const std::vector<std::string>& ops, const std::vector<double>& sizes,
                                          const Method& method);
 
+// Fills n floats with v on a stream (shared by the NCCL benchmarks).
+void fill_floats(float* p, std::int64_t n, float v, cudaStream_t stream);
+
+#ifdef PARASIM_WITH_MPI
+// Multi-process, multi-node: one GPU per MPI rank (its node-local rank), ncclCommInitRank with the
+// unique id broadcast over MPI_COMM_WORLD; time per operation is the slowest rank's (MPI max).
+// Every rank returns the same results; `nodes` receives the number of distinct hosts.
+std::vector<CollectiveResult> bench_nccl_mpi(const std::vector<std::string>& ops, const std::vector<double>& sizes,
+                                             const Method& method, int* nodes);
+#endif
+
 }  // namespace parasim::calib

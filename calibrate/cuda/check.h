@@ -7,6 +7,9 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
+#ifdef PARASIM_WITH_MPI
+#include <mpi.h>
+#endif
 
 namespace parasim::calib {
 
@@ -28,8 +31,20 @@ inline void check_nccl(ncclResult_t r, const char* what, const char* file, int l
   if (r != ncclSuccess) throw HarnessError(where(file, line) + what + ": " + ncclGetErrorString(r));
 }
 
+#ifdef PARASIM_WITH_MPI
+inline void check_mpi(int rc, const char* what, const char* file, int line) {
+  if (rc != 0) {
+    char msg[512];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    throw HarnessError(where(file, line) + what + ": " + std::string(msg, static_cast<size_t>(len)));
+  }
+}
+#endif
+
 }  // namespace parasim::calib
 
+#define MPI_CHECK(x) ::parasim::calib::check_mpi((x), #x, __FILE__, __LINE__)
 #define CUDA_CHECK(x) ::parasim::calib::check_cuda((x), #x, __FILE__, __LINE__)
 #define CUBLAS_CHECK(x) ::parasim::calib::check_cublas((x), #x, __FILE__, __LINE__)
 #define NCCL_CHECK(x) ::parasim::calib::check_nccl((x), #x, __FILE__, __LINE__)

@@ -57,6 +57,62 @@ HarnessContext context(const std::string& command) {
   return c;
 }
 
+#ifdef PARASIM_WITH_MPI
+// Under mpirun: every rank joins the NCCL sweep; rank 0 writes the profile. An error on any rank
+// aborts the job (the others would wait forever in a collective).
+int run_mpi(int argc, char** argv, const std::string& base, const std::string& out, const std::string& data_dir, bool quick) {
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  try {
+    int exists = rank == 0 && std::filesystem::exists(out) ? 1 : 0;
+    MPI_CHECK(MPI_Bcast(&exists, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    if (exists) throw HarnessError(out + ": exists; parasim-calibrate never overwrites a profile");
+    const std::string base_path = base.find('/') != std::string::npos ? base : data_dir + "/calibrate/profiles/" + base + ".json";
+    const Json base_json = read_json_file(base_path);
+    std::string command = "mpirun ...";
+    for (int i = 0; i < argc; ++i) command += " " + std::string(argv[i]);
+    Method m;
+    if (quick) {
+      m.min_iters = 10;
+      m.min_seconds = 0.01;
+    }
+    std::vector<double> sizes;
+    for (double b = 1024; b <= (quick ? 1.0 * (1 << 30) : 8.0 * (1 << 30)); b *= quick ? 16 : 4) sizes.push_back(b);
+    int nodes = 1;
+    const auto results = bench_nccl_mpi({"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"}, sizes, m, &nodes);
+    if (rank == 0) {
+      const HarnessContext ctx = context(command);
+      std::vector<MeasuredCollective> colls;
+      std::vector<std::string> notes;
+      for (const auto& r : results) {
+        if (!r.correct) {
+          notes.push_back(fmt::format("dropped {} {} bytes: wrong result", r.op, r.bytes));
+          continue;
+        }
+        MeasuredCollective c{r.op, r.ranks, r.bytes, r.time.p10, r.time.p50, r.time.p90};
+        c.nodes = r.op == "send_recv" ? std::min(nodes, 2) : nodes;
+        if (r.op == "send_recv") c.ranks = 2;
+        colls.push_back(c);
+      }
+      notes.push_back(fmt::format("multi-node NCCL sweep under MPI: {} ranks on {} node(s); GEMM, memory and attention figures are the base profile's",
+                                  results.empty() ? 0 : results.front().ranks, nodes));
+      const Json prof = build_measured_profile(base_json, std::filesystem::path(out).stem().string(), ctx, {}, {}, colls, Json::object(), notes);
+      std::ofstream f(out);
+      if (!f) throw HarnessError(out + ": cannot write");
+      f << prof.dump(1) << "\n";
+      std::cerr << "wrote " << out << "\n";
+    }
+    MPI_Finalize();
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "parasim-calibrate: rank " << rank << ": error: " << e.what() << "\n";
+    MPI_Abort(MPI_COMM_WORLD, 2);
+    return 2;
+  }
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -71,7 +127,17 @@ int main(int argc, char** argv) {
   app.add_option("--gpus", gpus, "GPUs for the NCCL sweep (default: all visible)");
   app.add_option("--dtypes", dtypes, "GEMM dtypes: bf16 fp16 fp8 tf32");
   app.add_option("--data-dir", data_dir, "where models/ and calibrate/profiles/ live");
+  bool mpi = false;
+#ifdef PARASIM_WITH_MPI
+  app.add_flag("--mpi", mpi,
+               "multi-node NCCL sweep under mpirun (one rank per GPU): rank 0 writes --base plus the measured groups; "
+               "the other benchmarks are skipped");
+#endif
   CLI11_PARSE(app, argc, argv);
+#ifdef PARASIM_WITH_MPI
+  if (mpi) return run_mpi(argc, argv, base, out, data_dir, quick);
+#endif
+  (void)mpi;
   try {
     if (std::filesystem::exists(out)) throw HarnessError(out + ": exists; parasim-calibrate never overwrites a profile");
     const std::string base_path = base.find('/') != std::string::npos ? base : data_dir + "/calibrate/profiles/" + base + ".json";

@@ -13,6 +13,11 @@ __global__ void fill_f(float* p, std::int64_t n, float v) {
 }
 }  // namespace
 
+void fill_floats(float* p, std::int64_t n, float v, cudaStream_t stream) {
+  fill_f<<<1024, 256, 0, stream>>>(p, n, v);
+  CUDA_CHECK(cudaGetLastError());
+}
+
 std::vector<CollectiveResult> bench_nccl(int ranks, const std::vector<std::string>& ops, const std::vector<double>& sizes,
                                          const Method& method) {
   int visible = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <set>
 
 #include <fmt/format.h>
@@ -123,7 +124,7 @@ Json build_measured_profile(const Json& base, const std::string& name, const Har
     const double eff = 2.0 * static_cast<double>(g.shape.m) * static_cast<double>(g.shape.n) * static_cast<double>(g.shape.k) / g.p50_s / peak;
     if (eff > best[g.dtype].first) best[g.dtype] = {eff, g.shape};
   }
-  p["compute"]["gemm_points"] = pts;
+  if (!gemms.empty()) p["compute"]["gemm_points"] = pts;
   for (const auto& [dt, e] : best)
     p["compute"]["gemm_max_efficiency"][dt] = {
         {"value", std::min(1.0, e.first)}, {"how", "measured"},
@@ -136,12 +137,21 @@ Json build_measured_profile(const Json& base, const std::string& name, const Har
     }
     if (b.what == "h2d") p["memory"]["pcie_gbps"] = {{"value", b.gbps}, {"how", "measured"}, {"source", src + "; pinned host-to-device copy"}};
   }
+  // The base profile's points stay unless this run measured the same (op, ranks, nodes) group: a
+  // multi-node run under mpirun adds to a single-node measured profile.
   Json cp = Json::array();
-  std::map<std::pair<std::string, std::int64_t>, std::vector<std::pair<double, double>>> series;
+  if (p["network"].contains("collective_points"))
+    for (const auto& old : p["network"]["collective_points"]) {
+      bool replaced = false;
+      for (const auto& c : colls)
+        replaced = replaced || (old.value("op", "") == c.op && old.value("ranks", 0LL) == c.ranks && old.value("nodes", 1LL) == c.nodes);
+      if (!replaced) cp.push_back(old);
+    }
+  std::map<std::tuple<std::string, std::int64_t, std::int64_t>, std::vector<std::pair<double, double>>> series;
   for (const auto& c : colls) {
-    cp.push_back({{"op", c.op}, {"ranks", c.ranks}, {"nodes", 1}, {"bytes", c.bytes}, {"time_s", c.p50_s}, {"p10_s", c.p10_s},
+    cp.push_back({{"op", c.op}, {"ranks", c.ranks}, {"nodes", c.nodes}, {"bytes", c.bytes}, {"time_s", c.p50_s}, {"p10_s", c.p10_s},
                   {"p90_s", c.p90_s}, {"algo", "nccl default"}, {"source", src}});
-    series[{c.op, c.ranks}].push_back({c.bytes, c.p50_s});
+    series[{c.op, c.ranks, c.nodes}].push_back({c.bytes, c.p50_s});
   }
   if (!colls.empty()) p["network"]["collective_points"] = cp;
   Json fits = Json::object();
@@ -150,7 +160,8 @@ Json build_measured_profile(const Json& base, const std::string& name, const Har
     for (const auto& s : fit_alpha_beta(pts2))
       segs.push_back({{"from_bytes", s.lo}, {"to_bytes", s.hi}, {"alpha_s", s.alpha_s},
                       {"beta_gbps", std::isinf(s.beta_bytes_per_s) ? 0.0 : s.beta_bytes_per_s / 1e9}});
-    fits[fmt::format("{}/{}", key.first, key.second)] = segs;
+    const auto& [op, ranks, nodes] = key;
+    fits[nodes > 1 ? fmt::format("{}/{}/{}nodes", op, ranks, nodes) : fmt::format("{}/{}", op, ranks)] = segs;
   }
   Json n = extra_notes.is_object() ? extra_notes : Json::object();
   n["alpha_beta_fits"] = fits;

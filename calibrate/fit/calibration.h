@@ -36,6 +36,7 @@ struct MeasuredCollective {
   std::string op;
   std::int64_t ranks = 0;
   double bytes = 0, p10_s = 0, p50_s = 0, p90_s = 0;
+  std::int64_t nodes = 1;  // distinct hosts the group spans (mpirun across nodes)
 };
 
 // One alpha-beta segment: time = alpha + bytes / beta over [lo, hi] bytes (least squares).

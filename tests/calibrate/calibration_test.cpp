@@ -75,6 +75,29 @@ TEST(MeasuredProfile, BuiltFromRecordedResultsLoadsAndIsUsed) {
   EXPECT_EQ(cm.fallbacks(), 0);
 }
 
+TEST(MeasuredProfile, MultiNodeRunAddsItsGroupsToTheBaseProfilesPoints) {
+  // What `mpirun ... parasim-calibrate --mpi --base <single-node measured profile>` writes: the
+  // base's points stay, the 16-rank 2-node groups are added, GEMM points are untouched.
+  const Json base = read_json_file(test::data_dir() + "/calibrate/profiles/h100-sxm5-80g.json");
+  const size_t before = base["network"]["collective_points"].size();
+  HarnessContext ctx;
+  ctx.gpu_name = "NVIDIA H100 80GB HBM3";
+  ctx.sms = 132;
+  ctx.memory_bytes = 85520809984.0;
+  MeasuredCollective a{"all_reduce", 16, 1 << 20, 9e-5, 1e-4, 1.1e-4};
+  MeasuredCollective b{"all_reduce", 16, 1 << 30, 1.05e-2, 1.1e-2, 1.15e-2};
+  a.nodes = b.nodes = 2;
+  std::vector<std::string> notes;
+  const Json prof = build_measured_profile(base, "h100-2node", ctx, {}, {}, {a, b}, Json::object(), notes);
+  EXPECT_EQ(prof["network"]["collective_points"].size(), before + 2);
+  EXPECT_TRUE(prof["notes"]["alpha_beta_fits"].contains("all_reduce/16/2nodes"));
+  const Profile p = parse_profile(prof, "h100-2node.json");
+  ClusterSpec c;
+  c.nodes = 2;
+  const AlphaBetaNetwork net(p, c);
+  EXPECT_NEAR(net.time_s({CollOp::AllReduce, 16, 8, 1, 1 << 30}), 1.1e-2, 1e-12);
+}
+
 TEST(Harness, BuildsWithCudaAndFailsCleanlyWithoutAGpu) {
 #ifdef PARASIM_CALIBRATE_BINARY
   FILE* f = popen((std::string(PARASIM_CALIBRATE_BINARY) + " --base h100-sxm5-80g -o " + ::testing::TempDir() + "never-written.json 2>&1").c_str(), "r");
@@ -88,6 +111,24 @@ TEST(Harness, BuildsWithCudaAndFailsCleanlyWithoutAGpu) {
   EXPECT_NE(out.find("main.cpp:"), std::string::npos) << out;  // file:line of the failing call
 #else
   GTEST_SKIP() << "CUDA Toolkit not found at configure time: parasim-calibrate not built";
+#endif
+}
+
+TEST(Harness, MpiModeAbortsEveryRankCleanlyWithoutAGpu) {
+#if defined(PARASIM_CALIBRATE_BINARY) && defined(PARASIM_MPIEXEC)
+  const std::string cmd = std::string(PARASIM_MPIEXEC) + " --allow-run-as-root --oversubscribe -np 2 " + PARASIM_CALIBRATE_BINARY +
+                          " --mpi --base h100-sxm5-80g -o " + ::testing::TempDir() + "never-written-mpi.json 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[512];
+  while (size_t n = fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+  const int code = WEXITSTATUS(pclose(f));
+  if (code == 0) GTEST_SKIP() << "GPUs are present: the MPI sweep ran";
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find("parasim-calibrate: rank "), std::string::npos) << out;
+  EXPECT_NE(out.find("nccl_mpi.cpp:"), std::string::npos) << out;  // file:line of the failing call
+#else
+  GTEST_SKIP() << "parasim-calibrate built without MPI (libopenmpi-dev not found at configure time)";
 #endif
 }
 
