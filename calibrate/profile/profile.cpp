@@ -183,6 +183,11 @@ Profile parse_profile(const Json& j, const std::string& file) {
     p.hbm_efficiency = figure(m, "hbm_efficiency", 0.01, 1.0);
     p.runtime_reserved_gib = figure(m, "runtime_reserved_gib", 0, 1e4);
     p.pcie_gbps = figure(m, "pcie_gbps", 0.1, 1e4);
+    if (m.has("host_memory_gbps") || m.has("host_optimizer_efficiency")) {
+      p.has_host = true;
+      p.host_memory_gbps = figure(m, "host_memory_gbps", 0.1, 1e5);
+      p.host_optimizer_efficiency = figure(m, "host_optimizer_efficiency", 0.001, 1.0);
+    }
     m.finish();
   }
   {

@@ -93,6 +93,10 @@ struct Profile {
   Figure inter_bus_efficiency;   // achievable bus bandwidth / NIC line rate
   Figure inter_alpha_us;         // per step latency across nodes
   Figure pcie_gbps;              // host <-> device, per direction
+  // Host side, for CPU offload (optional): the node's DRAM bandwidth and the fraction of it a
+  // CPU optimizer step reaches. has_host is false when the profile lists neither.
+  bool has_host = false;
+  Figure host_memory_gbps, host_optimizer_efficiency;
   Figure node_nics;              // reference node (DGX/HGX): NICs per node
   Figure node_nic_gbps;          // reference node: GB/s per NIC per direction
   Figure overlap_compute_slowdown;

@@ -52,6 +52,17 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
   const double nd = static_cast<double>(sh.nd);
   const std::int64_t prefetch = par.fsdp ? par.fsdp->prefetch : 1;
   const bool grad_sync = par.dp * par.cp > 1;
+  // FSDP CPU offload: fp32 parameter and gradient shards and the optimizer live in host memory;
+  // each unit's shard crosses PCIe before its all-gather and its gradient shard after the
+  // reduce-scatter; the optimizer step runs on the CPU over the node's DRAM, which the node's
+  // GPU processes share.
+  const bool offload = par.fsdp && par.fsdp->offload;
+  const double pcie_bps = sc.profile.pcie_gbps.value * 1e9;
+  const double host_bps = offload ? sc.profile.host_memory_gbps.value * 1e9 * sc.profile.host_optimizer_efficiency.value /
+                                        static_cast<double>(sc.cluster.gpus_per_node)
+                                  : 0.0;
+  constexpr double kMasterBytes = 4;   // fp32 master parameter / gradient shard on the host
+  constexpr double kCpuAdamBytes = 28; // read p, g, m, v (16 B), write p, m, v (12 B), fp32
 
   for (std::int32_t s = 0; s < p; ++s) {
     SimRank r;
@@ -60,9 +71,10 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
     r.stage = s;
     r.role = p > 1 ? "stage " + std::to_string(s) : "every rank";
     const ModelStates ms = model_states(stage_params(sc, s).total, sb, sh);
-    r.static_mem[static_cast<size_t>(MemCat::Weights)] = static_cast<Bytes>(ms.weights);
-    r.static_mem[static_cast<size_t>(MemCat::Grads)] = static_cast<Bytes>(ms.grads);
-    r.static_mem[static_cast<size_t>(MemCat::Optimizer)] = static_cast<Bytes>(ms.optimizer);
+    // Offloaded states stay on the host; the GPU holds gathered units only.
+    r.static_mem[static_cast<size_t>(MemCat::Weights)] = static_cast<Bytes>(offload ? 0.0 : ms.weights);
+    r.static_mem[static_cast<size_t>(MemCat::Grads)] = static_cast<Bytes>(offload ? 0.0 : ms.grads);
+    r.static_mem[static_cast<size_t>(MemCat::Optimizer)] = static_cast<Bytes>(offload ? 0.0 : ms.optimizer);
     r.static_mem[static_cast<size_t>(MemCat::Workspace)] = static_cast<Bytes>(sc.profile.runtime_reserved_gib.value * kGiB);
     prog.ranks.push_back(r);
   }
@@ -113,6 +125,10 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
         std::vector<OpId> d;
         const auto idx = static_cast<std::int64_t>(layer_done.size()) - 1 - prefetch;
         if (idx >= 0) d.push_back(layer_done[static_cast<size_t>(idx)]);
+        if (offload) {
+          const double shard = sp.layer / nd * kMasterBytes;
+          d = {em.op(s, Stream::Comm, Phase::FsdpGather, "param shard H2D (offload)", shard / pcie_bps, d, a.microbatch, a.chunk)};
+        }
         const OpId ag = em.comm_op(s, Stream::Comm, Phase::FsdpGather, k == Action::F ? "param all-gather fwd" : "param all-gather bwd",
                                    dp_spec(CollOp::AllGather, unit_w), d, a.microbatch, a.chunk);
         prog.ops[static_cast<size_t>(ag)].at_start = {MemCat::GatheredParams, static_cast<Bytes>(gathered)};
@@ -136,6 +152,9 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
               sync_ops.push_back(em.comm_op(s, Stream::Comm, Phase::DpComm, "grad all-reduce (replicas)",
                                             L.dpcp_outer(CollOp::AllReduce, sh.nd, gbytes / nd), {rs}, a.microbatch, a.chunk));
             }
+            if (offload)  // the reduced shard goes to the host for the CPU optimizer
+              sync_ops.push_back(em.op(s, Stream::Comm, Phase::DpComm, "grad shard D2H (offload)", sp.layer / nd * kMasterBytes / pcie_bps,
+                                       {sync_ops.back()}, a.microbatch, a.chunk));
           }
           return;
         }
@@ -185,7 +204,8 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
     const StageParams sp = stage_params(sc, s);
     const double opt_params = sp.total / (sh.optimizer ? nd : 1.0);
     const double traffic = sb.optimizer * 2 + sb.grads + sb.weights;  // read+write states, read grad, write param
-    const OpId opt = em.op(s, Stream::Compute, Phase::Optimizer, "optimizer step", in.cost.optimizer_s(traffic * opt_params),
+    const double opt_s = offload ? kCpuAdamBytes * opt_params / host_bps : in.cost.optimizer_s(traffic * opt_params);
+    const OpId opt = em.op(s, Stream::Compute, Phase::Optimizer, offload ? "optimizer step (CPU)" : "optimizer step", opt_s,
                            {norm_ops[static_cast<size_t>(s)]});
     if (sh.optimizer && !sh.weights && grad_sync)
       em.comm_op(s, Stream::Comm, Phase::DpComm, "param all-gather", dp_spec(CollOp::AllGather, sp.total * sb.weights), {opt});

@@ -168,8 +168,10 @@ void validate(const Scenario& s, const JsonObject& root) {
   if (p.schedule == "dataparallel" && (p.zero_stage != 0 || p.fsdp))
     fail(par + "/schedule", "\"dataparallel\" cannot be combined with zero_stage or fsdp");
   if (p.fsdp && p.zero_stage != 0) fail(par + "/zero_stage", "set either fsdp or zero_stage, not both");
-  if (p.fsdp && p.fsdp->offload)
-    fail(par + "/fsdp/offload", "CPU offload is not modelled yet (parameters and optimizer over PCIe); set it to false");
+  if (p.fsdp && p.fsdp->offload && p.fsdp->sharding == "grad_op")
+    fail(par + "/fsdp/offload", "CPU offload is modelled for \"full\" and \"hybrid\" sharding (parameters gathered per unit), not \"grad_op\"");
+  if (p.fsdp && p.fsdp->offload && !s.profile.has_host)
+    fail(par + "/fsdp/offload", "CPU offload needs the profile's memory.host_memory_gbps and memory.host_optimizer_efficiency (" + s.profile.file + " has neither)");
   if (p.fsdp && p.fsdp->sharding == "hybrid") {
     const auto g = p.fsdp->shard_group;
     if (g < 1 || p.dp % g != 0)

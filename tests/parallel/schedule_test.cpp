@@ -134,6 +134,40 @@ TEST(Fsdp, FullShardingGathersEachLayerAndShardsStates) {
   EXPECT_LT(out.result.peak_mem_gib, ddp.result.peak_mem_gib);
 }
 
+TEST(Fsdp, CpuOffloadMovesStatesToTheHostAndPaysPcieAndCpuOptimizer) {
+  Json j = test::base_scenario();
+  j["parallel"]["fsdp"] = {{"sharding", "full"}};
+  const Scenario on_gpu = test::scenario_from(j);
+  j["parallel"]["fsdp"]["offload"] = true;
+  const Scenario off = test::scenario_from(j);
+  const auto a = simulate(on_gpu, Registries{});
+  const auto b = simulate(off, Registries{});
+  // No sharded weights, gradients or optimizer states stay on the GPU.
+  const auto& r = b.program.ranks[0];
+  EXPECT_EQ(r.static_mem[static_cast<size_t>(MemCat::Weights)], 0);
+  EXPECT_EQ(r.static_mem[static_cast<size_t>(MemCat::Grads)], 0);
+  EXPECT_EQ(r.static_mem[static_cast<size_t>(MemCat::Optimizer)], 0);
+  EXPECT_LT(b.result.peak_mem_gib, a.result.peak_mem_gib);
+  // One H2D shard copy per gathered unit, one D2H per reduced gradient shard.
+  std::int64_t h2d = 0, d2h = 0, ag = 0, rs = 0;
+  double opt = 0;
+  for (const auto& o : b.program.ops) {
+    const std::string& l = b.program.labels[static_cast<size_t>(o.label)];
+    h2d += l == "param shard H2D (offload)";
+    d2h += l == "grad shard D2H (offload)";
+    ag += l.rfind("param all-gather", 0) == 0;
+    rs += l == "grad reduce-scatter";
+    if (l == "optimizer step (CPU)") opt = time_to_seconds(o.duration);
+  }
+  EXPECT_EQ(h2d, ag);
+  EXPECT_EQ(d2h, rs);
+  // CPU Adam: 28 bytes per parameter of the shard over this GPU's share of the node's DRAM.
+  const double shard = count_params(off.model).total(off.model.layers) / 8;
+  const double bps = off.profile.host_memory_gbps.value * 1e9 * off.profile.host_optimizer_efficiency.value / 8;
+  EXPECT_NEAR(opt, 28 * shard / bps, 1e-9 * opt + 1e-12);
+  EXPECT_GT(b.result.step_time_s, a.result.step_time_s + 0.9 * opt);
+}
+
 TEST(Recompute, FullRecomputeTradesTimeForMemory) {
   Json j = test::base_scenario();
   const auto none = simulate(test::scenario_from(j), Registries{});
