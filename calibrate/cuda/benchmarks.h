@@ -49,6 +49,12 @@ std::vector<CollectiveResult> bench_nccl(int ranks, const std::vector<std::strin
 // Fills n floats with v on a stream (shared by the NCCL benchmarks).
 void fill_floats(float* p, std::int64_t n, float v, cudaStream_t stream);
 
+// Enqueues rank `rank`'s part of one collective of `count` floats (AR buffer, AG output, RS input,
+// A2A total, broadcast/send message) among `ranks`; send_recv goes from rank 0 to rank `peer`.
+// The caller brackets it with ncclGroupStart/End when one thread drives several ranks.
+void enqueue_collective(const std::string& op, int rank, int ranks, int peer, float* send, float* recv, size_t count,
+                        ncclComm_t comm, cudaStream_t stream);
+
 #ifdef PARASIM_WITH_MPI
 // Multi-process, multi-node: one GPU per MPI rank (its node-local rank), ncclCommInitRank with the
 // unique id broadcast over MPI_COMM_WORLD; time per operation is the slowest rank's (MPI max).

@@ -18,6 +18,30 @@ void fill_floats(float* p, std::int64_t n, float v, cudaStream_t stream) {
   CUDA_CHECK(cudaGetLastError());
 }
 
+void enqueue_collective(const std::string& op, int rank, int ranks, int peer, float* send, float* recv, size_t count,
+                        ncclComm_t comm, cudaStream_t stream) {
+  const size_t per = count / static_cast<size_t>(ranks);
+  if (op == "all_reduce") NCCL_CHECK(ncclAllReduce(send, recv, count, ncclFloat, ncclSum, comm, stream));
+  else if (op == "all_gather") NCCL_CHECK(ncclAllGather(send, recv, per, ncclFloat, comm, stream));
+  else if (op == "reduce_scatter") NCCL_CHECK(ncclReduceScatter(send, recv, per, ncclFloat, ncclSum, comm, stream));
+  else if (op == "broadcast") NCCL_CHECK(ncclBroadcast(send, recv, count, ncclFloat, 0, comm, stream));
+  else if (op == "all_to_all") {
+    NCCL_CHECK(ncclGroupStart());
+    for (int q = 0; q < ranks; ++q) {
+      NCCL_CHECK(ncclSend(send + static_cast<size_t>(q) * per, per, ncclFloat, q, comm, stream));
+      NCCL_CHECK(ncclRecv(recv + static_cast<size_t>(q) * per, per, ncclFloat, q, comm, stream));
+    }
+    NCCL_CHECK(ncclGroupEnd());
+  } else if (op == "send_recv") {
+    NCCL_CHECK(ncclGroupStart());
+    if (rank == 0) NCCL_CHECK(ncclSend(send, count, ncclFloat, peer, comm, stream));
+    if (rank == peer) NCCL_CHECK(ncclRecv(recv, count, ncclFloat, 0, comm, stream));
+    NCCL_CHECK(ncclGroupEnd());
+  } else {
+    throw HarnessError("unknown collective " + op);
+  }
+}
+
 std::vector<CollectiveResult> bench_nccl(int ranks, const std::vector<std::string>& ops, const std::vector<double>& sizes,
                                          const Method& method) {
   int visible = 0;
@@ -53,22 +77,7 @@ std::vector<CollectiveResult> bench_nccl(int ranks, const std::vector<std::strin
         NCCL_CHECK(ncclGroupStart());
         for (int r = 0; r < ranks; ++r) {
           const auto i = static_cast<size_t>(r);
-          ncclComm_t c = comms[i];
-          if (op == "all_reduce") NCCL_CHECK(ncclAllReduce(send[i], recv[i], count, ncclFloat, ncclSum, c, st[i]));
-          else if (op == "all_gather") NCCL_CHECK(ncclAllGather(send[i], recv[i], per, ncclFloat, c, st[i]));
-          else if (op == "reduce_scatter") NCCL_CHECK(ncclReduceScatter(send[i], recv[i], per, ncclFloat, ncclSum, c, st[i]));
-          else if (op == "broadcast") NCCL_CHECK(ncclBroadcast(send[i], recv[i], count, ncclFloat, 0, c, st[i]));
-          else if (op == "all_to_all") {
-            for (int peer = 0; peer < ranks; ++peer) {
-              NCCL_CHECK(ncclSend(send[i] + static_cast<size_t>(peer) * per, per, ncclFloat, peer, c, st[i]));
-              NCCL_CHECK(ncclRecv(recv[i] + static_cast<size_t>(peer) * per, per, ncclFloat, peer, c, st[i]));
-            }
-          } else if (op == "send_recv") {
-            if (r == 0) NCCL_CHECK(ncclSend(send[i], count, ncclFloat, 1, c, st[i]));
-            if (r == 1) NCCL_CHECK(ncclRecv(recv[i], count, ncclFloat, 0, c, st[i]));
-          } else {
-            throw HarnessError("unknown collective " + op);
-          }
+          enqueue_collective(op, r, ranks, 1, send[i], recv[i], count, comms[i], st[i]);
         }
         NCCL_CHECK(ncclGroupEnd());
       };

@@ -36,6 +36,14 @@ std::vector<CollectiveResult> bench_nccl_mpi(const std::vector<std::string>& ops
   for (int r = 0; r < size; ++r) distinct.insert(std::string(hosts.data() + static_cast<size_t>(r) * sizeof host));
   *nodes = static_cast<int>(distinct.size());
 
+  // send_recv: rank 0 to the first rank on another node (rank 1 on one node): the network path.
+  int peer = 1;
+  for (int r = 1; r < size; ++r)
+    if (std::string(hosts.data() + static_cast<size_t>(r) * sizeof host) != std::string(hosts.data())) {
+      peer = r;
+      break;
+    }
+
   ncclUniqueId id;
   if (rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
   MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
@@ -61,34 +69,7 @@ std::vector<CollectiveResult> bench_nccl_mpi(const std::vector<std::string>& ops
       const auto count = static_cast<size_t>(bytes / 4);
       const size_t per = count / static_cast<size_t>(size);
       if (per == 0 && (op == "all_gather" || op == "reduce_scatter" || op == "all_to_all")) continue;
-      auto launch = [&]() {
-        if (op == "all_reduce") NCCL_CHECK(ncclAllReduce(send, recv, count, ncclFloat, ncclSum, comm, st));
-        else if (op == "all_gather") NCCL_CHECK(ncclAllGather(send, recv, per, ncclFloat, comm, st));
-        else if (op == "reduce_scatter") NCCL_CHECK(ncclReduceScatter(send, recv, per, ncclFloat, ncclSum, comm, st));
-        else if (op == "broadcast") NCCL_CHECK(ncclBroadcast(send, recv, count, ncclFloat, 0, comm, st));
-        else if (op == "all_to_all") {
-          NCCL_CHECK(ncclGroupStart());
-          for (int peer = 0; peer < size; ++peer) {
-            NCCL_CHECK(ncclSend(send + static_cast<size_t>(peer) * per, per, ncclFloat, peer, comm, st));
-            NCCL_CHECK(ncclRecv(recv + static_cast<size_t>(peer) * per, per, ncclFloat, peer, comm, st));
-          }
-          NCCL_CHECK(ncclGroupEnd());
-        } else if (op == "send_recv") {
-          // Rank 0 to the first rank on another node (or rank 1 on one node): the network path.
-          int peer = 1;
-          for (int r = 1; r < size; ++r)
-            if (std::string(hosts.data() + static_cast<size_t>(r) * sizeof host) != std::string(hosts.data())) {
-              peer = r;
-              break;
-            }
-          NCCL_CHECK(ncclGroupStart());
-          if (rank == 0) NCCL_CHECK(ncclSend(send, count, ncclFloat, peer, comm, st));
-          if (rank == peer) NCCL_CHECK(ncclRecv(recv, count, ncclFloat, 0, comm, st));
-          NCCL_CHECK(ncclGroupEnd());
-        } else {
-          throw HarnessError("unknown collective " + op);
-        }
-      };
+      auto launch = [&]() { enqueue_collective(op, rank, size, peer, send, recv, count, comm, st); };
       for (int w = 0; w < method.warmup; ++w) launch();
       CUDA_CHECK(cudaStreamSynchronize(st));
       MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
