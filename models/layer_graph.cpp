@@ -1,5 +1,7 @@
 #include "models/layer_graph.h"
 
+#include <tuple>
+
 namespace parasim {
 
 double Block::model_flops() const {
@@ -19,6 +21,16 @@ Kernel mem(const std::string& name, double bytes, bool bwd = false) {
   Kernel g{name, KernelKind::Memory, 0, 0, 0, 1, 0, 0, bytes, bwd};
   return g;
 }
+// FP8 quantization traffic of one linear layer y = x W (Transformer Engine's delayed-scaling recipe:
+// cast_transpose kernels): forward reads the bf16 input (2 B/element) and writes its FP8 copy and
+// the FP8 transpose the weight gradient needs (1 + 1 B); backward does the same for the output
+// gradient. Fusions of the cast into a preceding norm or activation are not credited.
+constexpr double kFp8CastBytesPerElement = 4;
+Kernel fp8_cast(const std::string& name, std::int64_t rows, std::int64_t cols, bool bwd) {
+  return Kernel{name, KernelKind::Memory, 0, 0, 0, 1, 0, 0,
+                kFp8CastBytesPerElement * static_cast<double>(rows) * static_cast<double>(cols), bwd};
+}
+
 // Forward GEMM y = x W with x [M,K], W [K,N] -> backward dgrad [M,N]x[N,K] and wgrad [K,M]x[M,N].
 void add_gemm_bwd(Block& b, const Kernel& f) {
   b.kernels.push_back(gemm(f.name + ".dgrad", f.m, f.k, f.n, true));
@@ -147,6 +159,14 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   g.head_bwd.kernels.push_back(mem("cross_entropy.bwd", 2 * logits, true));
   add_gemm_bwd(g.head_bwd, lg);
   g.head_bwd.kernels.push_back(mem("final_norm.bwd", 3 * act, true));
+  if (sh.fp8_gemms) {
+    // The transformer layers' linear GEMMs run in FP8; the output layer stays in 16-bit.
+    for (auto [fwd, bwd, k] : {std::tuple{&g.attn_fwd, &g.attn_bwd, qkv}, std::tuple{&g.attn_fwd, &g.attn_bwd, proj},
+                               std::tuple{&g.mlp_fwd, &g.mlp_bwd, up}, std::tuple{&g.mlp_fwd, &g.mlp_bwd, down}}) {
+      fwd->kernels.push_back(fp8_cast(k.name + ".fp8_cast", k.m, k.k, false));        // input x [M, K]
+      bwd->kernels.push_back(fp8_cast(k.name + ".fp8_cast.bwd", k.m, k.n, true));     // grad y [M, N]
+    }
+  }
   return g;
 }
 

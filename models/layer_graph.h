@@ -36,6 +36,9 @@ struct LayerShape {
   std::int64_t seq_len = 2048;
   double dtype_bytes = 2;     // activations and weights (bf16/fp16)
   bool flash_attention = true;
+  // FP8 linear layers (Transformer Engine recipe): each GEMM input is quantized in forward and each
+  // output gradient in backward, both through HBM.
+  bool fp8_gemms = false;
 };
 
 struct LayerGraph {

@@ -15,6 +15,7 @@ LayerShape layer_shape(const Scenario& sc) {
   sh.seq_len = sc.training.seq_len;
   sh.dtype_bytes = sc.dtype_bytes();
   sh.flash_attention = sc.training.flash_attention;
+  sh.fp8_gemms = sc.training.dtype == "fp8";
   return sh;
 }
 

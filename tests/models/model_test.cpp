@@ -60,6 +60,30 @@ TEST(LayerGraph, TensorParallelSplitsGemmsEvenly) {
   EXPECT_EQ(b.attn_fwd.kernels[1].n, (8192 + 2 * 1024) / 8);
 }
 
+// FP8 linear layers: 4 bytes per element of each GEMM input (forward) and output gradient
+// (backward); FLOPs unchanged, the output layer not cast.
+TEST(LayerGraph, Fp8QuantizationTrafficPerLinearLayer) {
+  const ModelSpec m = load_zoo_model(test::data_dir(), "llama3-8b", "test");
+  LayerShape bf, f8;
+  bf.seq_len = f8.seq_len = 4096;
+  f8.fp8_gemms = true;
+  const LayerGraph a = build_layer_graph(m, bf), b = build_layer_graph(m, f8);
+  auto bytes = [](const Block& blk) {
+    double x = 0;
+    for (const auto& k : blk.kernels) x += k.bytes;
+    return x;
+  };
+  const double T = 4096, h = static_cast<double>(m.hidden), kv = static_cast<double>(m.kv_dim()), f = static_cast<double>(m.ffn_hidden);
+  // Forward inputs: qkv and o-proj read [T, h]; gate/up reads [T, h]; down reads [T, f].
+  EXPECT_NEAR(bytes(b.attn_fwd) - bytes(a.attn_fwd), 4 * (T * h + T * h), 1e-3);
+  EXPECT_NEAR(bytes(b.mlp_fwd) - bytes(a.mlp_fwd), 4 * (T * h + T * f), 1e-3);
+  // Backward output gradients: qkv [T, h + 2kv], o-proj [T, h], gate/up [T, 2f], down [T, h].
+  EXPECT_NEAR(bytes(b.attn_bwd) - bytes(a.attn_bwd), 4 * (T * (h + 2 * kv) + T * h), 1e-3);
+  EXPECT_NEAR(bytes(b.mlp_bwd) - bytes(a.mlp_bwd), 4 * (T * 2 * f + T * h), 1e-3);
+  EXPECT_DOUBLE_EQ(bytes(b.head_fwd), bytes(a.head_fwd));
+  EXPECT_DOUBLE_EQ(b.attn_fwd.model_flops() + b.mlp_fwd.model_flops(), a.attn_fwd.model_flops() + a.mlp_fwd.model_flops());
+}
+
 // Simulated throughput counts exactly the model FLOPs of the global batch.
 TEST(LayerGraph, SimulatedTflopsIntegrateToModelFlops) {
   Json j = test::base_scenario();
