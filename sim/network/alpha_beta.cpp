@@ -138,6 +138,14 @@ std::string AlphaBetaNetwork::algorithm(const CollectiveSpec& c) const {
   return std::string(nccl_algo_name(e.algo)) + "/" + nccl_proto_name(e.proto);
 }
 
+AlgoEstimate AlphaBetaNetwork::choose(const CollectiveSpec& c) const {
+  return tuner_choose(tuner_input(c), {c_.nccl_algorithm, c_.nccl_protocol});
+}
+
+AlgoEstimate AlphaBetaNetwork::price(const CollectiveSpec& c, const std::string& algorithm, const std::string& protocol) const {
+  return tuner_choose(tuner_input(c), {algorithm, protocol});
+}
+
 std::vector<std::pair<std::string, double>> AlphaBetaNetwork::candidates(const CollectiveSpec& c) const {
   std::vector<std::pair<std::string, double>> out;
   for (const auto& e : tuner_candidates(tuner_input(c), {c_.nccl_algorithm, c_.nccl_protocol}))

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sim/network/algorithms/algorithms.h"
 #include "sim/network/flow_model.h"
 #include "sim/topology/builder.h"
 
@@ -37,7 +38,6 @@ double FlowNetwork::simulate(const CollectiveSpec& c) const {
   const std::int64_t rpn = std::max<std::int64_t>(1, std::min(c.ranks_per_node, c.ranks));
   const std::int64_t nodes = (c.ranks + rpn - 1) / rpn;
   const std::int64_t groups = std::max<std::int64_t>(1, std::min(c.groups_per_node, c_.gpus_per_node / rpn));
-  const double alpha = (nodes > 1 ? p_.inter_alpha_us.value : p_.intra_alpha_us.value) * 1e-6;
   const double n = static_cast<double>(c.ranks);
   std::vector<Flow> flows;
   double steps = 1;
@@ -89,15 +89,24 @@ double FlowNetwork::simulate(const CollectiveSpec& c) const {
     }
   }
   const FlowRun run = run_flows(flows, topo_.link_gbps);
-  // Latency as NCCL's hierarchical rings pay it: intra-node hops at NVLink latency, one
-  // network hop per node boundary (the bandwidth part of every step comes from the flows).
-  const double mult = c.op == CollOp::AllReduce ? 2.0 : 1.0;
-  const double latency = nodes > 1 && c.op != CollOp::SendRecv
-                             ? mult * (static_cast<double>(rpn - 1) * p_.intra_alpha_us.value +
-                                       static_cast<double>(nodes - 1) * p_.inter_alpha_us.value) * 1e-6
-                             : (c.op == CollOp::SendRecv ? alpha : std::max(1.0, steps) * alpha);
-  if (c.op == CollOp::Broadcast) return (n - 1) * alpha + run.makespan_s;
-  return latency + steps * run.makespan_s;
+  const double flow_bw_s = (c.op == CollOp::Broadcast ? 1.0 : steps) * run.makespan_s;
+  // Algorithm, protocol and latency as NCCL's tuner chooses them (analytical model, same profile
+  // tables and overrides); the flows give the bandwidth part under contention. For a ring the
+  // simulated ring replaces the analytical transfer time; tree / NVLS / hierarchical keep their
+  // own transfer time scaled by the contention the simulated ring met (flows / uncontended ring).
+  const AlgoEstimate choice = measured_.choose(c);
+  if (c.op == CollOp::AllToAll || c.op == CollOp::SendRecv || c.op == CollOp::Broadcast)
+    return choice.latency_s + flow_bw_s;
+  const AlgoEstimate ring = measured_.price(c, "ring", nccl_proto_name(choice.proto));
+  const double ring_bw_s = std::max(ring.time_s - ring.latency_s, 1e-30);
+  const double ring_simple_bw_s = [&] {
+    const AlgoEstimate rs = measured_.price(c, "ring", "simple");
+    return std::max(rs.time_s - rs.latency_s, 1e-30);
+  }();
+  // The flows carry full-rate (Simple) rings; the protocol's bandwidth fraction scales them.
+  const double flow_proto_s = flow_bw_s * ring_bw_s / ring_simple_bw_s;
+  if (choice.algo == NcclAlgo::Ring) return choice.latency_s + flow_proto_s;
+  return choice.latency_s + (choice.time_s - choice.latency_s) * flow_proto_s / ring_bw_s;
 }
 
 double FlowNetwork::time_s(const CollectiveSpec& c) const {
@@ -122,11 +131,15 @@ std::string FlowNetwork::algorithm(const CollectiveSpec& c) const {
   if ((c.ranks + rpn - 1) / rpn == 1)
     for (const auto& pt : p_.collective_points)
       if (pt.nodes == 1) return measured_.algorithm(c);
+  const AlgoEstimate e = measured_.choose(c);
+  const std::string tuned = std::string(nccl_algo_name(e.algo)) + "/" + nccl_proto_name(e.proto);
   switch (c.op) {
-    case CollOp::Broadcast: return "chain flows";
-    case CollOp::AllToAll: return "direct flows";
-    case CollOp::SendRecv: return "p2p flow";
-    default: return "ring flows (one channel per NIC, PXN)";
+    case CollOp::Broadcast: return tuned + " latency, chain flows";
+    case CollOp::AllToAll: return tuned + " latency, direct flows";
+    case CollOp::SendRecv: return tuned + " latency, p2p flow";
+    default:
+      return e.algo == NcclAlgo::Ring ? tuned + " over ring flows (one channel per NIC share, PXN)"
+                                      : tuned + " (transfer scaled by the contention its ring flows meet)";
   }
 }
 

@@ -1,7 +1,9 @@
 // The flow-level network model: collectives decomposed by algorithm (ring with one channel per
 // NIC share, pipelined chain broadcast, direct all-to-all, point-to-point) into flows on the
 // routed topology, concurrent groups of the same collective included so that they contend for
-// shared NICs and switch uplinks. Single-node groups with measured profile points use them.
+// shared NICs and switch uplinks. Algorithm, protocol and latency follow NCCL's tuner (the
+// analytical model's); a tree or NVLS choice keeps its transfer time scaled by the contention its
+// ring flows meet. Single-node groups with measured profile points use them.
 #pragma once
 #include <map>
 #include <memory>

@@ -24,6 +24,7 @@ struct CollectiveSpec {
 };
 
 struct AlgoInput;
+struct AlgoEstimate;
 
 class NetworkModel {
  public:
@@ -43,6 +44,10 @@ class AlphaBetaNetwork final : public NetworkModel {
   std::string name() const override { return "analytical"; }
   double time_s(const CollectiveSpec& c) const override;
   std::string algorithm(const CollectiveSpec& c) const override;
+  // The tuner's choice for this call (scenario overrides and profile rules applied), and its
+  // price of one given algorithm/protocol ("ring", "simple"); for the flow model.
+  AlgoEstimate choose(const CollectiveSpec& c) const;
+  AlgoEstimate price(const CollectiveSpec& c, const std::string& algorithm, const std::string& protocol) const;
   // Every algorithm/protocol the tuner priced for this call ("ring/simple" -> seconds).
   std::vector<std::pair<std::string, double>> candidates(const CollectiveSpec& c) const;
 

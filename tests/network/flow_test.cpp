@@ -55,7 +55,8 @@ Profile without_points(const std::string& name) {
 }
 
 TEST(FlowNetwork, RingAllReduceOnOneNodeMatchesClosedForm) {
-  const Profile p = without_points("a100-sxm4-80g");
+  Profile p = without_points("a100-sxm4-80g");
+  p.nccl = NcclTuning{};  // textbook ring: per-step alpha from the profile, full bandwidth
   ClusterSpec c;
   c.nodes = 1;
   c.gpus_per_node = 8;
@@ -63,6 +64,27 @@ TEST(FlowNetwork, RingAllReduceOnOneNodeMatchesClosedForm) {
   const double S = 1e9, n = 8, a = p.intra_alpha_us.value * 1e-6, B = p.nvlink_gbps.value * 1e9 * p.intra_bus_efficiency.value;
   // 2(n-1) * (alpha + S/(n*B))
   EXPECT_NEAR(net.time_s({CollOp::AllReduce, 8, 8, 1, S}), 2 * (n - 1) * (a + S / (n * B)), 1e-9);
+}
+
+TEST(FlowNetwork, FollowsTheTunersAlgorithmAndAddsContention) {
+  const Profile p = without_points("h100-sxm5-80g");
+  ClusterSpec c;
+  c.nodes = 16;
+  c.nics_per_node = 8;
+  c.nic_gbps = 50;
+  const FlowNetwork flow(p, c);
+  const AlphaBetaNetwork analytical(p, c);
+  // One group, no contention: small all-reduce over 16 nodes runs NCCL's tree in both models.
+  const CollectiveSpec small{CollOp::AllReduce, 128, 8, 1, 64e3};
+  EXPECT_EQ(analytical.algorithm(small).substr(0, 4), "tree");
+  EXPECT_NEAR(flow.time_s(small) / analytical.time_s(small), 1.0, 0.1);
+  // Under a 4:1 tapered fat tree (4 leaves of 32 NICs), eight concurrent DP groups (one rank per
+  // node each) load every uplink; one group alone does not: the flows see the difference.
+  c.oversubscription = 4;
+  const FlowNetwork tapered(p, c);
+  const double alone = tapered.time_s({CollOp::AllReduce, 16, 1, 1, 1e9});
+  const double loaded = tapered.time_s({CollOp::AllReduce, 16, 1, 8, 1e9});
+  EXPECT_GT(loaded, 2 * alone);
 }
 
 TEST(FlowNetwork, OversubscriptionHalvesCrossSpineBandwidthUnderFullLoad) {
