@@ -48,6 +48,12 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
            {"overlap_compute_slowdown", &p.overlap_compute_slowdown}, {"inter_alpha_us", &p.inter_alpha_us},
            {"pcie_gbps", &p.pcie_gbps}})
     if (f->how == "assumed") assumed.insert(name);
+  // Figures only some plans use: listed when the plan depends on them.
+  if (sc.parallel.fsdp && sc.parallel.fsdp->offload) {
+    if (p.host_memory_gbps.how == "assumed") assumed.insert("host_memory_gbps");
+    if (p.host_optimizer_efficiency.how == "assumed") assumed.insert("host_optimizer_efficiency");
+  }
+  if (p.nccl.present && p.nccl.how == "assumed") assumed.insert("network.nccl");
   if (!assumed.empty()) {
     std::string s = "profile figures marked 'assumed' (no measurement yet):";
     for (const auto& a : assumed) s += " " + a;
