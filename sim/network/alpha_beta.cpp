@@ -127,8 +127,11 @@ AlgoInput AlphaBetaNetwork::tuner_input(const CollectiveSpec& c) const {
 
 double AlphaBetaNetwork::time_s(const CollectiveSpec& c) const {
   if (c.ranks <= 1 || c.bytes <= 0) return 0.0;
-  if (use_measured(c)) return measured_time(c);
-  return tuner_choose(tuner_input(c), {c_.nccl_algorithm, c_.nccl_protocol}).time_s;
+  const auto key = std::make_tuple(static_cast<int>(c.op), c.ranks, c.ranks_per_node, c.groups_per_node, c.bytes);
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  const double t = use_measured(c) ? measured_time(c) : tuner_choose(tuner_input(c), {c_.nccl_algorithm, c_.nccl_protocol}).time_s;
+  cache_.emplace(key, t);
+  return t;
 }
 
 std::string AlphaBetaNetwork::algorithm(const CollectiveSpec& c) const {

@@ -2,8 +2,10 @@
 // the analytical alpha-beta model here; the flow-level topology model behind the same interface.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -59,6 +61,8 @@ class AlphaBetaNetwork final : public NetworkModel {
   const Profile& p_;
   ClusterSpec c_;
   double link_gbps_;
+  // Lowering asks for the same few collectives many times (per layer, per microbatch).
+  mutable std::map<std::tuple<int, std::int64_t, std::int64_t, std::int64_t, double>, double> cache_;
 };
 
 // Bus-bandwidth factor of nccl-tests: time = factor * S / busbw.
