@@ -111,13 +111,9 @@ double FlowNetwork::simulate(const CollectiveSpec& c) const {
 
 double FlowNetwork::time_s(const CollectiveSpec& c) const {
   if (c.ranks <= 1 || c.bytes <= 0) return 0.0;
-  const std::int64_t rpn = std::max<std::int64_t>(1, std::min(c.ranks_per_node, c.ranks));
-  if ((c.ranks + rpn - 1) / rpn == 1) {
-    // Single node: measured NCCL points (when the profile has them) already include the
-    // algorithm, protocol and NVLS choices NCCL made; they win over a synthetic ring.
-    for (const auto& pt : p_.collective_points)
-      if (pt.nodes == 1) return measured_.time_s(c);
-  }
+  // Measured NCCL points of this group shape already include the algorithm, protocol and NVLS
+  // choices NCCL made; they win over simulated flows (same rule as the analytical model).
+  if (measured_.use_measured(c)) return measured_.time_s(c);
   const auto key = std::make_tuple(static_cast<int>(c.op), c.ranks, c.ranks_per_node, c.groups_per_node, c.bytes);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
@@ -127,10 +123,7 @@ double FlowNetwork::time_s(const CollectiveSpec& c) const {
 }
 
 std::string FlowNetwork::algorithm(const CollectiveSpec& c) const {
-  const std::int64_t rpn = std::max<std::int64_t>(1, std::min(c.ranks_per_node, c.ranks));
-  if ((c.ranks + rpn - 1) / rpn == 1)
-    for (const auto& pt : p_.collective_points)
-      if (pt.nodes == 1) return measured_.algorithm(c);
+  if (measured_.use_measured(c)) return measured_.algorithm(c);
   const AlgoEstimate e = measured_.choose(c);
   const std::string tuned = std::string(nccl_algo_name(e.algo)) + "/" + nccl_proto_name(e.proto);
   switch (c.op) {

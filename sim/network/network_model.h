@@ -52,9 +52,11 @@ class AlphaBetaNetwork final : public NetworkModel {
   AlgoEstimate price(const CollectiveSpec& c, const std::string& algorithm, const std::string& protocol) const;
   // Every algorithm/protocol the tuner priced for this call ("ring/simple" -> seconds).
   std::vector<std::pair<std::string, double>> candidates(const CollectiveSpec& c) const;
+  // True when the profile has measured points of this group shape and NCCL's own choice is asked
+  // for: those points price it (shared by the flow model).
+  bool use_measured(const CollectiveSpec& c) const;
 
  private:
-  bool use_measured(const CollectiveSpec& c) const;
   double measured_time(const CollectiveSpec& c) const;
   std::vector<const CollectivePoint*> measured_points(const CollectiveSpec& c) const;
   AlgoInput tuner_input(const CollectiveSpec& c) const;
