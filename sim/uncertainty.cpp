@@ -18,11 +18,19 @@ struct SplitMix {
   }
 };
 
-std::vector<std::pair<std::string, Figure*>> ranged(Profile& p) {
+// The profile figures with a spread that this scenario's prediction reads.
+std::vector<std::pair<std::string, Figure*>> ranged(Profile& p, const TrainingSpec& t) {
   std::vector<std::pair<std::string, Figure*>> out;
   for (auto& [dt, f] : p.gemm_max_efficiency) out.push_back({"gemm_max_efficiency." + dt, &f});
+  if (t.flash_attention && t.attention_kernel != kAttentionDefault) {
+    auto& a = p.attention_kernels.at(t.attention_kernel);
+    out.push_back({"attention_kernels." + t.attention_kernel + ".fwd_efficiency", &a.fwd_efficiency});
+    out.push_back({"attention_kernels." + t.attention_kernel + ".bwd_efficiency", &a.bwd_efficiency});
+  } else {
+    out.push_back({"attention_fwd_efficiency", &p.attention_fwd_efficiency});
+    out.push_back({"attention_bwd_efficiency", &p.attention_bwd_efficiency});
+  }
   for (auto& [name, f] : std::initializer_list<std::pair<const char*, Figure*>>{
-           {"attention_fwd_efficiency", &p.attention_fwd_efficiency}, {"attention_bwd_efficiency", &p.attention_bwd_efficiency},
            {"hbm_efficiency", &p.hbm_efficiency}, {"kernel_overhead_us", &p.kernel_overhead_us},
            {"overlap_compute_slowdown", &p.overlap_compute_slowdown}, {"intra_bus_efficiency", &p.intra_bus_efficiency},
            {"inter_bus_efficiency", &p.inter_bus_efficiency}, {"inter_alpha_us", &p.inter_alpha_us}})
@@ -36,7 +44,7 @@ std::vector<std::pair<std::string, Figure*>> ranged(Profile& p) {
 Interval predict_interval(const Scenario& sc, const Registries& reg, std::int64_t samples, std::uint64_t seed) {
   Interval iv;
   Scenario s = sc;
-  auto figs = ranged(s.profile);
+  auto figs = ranged(s.profile, s.training);
   for (const auto& f : figs) iv.figures.push_back(f.first);
   std::vector<double> steps;
   if (figs.empty()) {

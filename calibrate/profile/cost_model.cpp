@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 namespace parasim {
 
-CostModel::CostModel(const Profile& profile, std::string dtype)
+CostModel::CostModel(const Profile& profile, std::string dtype, const std::string& attention_kernel)
     : p_(profile),
       dtype_(std::move(dtype)),
       peak_(profile.peak_flops(dtype_)),
@@ -13,6 +14,7 @@ CostModel::CostModel(const Profile& profile, std::string dtype)
       // attention in 16-bit; fp32 training runs attention at the fp32/tf32 rate.
       attention_peak_(profile.peak_flops(dtype_ == "fp8" ? "bf16" : dtype_)) {
   profile.gemm_efficiency(dtype_);  // fail early if the profile cannot price this dtype
+  std::tie(attention_fwd_, attention_bwd_) = profile.attention_efficiency(attention_kernel);
 }
 
 double CostModel::memory_s(double bytes) const {
@@ -20,7 +22,7 @@ double CostModel::memory_s(double bytes) const {
 }
 
 double CostModel::attention_s(double flops, bool backward) const {
-  const double eff = backward ? p_.attention_bwd_efficiency.value : p_.attention_fwd_efficiency.value;
+  const double eff = backward ? attention_bwd_->value : attention_fwd_->value;
   return flops / (attention_peak_ * eff) + p_.kernel_overhead_us.value * 1e-6;
 }
 

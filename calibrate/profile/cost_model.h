@@ -11,7 +11,8 @@ namespace parasim {
 
 class CostModel {
  public:
-  CostModel(const Profile& profile, std::string dtype);
+  // attention_kernel: kAttentionDefault or a kernel in the profile's compute.attention_kernels.
+  CostModel(const Profile& profile, std::string dtype, const std::string& attention_kernel = kAttentionDefault);
 
   double gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1) const;
   double attention_s(double flops, bool backward) const;
@@ -29,6 +30,8 @@ class CostModel {
   std::string dtype_;
   double peak_;
   double attention_peak_;
+  const Figure* attention_fwd_;
+  const Figure* attention_bwd_;
   mutable std::int64_t fallbacks_ = 0;
   mutable std::int64_t lookups_ = 0;
 };

@@ -124,6 +124,15 @@ double Profile::gemm_efficiency(const std::string& dtype) const {
   return it->second.value;
 }
 
+std::pair<const Figure*, const Figure*> Profile::attention_efficiency(const std::string& kernel) const {
+  if (kernel == kAttentionDefault) return {&attention_fwd_efficiency, &attention_bwd_efficiency};
+  const auto it = attention_kernels.find(kernel);
+  if (it == attention_kernels.end())
+    throw ProfileError(file + ": /compute/attention_kernels/" + kernel + ": profile \"" + name +
+                       "\" has no figures for attention kernel \"" + kernel + "\"");
+  return {&it->second.fwd_efficiency, &it->second.bwd_efficiency};
+}
+
 Profile parse_profile(const Json& j, const std::string& file) {
   const JsonObject root(j, file, "");
   if (root.str("schema") != "parasim.profile/1") root.fail("schema", "expected \"parasim.profile/1\"");
@@ -158,6 +167,21 @@ Profile parse_profile(const Json& j, const std::string& file) {
     p.gemm_tile_n = figure(c, "gemm_tile_n", 1, 4096);
     p.attention_fwd_efficiency = figure(c, "attention_fwd_efficiency", 0.01, 1.0);
     p.attention_bwd_efficiency = figure(c, "attention_bwd_efficiency", 0.01, 1.0);
+    if (auto ak = c.object_opt("attention_kernels")) {
+      if (ak->has(kAttentionDefault))
+        ak->fail(kAttentionDefault, std::string("the default kernel is priced by compute.attention_fwd_efficiency and ") +
+                                        "compute.attention_bwd_efficiency, not listed here");
+      for (const auto& name : kAttentionKernels) {
+        if (name == kAttentionDefault || !ak->has(name)) continue;
+        const JsonObject k = ak->object(name);
+        Profile::AttentionKernel a;
+        a.fwd_efficiency = figure(k, "fwd_efficiency", 0.01, 1.0);
+        a.bwd_efficiency = figure(k, "bwd_efficiency", 0.01, 1.0);
+        k.finish({"note"});
+        p.attention_kernels[name] = a;
+      }
+      ak->finish();
+    }
     p.kernel_overhead_us = figure(c, "kernel_overhead_us", 0, 1e4);
     p.overlap_compute_slowdown = figure(c, "overlap_compute_slowdown", 0, 10);
     if (const Json* pts = c.raw_opt("gemm_points")) {

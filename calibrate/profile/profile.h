@@ -9,6 +9,13 @@
 
 namespace parasim {
 
+// The fused-attention kernel the profile's attention_fwd/bwd_efficiency describe (FlashAttention-2
+// class: the kernel PyTorch SDPA, flash-attn 2.x and most frameworks run).
+inline constexpr const char* kAttentionDefault = "flash";
+// Kernels a scenario may name (training.attention_kernel); a profile prices the default and those
+// listed in its compute.attention_kernels.
+inline const std::vector<std::string> kAttentionKernels = {"flash", "triton"};
+
 struct Figure {
   double value = 0;
   std::string how;     // measured | imported | datasheet | published | fitted | assumed
@@ -84,6 +91,12 @@ struct Profile {
   std::map<std::string, Figure> gemm_max_efficiency;  // dtype -> best-shape achievable fraction of peak
   Figure gemm_tile_m, gemm_tile_n;  // output tile of the large-GEMM kernels, for wave quantisation
   Figure attention_fwd_efficiency, attention_bwd_efficiency;  // fused attention, fraction of peak
+  // Other fused-attention implementations (compute.attention_kernels, e.g. "triton": FlashAttention
+  // in Triton), each with its own forward/backward efficiency; the figures above are kAttentionDefault.
+  struct AttentionKernel {
+    Figure fwd_efficiency, bwd_efficiency;
+  };
+  std::map<std::string, AttentionKernel> attention_kernels;
   Figure hbm_gbps, hbm_efficiency;
   Figure kernel_overhead_us;     // per-kernel launch and tail
   Figure runtime_reserved_gib;   // CUDA context, allocator and library workspaces
@@ -106,6 +119,8 @@ struct Profile {
 
   double peak_flops(const std::string& dtype) const;  // FLOP/s; throws ProfileError if absent
   double gemm_efficiency(const std::string& dtype) const;  // throws ProfileError if absent
+  // (forward, backward) efficiency of a fused attention kernel; throws ProfileError if absent.
+  std::pair<const Figure*, const Figure*> attention_efficiency(const std::string& kernel) const;
 };
 
 Profile parse_profile(const Json& j, const std::string& file);

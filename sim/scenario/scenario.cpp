@@ -77,6 +77,9 @@ TrainingSpec parse_training(const JsonObject& o) {
   t.dtype = o.choice("dtype", {"bf16", "fp16", "fp8", "fp32"}, "bf16");
   t.optimizer = o.choice("optimizer", {"adam", "sgd"}, "adam");
   t.flash_attention = o.boolean("flash_attention", true);
+  t.attention_kernel = o.choice("attention_kernel", kAttentionKernels, kAttentionDefault);
+  if (!t.flash_attention && o.has("attention_kernel"))
+    o.fail("attention_kernel", "names a fused attention kernel, but flash_attention is false (unfused attention)");
   t.fp32_grad_accumulation = o.boolean("fp32_grad_accumulation", false);
   o.finish();
   return t;
@@ -177,6 +180,10 @@ void validate(const Scenario& s, const JsonObject& root) {
     if (g < 1 || p.dp % g != 0)
       fail(par + "/fsdp/shard_group", "hybrid sharding needs shard_group dividing dp (" + itos(p.dp) + "), got " + itos(g));
   }
+  if (t.flash_attention && t.attention_kernel != kAttentionDefault && !s.profile.attention_kernels.count(t.attention_kernel))
+    fail("/training/attention_kernel", "the GPU profile \"" + s.profile.name + "\" (" + s.profile.file +
+                                           ") has no figures for attention kernel \"" + t.attention_kernel +
+                                           "\" (compute.attention_kernels)");
   if (t.dtype == "fp8" && !s.profile.peak_tflops.count("fp8"))
     fail("/training/dtype", "the GPU profile \"" + s.profile.name + "\" has no fp8 peak");
   const std::int64_t chunks = p.pp * p.vpp;
@@ -280,6 +287,7 @@ Json Scenario::resolved() const {
   }
   j["training"] = {{"global_batch", training.global_batch}, {"micro_batch", training.micro_batch}, {"seq_len", training.seq_len},
                    {"dtype", training.dtype}, {"optimizer", training.optimizer}, {"flash_attention", training.flash_attention},
+                   {"attention_kernel", training.attention_kernel},
                    {"fp32_grad_accumulation", training.fp32_grad_accumulation}};
   Json pj = {{"dp", parallel.dp}, {"tp", parallel.tp}, {"pp", parallel.pp}, {"vpp", parallel.vpp}, {"cp", parallel.cp},
              {"schedule", parallel.schedule}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", parallel.recompute},

@@ -52,6 +52,7 @@ struct TrainingSpec {
   std::string dtype = "bf16";
   std::string optimizer = "adam";
   bool flash_attention = true;
+  std::string attention_kernel = "flash";  // fused kernel implementation (kAttentionKernels)
   bool fp32_grad_accumulation = false;  // Megatron main_grads in fp32 (4 bytes per parameter)
 };
 

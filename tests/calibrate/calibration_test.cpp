@@ -75,6 +75,45 @@ TEST(MeasuredProfile, BuiltFromRecordedResultsLoadsAndIsUsed) {
   EXPECT_EQ(cm.fallbacks(), 0);
 }
 
+TEST(AttentionKernels, EachKernelIsPricedByItsOwnProfileFigures) {
+  const Profile p = load_profile(test::data_dir(), "a100-sxm4-80g", "test");
+  const double flops = 1e12, peak = 312e12, launch = p.kernel_overhead_us.value * 1e-6;
+  const CostModel flash(p, "bf16");
+  const CostModel triton(p, "bf16", "triton");
+  const auto& t = p.attention_kernels.at("triton");
+  EXPECT_NEAR(flash.attention_s(flops, false), flops / (peak * p.attention_fwd_efficiency.value) + launch, 1e-15);
+  EXPECT_NEAR(triton.attention_s(flops, false), flops / (peak * t.fwd_efficiency.value) + launch, 1e-15);
+  EXPECT_NEAR(triton.attention_s(flops, true), flops / (peak * t.bwd_efficiency.value) + launch, 1e-15);
+  // The published ratios the A100 figures encode (FlashAttention-2 paper, section 4.1): Triton is
+  // 1.3-1.5x slower in forward and about 2x slower in backward than FlashAttention-2.
+  const double fwd_ratio = (triton.attention_s(flops, false) - launch) / (flash.attention_s(flops, false) - launch);
+  const double bwd_ratio = (triton.attention_s(flops, true) - launch) / (flash.attention_s(flops, true) - launch);
+  EXPECT_GE(fwd_ratio, 1.3 - 1e-3);
+  EXPECT_LE(fwd_ratio, 1.5 + 1e-3);
+  EXPECT_NEAR(bwd_ratio, 2.0, 1e-3);
+  EXPECT_THROW(CostModel(p, "bf16", "cudnn"), ProfileError);
+}
+
+TEST(AttentionKernels, ProfileRejectsUnknownOrDefaultKernelEntries) {
+  Json j = read_json_file(test::data_dir() + "/calibrate/profiles/a100-sxm4-80g.json");
+  auto error_of = [](const Json& prof) {
+    try {
+      parse_profile(prof, "p.json");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  Json bad = j;
+  bad["compute"]["attention_kernels"]["tritonn"] = bad["compute"]["attention_kernels"]["triton"];
+  EXPECT_EQ(error_of(bad), "p.json: /compute/attention_kernels/tritonn: unknown key; did you mean \"triton\"?");
+  bad = j;
+  bad["compute"]["attention_kernels"]["flash"] = bad["compute"]["attention_kernels"]["triton"];
+  EXPECT_EQ(error_of(bad), "p.json: /compute/attention_kernels/flash: the default kernel is priced by "
+                          "compute.attention_fwd_efficiency and compute.attention_bwd_efficiency, not listed here");
+  EXPECT_EQ(error_of(j), "(no error)");
+}
+
 TEST(MeasuredProfile, MultiNodeRunAddsItsGroupsToTheBaseProfilesPoints) {
   // What `mpirun ... parasim-calibrate --mpi --base <single-node measured profile>` writes: the
   // base's points stay, the 16-rank 2-node groups are added, GEMM points are untouched.

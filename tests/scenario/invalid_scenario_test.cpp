@@ -1,6 +1,8 @@
 // Every validator has an invalid input with the exact message it must produce.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "../test_util.h"
 
 namespace parasim {
@@ -81,6 +83,10 @@ TEST(InvalidScenario, EachProducesItsExactError) {
        "test.json: /network/model: expected one of \"analytical\", \"flow\", got \"packet\""},
       {"unknown NCCL algorithm", [](Json& j) { j["network"] = {{"algorithm", "trees"}}; },
        "test.json: /network/algorithm: expected one of \"auto\", \"ring\", \"tree\", \"nvls\", \"hierarchical\", got \"trees\"; did you mean \"tree\"?"},
+      {"unknown attention kernel", [](Json& j) { j["training"]["attention_kernel"] = "tritn"; },
+       "test.json: /training/attention_kernel: expected one of \"flash\", \"triton\", got \"tritn\"; did you mean \"triton\"?"},
+      {"attention kernel without fused attention", [](Json& j) { j["training"]["flash_attention"] = false; j["training"]["attention_kernel"] = "triton"; },
+       "test.json: /training/attention_kernel: names a fused attention kernel, but flash_attention is false (unfused attention)"},
       {"oversubscription below 1", [](Json& j) { j["cluster"]["inter_node"] = {{"oversubscription", 0.5}}; },
        "test.json: /cluster/inter_node/oversubscription: expected a number in [1, 64], got 0.5"},
   };
@@ -90,6 +96,20 @@ TEST(InvalidScenario, EachProducesItsExactError) {
     c.mutate(j);
     EXPECT_EQ(error_of(j), c.expected) << c.name;
   }
+}
+
+TEST(InvalidScenario, AttentionKernelTheProfileDoesNotPrice) {
+  // A copy of a shipped profile without its compute.attention_kernels, named by path.
+  Json prof = read_json_file(test::data_dir() + "/calibrate/profiles/h100-sxm5-80g.json");
+  prof["compute"].erase("attention_kernels");
+  const std::string path = ::testing::TempDir() + "/no-kernels.json";
+  std::ofstream(path) << prof.dump();
+  Json j = test::base_scenario();
+  j["cluster"]["gpu"] = path;
+  EXPECT_EQ(error_of(j), "(no error)");  // the default kernel needs no extra figures
+  j["training"]["attention_kernel"] = "triton";
+  EXPECT_EQ(error_of(j), "test.json: /training/attention_kernel: the GPU profile \"h100-sxm5-80g\" (" + path +
+                             ") has no figures for attention kernel \"triton\" (compute.attention_kernels)");
 }
 
 TEST(InvalidScenario, ValidBaseScenarioLoads) { EXPECT_EQ(error_of(test::base_scenario()), "(no error)"); }

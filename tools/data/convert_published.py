@@ -116,7 +116,14 @@ SOURCE_CONVENTIONS = {
     "Megatron-LM README (Sep 2020)": {"flops": "hardware", "flash": False, "dropout": True},
     "Megatron-LM README: Performance": {"flops": "model", "flash": True, "dropout": True},
     "Megatron-LM README: Strong": {"flops": "model", "flash": True, "dropout": True},
-    "MosaicML llm-foundry": {"flops": "model", "flash": True, "dropout": False},
+    "MosaicML llm-foundry": {"flops": "model", "flash": True, "dropout": False,
+                             "attention_kernel": "triton",
+                             "kernel_why": "FlashAttention in Triton: the tables were made by scripts/train/benchmarking/sweep.sh "
+                                           "(llm-foundry v0.0.4, torch 2.0.1 image), which passes no --attn_impl, and "
+                                           "submit_benchmarks.py defaults to attn_impl 'triton'",
+                             "position_embedding": "learned",
+                             "pos_why": "learned positions of max_seq_len = seq_len (MPT learned_pos_emb): the NumParams column "
+                                        "grows by (seq_len - 512) x d_model over the seq 512 row of the same model"},
     "torchtitan": {"flops": "model", "flash": True, "dropout": False},
     "NVIDIA NeMo": {"flops": "model", "flash": True, "dropout": False},
     "NVIDIA Megatron-Bridge": {"flops": "model", "flash": True, "dropout": False},
@@ -215,7 +222,12 @@ def convert(r):
              "ffn_hidden": ffn, "vocab": m["vocab"], "activation": "swiglu" if swiglu else "gelu",
              "tied_embeddings": not swiglu, "position_embedding": "rope", "norm": "rmsnorm" if swiglu else "layernorm",
              "bias": not swiglu, "dropout": bool(conv.get("dropout", False))}
-    ci["model.position_embedding"] = "rope/alibi-like (no position parameters counted)"
+    if conv.get("position_embedding") == "learned":
+        model["position_embedding"] = "learned"
+        model["max_positions"] = m["seq_len"]
+        ci["model.position_embedding"] = conv["pos_why"]
+    else:
+        ci["model.position_embedding"] = "rope/alibi-like (no position parameters counted)"
     if pp > 1:
         schedule = "interleaved" if vpp > 1 else "1f1b"
         if p.get("pp_schedule") is None:
@@ -230,6 +242,9 @@ def convert(r):
         return None, "interleaved schedule needs microbatches divisible by pp"
     training = {"global_batch": gbs, "micro_batch": mb, "seq_len": m["seq_len"], "dtype": dtype, "optimizer": "adam",
                 "flash_attention": bool(conv.get("flash", True))}
+    if conv.get("attention_kernel"):
+        training["attention_kernel"] = conv["attention_kernel"]
+        ci["training.attention_kernel"] = conv["kernel_why"]
     cluster = {"gpu": prof, "nodes": gpus // gpn, "gpus_per_node": gpn}
     net, why = network_of(h)
     if net:
