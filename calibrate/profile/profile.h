@@ -14,7 +14,7 @@ namespace parasim {
 inline constexpr const char* kAttentionDefault = "flash";
 // Kernels a scenario may name (training.attention_kernel); a profile prices the default and those
 // listed in its compute.attention_kernels.
-inline const std::vector<std::string> kAttentionKernels = {"flash", "triton"};
+inline const std::vector<std::string> kAttentionKernels = {"flash", "flash3", "triton"};
 
 struct Figure {
   double value = 0;

@@ -179,6 +179,32 @@ TEST(Recompute, FullRecomputeTradesTimeForMemory) {
   EXPECT_NEAR(full.result.hfu / full.result.mfu, 4.0 / 3.0, 0.02);
 }
 
+TEST(AttentionKernels, StepChangesByTheAttentionKernelsTimeOnly) {
+  // Free communication, DDP: the step is pure compute, so switching the attention kernel moves it
+  // by exactly (layers x microbatches) x sum over attention kernels of flops / (peak x efficiency).
+  Json j = test::base_scenario();
+  const Scenario flash = test::scenario_from(j);
+  const double base = test::simulate_with(flash, test::FreeNetwork{}).result.step_time_s;
+  const LayerGraph g = build_layer_graph(flash.model, layer_shape(flash));
+  const double peak = flash.profile.peak_flops("bf16");
+  const double per_mb_layers = static_cast<double>(flash.model.layers) * static_cast<double>(flash.microbatches());
+  for (const std::string kernel : {"triton", "flash3"}) {
+    j["training"]["attention_kernel"] = kernel;
+    const Scenario sc = test::scenario_from(j);
+    const auto [fwd, bwd] = sc.profile.attention_efficiency(kernel);
+    double delta = 0;
+    for (const Block* b : {&g.attn_fwd, &g.attn_bwd})
+      for (const auto& k : b->kernels)
+        if (k.kind == KernelKind::Attention) {
+          const double e_new = k.backward ? bwd->value : fwd->value;
+          const double e_old = k.backward ? sc.profile.attention_bwd_efficiency.value : sc.profile.attention_fwd_efficiency.value;
+          delta += k.flops / peak * (1 / e_new - 1 / e_old);
+        }
+    const double step = test::simulate_with(sc, test::FreeNetwork{}).result.step_time_s;
+    EXPECT_NEAR(step - base, per_mb_layers * delta, 1e-9 * base) << kernel;
+  }
+}
+
 TEST(UnevenPipeline, StageLayersSetPerStageWork) {
   Json j = test::base_scenario();
   j["model"] = "llama3.1-405b";

@@ -84,7 +84,7 @@ TEST(InvalidScenario, EachProducesItsExactError) {
       {"unknown NCCL algorithm", [](Json& j) { j["network"] = {{"algorithm", "trees"}}; },
        "test.json: /network/algorithm: expected one of \"auto\", \"ring\", \"tree\", \"nvls\", \"hierarchical\", got \"trees\"; did you mean \"tree\"?"},
       {"unknown attention kernel", [](Json& j) { j["training"]["attention_kernel"] = "tritn"; },
-       "test.json: /training/attention_kernel: expected one of \"flash\", \"triton\", got \"tritn\"; did you mean \"triton\"?"},
+       "test.json: /training/attention_kernel: expected one of \"flash\", \"flash3\", \"triton\", got \"tritn\"; did you mean \"triton\"?"},
       {"attention kernel without fused attention", [](Json& j) { j["training"]["flash_attention"] = false; j["training"]["attention_kernel"] = "triton"; },
        "test.json: /training/attention_kernel: names a fused attention kernel, but flash_attention is false (unfused attention)"},
       {"oversubscription below 1", [](Json& j) { j["cluster"]["inter_node"] = {{"oversubscription", 0.5}}; },
@@ -110,6 +110,12 @@ TEST(InvalidScenario, AttentionKernelTheProfileDoesNotPrice) {
   j["training"]["attention_kernel"] = "triton";
   EXPECT_EQ(error_of(j), "test.json: /training/attention_kernel: the GPU profile \"h100-sxm5-80g\" (" + path +
                              ") has no figures for attention kernel \"triton\" (compute.attention_kernels)");
+  // FlashAttention-3 is Hopper-only: the A100 profiles do not price it.
+  Json a = test::base_scenario();
+  a["cluster"]["gpu"] = "a100-sxm4-80g";
+  a["training"]["attention_kernel"] = "flash3";
+  EXPECT_EQ(error_of(a), "test.json: /training/attention_kernel: the GPU profile \"a100-sxm4-80g\" ("
+                             "calibrate/profiles/a100-sxm4-80g.json) has no figures for attention kernel \"flash3\" (compute.attention_kernels)");
 }
 
 TEST(InvalidScenario, ValidBaseScenarioLoads) { EXPECT_EQ(error_of(test::base_scenario()), "(no error)"); }
