@@ -237,6 +237,8 @@ void print_validation_markdown(std::ostream& os, const ValidationReport& r, cons
   print_group_table(os, "source", group_by(r, [](const RunCheck& c) { return c.source; }));
   print_group_table(os, "GPU", group_by(r, [](const RunCheck& c) { return c.gpu; }));
   print_group_table(os, "parallelism", group_by(r, [](const RunCheck& c) { return c.family; }));
+  // The source's own transcription confidence: "low" rows are values read off figures.
+  print_group_table(os, "confidence", group_by(r, [](const RunCheck& c) { return c.confidence.empty() ? std::string("unstated") : c.confidence; }));
   std::vector<const RunCheck*> worst;
   for (const auto& c : r.runs)
     if (throughput_comparison(c)) worst.push_back(&c);
