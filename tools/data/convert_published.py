@@ -110,7 +110,13 @@ def sharding_of(s, gpus, tp, pp):
 SOURCE_CONVENTIONS = {
     # prefix of source title -> conventions documented in shared/validation/README.md or the source
     "Narayanan et al., SC'21": {"flops": "hardware", "recompute": "full", "flash": False, "dropout": True,
-                                 "why": "SC'21 reports TFLOP/s counting the activation-recompute forward (Megatron Eq. 3), so full recompute was on"},
+                                 "why": "SC'21 reports TFLOP/s counting the activation-recompute forward (Megatron Eq. 3), so full recompute was on",
+                                 "dtype": "fp16",
+                                 "dtype_why": "fp16: the paper's section 5 says 'All of our results are run with mixed precision'; its "
+                                              "reproduction scripts (examples/academic_paper_scripts/sc21/CONFIG.sh) pass --fp16",
+                                 "position_embedding": "learned", "max_positions": 2048,
+                                 "pos_why": "Megatron GPT's learned absolute position embeddings, --max-position-embeddings 2048 "
+                                            "in examples/academic_paper_scripts/sc21/CONFIG.sh"},
     "BigScience BLOOM": {"flops": "hardware", "recompute": "full", "flash": False, "dropout": True,
                          "why": "BigScience TFLOP/s use the 4*2 formula that counts the recompute forward (Megatron-DeepSpeed --checkpoint-activations)"},
     "Megatron-LM README (Sep 2020)": {"flops": "hardware", "flash": False, "dropout": True},
@@ -166,6 +172,9 @@ def convert(r):
     dtype = dtype_of(p.get("dtype"))
     if p.get("dtype") and dtype is None:
         return None, "precision '%s' is not modelled" % p.get("dtype")
+    if dtype is None and "dtype" in conv:
+        dtype = conv["dtype"]
+        ci["parallel.dtype"] = conv["dtype_why"]
     rec = recompute_of(p.get("recompute"))
     if rec is None and "recompute" in conv:
         rec = conv["recompute"]
@@ -224,7 +233,7 @@ def convert(r):
              "bias": not swiglu, "dropout": bool(conv.get("dropout", False))}
     if conv.get("position_embedding") == "learned":
         model["position_embedding"] = "learned"
-        model["max_positions"] = m["seq_len"]
+        model["max_positions"] = conv.get("max_positions", m["seq_len"])
         ci["model.position_embedding"] = conv["pos_why"]
     else:
         ci["model.position_embedding"] = "rope/alibi-like (no position parameters counted)"
