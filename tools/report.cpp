@@ -22,9 +22,10 @@ void print_summary(std::ostream& os, const Scenario& sc, const Result& r) {
              sc.model.name, count_params(sc.model).total(sc.model.layers) / 1e9, sc.cluster.nodes, sc.cluster.gpus_per_node,
              sc.profile.device.name, p.dp, p.tp, p.pp, p.vpp, p.cp, p.schedule,
              p.zero_stage ? fmt::format(", ZeRO-{}", p.zero_stage) : "", p.fsdp ? ", FSDP " + p.fsdp->sharding : "");
-  fmt::print(os, "  global batch {} x seq {} = {} tokens, micro batch {}, {} microbatches per pipeline, {}, recompute {}\n\n",
+  fmt::print(os, "  global batch {} x seq {} = {} tokens, micro batch {}, {} microbatches per pipeline, {}, recompute {}, attention {}\n\n",
              sc.training.global_batch, sc.training.seq_len, sc.training.global_batch * sc.training.seq_len,
-             sc.training.micro_batch, sc.microbatches(), sc.training.dtype, p.recompute);
+             sc.training.micro_batch, sc.microbatches(), sc.training.dtype, p.recompute,
+             sc.training.flash_attention ? sc.training.attention_kernel : "unfused");
   fmt::print(os, "  {:<22} {}\n", "step time", human_s(r.step_time_s));
   fmt::print(os, "  {:<22} {:.0f} ({:.0f} per GPU)\n", "tokens/s", r.tokens_per_s, r.tokens_per_s / static_cast<double>(sc.cluster.gpus()));
   fmt::print(os, "  {:<22} {:.1f}\n", "TFLOP/s per GPU", r.tflops_per_gpu);
