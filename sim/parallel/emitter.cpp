@@ -143,8 +143,10 @@ Emitter::Emitter(const LoweringInput& in, Program& prog)
       p_(prog),
       t_(block_times(in)),
       act_(activation_bytes(in.scenario.model, in.graph.shape, in.scenario.parallel.recompute)),
+      act_kept_(activation_bytes(in.scenario.model, in.graph.shape, "none")),
       layout_(make_layout(in.scenario)),
-      full_recompute_(in.scenario.parallel.recompute == "full") {}
+      full_recompute_(in.scenario.parallel.recompute == "full"),
+      recompute_layers_(in.scenario.parallel.recompute_num_layers) {}
 
 OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, const std::string& label, double seconds, std::vector<OpId> deps,
                  std::int32_t mb, std::int32_t chunk) {
@@ -190,7 +192,7 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
     }
     OpId cp_op = -1;
     if (t_.cp_comm_f > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, "cp kv ring", t_.cp_comm_f, r.last >= 0 ? std::vector<OpId>{r.last} : deps, mb, chunk);
-    add(Phase::Forward, "attention fwd", t_.attn_f, t_.attn_f_flops, static_cast<Bytes>(act_.layer_stored), MemCat::Activations);
+    add(Phase::Forward, "attention fwd", t_.attn_f, t_.attn_f_flops, static_cast<Bytes>(stored(l)), MemCat::Activations);
     if (t_.tp_comm_f > 0) add(Phase::TpComm, "tp comm fwd", t_.tp_comm_f, 0, 0, MemCat::Activations);
     if (cp_op >= 0) deps.push_back(cp_op);
     add(Phase::Forward, "mlp fwd", t_.mlp_f, t_.mlp_f_flops, 0, MemCat::Activations);
@@ -228,8 +230,8 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
       auto extra = pre(Action::B, l);
       deps.insert(deps.end(), extra.begin(), extra.end());
     }
-    const Bytes extra_working = full_recompute_ ? static_cast<Bytes>(act_.layer_working - act_.layer_stored) : 0;
-    if (full_recompute_) {
+    const Bytes extra_working = static_cast<Bytes>(this->extra_working(l));
+    if (recomputed(l)) {
       const double fl = t_.attn_f_flops + t_.mlp_f_flops;
       const OpId id = add(Phase::Recompute, "recompute fwd", t_.attn_f + t_.mlp_f + 2 * t_.tp_comm_f, 0, 0,
                           {MemCat::Activations, extra_working}, none);
@@ -244,7 +246,7 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
     if (t_.cp_comm_b > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, "cp kv ring bwd", t_.cp_comm_b, {r.last}, mb, chunk);
     if (t_.tp_comm_b > 0) add(Phase::TpComm, "tp comm bwd", t_.tp_comm_b, 0, 0, none, none);
     const double af = 2 * t_.attn_f_flops * (t_.attn_b - w_attn) / std::max(t_.attn_b, 1e-30);
-    const MemDelta free_act{MemCat::Activations, -(static_cast<Bytes>(act_.layer_stored) + extra_working)};
+    const MemDelta free_act{MemCat::Activations, -(static_cast<Bytes>(stored(l)) + extra_working)};
     const OpId id = add(Phase::Backward, "attention bwd", t_.attn_b - w_attn, af, af, none, split ? MemDelta{MemCat::Activations, -extra_working} : free_act);
     if (cp_op >= 0) p_.ops[static_cast<size_t>(id)].deps.push_back(cp_op);
     if (post) post(Action::B, l, id);
@@ -272,7 +274,7 @@ Emitter::Range Emitter::weight_grad(std::int32_t rank, std::int32_t mb, std::int
         {MemCat::Activations, -static_cast<Bytes>(act_.head)});
   for (std::int64_t l = layers - 1; l >= 0; --l) {
     const double fl = 2 * t_.attn_f_flops * t_.attn_w / std::max(t_.attn_b, 1e-30) + 2 * t_.mlp_f_flops * t_.mlp_w / std::max(t_.mlp_b, 1e-30);
-    const OpId id = add("layer wgrad", t_.attn_w + t_.mlp_w, fl, {MemCat::Activations, -static_cast<Bytes>(act_.layer_stored)});
+    const OpId id = add("layer wgrad", t_.attn_w + t_.mlp_w, fl, {MemCat::Activations, -static_cast<Bytes>(stored(l))});
     if (post) post(Action::W, l, id);
   }
   return r;

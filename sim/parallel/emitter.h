@@ -89,8 +89,18 @@ class Emitter {
   Program& p_;
   BlockTimes t_;
   ActivationBytes act_;
+  ActivationBytes act_kept_;  // the same layer without recompute (partial full recompute)
   Layout layout_;
   bool full_recompute_;
+  std::int64_t recompute_layers_;  // layers per chunk recomputed under full recompute; -1: all
+
+  // Per layer of a chunk (index l): recomputed in backward, activation bytes kept from forward
+  // to backward, and the extra working set alive while it is recomputed.
+  bool recomputed(std::int64_t l) const { return full_recompute_ && (recompute_layers_ < 0 || l < recompute_layers_); }
+  double stored(std::int64_t l) const {
+    return recomputed(l) ? act_.layer_stored : (full_recompute_ ? act_kept_.layer_stored : act_.layer_stored);
+  }
+  double extra_working(std::int64_t l) const { return recomputed(l) ? act_.layer_working - act_.layer_stored : 0; }
 };
 
 }  // namespace parasim

@@ -97,6 +97,11 @@ ParallelSpec parse_parallel(const JsonObject& o) {
   p.schedule = o.choice("schedule", all, p.pp == 1 ? "ddp" : "1f1b");
   p.sequence_parallel = o.boolean("sequence_parallel", false);
   p.recompute = o.choice("recompute", {"none", "selective", "full"}, "none");
+  if (o.has("recompute_num_layers")) {
+    p.recompute_num_layers = o.integer("recompute_num_layers", 0, 1 << 20);
+    if (p.recompute != "full")
+      o.fail("recompute_num_layers", "applies to recompute \"full\" (Megatron's block method), but recompute is \"" + p.recompute + "\"");
+  }
   p.zero_stage = o.integer("zero_stage", 0, 3, 0);
   if (auto f = o.object_opt("fsdp")) {
     FsdpSpec s;
@@ -298,6 +303,7 @@ Json Scenario::resolved() const {
     for (const auto& d : parallel.order) ord += (ord.empty() ? "" : "-") + d;
     pj["order"] = ord;
   }
+  if (parallel.recompute_num_layers >= 0) pj["recompute_num_layers"] = parallel.recompute_num_layers;
   if (parallel.fsdp)
     pj["fsdp"] = {{"sharding", parallel.fsdp->sharding}, {"shard_group", parallel.fsdp->shard_group}, {"prefetch", parallel.fsdp->prefetch}, {"offload", parallel.fsdp->offload}};
   else

@@ -68,6 +68,10 @@ struct ParallelSpec {
   std::string schedule = "ddp";
   bool sequence_parallel = false;
   std::string recompute = "none";  // none | selective | full
+  // With full recompute: how many layers of each model chunk are recomputed (Megatron's
+  // --recompute-method block --recompute-num-layers N: the first N layers of the chunk; the others
+  // keep their activations). -1: every layer.
+  std::int64_t recompute_num_layers = -1;
   std::int64_t zero_stage = 0;
   std::optional<FsdpSpec> fsdp;
   std::vector<std::int64_t> stage_layers;  // per pipeline stage; empty = even split

@@ -205,6 +205,34 @@ TEST(AttentionKernels, StepChangesByTheAttentionKernelsTimeOnly) {
   }
 }
 
+TEST(Recompute, BlockMethodRecomputesTheFirstNLayersOfEachChunk) {
+  // Megatron's --recompute-method block --recompute-num-layers N: N layers of each chunk replay
+  // their forward; the rest keep their activations. With free communication the step grows
+  // linearly in N from "none" to "full", and the peak falls by N x (kept - checkpointed) bytes.
+  Json j = test::base_scenario();
+  j["parallel"]["recompute"] = "none";
+  const auto none = test::simulate_with(test::scenario_from(j), test::FreeNetwork{});
+  j["parallel"]["recompute"] = "full";
+  const Scenario full_sc = test::scenario_from(j);
+  const auto full = test::simulate_with(full_sc, test::FreeNetwork{});
+  const double layers = static_cast<double>(full_sc.model.layers);
+  const LayerShape sh = layer_shape(full_sc);
+  const double kept = activation_bytes(full_sc.model, sh, "none").layer_stored;
+  const double ckpt = activation_bytes(full_sc.model, sh, "full").layer_stored;
+  for (std::int64_t n : {0, 8, 16}) {
+    j["parallel"]["recompute_num_layers"] = n;
+    const auto part = test::simulate_with(test::scenario_from(j), test::FreeNetwork{});
+    const double frac = static_cast<double>(n) / layers;
+    EXPECT_NEAR(part.result.step_time_s, none.result.step_time_s + frac * (full.result.step_time_s - none.result.step_time_s),
+                1e-9 * full.result.step_time_s) << n;
+    EXPECT_NEAR(part.result.peak_mem_gib, none.result.peak_mem_gib - static_cast<double>(n) * (kept - ckpt) / kGiB, 1e-3) << n;
+  }
+  j["parallel"]["recompute_num_layers"] = 32;  // every layer: the same as plain full recompute
+  const auto all = test::simulate_with(test::scenario_from(j), test::FreeNetwork{});
+  EXPECT_DOUBLE_EQ(all.result.step_time_s, full.result.step_time_s);
+  EXPECT_DOUBLE_EQ(all.result.peak_mem_gib, full.result.peak_mem_gib);
+}
+
 TEST(UnevenPipeline, StageLayersSetPerStageWork) {
   Json j = test::base_scenario();
   j["model"] = "llama3.1-405b";

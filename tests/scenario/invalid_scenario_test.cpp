@@ -87,6 +87,8 @@ TEST(InvalidScenario, EachProducesItsExactError) {
        "test.json: /training/attention_kernel: expected one of \"flash\", \"flash3\", \"triton\", got \"tritn\"; did you mean \"triton\"?"},
       {"attention kernel without fused attention", [](Json& j) { j["training"]["flash_attention"] = false; j["training"]["attention_kernel"] = "triton"; },
        "test.json: /training/attention_kernel: names a fused attention kernel, but flash_attention is false (unfused attention)"},
+      {"recompute_num_layers without full recompute", [](Json& j) { j["parallel"]["recompute_num_layers"] = 4; },
+       "test.json: /parallel/recompute_num_layers: applies to recompute \"full\" (Megatron's block method), but recompute is \"none\""},
       {"oversubscription below 1", [](Json& j) { j["cluster"]["inter_node"] = {{"oversubscription", 0.5}}; },
        "test.json: /cluster/inter_node/oversubscription: expected a number in [1, 64], got 0.5"},
   };
