@@ -176,6 +176,15 @@ def convert(r):
         dtype = conv["dtype"]
         ci["parallel.dtype"] = conv["dtype_why"]
     rec = recompute_of(p.get("recompute"))
+    rec_layers = None
+    if (p.get("recompute") or "").lower() == "selective layer" and title.startswith("torchtitan") and m.get("layers"):
+        # torchtitan's layer-level selective AC checkpoints every selective_ac_option-th layer,
+        # default "2": half of the layers replay their forward, the rest keep their activations.
+        rec = "full"
+        rec_layers = (m["layers"] + 1) // 2
+        ci["parallel.recompute"] = ("full recompute of every 2nd layer (parallel.recompute_num_layers = %d): torchtitan's "
+                                    "'selective layer' AC with its default --activation_checkpoint.selective_ac_option \"2\" "
+                                    "('for every nth layer', torchtitan/config_manager.py)" % rec_layers)
     if rec is None and "recompute" in conv:
         rec = conv["recompute"]
         ci["parallel.recompute"] = conv["why"]
@@ -245,6 +254,8 @@ def convert(r):
         schedule = "ddp"
     par = {"dp": dp, "tp": tp, "pp": pp, "vpp": vpp, "cp": cp, "schedule": schedule,
            "sequence_parallel": bool(p.get("sequence_parallel")), "recompute": rec, "zero_stage": zero, "fsdp": fsdp}
+    if rec_layers is not None:
+        par["recompute_num_layers"] = rec_layers
     if p.get("sequence_parallel") is None and tp > 1:
         ci["parallel.sequence_parallel"] = "false (not stated)"
     if schedule == "interleaved" and (gbs // (mb * dp)) % pp != 0:
