@@ -1,4 +1,6 @@
 #include <iostream>
+#include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -48,6 +50,14 @@ std::vector<std::pair<std::string, Figure>> figures(const Profile& p) {
            {"inter_bus_efficiency", &p.inter_bus_efficiency}, {"inter_alpha_us", &p.inter_alpha_us}, {"node_nics", &p.node_nics},
            {"node_nic_gbps", &p.node_nic_gbps}})
     out.push_back({k, *f});
+  for (const auto& [k, a] : p.attention_kernels) {
+    out.push_back({"attention_kernels." + k + ".fwd_efficiency", a.fwd_efficiency});
+    out.push_back({"attention_kernels." + k + ".bwd_efficiency", a.bwd_efficiency});
+  }
+  if (p.has_host) {
+    out.push_back({"host_memory_gbps", p.host_memory_gbps});
+    out.push_back({"host_optimizer_efficiency", p.host_optimizer_efficiency});
+  }
   return out;
 }
 }  // namespace
@@ -93,6 +103,13 @@ void add_profile_command(CLI::App& app, Context& ctx) {
         fmt::print("{:<28} {:>12.4g} {:>12.4g} {:>+8.1f}%  {} -> {}\n", k, f.value, it->second.value, 100 * (it->second.value / f.value - 1),
                    f.how, it->second.how);
       }
+      std::set<std::string> in_a;
+      for (const auto& [k, f] : figures(a)) in_a.insert(k);
+      for (const auto& [k, f] : figures(b))
+        if (!in_a.count(k)) {
+          fmt::print("{:<28} {:>12} {:>12.4g} {:>9}  {}\n", k, "-", f.value, "", f.how);
+          ++differ;
+        }
       fmt::print("{} figures differ; GEMM points {} vs {}, collective points {} vs {}\n", differ, a.gemm_points.size(), b.gemm_points.size(),
                  a.collective_points.size(), b.collective_points.size());
       return 0;

@@ -153,6 +153,11 @@ TEST(Cli, ProfileShowAndDiff) {
   EXPECT_NE(d.out.find("-23.7%"), std::string::npos) << d.out;  // 1555 vs 2039 GB/s
   EXPECT_NE(d.out.find("1 figures differ"), std::string::npos);
   EXPECT_EQ(run("profile show a100-sxm4-8g").code, 2);
+  // Figures only one side has are listed too (FlashAttention-3 is priced for Hopper only).
+  const Ran h = run("profile diff a100-sxm4-80g h100-sxm5-80g");
+  EXPECT_EQ(h.code, 0);
+  EXPECT_NE(h.out.find("attention_kernels.flash3.fwd_efficiency"), std::string::npos) << h.out;
+  EXPECT_NE(run("profile show a100-sxm4-80g").out.find("attention_kernels.triton.bwd_efficiency"), std::string::npos);
 }
 
 }  // namespace
