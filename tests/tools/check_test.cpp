@@ -119,8 +119,11 @@ TEST(Uncertainty, IntervalIsDeterministicAndBracketsTheRangeEnds) {
   for (auto* s : {&best, &worst}) {
     const bool hi = s == &best;
     for (auto& [dt, f] : s->profile.gemm_max_efficiency) f.value = hi ? f.high : f.low;
-    s->profile.attention_fwd_efficiency.value = hi ? s->profile.attention_fwd_efficiency.high : s->profile.attention_fwd_efficiency.low;
-    s->profile.attention_bwd_efficiency.value = hi ? s->profile.attention_bwd_efficiency.high : s->profile.attention_bwd_efficiency.low;
+    // The attention figures of the kernel the scenario runs.
+    const bool dflt = s->training.attention_kernel == kAttentionDefault;
+    Figure& af = dflt ? s->profile.attention_fwd_efficiency : s->profile.attention_kernels.at(s->training.attention_kernel).fwd_efficiency;
+    Figure& ab = dflt ? s->profile.attention_bwd_efficiency : s->profile.attention_kernels.at(s->training.attention_kernel).bwd_efficiency;
+    for (Figure* f : {&af, &ab}) f->value = hi ? f->high : f->low;
   }
   EXPECT_GE(a.step_time_p10_s, simulate(best, Registries{}).result.step_time_s * (1 - 1e-9));
   EXPECT_LE(a.step_time_p90_s, simulate(worst, Registries{}).result.step_time_s * (1 + 1e-9));

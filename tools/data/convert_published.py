@@ -120,8 +120,10 @@ SOURCE_CONVENTIONS = {
     "BigScience BLOOM": {"flops": "hardware", "recompute": "full", "flash": False, "dropout": True,
                          "why": "BigScience TFLOP/s use the 4*2 formula that counts the recompute forward (Megatron-DeepSpeed --checkpoint-activations)"},
     "Megatron-LM README (Sep 2020)": {"flops": "hardware", "flash": False, "dropout": True},
-    "Megatron-LM README: Performance": {"flops": "model", "flash": True, "dropout": True},
-    "Megatron-LM README: Strong": {"flops": "model", "flash": True, "dropout": True},
+    "Megatron-LM README: Performance": {"flops": "model", "flash": True, "dropout": True, "hopper_attention_kernel": "flash3",
+        "hopper_kernel_why": "flash3 (cuDNN fused attention): Transformer Engine prefers cuDNN flash attention on Hopper and Tri Dao's FlashAttention on Ampere (NVIDIA NeMo docs, memory_optimizations.rst, \"Flash Attention\")"},
+    "Megatron-LM README: Strong": {"flops": "model", "flash": True, "dropout": True, "hopper_attention_kernel": "flash3",
+        "hopper_kernel_why": "flash3 (cuDNN fused attention): Transformer Engine prefers cuDNN flash attention on Hopper and Tri Dao's FlashAttention on Ampere (NVIDIA NeMo docs, memory_optimizations.rst, \"Flash Attention\")"},
     "MosaicML llm-foundry": {"flops": "model", "flash": True, "dropout": False,
                              "attention_kernel": "triton",
                              "kernel_why": "FlashAttention in Triton: the tables were made by scripts/train/benchmarking/sweep.sh "
@@ -131,8 +133,12 @@ SOURCE_CONVENTIONS = {
                              "pos_why": "learned positions of max_seq_len = seq_len (MPT learned_pos_emb): the NumParams column "
                                         "grows by (seq_len - 512) x d_model over the seq 512 row of the same model"},
     "torchtitan": {"flops": "model", "flash": True, "dropout": False},
-    "NVIDIA NeMo": {"flops": "model", "flash": True, "dropout": False},
-    "NVIDIA Megatron-Bridge": {"flops": "model", "flash": True, "dropout": False},
+    # AutoModel's PyTorch/FSDP2 backend: which attention kernel it ran is not stated; the default.
+    "NVIDIA NeMo AutoModel": {"flops": "model", "flash": True, "dropout": False},
+    "NVIDIA NeMo": {"flops": "model", "flash": True, "dropout": False, "hopper_attention_kernel": "flash3",
+        "hopper_kernel_why": "flash3 (cuDNN fused attention): Transformer Engine prefers cuDNN flash attention on Hopper and Tri Dao's FlashAttention on Ampere (NVIDIA NeMo docs, memory_optimizations.rst, \"Flash Attention\")"},
+    "NVIDIA Megatron-Bridge": {"flops": "model", "flash": True, "dropout": False, "hopper_attention_kernel": "flash3",
+        "hopper_kernel_why": "flash3 (cuDNN fused attention): Transformer Engine prefers cuDNN flash attention on Hopper and Tri Dao's FlashAttention on Ampere (NVIDIA NeMo docs, memory_optimizations.rst, \"Flash Attention\")"},
     "DeepSpeed blog": {"flops": "hardware", "flash": False, "dropout": True},
     "Zhang et al., 'OPT": {"flops": "hardware", "flash": False, "dropout": True},
 }
@@ -265,6 +271,9 @@ def convert(r):
     if conv.get("attention_kernel"):
         training["attention_kernel"] = conv["attention_kernel"]
         ci["training.attention_kernel"] = conv["kernel_why"]
+    elif conv.get("hopper_attention_kernel") and prof.startswith(("h100", "h200")):
+        training["attention_kernel"] = conv["hopper_attention_kernel"]
+        ci["training.attention_kernel"] = conv["hopper_kernel_why"]
     cluster = {"gpu": prof, "nodes": gpus // gpn, "gpus_per_node": gpn}
     net, why = network_of(h)
     if net:
