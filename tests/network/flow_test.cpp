@@ -149,6 +149,7 @@ TEST(CollectiveValidation, PublishedMicrobenchRows) {
     std::string prof;
     if (hw.find("A100") != std::string::npos) prof = "a100-sxm4-80g";
     else if (hw.find("H200") != std::string::npos) prof = "h200-sxm-141g";
+    else if (hw.find("B200") != std::string::npos && hw.find("GB200") == std::string::npos) prof = "b200-sxm-180g";
     else continue;
     const std::string op = r["op"];
     if (op.find("all_reduce") == std::string::npos) continue;
@@ -161,6 +162,10 @@ TEST(CollectiveValidation, PublishedMicrobenchRows) {
     else if (m.contains("busbw_GBps")) t_meas = bus_factor(CollOp::AllReduce, n) * S / (m["busbw_GBps"].get<double>() * 1e9);
     else continue;
     const Profile p = load_profile(test::data_dir(), prof, "test");
+    // The B200 profile's reference fabric is the DGX B200's InfiniBand; the published multi-node
+    // B200 rows ran over AWS EFA v4 with the OFI tuner plugin, a network the profile does not
+    // describe (its small-message floor is ~0.35 ms). Printed for the record, not asserted.
+    const bool other_fabric = prof == "b200-sxm-180g" && nodes > 1;
     ClusterSpec c;
     // Rows measured with NCCL_NVLS_ENABLE=0 ran NCCL's ring: ask for it, as NCCL_ALGO would.
     if (op.find("NVLS_ENABLE=0") != std::string::npos) c.nccl_algorithm = "ring";
@@ -170,6 +175,10 @@ TEST(CollectiveValidation, PublishedMicrobenchRows) {
     c.nic_gbps = p.node_nic_gbps.value;
     const FlowNetwork net(p, c);
     const double t = net.time_s({CollOp::AllReduce, n, c.gpus_per_node, 1, S});
+    if (other_fabric) {
+      std::cout << "  other fabric (EFA) " << r["id"].get<std::string>() << ": measured " << t_meas * 1e3 << " ms, predicted " << t * 1e3 << " ms\n";
+      continue;
+    }
     errs.push_back(std::abs(t - t_meas) / t_meas);
     // Rows that the profile was calibrated on (its collective_points name them) are not a test.
     bool calibration = false;

@@ -32,6 +32,8 @@ def gpu_profile(name):
         return "h100-sxm5-80g"
     if "h200" in n:
         return "h200-sxm-141g"
+    if n.startswith("b200"):  # DGX/HGX B200; GB200/GB300 (Grace-Blackwell NVL72) have no profile yet
+        return "b200-sxm-180g"
     return None
 
 
