@@ -22,7 +22,7 @@ LayerShape layer_shape(const Scenario& sc) {
 SimulationOutput simulate(const Scenario& sc, const Registries& reg, const NetworkModel* network) {
   SimulationOutput out;
   const LayerGraph graph = build_layer_graph(sc.model, layer_shape(sc));
-  const CostModel cost(sc.profile, sc.training.dtype, sc.training.flash_attention ? sc.training.attention_kernel : kAttentionDefault);
+  const CostModel cost(sc.profile, sc.training.dtype, sc.training.priced_attention_kernel());
   const auto own = network ? nullptr : make_network(sc.network, sc.profile, sc.cluster);
   const LoweringInput in{sc, graph, cost, network ? *network : *own};
   out.program = lower(reg.schedules, in);

@@ -22,14 +22,11 @@ struct SplitMix {
 std::vector<std::pair<std::string, Figure*>> ranged(Profile& p, const TrainingSpec& t) {
   std::vector<std::pair<std::string, Figure*>> out;
   for (auto& [dt, f] : p.gemm_max_efficiency) out.push_back({"gemm_max_efficiency." + dt, &f});
-  if (t.flash_attention && t.attention_kernel != kAttentionDefault) {
-    auto& a = p.attention_kernels.at(t.attention_kernel);
-    out.push_back({"attention_kernels." + t.attention_kernel + ".fwd_efficiency", &a.fwd_efficiency});
-    out.push_back({"attention_kernels." + t.attention_kernel + ".bwd_efficiency", &a.bwd_efficiency});
-  } else {
-    out.push_back({"attention_fwd_efficiency", &p.attention_fwd_efficiency});
-    out.push_back({"attention_bwd_efficiency", &p.attention_bwd_efficiency});
-  }
+  const std::string kernel = t.priced_attention_kernel();
+  const auto [fwd, bwd] = p.attention_efficiency(kernel);
+  const std::string prefix = kernel == kAttentionDefault ? "attention_" : "attention_kernels." + kernel + ".";
+  out.push_back({prefix + "fwd_efficiency", fwd});
+  out.push_back({prefix + "bwd_efficiency", bwd});
   for (auto& [name, f] : std::initializer_list<std::pair<const char*, Figure*>>{
            {"hbm_efficiency", &p.hbm_efficiency}, {"kernel_overhead_us", &p.kernel_overhead_us},
            {"overlap_compute_slowdown", &p.overlap_compute_slowdown}, {"intra_bus_efficiency", &p.intra_bus_efficiency},

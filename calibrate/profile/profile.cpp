@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <utility>
 
 #include "sim/core/registry.h"
 
@@ -131,6 +132,11 @@ std::pair<const Figure*, const Figure*> Profile::attention_efficiency(const std:
     throw ProfileError(file + ": /compute/attention_kernels/" + kernel + ": profile \"" + name +
                        "\" has no figures for attention kernel \"" + kernel + "\"");
   return {&it->second.fwd_efficiency, &it->second.bwd_efficiency};
+}
+
+std::pair<Figure*, Figure*> Profile::attention_efficiency(const std::string& kernel) {
+  const auto [f, b] = std::as_const(*this).attention_efficiency(kernel);
+  return {const_cast<Figure*>(f), const_cast<Figure*>(b)};
 }
 
 Profile parse_profile(const Json& j, const std::string& file) {

@@ -121,6 +121,7 @@ struct Profile {
   double gemm_efficiency(const std::string& dtype) const;  // throws ProfileError if absent
   // (forward, backward) efficiency of a fused attention kernel; throws ProfileError if absent.
   std::pair<const Figure*, const Figure*> attention_efficiency(const std::string& kernel) const;
+  std::pair<Figure*, Figure*> attention_efficiency(const std::string& kernel);
 };
 
 Profile parse_profile(const Json& j, const std::string& file);

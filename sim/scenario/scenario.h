@@ -54,6 +54,9 @@ struct TrainingSpec {
   bool flash_attention = true;
   std::string attention_kernel = "flash";  // fused kernel implementation (kAttentionKernels)
   bool fp32_grad_accumulation = false;  // Megatron main_grads in fp32 (4 bytes per parameter)
+  // The kernel whose profile figures price attention (unfused attention is priced as GEMMs and
+  // reads none; the default kernel stands in for it).
+  std::string priced_attention_kernel() const { return flash_attention ? attention_kernel : kAttentionDefault; }
 };
 
 struct FsdpSpec {

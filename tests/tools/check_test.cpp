@@ -120,10 +120,8 @@ TEST(Uncertainty, IntervalIsDeterministicAndBracketsTheRangeEnds) {
     const bool hi = s == &best;
     for (auto& [dt, f] : s->profile.gemm_max_efficiency) f.value = hi ? f.high : f.low;
     // The attention figures of the kernel the scenario runs.
-    const bool dflt = s->training.attention_kernel == kAttentionDefault;
-    Figure& af = dflt ? s->profile.attention_fwd_efficiency : s->profile.attention_kernels.at(s->training.attention_kernel).fwd_efficiency;
-    Figure& ab = dflt ? s->profile.attention_bwd_efficiency : s->profile.attention_kernels.at(s->training.attention_kernel).bwd_efficiency;
-    for (Figure* f : {&af, &ab}) f->value = hi ? f->high : f->low;
+    const auto [af, ab] = s->profile.attention_efficiency(s->training.priced_attention_kernel());
+    for (Figure* f : {af, ab}) f->value = hi ? f->high : f->low;
   }
   EXPECT_GE(a.step_time_p10_s, simulate(best, Registries{}).result.step_time_s * (1 - 1e-9));
   EXPECT_LE(a.step_time_p90_s, simulate(worst, Registries{}).result.step_time_s * (1 + 1e-9));
