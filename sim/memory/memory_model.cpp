@@ -31,6 +31,17 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
   const double full = replicated / sp + (attn_split + mlp_split + scores) / t;
   out.layer_working = full;
   out.layer_stored = recompute == "full" ? e * sbh / sp : full;
+  if (recompute == "selective_op") {
+    // torchtitan's op-level SAC keeps the layer input and the outputs of the saved ops: matmuls
+    // 1, 3, 5, 7 in call order (wq, wv, w1, w2 with SwiGLU; wq, wv, w1 without) and the fused
+    // attention (its output and fp32 log-sum-exp); the 2nd, 4th, 6th matmul (wk, wo, w3 / w2) and
+    // every elementwise op are replayed.
+    const bool glu = m.activation == "swiglu";
+    const double lse = sh.flash_attention ? 4.0 * a * s * b : 0.0;
+    out.layer_stored = e * sbh / sp                                             // layer input
+                       + (2 * e * sbh + e * s * b * kv + e * s * b * f + lse) / t  // q, attention out, v, w1 out
+                       + (glu ? e * sbh / sp : 0.0);                              // w2 out (SwiGLU: the 7th matmul)
+  }
   out.embed = mask * sbh / sp;
   const double v_local = static_cast<double>((m.vocab + sh.tp - 1) / sh.tp);
   out.head = e * sbh / sp + 4.0 * s * b * v_local;  // final-norm input and fp32 logits

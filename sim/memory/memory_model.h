@@ -15,7 +15,7 @@ struct ActivationBytes {
   double head = 0;           // last stage, per microbatch (fp32 logits for the loss)
 };
 
-// recompute: "none" | "selective" | "full".
+// recompute: "none" | "selective" | "full" | "selective_op".
 ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& shape, const std::string& recompute);
 
 struct StateBytesPerParam {

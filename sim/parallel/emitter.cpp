@@ -102,6 +102,25 @@ BlockTimes block_times(const LoweringInput& in) {
   t.head_b = block_s(c, g.head_bwd, &t.head_w);
   for (const auto& k : g.attn_fwd.kernels)
     if (k.name == "scores" || k.name == "softmax" || k.name == "context") t.attn_recompute_selective += kernel_s(c, k);
+  if (in.scenario.parallel.recompute == "selective_op") {
+    // torchtitan's op-level SAC replays every elementwise op and the even-numbered matmuls of the
+    // layer in call order: wk (its share of the fused QKV GEMM), wo, and w3 (half of the fused
+    // gate/up GEMM) with SwiGLU, or w2 (the down projection) without. The fused attention is saved.
+    const ModelSpec& m = in.scenario.model;
+    const double h = static_cast<double>(m.hidden), kv = static_cast<double>(m.kv_dim());
+    for (const Block* b : {&g.attn_fwd, &g.mlp_fwd})
+      for (const auto& k : b->kernels) {
+        double share = 0;
+        if (k.kind == KernelKind::Memory) share = 1;
+        else if (k.name == "qkv") share = kv / (h + 2 * kv);
+        else if (k.name == "attn_out") share = 1;
+        else if (k.name == "mlp_gate_up") share = 0.5;
+        else if (k.name == "mlp_down" && m.activation != "swiglu") share = 1;
+        else if (k.name == "scores" || k.name == "softmax" || k.name == "context") share = 1;  // unfused: batched, not saved
+        t.op_sac_recompute += share * kernel_s(c, k);
+        t.op_sac_flops += share * k.model_flops;
+      }
+  }
   t.attn_f_flops = g.attn_fwd.model_flops();
   t.mlp_f_flops = g.mlp_fwd.model_flops();
   t.head_f_flops = g.head_fwd.model_flops();
@@ -146,6 +165,7 @@ Emitter::Emitter(const LoweringInput& in, Program& prog)
       act_kept_(activation_bytes(in.scenario.model, in.graph.shape, "none")),
       layout_(make_layout(in.scenario)),
       full_recompute_(in.scenario.parallel.recompute == "full"),
+      op_sac_(in.scenario.parallel.recompute == "selective_op"),
       recompute_layers_(in.scenario.parallel.recompute_num_layers) {}
 
 OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, const std::string& label, double seconds, std::vector<OpId> deps,
@@ -236,6 +256,9 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
       const OpId id = add(Phase::Recompute, "recompute fwd", t_.attn_f + t_.mlp_f + 2 * t_.tp_comm_f, 0, 0,
                           {MemCat::Activations, extra_working}, none);
       p_.ops[static_cast<size_t>(id)].hw_flops = fl;
+    } else if (op_sac_) {
+      const OpId id = add(Phase::Recompute, "recompute (op SAC)", t_.op_sac_recompute, 0, 0, {MemCat::Activations, extra_working}, none);
+      p_.ops[static_cast<size_t>(id)].hw_flops = t_.op_sac_flops;
     } else if (t_.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == "selective") {
       add(Phase::Recompute, "recompute attention", t_.attn_recompute_selective, 0, 0, none, none);
     }

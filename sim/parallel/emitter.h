@@ -19,6 +19,7 @@ struct BlockTimes {
   double attn_w = 0, mlp_w = 0;                         // weight-gradient part of the backward
   double embed_f = 0, embed_b = 0, head_f = 0, head_b = 0, head_w = 0;
   double attn_recompute_selective = 0;  // unfused attention core, replayed with selective recompute
+  double op_sac_recompute = 0, op_sac_flops = 0;  // per layer, replayed under torchtitan's op-level SAC
   double attn_f_flops = 0, mlp_f_flops = 0, head_f_flops = 0;  // model FLOPs, forward
   double tp_comm_f = 0, tp_comm_b = 0;  // per block, on the critical path (0 when overlapped)
   double tp_comm_hidden_f = 0, tp_comm_hidden_b = 0;  // per block, overlapped with its GEMMs
@@ -92,6 +93,7 @@ class Emitter {
   ActivationBytes act_kept_;  // the same layer without recompute (partial full recompute)
   Layout layout_;
   bool full_recompute_;
+  bool op_sac_;  // torchtitan's op-level selective AC: a partial replay in every layer
   std::int64_t recompute_layers_;  // layers per chunk recomputed under full recompute; -1: all
 
   // Per layer of a chunk (index l): recomputed in backward, activation bytes kept from forward
@@ -100,7 +102,9 @@ class Emitter {
   double stored(std::int64_t l) const {
     return recomputed(l) ? act_.layer_stored : (full_recompute_ ? act_kept_.layer_stored : act_.layer_stored);
   }
-  double extra_working(std::int64_t l) const { return recomputed(l) ? act_.layer_working - act_.layer_stored : 0; }
+  double extra_working(std::int64_t l) const {
+    return recomputed(l) || op_sac_ ? act_.layer_working - act_.layer_stored : 0;
+  }
 };
 
 }  // namespace parasim

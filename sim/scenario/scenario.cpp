@@ -96,7 +96,7 @@ ParallelSpec parse_parallel(const JsonObject& o) {
   all.insert(all.end(), kPipelineSchedules.begin(), kPipelineSchedules.end());
   p.schedule = o.choice("schedule", all, p.pp == 1 ? "ddp" : "1f1b");
   p.sequence_parallel = o.boolean("sequence_parallel", false);
-  p.recompute = o.choice("recompute", {"none", "selective", "full"}, "none");
+  p.recompute = o.choice("recompute", {"none", "selective", "full", "selective_op"}, "none");
   if (o.has("recompute_num_layers")) {
     p.recompute_num_layers = o.integer("recompute_num_layers", 0, 1 << 20);
     if (p.recompute != "full")

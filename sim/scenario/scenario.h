@@ -70,7 +70,10 @@ struct ParallelSpec {
   std::int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1;
   std::string schedule = "ddp";
   bool sequence_parallel = false;
-  std::string recompute = "none";  // none | selective | full
+  // none | selective (Megatron: the attention core) | full | selective_op (torchtitan's op-level
+  // selective AC: matmul and attention outputs saved except every second matmul of a layer;
+  // everything else replayed in backward)
+  std::string recompute = "none";
   // With full recompute: how many layers of each model chunk are recomputed (Megatron's
   // --recompute-method block --recompute-num-layers N: the first N layers of the chunk; the others
   // keep their activations). -1: every layer.

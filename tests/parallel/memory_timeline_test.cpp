@@ -70,12 +70,12 @@ TEST(ActivationsInFlight, EveryScheduleFreesWhatItAllocatesUnderPartialRecompute
   // Conservation: at the end of the step each rank holds its static memory again, whatever the
   // schedule splits (ZB-H1 frees activations at W) and whichever layers are recomputed.
   for (const std::string schedule : {"gpipe", "1f1b", "interleaved", "zb-h1"}) {
-    for (const std::int64_t n : {-1, 0, 1}) {
+    for (const std::int64_t n : {-2, -1, 0, 1}) {  // -2: torchtitan's op-level SAC instead of full recompute
       Json j = test::base_scenario();
       j["model"] = {{"name", "eq"}, {"layers", 16}, {"hidden", 2048}, {"heads", 16}, {"vocab", 64}};
       j["cluster"] = {{"gpu", "a100-sxm4-80g"}, {"nodes", 1}, {"gpus_per_node", 4}};
       j["training"] = {{"global_batch", 8}, {"micro_batch", 1}, {"seq_len", 2048}};
-      j["parallel"] = {{"dp", 1}, {"pp", 4}, {"schedule", schedule}, {"recompute", "full"}};
+      j["parallel"] = {{"dp", 1}, {"pp", 4}, {"schedule", schedule}, {"recompute", n == -2 ? "selective_op" : "full"}};
       if (schedule == "interleaved") j["parallel"]["vpp"] = 2;
       if (n >= 0) j["parallel"]["recompute_num_layers"] = n;
       const auto out = test::simulate_with(test::scenario_from(j), test::FreeNetwork{});

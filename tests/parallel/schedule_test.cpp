@@ -233,6 +233,46 @@ TEST(Recompute, BlockMethodRecomputesTheFirstNLayersOfEachChunk) {
   EXPECT_DOUBLE_EQ(all.result.peak_mem_gib, full.result.peak_mem_gib);
 }
 
+TEST(Recompute, OpLevelSacReplaysEveryOtherMatmulAndTheElementwiseOps) {
+  // torchtitan's op-level selective AC on Llama 2 7B (SwiGLU, MHA): per layer the replay is wk
+  // (a third of the fused QKV GEMM), wo, w3 (half of the fused gate/up GEMM) and every elementwise
+  // kernel; the step grows by exactly that, and the stored activations are the layer input,
+  // q, v, the attention output and log-sum-exp, w1's and w2's outputs.
+  Json j = test::base_scenario();
+  const Scenario none_sc = test::scenario_from(j);
+  const double base = test::simulate_with(none_sc, test::FreeNetwork{}).result.step_time_s;
+  j["parallel"]["recompute"] = "selective_op";
+  const Scenario sac = test::scenario_from(j);
+  const auto out = test::simulate_with(sac, test::FreeNetwork{});
+  const LayerGraph g = build_layer_graph(sac.model, layer_shape(sac));
+  const CostModel cost(sac.profile, sac.training.dtype);
+  double replay = 0;
+  for (const Block* b : {&g.attn_fwd, &g.mlp_fwd})
+    for (const auto& k : b->kernels) {
+      if (k.kind == KernelKind::Memory) replay += cost.memory_s(k.bytes);
+      if (k.name == "qkv") replay += cost.gemm_s(k.m, k.n, k.k) / 3;  // h = kv: wk is a third
+      if (k.name == "attn_out") replay += cost.gemm_s(k.m, k.n, k.k);
+      if (k.name == "mlp_gate_up") replay += cost.gemm_s(k.m, k.n, k.k) / 2;
+    }
+  const double per_step = static_cast<double>(sac.model.layers) * static_cast<double>(sac.microbatches());
+  EXPECT_NEAR(out.result.step_time_s - base, per_step * replay, 1e-9 * base);
+  // Stored bytes per layer (t = 1, no dropout): x, q, attention out, v, w2 out (sbh each, bf16)
+  // plus w1 out (sbf) and the fp32 log-sum-exp per head and query.
+  const LayerShape sh = layer_shape(sac);
+  const double sbh = static_cast<double>(sh.seq_len) * static_cast<double>(sh.micro_batch) * static_cast<double>(sac.model.hidden);
+  const double sbf = sbh / static_cast<double>(sac.model.hidden) * static_cast<double>(sac.model.ffn_hidden);
+  const double lse = 4.0 * static_cast<double>(sac.model.heads) * static_cast<double>(sh.seq_len) * static_cast<double>(sh.micro_batch);
+  EXPECT_DOUBLE_EQ(activation_bytes(sac.model, sh, "selective_op").layer_stored, 2 * (5 * sbh + sbf) + lse);
+  // Between no recompute and full recompute in memory, and in time.
+  j["parallel"]["recompute"] = "full";
+  const auto full = test::simulate_with(test::scenario_from(j), test::FreeNetwork{});
+  const auto none = test::simulate_with(none_sc, test::FreeNetwork{});
+  EXPECT_LT(out.result.peak_mem_gib, none.result.peak_mem_gib);
+  EXPECT_GT(out.result.peak_mem_gib, full.result.peak_mem_gib);
+  EXPECT_LT(out.result.step_time_s, full.result.step_time_s);
+  EXPECT_GT(out.result.hfu, out.result.mfu);  // the replayed matmuls count as hardware FLOPs
+}
+
 TEST(UnevenPipeline, StageLayersSetPerStageWork) {
   Json j = test::base_scenario();
   j["model"] = "llama3.1-405b";

@@ -72,7 +72,7 @@ TEST(InvalidScenario, EachProducesItsExactError) {
       {"dataparallel across nodes", [](Json& j) { j["cluster"]["nodes"] = 2; j["parallel"] = {{"dp", 16}, {"schedule", "dataparallel"}}; },
        "test.json: /parallel/schedule: \"dataparallel\" (single-process torch.nn.DataParallel) runs on one node with tp = cp = 1"},
       {"bad recompute", [](Json& j) { j["parallel"]["recompute"] = "partial"; },
-       "test.json: /parallel/recompute: expected one of \"none\", \"selective\", \"full\", got \"partial\""},
+       "test.json: /parallel/recompute: expected one of \"none\", \"selective\", \"full\", \"selective_op\", got \"partial\""},
       {"inline model kv heads", [](Json& j) { j["model"] = Json{{"name", "x"}, {"layers", 2}, {"hidden", 1024}, {"heads", 16}, {"kv_heads", 5}, {"vocab", 1000}}; },
        "test.json: /model/kv_heads: heads (16) must be divisible by kv_heads (5)"},
       {"hybrid shard group", [](Json& j) { j["parallel"]["fsdp"] = {{"sharding", "hybrid"}, {"shard_group", 3}}; },

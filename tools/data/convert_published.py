@@ -195,6 +195,12 @@ def convert(r):
         ci["parallel.dtype"] = conv["dtype_why"]
     rec = recompute_of(p.get("recompute"))
     rec_layers = None
+    rlow = (p.get("recompute") or "").lower()
+    if title.startswith("torchtitan") and (rlow.startswith("selective op") or "per-op sac" in rlow):
+        rec = "selective_op"
+        ci["parallel.recompute"] = ("selective_op: torchtitan's op-level selective AC saves the outputs of matmuls, fused "
+                                    "attention and reduce-scatter 'except every second mm' and replays the rest "
+                                    "(torchtitan activation-checkpoint policy, _custom_policy / no_recompute_list)")
     if (p.get("recompute") or "").lower() == "selective layer" and title.startswith("torchtitan") and m.get("layers"):
         # torchtitan's layer-level selective AC checkpoints every selective_ac_option-th layer,
         # default "2": half of the layers replay their forward, the rest keep their activations.
