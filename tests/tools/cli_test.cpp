@@ -38,6 +38,15 @@ TEST(Cli, DefaultScenarioRuns) {
   EXPECT_NE(r.out.find("peak VRAM per GPU"), std::string::npos);
 }
 
+TEST(Cli, IntervalSaysWhenThePointLiesOutside) {
+  // The H100 GEMM efficiency is the best-shape MAMF, the top of its published range: the default
+  // scenario's point prediction is faster than every sampled one, and the output says why.
+  const Ran r = run("run " + test::data_dir() + "/scenarios/default.json --interval 4");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("step time interval (p10..p90, 4 samples"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lies below the interval"), std::string::npos) << r.out;
+}
+
 TEST(Cli, BadScenarioExitsTwoWithPointer) {
   const std::string path = write_temp("bad.json", R"({"schema": "parasim.scenario/1", "name": "x", "model": "llama2-7b",
     "cluster": {"gpu": "h100-sxm5-80g", "nodes": 1, "gpus_per_node": 8},
