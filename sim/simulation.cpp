@@ -39,11 +39,12 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
   auto& w = out.result.warnings;
   if (cost.fallbacks() > 0)
     w.push_back(std::to_string(cost.fallbacks()) + " of " + std::to_string(cost.lookups()) +
-                " GEMM shapes priced by the roofline fallback (no measured point in profile \"" + sc.profile.name + "\" within 2x)");
+                " GEMM shapes priced by the GEMM kernel model (no measured point in profile \"" + sc.profile.name + "\" within 2x)");
   std::set<std::string> assumed;
   const Profile& p = sc.profile;
   for (const auto& [name, f] : std::initializer_list<std::pair<const char*, const Figure*>>{
            {"gemm_tile", &p.gemm_tile_m}, {"kernel_overhead_us", &p.kernel_overhead_us},
+           {"gemm_fixed_us", &p.gemm_fixed_us}, {"gemm_epilogue_gbps", &p.gemm_epilogue_gbps},
            {"hbm_efficiency", &p.hbm_efficiency}, {"runtime_reserved_gib", &p.runtime_reserved_gib},
            {"overlap_compute_slowdown", &p.overlap_compute_slowdown}, {"inter_alpha_us", &p.inter_alpha_us},
            {"pcie_gbps", &p.pcie_gbps}})

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "calibrate/profile/cost_model.h"
 #include "tools/commands.h"
 
 namespace parasim {
@@ -42,7 +43,8 @@ std::vector<std::pair<std::string, Figure>> figures(const Profile& p) {
   for (const auto& [dt, f] : p.peak_tflops) out.push_back({"peak_tflops." + dt, f});
   for (const auto& [dt, f] : p.gemm_max_efficiency) out.push_back({"gemm_max_efficiency." + dt, f});
   for (const auto& [k, f] : std::initializer_list<std::pair<const char*, const Figure*>>{
-           {"gemm_tile_m", &p.gemm_tile_m}, {"gemm_tile_n", &p.gemm_tile_n}, {"attention_fwd_efficiency", &p.attention_fwd_efficiency},
+           {"gemm_tile_m", &p.gemm_tile_m}, {"gemm_tile_n", &p.gemm_tile_n}, {"gemm_fixed_us", &p.gemm_fixed_us},
+           {"gemm_epilogue_gbps", &p.gemm_epilogue_gbps}, {"attention_fwd_efficiency", &p.attention_fwd_efficiency},
            {"attention_bwd_efficiency", &p.attention_bwd_efficiency}, {"kernel_overhead_us", &p.kernel_overhead_us},
            {"overlap_compute_slowdown", &p.overlap_compute_slowdown}, {"hbm_gbps", &p.hbm_gbps}, {"hbm_efficiency", &p.hbm_efficiency},
            {"runtime_reserved_gib", &p.runtime_reserved_gib}, {"pcie_gbps", &p.pcie_gbps}, {"nvlink_gbps", &p.nvlink_gbps},
@@ -76,6 +78,16 @@ void add_profile_command(CLI::App& app, Context& ctx) {
       for (const auto& [k, f] : figures(p))
         fmt::print("  {:<28} {:>10.4g}  [{}] {}{}\n", k, f.value, f.how, f.source,
                    f.has_range() ? fmt::format(" (range {:.4g}..{:.4g}: {})", f.low, f.high, f.range_source) : "");
+      // What the GEMM kernel model derives from the figures above (calibrate/profile/cost_model.h).
+      for (const auto& [dt, f] : p.gemm_max_efficiency) {
+        const GemmKernelModel g = gemm_kernel_model(p, dt);
+        const auto it = p.gemm_best_shape.find(dt);
+        fmt::print("  {:<28} {:>10.4g}  [derived] {}\n", "gemm_main_loop_efficiency." + dt, g.main_efficiency,
+                   it == p.gemm_best_shape.end()
+                       ? std::string("gemm_max_efficiency taken as is (no shape_mnk)")
+                       : fmt::format("solved so that the GEMM kernel model reproduces gemm_max_efficiency at {}x{}x{}", it->second[0],
+                                     it->second[1], it->second[2]));
+      }
       fmt::print("  gemm_points: {}   collective_points: {}\n", p.gemm_points.size(), p.collective_points.size());
       return 0;
     });

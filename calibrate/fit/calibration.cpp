@@ -1,6 +1,7 @@
 #include "calibrate/fit/calibration.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <tuple>
@@ -8,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "calibrate/profile/cost_model.h"
 #include "models/layer_graph.h"
 
 namespace parasim {
@@ -88,6 +90,57 @@ std::vector<AlphaBetaSegment> fit_alpha_beta(std::vector<std::pair<double, doubl
   return out;
 }
 
+GemmKernelFit fit_gemm_kernel(const Profile& p, const std::string& dtype, const std::vector<GemmTiming>& points) {
+  GemmKernelFit f;
+  if (points.size() < 4) return f;
+  const double peak = p.peak_flops(dtype);
+  const double out_bytes = dtype == "fp32" || dtype == "tf32" ? 4.0 : 2.0;
+  // Normal equations of the 3-column least squares, columns scaled to order one.
+  double ata[3][3] = {}, aty[3] = {};
+  const double s_fixed = 1e-6, s_out = 1e-12;  // 1 us; 1 byte at 1 TB/s
+  std::vector<std::array<double, 3>> rows;
+  for (const auto& g : points) {
+    const double flops = 2.0 * g.m * g.n * g.k * g.batch;
+    const std::array<double, 3> a = {s_fixed, out_bytes * g.m * g.n * g.batch * s_out,
+                                     flops / (peak * wave_quantisation(p, g.m, g.n, g.batch))};
+    rows.push_back(a);
+    for (int i = 0; i < 3; ++i) {
+      aty[i] += a[static_cast<size_t>(i)] * g.time_s;
+      for (int j = 0; j < 3; ++j) ata[i][j] += a[static_cast<size_t>(i)] * a[static_cast<size_t>(j)];
+    }
+  }
+  // Gauss-Jordan with partial pivoting.
+  for (int c = 0; c < 3; ++c) {
+    int piv = c;
+    for (int r = c + 1; r < 3; ++r)
+      if (std::abs(ata[r][c]) > std::abs(ata[piv][c])) piv = r;
+    if (std::abs(ata[piv][c]) < 1e-300) return f;
+    std::swap(ata[c], ata[piv]);
+    std::swap(aty[c], aty[piv]);
+    for (int r = 0; r < 3; ++r) {
+      if (r == c) continue;
+      const double m = ata[r][c] / ata[c][c];
+      for (int j = 0; j < 3; ++j) ata[r][j] -= m * ata[c][j];
+      aty[r] -= m * aty[c];
+    }
+  }
+  const double x0 = aty[0] / ata[0][0], x1 = aty[1] / ata[1][1], x2 = aty[2] / ata[2][2];
+  if (!(x0 >= 0 && x1 > 0 && x2 > 0)) return f;
+  f.fixed_s = x0 * s_fixed;
+  f.epilogue_bytes_per_s = 1.0 / (x1 * s_out);
+  f.main_efficiency = 1.0 / x2;
+  double sum = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const double pred = x0 * rows[i][0] + x1 * rows[i][1] + x2 * rows[i][2];
+    const double e = std::abs(pred / points[i].time_s - 1.0);
+    sum += e;
+    f.max_abs_error = std::max(f.max_abs_error, e);
+  }
+  f.mean_abs_error = sum / static_cast<double>(rows.size());
+  f.ok = f.main_efficiency <= 1.0;
+  return f;
+}
+
 Json build_measured_profile(const Json& base, const std::string& name, const HarnessContext& ctx, const std::vector<MeasuredGemm>& gemms,
                             const std::vector<MeasuredBandwidth>& bw, const std::vector<MeasuredCollective>& colls,
                             const Json& extra_notes, std::vector<std::string>& notes) {
@@ -128,7 +181,31 @@ Json build_measured_profile(const Json& base, const std::string& name, const Har
   for (const auto& [dt, e] : best)
     p["compute"]["gemm_max_efficiency"][dt] = {
         {"value", std::min(1.0, e.first)}, {"how", "measured"},
-        {"source", fmt::format("{}; best of {} measured shapes at {}x{}x{}", src, pts.size(), e.second.m, e.second.n, e.second.k)}};
+        {"source", fmt::format("{}; best of {} measured shapes at {}x{}x{}", src, pts.size(), e.second.m, e.second.n, e.second.k)},
+        {"shape_mnk", {e.second.m, e.second.n, e.second.k}}};
+  // The GEMM kernel model's fixed time and epilogue rate, fitted to the dtype with the most
+  // measured shapes (bf16 on a tie); the base profile's figures stay when the fit fails.
+  std::map<std::string, std::vector<GemmTiming>> by_dtype;
+  for (const auto& g : gemms)
+    if (g.correct)
+      by_dtype[g.dtype].push_back({static_cast<double>(g.shape.m), static_cast<double>(g.shape.n), static_cast<double>(g.shape.k), 1.0, g.p50_s});
+  std::string fit_dt;
+  for (const auto& [dt, v] : by_dtype)
+    if (fit_dt.empty() || v.size() > by_dtype[fit_dt].size() || (v.size() == by_dtype[fit_dt].size() && dt == "bf16")) fit_dt = dt;
+  if (!fit_dt.empty() && p["compute"]["peak_tflops"].contains(fit_dt)) {
+    const auto& v = by_dtype[fit_dt];
+    const GemmKernelFit fit = fit_gemm_kernel(parse_profile(p, name + ".json"), fit_dt, v);
+    if (fit.ok) {
+      const std::string how = fmt::format("{}; GEMM kernel model fitted to {} measured {} shapes (least squares on time; "
+                                          "main-loop efficiency {:.4f}, mean error {:.1f} %, max {:.1f} %)",
+                                          src, v.size(), fit_dt, fit.main_efficiency, 100 * fit.mean_abs_error, 100 * fit.max_abs_error);
+      p["compute"]["gemm_fixed_us"] = {{"value", fit.fixed_s * 1e6}, {"how", "fitted"}, {"source", how}};
+      p["compute"]["gemm_epilogue_gbps"] = {{"value", fit.epilogue_bytes_per_s / 1e9}, {"how", "fitted"}, {"source", how}};
+    } else {
+      notes.push_back(fmt::format("GEMM kernel model not fitted ({} {} shapes; needs 4 or more giving positive figures): "
+                                  "the base profile's gemm_fixed_us and gemm_epilogue_gbps stay", v.size(), fit_dt));
+    }
+  }
   for (const auto& b : bw) {
     if (b.what == "elementwise_triad") {
       const double peak = p["memory"]["hbm_gbps"]["value"].get<double>();

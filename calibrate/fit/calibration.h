@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "calibrate/profile/profile.h"
 #include "sim/config/json_reader.h"
 
 namespace parasim {
@@ -46,6 +47,21 @@ struct AlphaBetaSegment {
 // Piecewise fit over points sorted by size: a new segment starts where one line stops
 // describing the points within `tolerance` (relative). Fit raw time against size.
 std::vector<AlphaBetaSegment> fit_alpha_beta(std::vector<std::pair<double, double>> bytes_time, double tolerance = 0.05);
+
+// The GEMM kernel model's three figures (calibrate/profile/cost_model.h) fitted to measured GEMM
+// times of one dtype by least squares on time (long GEMMs, which dominate a training step, weigh
+// most): time = fixed + out bytes / epilogue + flops / (peak x main_efficiency x quantisation).
+// Wave quantisation uses the profile's SM count and tiles. ok is false with fewer than 4 points
+// or when a figure comes out non-physical (negative time or rate); the errors are relative.
+struct GemmTiming {
+  double m = 0, n = 0, k = 0, batch = 1, time_s = 0;
+};
+struct GemmKernelFit {
+  bool ok = false;
+  double fixed_s = 0, epilogue_bytes_per_s = 0, main_efficiency = 0;
+  double mean_abs_error = 0, max_abs_error = 0;
+};
+GemmKernelFit fit_gemm_kernel(const Profile& p, const std::string& dtype, const std::vector<GemmTiming>& points);
 
 struct HarnessContext {
   std::string gpu_name, driver, cuda, cublas, nccl, cudnn, date, command;

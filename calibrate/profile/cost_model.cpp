@@ -13,7 +13,7 @@ CostModel::CostModel(const Profile& profile, std::string dtype, const std::strin
       // FP8 recipes (Transformer Engine, torchao float8) run the linear layers in FP8 and keep
       // attention in 16-bit; fp32 training runs attention at the fp32/tf32 rate.
       attention_peak_(profile.peak_flops(dtype_ == "fp8" ? "bf16" : dtype_)) {
-  profile.gemm_efficiency(dtype_);  // fail early if the profile cannot price this dtype
+  gemm_ = gemm_kernel_model(profile, dtype_);  // fails early if the profile cannot price this dtype
   std::tie(attention_fwd_, attention_bwd_) = profile.attention_efficiency(attention_kernel);
 }
 
@@ -49,26 +49,53 @@ double CostModel::gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::in
     esum += w * eff;
   }
   if (wsum > 0 && nearest <= 1.0) return flops / (peak_ * (esum / wsum));
-  // 2. Roofline fallback: best-shape efficiency, reduced by wave quantisation of output tiles
-  //    over the SMs, bounded below by the memory traffic of the operands.
+  // 2. The kernel model.
   ++fallbacks_;
-  // cuBLAS's heuristic also picks half-size tiles when they fill the SMs better; take the better.
-  const double sms = static_cast<double>(p_.device.sms);
+  return gemm_.time_s(p_, static_cast<double>(m), static_cast<double>(n), static_cast<double>(k), static_cast<double>(batch));
+}
+
+double wave_quantisation(const Profile& p, double m, double n, double batch) {
+  const double sms = static_cast<double>(p.device.sms);
   double quant = 0;
   for (double scale : {1.0, 0.5}) {
-    const double tm = p_.gemm_tile_m.value * scale, tn = p_.gemm_tile_n.value * scale;
-    const double tiles = std::ceil(static_cast<double>(m) / tm) * std::ceil(static_cast<double>(n) / tn) *
-                         static_cast<double>(batch);
+    const double tm = p.gemm_tile_m.value * scale, tn = p.gemm_tile_n.value * scale;
+    const double tiles = std::ceil(m / tm) * std::ceil(n / tn) * batch;
     quant = std::max(quant, tiles / (std::ceil(tiles / sms) * sms));
   }
-  const double eff = p_.gemm_efficiency(dtype_) * quant;
-  const double elem = dtype_ == "fp8" ? 1.0 : (dtype_ == "fp32" || dtype_ == "tf32" ? 4.0 : 2.0);
-  const double bytes = elem * static_cast<double>(batch) *
-                       (static_cast<double>(m) * static_cast<double>(k) + static_cast<double>(k) * static_cast<double>(n) +
-                        static_cast<double>(m) * static_cast<double>(n));
-  const double t_compute = flops / (peak_ * eff);
-  const double t_mem = bytes / (p_.hbm_gbps.value * 1e9 * p_.hbm_efficiency.value);
-  return std::max(t_compute, t_mem) + p_.kernel_overhead_us.value * 1e-6;
+  return quant;
+}
+
+double GemmKernelModel::time_s(const Profile& p, double m, double n, double k, double batch) const {
+  const double flops = 2.0 * m * n * k * batch;
+  const double t_main = flops / (peak_flops * main_efficiency * wave_quantisation(p, m, n, batch));
+  const double t_reads = in_elem_bytes * batch * (m * k + k * n) / (p.hbm_gbps.value * 1e9 * p.hbm_efficiency.value);
+  return fixed_s + std::max(t_main, t_reads) + out_elem_bytes * batch * m * n / epilogue_bytes_per_s;
+}
+
+GemmKernelModel gemm_kernel_model(const Profile& p, const std::string& dtype) {
+  GemmKernelModel g;
+  g.peak_flops = p.peak_flops(dtype);
+  g.main_efficiency = p.gemm_efficiency(dtype);
+  g.fixed_s = p.gemm_fixed_us.value * 1e-6;
+  g.epilogue_bytes_per_s = p.gemm_epilogue_gbps.value * 1e9;
+  const bool wide = dtype == "fp32" || dtype == "tf32";
+  g.out_elem_bytes = wide ? 4.0 : 2.0;
+  g.in_elem_bytes = dtype == "fp8" ? 1.0 : g.out_elem_bytes;
+  const auto shape = p.gemm_best_shape.find(dtype);
+  if (shape == p.gemm_best_shape.end()) return g;
+  const auto [m, n, k] = shape->second;
+  const double dm = static_cast<double>(m), dn = static_cast<double>(n), dk = static_cast<double>(k);
+  const double flops = 2.0 * dm * dn * dk;
+  const double measured = flops / (g.peak_flops * g.main_efficiency);
+  const double main = measured - g.fixed_s - g.out_elem_bytes * dm * dn / g.epilogue_bytes_per_s;
+  const double eff = main > 0 ? flops / (g.peak_flops * wave_quantisation(p, dm, dn, 1) * main) : 2.0;
+  if (eff > 1.0)
+    throw ProfileError(p.file + ": /compute/gemm_max_efficiency/" + dtype + ": " + std::to_string(g.main_efficiency) +
+                       " of peak at " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+                       " leaves no time for the main loop after compute.gemm_fixed_us and compute.gemm_epilogue_gbps "
+                       "(it would need more than the peak)");
+  g.main_efficiency = eff;
+  return g;
 }
 
 }  // namespace parasim

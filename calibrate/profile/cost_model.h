@@ -1,6 +1,11 @@
 // Kernel -> seconds, from a calibration profile. Measured GEMM points are interpolated; where the
-// profile has none near a shape, a roofline with the profile's fitted efficiency and wave
-// quantisation is used, and counted as a fallback.
+// profile has none near a shape, the GEMM kernel model prices it (counted as a fallback):
+//   time = fixed + max(main loop, operand reads) + output tile writes
+// main loop = flops / (peak x main-loop efficiency x wave quantisation of the output tiles),
+// output writes = m n batch x element size / epilogue rate (the epilogue does not overlap the
+// main loop). The main-loop efficiency is not a free figure: it is solved from the profile's
+// best-shape efficiency at the shape it was measured on, so the model reproduces that
+// measurement exactly.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -8,6 +13,25 @@
 #include "calibrate/profile/profile.h"
 
 namespace parasim {
+
+// Fraction of the SMs' tile slots the output tiles of an m x n x batch GEMM fill in their last
+// wave (cuBLAS also picks half-size tiles when they fill the SMs better; the better is taken).
+double wave_quantisation(const Profile& p, double m, double n, double batch);
+
+// The GEMM kernel model without measured points, for one dtype.
+struct GemmKernelModel {
+  double peak_flops = 0;         // FLOP/s
+  double main_efficiency = 0;    // main loop, fraction of peak before wave quantisation
+  double fixed_s = 0;            // per GEMM: launch, pipeline fill and drain
+  double epilogue_bytes_per_s = 0;
+  double out_elem_bytes = 2;     // C is written in 16-bit (fp32 for fp32/tf32)
+  double in_elem_bytes = 2;      // A and B (1 for fp8)
+  double time_s(const Profile& p, double m, double n, double k, double batch) const;
+};
+// Solves the main-loop efficiency from compute.gemm_max_efficiency.<dtype> and its shape_mnk
+// (without a shape the figure is taken as the main-loop efficiency). Throws ProfileError when the
+// profile's fixed time and epilogue rate alone exceed the best-shape measurement.
+GemmKernelModel gemm_kernel_model(const Profile& p, const std::string& dtype);
 
 class CostModel {
  public:
@@ -32,6 +56,7 @@ class CostModel {
   double attention_peak_;
   const Figure* attention_fwd_;
   const Figure* attention_bwd_;
+  GemmKernelModel gemm_;
   mutable std::int64_t fallbacks_ = 0;
   mutable std::int64_t lookups_ = 0;
 };

@@ -12,7 +12,8 @@ namespace {
 
 const std::vector<std::string> kHow = {"measured", "imported", "datasheet", "published", "fitted", "assumed"};
 
-Figure figure(const JsonObject& parent, const std::string& key, double min, double max) {
+Figure figure(const JsonObject& parent, const std::string& key, double min, double max,
+              const std::vector<std::string>& also_allowed = {}) {
   const JsonObject o = parent.object(key);
   Figure f;
   f.value = o.number("value", min, max);
@@ -30,7 +31,7 @@ Figure figure(const JsonObject& parent, const std::string& key, double min, doub
       o.fail("range", "expected low <= value <= high within the figure's valid range");
     f.range_source = o.str("range_source");
   }
-  o.finish();
+  o.finish(also_allowed);
   return f;
 }
 
@@ -166,9 +167,21 @@ Profile parse_profile(const Json& j, const std::string& file) {
       if (peaks.has(dt)) p.peak_tflops[dt] = figure(peaks, dt, 1e-3, 1e6);
     peaks.finish();
     const JsonObject effs = c.object("gemm_max_efficiency");
-    for (const auto& dt : {"bf16", "fp16", "fp8", "tf32", "fp32"})
-      if (effs.has(dt)) p.gemm_max_efficiency[dt] = figure(effs, dt, 0.01, 1.0);
+    for (const auto& dt : {"bf16", "fp16", "fp8", "tf32", "fp32"}) {
+      if (!effs.has(dt)) continue;
+      p.gemm_max_efficiency[dt] = figure(effs, dt, 0.01, 1.0, {"shape_mnk"});
+      const JsonObject e = effs.object(dt);
+      if (e.has("shape_mnk")) {
+        const Json& s = e.raw("shape_mnk");
+        if (!s.is_array() || s.size() != 3 || !s[0].is_number_integer() || !s[1].is_number_integer() ||
+            !s[2].is_number_integer() || s[0].get<std::int64_t>() < 1 || s[1].get<std::int64_t>() < 1 || s[2].get<std::int64_t>() < 1)
+          e.fail("shape_mnk", "expected [m, n, k]: the GEMM shape the best-shape efficiency was measured at, positive integers");
+        p.gemm_best_shape[dt] = {s[0].get<std::int64_t>(), s[1].get<std::int64_t>(), s[2].get<std::int64_t>()};
+      }
+    }
     effs.finish();
+    p.gemm_fixed_us = figure(c, "gemm_fixed_us", 0, 1e4);
+    p.gemm_epilogue_gbps = figure(c, "gemm_epilogue_gbps", 1, 1e6);
     p.gemm_tile_m = figure(c, "gemm_tile_m", 1, 4096);
     p.gemm_tile_n = figure(c, "gemm_tile_n", 1, 4096);
     p.attention_fwd_efficiency = figure(c, "attention_fwd_efficiency", 0.01, 1.0);

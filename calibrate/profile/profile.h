@@ -1,6 +1,8 @@
 // Calibration profile: every figure a prediction depends on, each with how it was obtained and
 // its source. Loaded strictly; the cost model reads nothing else.
 #pragma once
+#include <array>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -89,6 +91,11 @@ struct Profile {
   DeviceInfo device;
   std::map<std::string, Figure> peak_tflops;  // dtype -> dense peak
   std::map<std::string, Figure> gemm_max_efficiency;  // dtype -> best-shape achievable fraction of peak
+  // dtype -> the m, n, k that best-shape efficiency was measured at (its shape_mnk); the GEMM
+  // kernel model solves its main-loop efficiency there (calibrate/profile/cost_model.h).
+  std::map<std::string, std::array<std::int64_t, 3>> gemm_best_shape;
+  Figure gemm_fixed_us;       // per GEMM kernel: launch, pipeline fill and drain
+  Figure gemm_epilogue_gbps;  // rate of the output-tile writes that do not overlap the main loop
   Figure gemm_tile_m, gemm_tile_n;  // output tile of the large-GEMM kernels, for wave quantisation
   Figure attention_fwd_efficiency, attention_bwd_efficiency;  // fused attention, fraction of peak
   // Other fused-attention implementations (compute.attention_kernels, e.g. "triton": FlashAttention

@@ -1,0 +1,166 @@
+// The GEMM kernel model (calibrate/profile/cost_model.h) against published measurements: the
+// H100 profile's fixed time and epilogue rate are a least-squares fit to OpenXLA's measured sm_90
+// matmul table (tests/data/xla_sm90_matmul.json); the fit is reproduced here, the profile's model
+// predicts that table, and every shipped profile reproduces its own best-shape measurement.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "../test_util.h"
+#include "calibrate/fit/calibration.h"
+#include "calibrate/profile/cost_model.h"
+
+namespace parasim {
+namespace {
+
+std::vector<GemmTiming> xla_table() {
+  const Json j = read_json_file(test::test_data("xla_sm90_matmul.json"));
+  std::vector<GemmTiming> out;
+  for (const auto& r : j.at("rows")) {
+    GemmTiming g;
+    g.batch = r[0].get<double>();
+    g.m = r[1].get<double>();
+    g.n = r[2].get<double>();
+    g.k = r[3].get<double>();
+    g.time_s = 2.0 * g.batch * g.m * g.n * g.k / r[4].get<double>();
+    out.push_back(g);
+  }
+  return out;
+}
+
+TEST(GemmKernelModel, FitToThePublishedSm90TableGivesTheH100ProfileFigures) {
+  const Profile p = load_profile(test::data_dir(), "h100-sxm5-80g", "test");
+  const auto pts = xla_table();
+  ASSERT_EQ(pts.size(), 95u);
+  const GemmKernelFit f = fit_gemm_kernel(p, "bf16", pts);
+  ASSERT_TRUE(f.ok);
+  // The profile states the fit to three significant figures.
+  EXPECT_NEAR(f.fixed_s * 1e6, p.gemm_fixed_us.value, 0.01);
+  EXPECT_NEAR(f.epilogue_bytes_per_s / 1e9, p.gemm_epilogue_gbps.value, 10.0);
+  EXPECT_NEAR(f.main_efficiency, 0.863, 0.001);
+  EXPECT_EQ(p.gemm_fixed_us.how, "fitted");
+  EXPECT_LT(f.mean_abs_error, 0.026);
+  EXPECT_LT(f.max_abs_error, 0.10);
+}
+
+TEST(GemmKernelModel, H100ProfilePredictsThePublishedTable) {
+  const Profile p = load_profile(test::data_dir(), "h100-sxm5-80g", "test");
+  const CostModel cm(p, "bf16");
+  double sum_abs = 0, t_meas = 0, t_pred = 0;
+  std::map<double, std::pair<double, int>> by_k;  // k -> (sum of signed errors, count)
+  for (const auto& g : xla_table()) {
+    const double pred = cm.gemm_s(static_cast<std::int64_t>(g.m), static_cast<std::int64_t>(g.n), static_cast<std::int64_t>(g.k),
+                                  static_cast<std::int64_t>(g.batch));
+    sum_abs += std::abs(pred / g.time_s - 1);
+    t_meas += g.time_s;
+    t_pred += pred;
+    by_k[g.k].first += pred / g.time_s - 1;
+    by_k[g.k].second += 1;
+  }
+  // The main-loop efficiency is solved from the MAMF measurement (a different source and
+  // shape), not from this table: the table is held out for it.
+  EXPECT_LT(sum_abs / 95.0, 0.03);
+  EXPECT_NEAR(t_pred / t_meas, 1.0, 0.01);
+  // Little trend left in the reduction depth: measured mean errors -5.2 % at k = 256 (the
+  // time-weighted fit favours long GEMMs) and within +-2 % from k = 512 on. A roofline without
+  // the epilogue term (this profile's model before) was 30 % fast at k = 256 and 26 % at 512.
+  for (const auto& [k, e] : by_k) EXPECT_NEAR(e.first / e.second, 0.0, k < 512 ? 0.06 : 0.03) << "k = " << k;
+}
+
+TEST(GemmKernelModel, EveryShippedProfileReproducesItsBestShapeMeasurement) {
+  for (const auto& name : profile_names(test::data_dir())) {
+    const Profile p = load_profile(test::data_dir(), name, "test");
+    for (const auto& [dt, shape] : p.gemm_best_shape) {
+      const CostModel cm(p, dt);
+      const auto [m, n, k] = shape;
+      const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+      const double expect = flops / (p.peak_flops(dt) * p.gemm_efficiency(dt));
+      EXPECT_NEAR(cm.gemm_s(m, n, k) / expect, 1.0, 1e-12) << name << " " << dt;
+      const GemmKernelModel g = gemm_kernel_model(p, dt);
+      EXPECT_GT(g.main_efficiency, p.gemm_efficiency(dt)) << name << " " << dt;
+      EXPECT_LE(g.main_efficiency, 1.0) << name << " " << dt;
+    }
+    EXPECT_FALSE(p.gemm_best_shape.empty()) << name;
+  }
+}
+
+TEST(GemmKernelModel, DeeperReductionAddsOnlyMainLoopTime) {
+  // Closed form: for a compute-bound shape, t(k2) - t(k1) = 2 m n (k2 - k1) / (peak e q); the
+  // fixed time and the epilogue do not depend on k.
+  const Profile p = load_profile(test::data_dir(), "a100-sxm4-80g", "test");
+  const CostModel cm(p, "bf16");
+  const GemmKernelModel g = gemm_kernel_model(p, "bf16");
+  const double m = 16384, n = 8192, q = wave_quantisation(p, m, n, 1);
+  const double dt = cm.gemm_s(16384, 8192, 8192) - cm.gemm_s(16384, 8192, 1024);
+  EXPECT_NEAR(dt / (2.0 * m * n * (8192 - 1024) / (312e12 * g.main_efficiency * q)), 1.0, 1e-12);
+  // Efficiency grows with k toward the main-loop efficiency.
+  double last = 0;
+  for (std::int64_t k : {256, 512, 1024, 2048, 4096, 8192, 16384}) {
+    const double eff = 2.0 * m * n * static_cast<double>(k) / (cm.gemm_s(16384, 8192, k) * 312e12);
+    EXPECT_GT(eff, last) << k;
+    EXPECT_LT(eff, g.main_efficiency * q) << k;
+    last = eff;
+  }
+}
+
+TEST(GemmKernelModel, ProfileErrorsNameTheFigure) {
+  const Json j = read_json_file(test::data_dir() + "/calibrate/profiles/a100-sxm4-80g.json");
+  auto error_of = [](const Json& prof) {
+    try {
+      const Profile p = parse_profile(prof, "p.json");
+      CostModel cm(p, "bf16");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(error_of(j), "(no error)");
+  Json bad = j;
+  bad["compute"]["gemm_max_efficiency"]["bf16"]["shape_mnk"] = Json::array({1024, 0, 5120});
+  EXPECT_EQ(error_of(bad), "p.json: /compute/gemm_max_efficiency/bf16/shape_mnk: expected [m, n, k]: the GEMM shape the "
+                           "best-shape efficiency was measured at, positive integers");
+  bad = j;
+  bad["compute"]["gemm_fixed_us"]["value"] = 500.0;  // more than the whole 396 us best-shape GEMM
+  EXPECT_EQ(error_of(bad), "p.json: /compute/gemm_max_efficiency/bf16: 0.869200 of peak at 1024x10240x5120 leaves no time "
+                           "for the main loop after compute.gemm_fixed_us and compute.gemm_epilogue_gbps (it would need "
+                           "more than the peak)");
+  bad = j;
+  bad["compute"].erase("gemm_epilogue_gbps");
+  EXPECT_NE(error_of(bad).find("/compute/gemm_epilogue_gbps"), std::string::npos) << error_of(bad);
+}
+
+TEST(MeasuredProfile, HarnessFitsTheGemmKernelModelToItsSweep) {
+  // Synthetic sweep from known figures: the fit recovers them.
+  const Json base = read_json_file(test::data_dir() + "/calibrate/profiles/h200-sxm-141g.json");
+  const Profile bp = parse_profile(base, "h200.json");
+  const double fixed = 4e-6, epi = 7.5e12, eff = 0.84;
+  std::vector<MeasuredGemm> g;
+  for (std::int64_t m : {2048, 8192})
+    for (std::int64_t n : {4096, 16384})
+      for (std::int64_t k : {512, 2048, 8192}) {
+        const double dm = static_cast<double>(m), dn = static_cast<double>(n), dk = static_cast<double>(k);
+        const double t = fixed + 2.0 * dm * dn / epi + 2.0 * dm * dn * dk / (989e12 * eff * wave_quantisation(bp, dm, dn, 1));
+        g.push_back({{m, n, k}, "bf16", t, t, t, 1, 1, true});
+      }
+  HarnessContext ctx;
+  ctx.gpu_name = "NVIDIA H200";
+  ctx.sms = 132;
+  ctx.memory_bytes = 150754820096.0;
+  ctx.date = "2026-11-29";
+  ctx.command = "synthetic sweep";
+  std::vector<std::string> notes;
+  const Json prof = build_measured_profile(base, "h200-fit", ctx, g, {}, {}, Json::object(), notes);
+  EXPECT_TRUE(notes.empty());
+  const Profile p = parse_profile(prof, "h200-fit.json");
+  EXPECT_EQ(p.gemm_fixed_us.how, "fitted");
+  EXPECT_NEAR(p.gemm_fixed_us.value, 4.0, 1e-6);
+  EXPECT_NEAR(p.gemm_epilogue_gbps.value, 7500.0, 1e-3);
+  // The best measured shape is recorded with its efficiency, and the model solves the same
+  // main-loop efficiency back from it.
+  ASSERT_EQ(p.gemm_best_shape.count("bf16"), 1u);
+  EXPECT_NEAR(gemm_kernel_model(p, "bf16").main_efficiency, eff, 1e-9);
+}
+
+}  // namespace
+}  // namespace parasim
