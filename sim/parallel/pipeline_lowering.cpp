@@ -44,7 +44,6 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
   const auto p = static_cast<std::int32_t>(par.pp);
   const auto v = static_cast<std::int32_t>(par.vpp);
   const auto m = static_cast<std::int32_t>(sc.microbatches());
-  const auto stage_layers = sc.layers_per_stage();
   const std::string fsdp_kind = par.fsdp ? par.fsdp->sharding : "";
   const Sharding sh = sharding_for(par.zero_stage, fsdp_kind, par.dp * par.cp, par.fsdp ? par.fsdp->shard_group * par.cp : 0);
   const StateBytesPerParam sb = state_bytes(sc.training.dtype, sc.training.optimizer, sc.training.fp32_grad_accumulation);
@@ -104,7 +103,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
       const Action a = acts[i];
       const std::int32_t vs = a.chunk * p + s;
       const bool first = vs == 0, last = vs == nvs - 1;
-      const std::int64_t layers = stage_layers[static_cast<size_t>(s)] / v;
+      const std::int64_t layers = sc.layers_in_chunk(s, a.chunk);
       const bool sync_here = grad_sync && !per_layer_sharded && i == last_grad[static_cast<size_t>(a.chunk)];
       // DDP / ZeRO-1/2 bucketed gradient sync, hung on the layer ops of the last backward.
       double bucket = 0;

@@ -193,13 +193,22 @@ void validate(const Scenario& s, const JsonObject& root) {
     fail("/training/dtype", "the GPU profile \"" + s.profile.name + "\" has no fp8 peak");
   const std::int64_t chunks = p.pp * p.vpp;
   if (!p.stage_layers.empty()) {
-    if (static_cast<std::int64_t>(p.stage_layers.size()) != p.pp)
-      fail(par + "/stage_layers", "expected " + itos(p.pp) + " entries (one per pipeline stage), got " + itos(static_cast<std::int64_t>(p.stage_layers.size())));
+    const auto n = static_cast<std::int64_t>(p.stage_layers.size());
+    // pp entries (layers per pipeline stage, split evenly over its vpp chunks), or with vpp > 1
+    // pp*vpp entries: layers per virtual stage in model order (chunk c of stage s is virtual
+    // stage c*pp + s, Megatron's interleaving), for uneven chunks such as Llama 3's first and
+    // last stages one layer short.
+    if (n != p.pp && !(p.vpp > 1 && n == chunks))
+      fail(par + "/stage_layers", "expected " + itos(p.pp) + " entries (one per pipeline stage)" +
+                                      (p.vpp > 1 ? " or " + itos(chunks) + " (one per virtual stage, pp*vpp)" : std::string()) +
+                                      ", got " + itos(n));
     const std::int64_t sum = std::accumulate(p.stage_layers.begin(), p.stage_layers.end(), std::int64_t{0});
     if (sum != m.layers) fail(par + "/stage_layers", "entries sum to " + itos(sum) + " but the model has " + itos(m.layers) + " layers");
-    for (size_t i = 0; i < p.stage_layers.size(); ++i)
-      if (p.stage_layers[i] % p.vpp != 0)
-        fail(par + "/stage_layers/" + std::to_string(i), "must be divisible by vpp (" + itos(p.vpp) + ")");
+    if (n == p.pp)
+      for (size_t i = 0; i < p.stage_layers.size(); ++i)
+        if (p.stage_layers[i] % p.vpp != 0)
+          fail(par + "/stage_layers/" + std::to_string(i), "must be divisible by vpp (" + itos(p.vpp) + "), or list " + itos(chunks) +
+                                                               " entries, one per virtual stage");
   } else if (m.layers % chunks != 0) {
     fail(par + "/pp", "model layers (" + itos(m.layers) + ") are not divisible among pp*vpp = " + itos(chunks) +
                           " chunks; give parallel.stage_layers for an uneven split");
@@ -210,8 +219,17 @@ void validate(const Scenario& s, const JsonObject& root) {
 }  // namespace
 
 std::vector<std::int64_t> Scenario::layers_per_stage() const {
-  if (!parallel.stage_layers.empty()) return parallel.stage_layers;
-  return std::vector<std::int64_t>(static_cast<size_t>(parallel.pp), model.layers / parallel.pp);
+  std::vector<std::int64_t> out(static_cast<size_t>(parallel.pp), 0);
+  for (std::int64_t s = 0; s < parallel.pp; ++s)
+    for (std::int64_t c = 0; c < parallel.vpp; ++c) out[static_cast<size_t>(s)] += layers_in_chunk(s, c);
+  return out;
+}
+
+std::int64_t Scenario::layers_in_chunk(std::int64_t stage, std::int64_t chunk) const {
+  const auto& sl = parallel.stage_layers;
+  if (sl.empty()) return model.layers / (parallel.pp * parallel.vpp);
+  if (static_cast<std::int64_t>(sl.size()) == parallel.pp) return sl[static_cast<size_t>(stage)] / parallel.vpp;
+  return sl[static_cast<size_t>(chunk * parallel.pp + stage)];  // one entry per virtual stage
 }
 
 double Scenario::dtype_bytes() const {
@@ -297,7 +315,8 @@ Json Scenario::resolved() const {
   Json pj = {{"dp", parallel.dp}, {"tp", parallel.tp}, {"pp", parallel.pp}, {"vpp", parallel.vpp}, {"cp", parallel.cp},
              {"schedule", parallel.schedule}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", parallel.recompute},
              {"zero_stage", parallel.zero_stage}, {"bucket_mb", parallel.bucket_mb}, {"overlap_grad_reduce", parallel.overlap_grad_reduce},
-             {"stage_layers", layers_per_stage()}, {"tp_comm_overlap", parallel.tp_comm_overlap}};
+             {"stage_layers", parallel.stage_layers.size() > static_cast<size_t>(parallel.pp) ? parallel.stage_layers : layers_per_stage()},
+             {"tp_comm_overlap", parallel.tp_comm_overlap}};
   {
     std::string ord;
     for (const auto& d : parallel.order) ord += (ord.empty() ? "" : "-") + d;

@@ -80,7 +80,9 @@ struct ParallelSpec {
   std::int64_t recompute_num_layers = -1;
   std::int64_t zero_stage = 0;
   std::optional<FsdpSpec> fsdp;
-  std::vector<std::int64_t> stage_layers;  // per pipeline stage; empty = even split
+  // Per pipeline stage (pp entries, each divisible by vpp) or per virtual stage (pp*vpp entries in
+  // model order: chunk c of stage s is virtual stage c*pp + s); empty = even split.
+  std::vector<std::int64_t> stage_layers;
   double bucket_mb = 25;                   // DDP gradient bucket size, MB (10^6 bytes)
   bool overlap_grad_reduce = true;
   // Rank order, innermost (consecutive ranks) first: Megatron's default keeps TP inside a node.
@@ -104,7 +106,8 @@ struct Scenario {
 
   std::int64_t microbatches() const { return training.global_batch / (training.micro_batch * parallel.dp); }
   // Layers on each pipeline stage (length pp).
-  std::vector<std::int64_t> layers_per_stage() const;
+  std::vector<std::int64_t> layers_per_stage() const;  // summed over the stage's chunks
+  std::int64_t layers_in_chunk(std::int64_t stage, std::int64_t chunk) const;
   double dtype_bytes() const;
   // The scenario after defaults, as JSON (for --dump-resolved and for measured runs).
   Json resolved() const;

@@ -288,6 +288,50 @@ TEST(UnevenPipeline, StageLayersSetPerStageWork) {
   EXPECT_GT(out.result.ranks[1].compute_s, out.result.ranks[0].compute_s);
 }
 
+TEST(UnevenPipeline, InterleavedChunksCanBeUnevenPerVirtualStage) {
+  // Llama 3 405B's layout: 126 layers, interleaved, the first and last virtual stages one layer
+  // short (Megatron-Core's --decoder-first/last-pipeline-num-layers with VPP).
+  Json j = test::base_scenario();
+  j["model"] = "llama3.1-405b";
+  j["cluster"] = {{"gpu", "h100-sxm5-80g"}, {"nodes", 8}, {"gpus_per_node", 8}};
+  j["training"] = {{"global_batch", 16}, {"micro_batch", 1}, {"seq_len", 8192}};
+  j["parallel"] = {{"dp", 1}, {"tp", 8}, {"pp", 8}, {"vpp", 2}, {"schedule", "interleaved"}, {"sequence_parallel", true}};
+  const test::FreeNetwork free;
+  auto run = [&](const Json& layers) {
+    Json k = j;
+    if (!layers.is_null()) k["parallel"]["stage_layers"] = layers;
+    return test::simulate_with(test::scenario_from(k), free);
+  };
+  // 128 layers so that the even split exists: per stage (pp entries), per virtual stage
+  // (pp*vpp entries) and no list give the same step, bit for bit.
+  j["model"] = {{"name", "405b-128"}, {"layers", 128}, {"hidden", 16384}, {"heads", 128}, {"kv_heads", 8}, {"ffn_hidden", 53248},
+                {"vocab", 128256}, {"activation", "swiglu"}, {"position_embedding", "rope"}, {"norm", "rmsnorm"}, {"bias", false},
+                {"dropout", false}};
+  const auto even = run(Json());
+  const auto per_stage = run(Json(std::vector<int>(8, 16)));
+  const auto per_chunk = run(Json(std::vector<int>(16, 8)));
+  EXPECT_EQ(even.result.step_time_s, per_stage.result.step_time_s);
+  EXPECT_EQ(even.result.step_time_s, per_chunk.result.step_time_s);
+  EXPECT_EQ(even.result.peak_mem_gib, per_chunk.result.peak_mem_gib);
+  // Move one layer from the first virtual stage (chunk 0 of stage 0) to chunk 1 of stage 0
+  // (virtual stage 8): stage 0 does the same work, in a different order; and one layer from the
+  // last virtual stage (chunk 1 of stage 7) to stage 3's chunk 1: stage 7 computes one layer less.
+  std::vector<int> moved(16, 8);
+  moved[0] = 7;
+  moved[8] = 9;
+  moved[15] = 7;
+  moved[11] = 9;
+  const auto uneven = run(Json(moved));
+  const auto& r0 = uneven.result.ranks;
+  const auto& e0 = even.result.ranks;
+  EXPECT_NEAR(r0[0].compute_s / e0[0].compute_s, 1.0, 1e-9);
+  EXPECT_LT(r0[7].compute_s, e0[7].compute_s);
+  EXPECT_GT(r0[3].compute_s, e0[3].compute_s);
+  // One layer's forward and backward moved from stage 7 to stage 3 (both stages without the
+  // embedding or the output layer's work in the moved layer): equal and opposite changes.
+  EXPECT_NEAR(e0[7].compute_s - r0[7].compute_s, r0[3].compute_s - e0[3].compute_s, 1e-9 * e0[3].compute_s);
+}
+
 }  // namespace
 }  // namespace parasim
 

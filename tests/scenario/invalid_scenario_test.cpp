@@ -48,6 +48,14 @@ TEST(InvalidScenario, EachProducesItsExactError) {
        "test.json: /parallel/stage_layers: entries sum to 31 but the model has 32 layers"},
       {"stage_layers wrong length", [](Json& j) { j["parallel"] = {{"dp", 2}, {"pp", 4}, {"schedule", "1f1b"}, {"stage_layers", {16, 16}}}; },
        "test.json: /parallel/stage_layers: expected 4 entries (one per pipeline stage), got 2"},
+      {"stage_layers wrong length with vpp", [](Json& j) {
+         j["parallel"] = {{"dp", 2}, {"pp", 4}, {"vpp", 2}, {"schedule", "interleaved"}, {"stage_layers", {16, 16}}};
+       },
+       "test.json: /parallel/stage_layers: expected 4 entries (one per pipeline stage) or 8 (one per virtual stage, pp*vpp), got 2"},
+      {"stage_layers per stage not divisible by vpp", [](Json& j) {
+         j["parallel"] = {{"dp", 2}, {"pp", 4}, {"vpp", 2}, {"schedule", "interleaved"}, {"stage_layers", {7, 9, 8, 8}}};
+       },
+       "test.json: /parallel/stage_layers/0: must be divisible by vpp (2), or list 8 entries, one per virtual stage"},
       {"heads not divisible by tp", [](Json& j) { j["parallel"] = {{"dp", 1}, {"tp", 8}}; j["model"] = "megatron-gpt-1.7b"; j["training"]["global_batch"] = 8; j["model"] = Json{{"name", "odd"}, {"layers", 2}, {"hidden", 1200}, {"heads", 12}, {"vocab", 1000}}; },
        "test.json: /parallel/tp: model heads (12) must be divisible by tp (8)"},
       {"unknown model", [](Json& j) { j["model"] = "lama2-7b"; },
