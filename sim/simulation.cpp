@@ -25,10 +25,14 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
   const CostModel cost(sc.profile, sc.training.dtype, sc.training.priced_attention_kernel());
   const auto own = network ? nullptr : make_network(sc.network, sc.profile, sc.cluster);
   const LoweringInput in{sc, graph, cost, network ? *network : *own};
-  out.program = lower(reg.schedules, in);
   EngineOptions eo;
   eo.overlap_compute_slowdown = sc.profile.overlap_compute_slowdown.value;
-  out.timeline = run_program(out.program, eo);
+  try {
+    out.program = lower(reg.schedules, in);
+    out.timeline = run_program(out.program, eo);
+  } catch (const RangeError& e) {
+    throw ConfigError(sc.file + ": /training: " + e.what());
+  }
   MetricsInput mi;
   mi.scenario = sc.name;
   mi.tokens_per_step = static_cast<double>(sc.training.global_batch) * static_cast<double>(sc.training.seq_len);

@@ -114,7 +114,15 @@ class Run {
       share_reschedule(op.rank);
       return;
     }
-    heap_.push({now_ + duration, seq_++, id, version_[static_cast<size_t>(id)]});
+    heap_.push({end_time(duration), seq_++, id, version_[static_cast<size_t>(id)]});
+  }
+
+  // now + duration, refusing to pass kMaxTime (integer picoseconds must not overflow).
+  Time end_time(Time duration) const {
+    if (duration > kMaxTime - now_)
+      throw RangeError("the simulated step passes " + std::to_string(static_cast<double>(kMaxTime) / static_cast<double>(kPicosPerSecond)) +
+                       " s, the simulator's range (is the sequence, batch or model that large?)");
+    return now_ + duration;
   }
 
   // Processor sharing on a rank's shared link: progress of every active op since the last change.
@@ -132,7 +140,8 @@ class Run {
     const double k = static_cast<double>(act.size());
     for (OpId o : act) {
       ++version_[static_cast<size_t>(o)];
-      const auto finish_at = now_ + static_cast<Time>(std::llround(remaining_work_[static_cast<size_t>(o)] * k));
+      const double left = remaining_work_[static_cast<size_t>(o)] * k;
+      const auto finish_at = end_time(left < static_cast<double>(kMaxTime) ? static_cast<Time>(std::llround(left)) : kMaxTime);
       heap_.push({finish_at, seq_++, o, version_[static_cast<size_t>(o)]});
     }
   }
@@ -144,7 +153,8 @@ class Run {
     const size_t base = static_cast<size_t>(op.rank) * kStreams;
     const bool comm_busy = busy_[base + static_cast<size_t>(Stream::Comm)] || busy_[base + static_cast<size_t>(Stream::P2P)];
     if (!comm_busy) return op.duration;
-    return static_cast<Time>(static_cast<double>(op.duration) * (1.0 + o_.overlap_compute_slowdown));
+    const double slowed = static_cast<double>(op.duration) * (1.0 + o_.overlap_compute_slowdown);
+    return slowed < static_cast<double>(kMaxTime) ? static_cast<Time>(slowed) : kMaxTime;
   }
 
   void try_start(size_t q) {

@@ -15,6 +15,12 @@ class ProfileError : public ConfigError {
  public:
   using ConfigError::ConfigError;
 };
+// A scenario whose simulated quantities leave the simulator's range (a single op or the step past
+// kMaxTime of simulated time). simulate() rethrows it as a ConfigError naming the scenario file.
+class RangeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 // A model definition that is malformed or inconsistent.
 class ModelError : public ConfigError {
  public:

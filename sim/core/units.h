@@ -3,6 +3,9 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
+
+#include "sim/core/errors.h"
 
 namespace parasim {
 
@@ -15,9 +18,17 @@ inline constexpr Time kPicosPerSecond = 1'000'000'000'000;
 inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 inline constexpr double kGB = 1e9;  // bandwidths are GB/s = 1e9 bytes/s, per direction
 
+// The longest simulated time: 2^62 ps (~53 days), so that a step of such ops cannot overflow.
+inline constexpr Time kMaxTime = Time{1} << 62;
+
 inline Time seconds_to_time(double s) {
   if (!(s >= 0.0)) return 0;
-  return static_cast<Time>(std::llround(s * static_cast<double>(kPicosPerSecond)));
+  const double ps = s * static_cast<double>(kPicosPerSecond);
+  if (!(ps < static_cast<double>(kMaxTime)))
+    throw RangeError("one operation would take " + std::to_string(s) + " s of simulated time, past the simulator's " +
+                     std::to_string(static_cast<double>(kMaxTime) / static_cast<double>(kPicosPerSecond)) +
+                     " s range (is the sequence, batch or model that large?)");
+  return static_cast<Time>(std::llround(ps));
 }
 inline double time_to_seconds(Time t) { return static_cast<double>(t) / static_cast<double>(kPicosPerSecond); }
 inline double bytes_to_gib(double b) { return b / kGiB; }

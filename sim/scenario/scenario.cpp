@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <numeric>
 
+#include <fmt/format.h>
+
 namespace parasim {
 
 namespace {
@@ -142,9 +144,10 @@ void validate(const Scenario& s, const JsonObject& root) {
   const auto& t = s.training;
   const std::string par = "/parallel";
   auto fail = [&](const std::string& ptr, const std::string& msg) { throw_config(s.file, ptr, msg); };
-  const std::int64_t prod = p.dp * p.tp * p.pp * p.cp;
-  if (prod != s.cluster.gpus())
-    fail(par, "dp*tp*pp*cp = " + itos(p.dp) + "*" + itos(p.tp) + "*" + itos(p.pp) + "*" + itos(p.cp) + " = " + itos(prod) +
+  // In double: each factor may be up to 2^24, so the int64 product can overflow before the check.
+  const double prod = static_cast<double>(p.dp) * static_cast<double>(p.tp) * static_cast<double>(p.pp) * static_cast<double>(p.cp);
+  if (prod != static_cast<double>(s.cluster.gpus()))
+    fail(par, "dp*tp*pp*cp = " + itos(p.dp) + "*" + itos(p.tp) + "*" + itos(p.pp) + "*" + itos(p.cp) + " = " + fmt::format("{:.0f}", prod) +
                   " but the cluster has " + itos(s.cluster.nodes) + "*" + itos(s.cluster.gpus_per_node) + " = " +
                   itos(s.cluster.gpus()) + " GPUs");
   if (t.global_batch % (t.micro_batch * p.dp) != 0)
@@ -165,6 +168,11 @@ void validate(const Scenario& s, const JsonObject& root) {
     fail(par + "/schedule", "pipeline schedule \"" + p.schedule + "\" needs pp > 1; with pp = 1 use \"ddp\" or \"dataparallel\"");
   if (p.schedule == "interleaved" && p.vpp < 2) fail(par + "/vpp", "the interleaved schedule needs vpp >= 2");
   if (p.vpp > 1 && p.schedule != "interleaved") fail(par + "/vpp", "vpp > 1 needs schedule \"interleaved\", got \"" + p.schedule + "\"");
+  // Every microbatch is replayed op by op; past this the step needs gigabytes and minutes.
+  if (s.microbatches() > kMaxMicrobatches)
+    fail("/training/global_batch", "global_batch / (micro_batch * dp) = " + itos(s.microbatches()) +
+                                       " microbatches per pipeline step; parasim replays each one and simulates at most " +
+                                       itos(kMaxMicrobatches) + " (raise micro_batch, or simulate a smaller global_batch)");
   if (p.schedule == "interleaved" && s.microbatches() % p.pp != 0)
     fail("/training/global_batch", "the interleaved schedule needs microbatches per pipeline (" + itos(s.microbatches()) +
                                        ") divisible by pp (" + itos(p.pp) + ")");

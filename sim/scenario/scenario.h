@@ -45,6 +45,9 @@ struct ClusterSpec {
   std::int64_t gpus() const { return nodes * gpus_per_node; }
 };
 
+// Microbatches per pipeline step the simulator replays at most (each op by op).
+inline constexpr std::int64_t kMaxMicrobatches = 65536;
+
 struct TrainingSpec {
   std::int64_t global_batch = 0;
   std::int64_t micro_batch = 1;

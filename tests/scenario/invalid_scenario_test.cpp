@@ -48,6 +48,13 @@ TEST(InvalidScenario, EachProducesItsExactError) {
        "test.json: /parallel/stage_layers: entries sum to 31 but the model has 32 layers"},
       {"stage_layers wrong length", [](Json& j) { j["parallel"] = {{"dp", 2}, {"pp", 4}, {"schedule", "1f1b"}, {"stage_layers", {16, 16}}}; },
        "test.json: /parallel/stage_layers: expected 4 entries (one per pipeline stage), got 2"},
+      {"layout product past int64", [](Json& j) {
+         j["parallel"] = {{"dp", 1 << 24}, {"tp", 1 << 16}, {"pp", 1 << 16}, {"cp", 1 << 16}, {"schedule", "1f1b"}};
+       },
+       "test.json: /parallel: dp*tp*pp*cp = 16777216*65536*65536*65536 = 4722366482869645213696 but the cluster has 1*8 = 8 GPUs"},
+      {"too many microbatches", [](Json& j) { j["training"]["global_batch"] = 8 * 65537; },
+       "test.json: /training/global_batch: global_batch / (micro_batch * dp) = 65537 microbatches per pipeline step; parasim "
+       "replays each one and simulates at most 65536 (raise micro_batch, or simulate a smaller global_batch)"},
       {"stage_layers wrong length with vpp", [](Json& j) {
          j["parallel"] = {{"dp", 2}, {"pp", 4}, {"vpp", 2}, {"schedule", "interleaved"}, {"stage_layers", {16, 16}}};
        },
@@ -129,6 +136,29 @@ TEST(InvalidScenario, AttentionKernelTheProfileDoesNotPrice) {
 }
 
 TEST(InvalidScenario, ValidBaseScenarioLoads) { EXPECT_EQ(error_of(test::base_scenario()), "(no error)"); }
+
+}  // namespace
+}  // namespace parasim
+
+namespace parasim {
+namespace {
+
+TEST(InvalidScenario, StepPastTheSimulatorsTimeRangeIsAConfigError) {
+  // A 16M-token sequence on GPT-3 175B: the step lasts longer than the 2^62 ps (~53 days) the
+  // engine represents; an error naming the file, not an overflow.
+  Json j = test::base_scenario();
+  j["model"] = "gpt3-175b";
+  j["training"]["seq_len"] = 1 << 24;
+  j["training"]["global_batch"] = 8;
+  try {
+    simulate(test::scenario_from(j), Registries{});
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("test.json: /training: ", 0), 0u) << m;
+    EXPECT_NE(m.find("simulator's"), std::string::npos) << m;
+  }
+}
 
 }  // namespace
 }  // namespace parasim
