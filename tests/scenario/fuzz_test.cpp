@@ -5,9 +5,14 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <array>
 #include <random>
 
 #include "../test_util.h"
+#include "calibrate/profile/cost_model.h"
+#include "sim/scenario/measured.h"
+#include "tools/validation.h"
 
 namespace parasim {
 namespace {
@@ -85,6 +90,81 @@ TEST(Fuzz, MutatedScenariosFailCleanlyOrSimulate) {
   EXPECT_GT(rejected, 500);
   EXPECT_GT(simulated, 200);
   std::printf("fuzz: %d rejected, %d simulated, %d skipped as large\n", rejected, simulated, skipped);
+}
+
+TEST(Fuzz, MutatedProfilesFailCleanlyOrPriceFinitely) {
+  std::vector<Json> seeds;
+  for (const auto& name : profile_names(test::data_dir()))
+    seeds.push_back(read_json_file(test::data_dir() + "/calibrate/profiles/" + name + ".json"));
+  ASSERT_GE(seeds.size(), 5u);
+  Json base = test::base_scenario();
+  std::mt19937_64 rng(7);
+  int rejected = 0, priced = 0;
+  for (int i = 0; i < 1500; ++i) {
+    const Json j = mutate(seeds[rng() % seeds.size()], rng);
+    try {
+      const Profile p = parse_profile(j, "fuzz-profile.json");
+      for (const auto& [dt, f] : p.peak_tflops) {
+        if (!p.gemm_max_efficiency.count(dt)) continue;
+        const CostModel cm(p, dt);
+        for (const auto& [m, n, k] : {std::array<std::int64_t, 3>{1, 1, 1}, {4096, 4096, 4096}, {65536, 1024, 128}})
+          ASSERT_TRUE(std::isfinite(cm.gemm_s(m, n, k)) && cm.gemm_s(m, n, k) > 0) << dt << "\n" << j.dump();
+        ASSERT_TRUE(std::isfinite(cm.attention_s(1e12, true)) && cm.attention_s(1e12, true) > 0) << j.dump();
+        ASSERT_TRUE(std::isfinite(cm.memory_s(1e9)) && cm.memory_s(1e9) > 0) << j.dump();
+      }
+      // The whole step on this profile (a DDP job on one node).
+      Scenario sc = test::scenario_from(base);
+      sc.profile = p;
+      const auto out = simulate(sc, Registries{});
+      ASSERT_TRUE(std::isfinite(out.result.step_time_s) && out.result.step_time_s > 0) << j.dump();
+      ++priced;
+    } catch (const ConfigError& e) {
+      ASSERT_EQ(std::string(e.what()).rfind("fuzz-profile.json: /", 0), 0u) << e.what() << "\n" << j.dump();
+      ++rejected;
+    } catch (const std::exception& e) {
+      FAIL() << "unexpected " << typeid(e).name() << ": " << e.what() << "\n" << j.dump();
+    }
+  }
+  EXPECT_GT(rejected, 300);
+  EXPECT_GT(priced, 300);
+  std::printf("profile fuzz: %d rejected, %d priced\n", rejected, priced);
+}
+
+TEST(Fuzz, MutatedMeasuredRunsFailCleanlyOrCheck) {
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(test::data_dir() + "/scenarios/measured"))
+    if (e.path().extension() == ".json") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  ASSERT_GE(files.size(), 100u);
+  const std::string tmp = (std::filesystem::temp_directory_path() / "parasim-fuzz-measured.json").string();
+  const Registries reg;
+  std::mt19937_64 rng(11);
+  int rejected = 0, checked = 0;
+  for (int i = 0; i < 600; ++i) {
+    const Json j = mutate(read_json_file(files[rng() % files.size()]), rng);
+    {
+      std::ofstream(tmp) << j.dump();
+    }
+    try {
+      const MeasuredRun run = load_measured(tmp, test::data_dir());
+      const Scenario& sc = run.scenario;
+      if (sc.microbatches() * sc.parallel.pp * sc.parallel.vpp > 4096 || sc.model.layers > 512) continue;
+      const RunCheck c = check_run(run, reg, Tolerances{});
+      for (const auto& cmp : c.comparisons) ASSERT_TRUE(std::isfinite(cmp.predicted)) << cmp.figure << "\n" << j.dump();
+      ++checked;
+    } catch (const ConfigError& e) {
+      // "<file>: /pointer: ..." or, inside the inline scenario, "<file> (/scenario): /pointer: ...".
+      const std::string m = e.what();
+      ASSERT_TRUE(m.rfind(tmp + ": /", 0) == 0 || m.rfind(tmp + " (/scenario): /", 0) == 0) << m << "\n" << j.dump();
+      ++rejected;
+    } catch (const std::exception& e) {
+      FAIL() << "unexpected " << typeid(e).name() << ": " << e.what() << "\n" << j.dump();
+    }
+  }
+  std::filesystem::remove(tmp);
+  EXPECT_GT(rejected, 100);
+  EXPECT_GT(checked, 100);
+  std::printf("measured-run fuzz: %d rejected, %d checked\n", rejected, checked);
 }
 
 }  // namespace
