@@ -72,11 +72,14 @@ void add_network_commands(CLI::App& app, Context& ctx) {
       s.bytes = parse_bytes(o->bytes);
       const auto net = make_network(o->network, p, cl);
       const double t = net->time_s(s);
-      const double algbw = s.bytes / t / 1e9;
+      const double algbw = t > 0 ? s.bytes / t / 1e9 : 0.0;
       fmt::print("{} of {:.6g} bytes over {} ranks ({} node(s) x {}), {} network, profile {}\n", o->op, s.bytes, s.ranks, cl.nodes,
                  cl.gpus_per_node, net->name(), p.name);
       fmt::print("  algorithm {}\n", net->algorithm(s));
-      fmt::print("  time    {:.4g} us\n  algbw   {:.2f} GB/s\n  busbw   {:.2f} GB/s\n", t * 1e6, algbw, algbw * bus_factor(s.op, s.ranks));
+      if (t > 0)
+        fmt::print("  time    {:.4g} us\n  algbw   {:.2f} GB/s\n  busbw   {:.2f} GB/s\n", t * 1e6, algbw, algbw * bus_factor(s.op, s.ranks));
+      else  // nothing to move (0 bytes, or one rank): no bandwidth to report
+        fmt::print("  time    0 us\n  algbw   n/a\n  busbw   n/a\n");
       if (o->all) {
         const AlphaBetaNetwork tuner(p, cl);
         fmt::print("  tuner candidates (analytical):\n");

@@ -143,6 +143,11 @@ TEST(Cli, TopologyAndCollectiveCommands) {
   EXPECT_EQ(c.code, 0) << c.out;
   EXPECT_NE(c.out.find("busbw"), std::string::npos);
   EXPECT_EQ(run("collective --gpu a100-sxm4-80g --bytes 12XB").code, 2);
+  // Nothing to move: no bandwidth figure, not "nan".
+  const Ran z = run("collective --gpu h100-sxm5-80g --op send_recv --ranks 2 --bytes 0");
+  EXPECT_EQ(z.code, 0) << z.out;
+  EXPECT_NE(z.out.find("algbw   n/a"), std::string::npos) << z.out;
+  EXPECT_EQ(z.out.find("nan"), std::string::npos) << z.out;
 }
 
 }  // namespace
