@@ -65,6 +65,9 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& file, 
       r.algbw_gbps = std::stod(f[6]);
       r.busbw_gbps = std::stod(f[7]);
       if (!(r.bytes > 0 && r.time_s > 0)) throw std::invalid_argument("non-positive");
+      if (!(r.bytes >= 1 && r.bytes <= kMaxPointBytes && r.time_s >= kMinPointTimeS && r.time_s <= kMaxPointTimeS))
+        throw ConfigError(fmt::format("{}:{}: size {} bytes or time {} s outside what a profile holds ([1, {:g}] bytes, [{:g}, {:g}] s)",
+                                      file, lineno, f[0], r.time_s, kMaxPointBytes, kMinPointTimeS, kMaxPointTimeS));
       if (f[8] != "0" && f[8] != "N/A")
         throw ConfigError(fmt::format("{}:{}: the run reported {} wrong results at {} bytes; refusing to import it", file, lineno, f[8], f[0]));
       log.rows.push_back(r);
@@ -147,6 +150,10 @@ NcclTestsLog parse_nccl_tests_json(const std::string& text, const std::string& f
       if (!o.contains(k) || !o[k].is_number() || !(o[k].get<double>() > 0))
         fail(ptr + "/out_of_place/" + k, "expected a positive number, got " + (o.contains(k) ? o[k].dump() : std::string("nothing")));
     row.time_s = o[tkey].get<double>() * 1e-6;
+    if (!(row.bytes >= 1 && row.bytes <= kMaxPointBytes))
+      fail(ptr + "/size", fmt::format("expected a byte count in [1, {:g}], got {:g}", kMaxPointBytes, row.bytes));
+    if (!(row.time_s >= kMinPointTimeS && row.time_s <= kMaxPointTimeS))
+      fail(ptr + "/out_of_place/" + tkey, fmt::format("expected a time in [{:g}, {:g}] s, got {:g} s", kMinPointTimeS, kMaxPointTimeS, row.time_s));
     row.algbw_gbps = o["alg_bw"].get<double>();
     row.busbw_gbps = o["bus_bw"].get<double>();
     if (o.contains("nwrong") && !o["nwrong"].is_null() && (!o["nwrong"].is_number() || o["nwrong"].get<double>() != 0))

@@ -250,8 +250,8 @@ Profile parse_profile(const Json& j, const std::string& file) {
         cp.op = g.choice("op", {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"});
         cp.ranks = g.integer("ranks", 1, 1 << 24);
         cp.nodes = g.integer("nodes", 1, 1 << 24, 1);
-        cp.bytes = g.number("bytes", 1, 1e15);
-        cp.time_s = g.number("time_s", 1e-12, 1e6);
+        cp.bytes = g.number("bytes", 1, kMaxPointBytes);
+        cp.time_s = g.number("time_s", kMinPointTimeS, kMaxPointTimeS);
         cp.algo = g.str("algo", "");
         cp.source = g.str("source");
         g.finish({"busbw_gbps", "algbw_gbps", "p10_s", "p90_s"});

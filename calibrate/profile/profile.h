@@ -36,6 +36,10 @@ struct GemmPoint {
   std::string source;
 };
 
+// Valid ranges of a measured collective point (the profile loader and the importers agree on them).
+inline constexpr double kMaxPointBytes = 1e15;
+inline constexpr double kMinPointTimeS = 1e-12, kMaxPointTimeS = 1e6;
+
 struct CollectivePoint {
   std::string op;  // all_reduce | all_gather | reduce_scatter | all_to_all | broadcast | send_recv
   std::int64_t ranks = 0;

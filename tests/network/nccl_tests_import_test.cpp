@@ -86,6 +86,17 @@ TEST(NcclTestsImport, BadFilesGiveClearErrors) {
   EXPECT_EQ(error_of("garbage.txt"), "garbage.txt:1: unexpected text before the results table: \"this is not\"");
   EXPECT_EQ(error_of("wrong_results.txt"),
             "wrong_results.txt:5: the run reported 3 wrong results at 1048576 bytes; refusing to import it");
+  // A size no profile can hold (found by the importer fuzz test: it imported, then the merged
+  // profile failed to load).
+  std::string text = slurp("all_reduce_8gpu.txt");
+  text.replace(text.find("     1048576        262144"), 25, "       1e308        262144");
+  try {
+    parse_nccl_tests(text, "big.txt");
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "big.txt:18: size 1e308 bytes or time 4.01e-05 s outside what a profile holds "
+                                     "([1, 1e+15] bytes, [1e-12, 1e+06] s)");
+  }
 }
 
 TEST(NcclTestsImport, MergeReplacesSameGroupAndResultLoads) {
