@@ -25,7 +25,7 @@ int run_guarded(const std::function<int()>& fn) {
 void add_run_command(CLI::App& app, Context& ctx) {
   struct Opts {
     std::string file, trace;
-    bool json = false, resolved = false;
+    bool json = false, resolved = false, kernels = false;
     int dump_rank = -1;
     int interval = 0;
   };
@@ -36,6 +36,8 @@ void add_run_command(CLI::App& app, Context& ctx) {
   run->add_option("--trace", o->trace, "write a Chrome/Perfetto trace of the step to this file");
   run->add_flag("--dump-resolved", o->resolved, "print the scenario after defaults and exit");
   run->add_option("--interval", o->interval, "also predict a p10..p90 step-time interval from the profile's spread with N samples");
+  run->add_flag("--kernels", o->kernels,
+                "also print each kernel of one layer (and of the embedding and output layers) with its shape, time, rate and what priced it");
   run->add_option("--dump-program", o->dump_rank, "print the lowered ops of this simulated rank (0-based) with their times");
   run->callback([o, &ctx]() {
     ctx.exit_code = run_guarded([&]() {
@@ -72,8 +74,19 @@ void add_run_command(CLI::App& app, Context& ctx) {
           std::cout << "\n";
         }
       }
-      if (o->json) std::cout << j.dump(2) << "\n";
-      else print_summary(std::cout, sc, out.result);
+      const LayerGraph graph = build_layer_graph(sc.model, layer_shape(sc));
+      const CostModel cost(sc.profile, sc.training.dtype, sc.training.priced_attention_kernel());
+      const std::vector<KernelRow> rows = o->kernels ? kernel_rows(graph, cost) : std::vector<KernelRow>{};
+      if (o->kernels) j["kernels"] = kernels_json(rows);
+      if (o->json) {
+        std::cout << j.dump(2) << "\n";
+      } else {
+        print_summary(std::cout, sc, out.result);
+        if (o->kernels) {
+          std::cout << "\n";
+          print_kernels(std::cout, sc, graph, rows);
+        }
+      }
       return 0;
     });
   });

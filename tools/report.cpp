@@ -13,7 +13,61 @@ std::string human_s(double s) {
   if (s >= 1e-3) return fmt::format("{:.2f} ms", s * 1e3);
   return fmt::format("{:.1f} us", s * 1e6);
 }
+std::string shape_of(const Kernel& k) {
+  if (k.kind == KernelKind::Gemm)
+    return k.batch > 1 ? fmt::format("{}x{}x{} x{}", k.m, k.n, k.k, k.batch) : fmt::format("{}x{}x{}", k.m, k.n, k.k);
+  if (k.kind == KernelKind::Memory) return fmt::format("{:.1f} MB", k.bytes / 1e6);
+  return "";
+}
+
+std::string rate_of(const Kernel& k, double s) {
+  if (s <= 0) return "";
+  if (k.kind == KernelKind::Memory) return fmt::format("{:.0f} GB/s", k.bytes / s / 1e9);
+  return fmt::format("{:.1f} TFLOP/s", k.flops / s / 1e12);
+}
 }  // namespace
+
+void print_kernels(std::ostream& os, const Scenario& sc, const LayerGraph& g, const std::vector<KernelRow>& rows) {
+  const auto& sh = g.shape;
+  fmt::print(os, "kernels of one transformer layer and of the embedding and output layers, for one microbatch on one rank\n");
+  fmt::print(os, "  micro batch {} x seq {}{} = {:.0f} tokens, tp {}{}, {}, profile {} ({})\n", sh.micro_batch, sh.seq_len,
+             sh.cp > 1 ? fmt::format(" / cp {}", sh.cp) : "", g.tokens, sh.tp, sh.sequence_parallel ? " with sequence parallel" : "",
+             sc.training.dtype, sc.profile.name, sc.profile.device.name);
+  fmt::print(os, "  recompute replays the forward kernels of a layer; communication is not listed (see `run --dump-program`)\n\n");
+  fmt::print(os, "  {:<14} {:<22} {:>22} {:>10} {:>11} {:>15}  {}\n", "block", "kernel", "shape m x n x k / bytes", "GFLOP", "time us",
+             "rate", "priced by");
+  double block_total = 0, gemm = 0, attn = 0, mem = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    const Kernel& k = *r.kernel;
+    fmt::print(os, "  {:<14} {:<22} {:>22} {:>10} {:>11.1f} {:>15}  {}\n", r.block, k.name, shape_of(k),
+               k.flops > 0 ? fmt::format("{:.2f}", k.flops / 1e9) : "", r.seconds * 1e6, rate_of(k, r.seconds), r.priced_by);
+    block_total += r.seconds;
+    const bool layer = r.block.rfind("attention", 0) == 0 || r.block.rfind("mlp", 0) == 0;
+    if (layer) (k.kind == KernelKind::Gemm ? gemm : k.kind == KernelKind::Attention ? attn : mem) += r.seconds;
+    if (i + 1 == rows.size() || rows[i + 1].block != r.block) {
+      fmt::print(os, "  {:<14} {:<22} {:>22} {:>10} {:>11.1f}\n\n", r.block, "total", "", "", block_total * 1e6);
+      block_total = 0;
+    }
+  }
+  const double layer = gemm + attn + mem;
+  if (layer > 0)
+    fmt::print(os, "  one layer, forward + backward: {:.1f} us = GEMM {:.1f} % + attention {:.1f} % + memory-bound {:.1f} %\n",
+               layer * 1e6, 100 * gemm / layer, 100 * attn / layer, 100 * mem / layer);
+}
+
+Json kernels_json(const std::vector<KernelRow>& rows) {
+  Json a = Json::array();
+  for (const auto& r : rows) {
+    const Kernel& k = *r.kernel;
+    Json j = {{"block", r.block}, {"kernel", k.name}, {"seconds", r.seconds}, {"priced_by", r.priced_by}};
+    if (k.kind == KernelKind::Gemm) j["mnk_batch"] = {k.m, k.n, k.k, k.batch};
+    if (k.kind != KernelKind::Memory) j["flops"] = k.flops;
+    else j["bytes"] = k.bytes;
+    a.push_back(std::move(j));
+  }
+  return a;
+}
 
 void print_summary(std::ostream& os, const Scenario& sc, const Result& r) {
   const auto& p = sc.parallel;

@@ -3,6 +3,7 @@
 #include <ostream>
 #include <string>
 
+#include "sim/kernels.h"
 #include "sim/simulation.h"
 
 namespace parasim {
@@ -12,6 +13,11 @@ Json result_json(const Result& r);
 // Chrome trace event format: one process per simulated rank, one thread per stream, memory as a
 // counter track. Opens in Perfetto and chrome://tracing.
 void write_chrome_trace(const std::string& path, const Scenario& sc, const Program& p, const Timeline& t);
+// Per-kernel table of one transformer layer plus the embedding and output layers, one microbatch on
+// one rank: shape or bytes, FLOPs, time, achieved rate and what priced it; block totals and the
+// GEMM / attention / memory-bound split of the layer.
+void print_kernels(std::ostream& os, const Scenario& sc, const LayerGraph& g, const std::vector<KernelRow>& rows);
+Json kernels_json(const std::vector<KernelRow>& rows);
 // The lowered schedule of one simulated rank, one line per op.
 void dump_program(std::ostream& os, const Program& p, const Timeline& t, std::int32_t rank);
 

@@ -26,8 +26,9 @@ double CostModel::attention_s(double flops, bool backward) const {
   return flops / (attention_peak_ * eff) + p_.kernel_overhead_us.value * 1e-6;
 }
 
-double CostModel::gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch) const {
+double CostModel::gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, bool* measured) const {
   ++lookups_;
+  if (measured) *measured = true;
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
                        static_cast<double>(batch);
   // 1. Measured points of the same dtype: inverse-distance weighting of efficiency in log-shape
@@ -51,6 +52,7 @@ double CostModel::gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::in
   if (wsum > 0 && nearest <= 1.0) return flops / (peak_ * (esum / wsum));
   // 2. The kernel model.
   ++fallbacks_;
+  if (measured) *measured = false;
   return gemm_.time_s(p_, static_cast<double>(m), static_cast<double>(n), static_cast<double>(k), static_cast<double>(batch));
 }
 
@@ -69,13 +71,15 @@ double GemmKernelModel::time_s(const Profile& p, double m, double n, double k, d
   const double flops = 2.0 * m * n * k * batch;
   const double t_main = flops / (peak_flops * main_efficiency * wave_quantisation(p, m, n, batch));
   const double t_reads = in_elem_bytes * batch * (m * k + k * n) / (p.hbm_gbps.value * 1e9 * p.hbm_efficiency.value);
-  return fixed_s + std::max(t_main, t_reads) + out_elem_bytes * batch * m * n / epilogue_bytes_per_s;
+  const double t = fixed_s + std::max(t_main, t_reads) + out_elem_bytes * batch * m * n / epilogue_bytes_per_s;
+  return std::max(t, flops / (peak_flops * max_efficiency));
 }
 
 GemmKernelModel gemm_kernel_model(const Profile& p, const std::string& dtype) {
   GemmKernelModel g;
   g.peak_flops = p.peak_flops(dtype);
   g.main_efficiency = p.gemm_efficiency(dtype);
+  g.max_efficiency = g.main_efficiency;
   g.fixed_s = p.gemm_fixed_us.value * 1e-6;
   g.epilogue_bytes_per_s = p.gemm_epilogue_gbps.value * 1e9;
   const bool wide = dtype == "fp32" || dtype == "tf32";

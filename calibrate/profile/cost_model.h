@@ -26,6 +26,10 @@ struct GemmKernelModel {
   double epilogue_bytes_per_s = 0;
   double out_elem_bytes = 2;     // C is written in 16-bit (fp32 for fp32/tf32)
   double in_elem_bytes = 2;      // A and B (1 for fp8)
+  // No shape runs faster than the best efficiency measured on this GPU (gemm_max_efficiency, the
+  // maximum of a shape sweep): the model is validated on shapes up to 4096 per dimension, and
+  // past them it would extrapolate toward the main-loop efficiency, above any measurement.
+  double max_efficiency = 1.0;
   double time_s(const Profile& p, double m, double n, double k, double batch) const;
 };
 // Solves the main-loop efficiency from compute.gemm_max_efficiency.<dtype> and its shape_mnk
@@ -38,7 +42,8 @@ class CostModel {
   // attention_kernel: kAttentionDefault or a kernel in the profile's compute.attention_kernels.
   CostModel(const Profile& profile, std::string dtype, const std::string& attention_kernel = kAttentionDefault);
 
-  double gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1) const;
+  // `measured` (optional) tells whether measured points priced the shape (else the kernel model).
+  double gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1, bool* measured = nullptr) const;
   double attention_s(double flops, bool backward) const;
   double memory_s(double bytes) const;
   // Elementwise update over `bytes` of optimizer state traffic.

@@ -2,26 +2,19 @@
 
 #include <algorithm>
 
+#include "sim/kernels.h"
+
 namespace parasim {
 
 namespace {
 
 bool is_wgrad(const Kernel& k) { return k.name.size() > 6 && k.name.compare(k.name.size() - 6, 6, ".wgrad") == 0; }
 
-double kernel_s(const CostModel& c, const Kernel& k) {
-  switch (k.kind) {
-    case KernelKind::Gemm: return c.gemm_s(k.m, k.n, k.k, k.batch);
-    case KernelKind::Attention: return c.attention_s(k.flops, k.backward);
-    case KernelKind::Memory: return c.memory_s(k.bytes);
-  }
-  return 0;
-}
-
 // Sum of kernel times; `w` receives the weight-gradient part, `gemm` the GEMM part.
 double block_s(const CostModel& c, const Block& b, double* w = nullptr, double* gemm = nullptr) {
   double total = 0;
   for (const auto& k : b.kernels) {
-    const double s = kernel_s(c, k);
+    const double s = kernel_seconds(c, k);
     total += s;
     if (w && is_wgrad(k)) *w += s;
     if (gemm && k.kind == KernelKind::Gemm) *gemm += s;
@@ -101,7 +94,7 @@ BlockTimes block_times(const LoweringInput& in) {
   t.head_f = block_s(c, g.head_fwd);
   t.head_b = block_s(c, g.head_bwd, &t.head_w);
   for (const auto& k : g.attn_fwd.kernels)
-    if (k.name == "scores" || k.name == "softmax" || k.name == "context") t.attn_recompute_selective += kernel_s(c, k);
+    if (k.name == "scores" || k.name == "softmax" || k.name == "context") t.attn_recompute_selective += kernel_seconds(c, k);
   if (in.scenario.parallel.recompute == "selective_op") {
     // torchtitan's op-level SAC replays every elementwise op and the even-numbered matmuls of the
     // layer in call order: wk (its share of the fused QKV GEMM), wo, and w3 (half of the fused
@@ -117,7 +110,7 @@ BlockTimes block_times(const LoweringInput& in) {
         else if (k.name == "mlp_gate_up") share = 0.5;
         else if (k.name == "mlp_down" && m.activation != "swiglu") share = 1;
         else if (k.name == "scores" || k.name == "softmax" || k.name == "context") share = 1;  // unfused: batched, not saved
-        t.op_sac_recompute += share * kernel_s(c, k);
+        t.op_sac_recompute += share * kernel_seconds(c, k);
         t.op_sac_flops += share * k.model_flops;
       }
   }

@@ -75,6 +75,35 @@ TEST(Cli, JsonOutputFollowsContract) {
     EXPECT_TRUE(j["ranks"][0].contains(k)) << k;
 }
 
+TEST(Cli, KernelTableAddsUpToTheSimulatedComputeTime) {
+  // One GPU, no communication, no recompute: the simulated forward time of a step is the
+  // embedding, every layer's attention and MLP blocks and the output layer, once per microbatch,
+  // exactly the rows `run --kernels` lists; the same for backward.
+  const std::string path = write_temp("one_gpu.json", R"({"schema": "parasim.scenario/1", "name": "one", "model": "llama3-8b",
+    "cluster": {"gpu": "a100-sxm4-80g", "nodes": 1, "gpus_per_node": 1},
+    "training": {"global_batch": 4, "micro_batch": 2, "seq_len": 1024},
+    "parallel": {"dp": 1, "schedule": "ddp", "recompute": "none"}})");
+  const Ran r = run("run --json --kernels " + path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json j = Json::parse(r.out);
+  ASSERT_TRUE(j.contains("kernels"));
+  double fwd = 0, bwd = 0;
+  const double layers = 32, microbatches = 2;
+  for (const auto& k : j["kernels"]) {
+    const std::string b = k["block"];
+    const double per_step = k["seconds"].get<double>() * microbatches *
+                            (b.rfind("attention", 0) == 0 || b.rfind("mlp", 0) == 0 ? layers : 1.0);
+    (b.find("fwd") != std::string::npos ? fwd : bwd) += per_step;
+    EXPECT_GT(k["seconds"].get<double>(), 0) << k.dump();
+    EXPECT_FALSE(k["priced_by"].get<std::string>().empty());
+  }
+  EXPECT_NEAR(fwd / j["breakdown"]["forward_s"].get<double>(), 1.0, 1e-9);
+  EXPECT_NEAR(bwd / j["breakdown"]["backward_s"].get<double>(), 1.0, 1e-9);
+  const Ran text = run("run --kernels " + path);
+  EXPECT_NE(text.out.find("attention fwd  qkv"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("one layer, forward + backward:"), std::string::npos) << text.out;
+}
+
 TEST(Cli, TraceIsChromeTraceFormat) {
   const std::string trace = ::testing::TempDir() + "t.trace.json";
   ASSERT_EQ(run("run --trace " + trace + " " + test::data_dir() + "/scenarios/default.json").code, 0);

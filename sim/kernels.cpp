@@ -1,0 +1,48 @@
+#include "sim/kernels.h"
+
+#include <utility>
+
+namespace parasim {
+
+double kernel_seconds(const CostModel& c, const Kernel& k) {
+  switch (k.kind) {
+    case KernelKind::Gemm: return c.gemm_s(k.m, k.n, k.k, k.batch);
+    case KernelKind::Attention: return c.attention_s(k.flops, k.backward);
+    case KernelKind::Memory: return c.memory_s(k.bytes);
+  }
+  return 0;
+}
+
+std::vector<KernelRow> kernel_rows(const LayerGraph& g, const CostModel& c) {
+  std::vector<KernelRow> rows;
+  const std::pair<const char*, const Block*> blocks[] = {
+      {"embedding fwd", &g.embed_fwd}, {"attention fwd", &g.attn_fwd}, {"mlp fwd", &g.mlp_fwd},
+      {"head fwd", &g.head_fwd},       {"head bwd", &g.head_bwd},      {"mlp bwd", &g.mlp_bwd},
+      {"attention bwd", &g.attn_bwd},  {"embedding bwd", &g.embed_bwd}};
+  for (const auto& [name, b] : blocks)
+    for (const auto& k : b->kernels) {
+      KernelRow r;
+      r.block = name;
+      r.kernel = &k;
+      switch (k.kind) {
+        case KernelKind::Gemm: {
+          bool measured = false;
+          r.seconds = c.gemm_s(k.m, k.n, k.k, k.batch, &measured);
+          r.priced_by = measured ? "GEMM points" : "GEMM kernel model";
+          break;
+        }
+        case KernelKind::Attention:
+          r.seconds = kernel_seconds(c, k);
+          r.priced_by = "attention efficiency";
+          break;
+        case KernelKind::Memory:
+          r.seconds = kernel_seconds(c, k);
+          r.priced_by = "HBM bandwidth";
+          break;
+      }
+      rows.push_back(std::move(r));
+    }
+  return rows;
+}
+
+}  // namespace parasim
