@@ -31,6 +31,19 @@ Kernel fp8_cast(const std::string& name, std::int64_t rows, std::int64_t cols, b
                 kFp8CastBytesPerElement * static_cast<double>(rows) * static_cast<double>(cols), bwd};
 }
 
+// Bias gradient of a linear layer: a reduction over the tokens that reads the output gradient
+// [rows, cols] once (PyTorch's addmm backward sums the gradient to the bias shape; Megatron-LM's
+// linear layers run grad_output.sum(dim=0)). Transformer Engine folds it into a GEMM epilogue or
+// its cast kernels; that fusion is not credited.
+Kernel bias_grad(const std::string& name, double rows, double cols, double elem_bytes) {
+  return Kernel{name + ".bias_grad", KernelKind::Memory, 0, 0, 0, 1, 0, 0, rows * cols * elem_bytes, true};
+}
+
+// Hidden dropout on the residual branch (Megatron fuses bias, dropout and the residual add):
+// forward also writes the 1-byte keep mask; backward is its own elementwise pass, reading the
+// gradient and the mask and writing the masked gradient.
+constexpr double kDropoutMaskBytes = 1;
+
 // Forward GEMM y = x W with x [M,K], W [K,N] -> backward dgrad [M,N]x[N,K] and wgrad [K,M]x[M,N].
 void add_gemm_bwd(Block& b, const Kernel& f) {
   b.kernels.push_back(gemm(f.name + ".dgrad", f.m, f.k, f.n, true));
@@ -89,11 +102,18 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   }
   const Kernel proj = gemm("attn_out", T, h, h / t);
   af.kernels.push_back(proj);
-  af.kernels.push_back(mem("residual1", 3 * act));
+  // [T, h] elements on this rank outside the TP region (T/t of them with sequence parallel).
+  const double elems = act / e;
+  const double drop_f = m.dropout ? kDropoutMaskBytes * elems : 0.0;
+  const double drop_b = m.dropout ? 2 * act + kDropoutMaskBytes * elems : 0.0;
+  af.kernels.push_back(mem("residual1", 3 * act + drop_f));
 
   // --- attention block, backward
   Block& ab = g.attn_bwd;
   ab.kernels.push_back(mem("residual1.bwd", 3 * act, true));
+  if (m.dropout) ab.kernels.push_back(mem("dropout1.bwd", drop_b, true));
+  // Row-parallel bias: added after the TP reduction, over T/t tokens with sequence parallel.
+  if (m.bias) ab.kernels.push_back(bias_grad(proj.name, Td / sp_div, hd, e));
   add_gemm_bwd(ab, proj);
   if (sh.flash_attention) {
     Kernel ba = attn;
@@ -117,6 +137,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     ab.kernels.push_back(mem("softmax.bwd", 3 * 2 * b * heads_local * sq * s_kv * e, true));
   }
   if (m.position_embedding == "rope") ab.kernels.push_back(mem("rope.bwd", 2 * Td * static_cast<double>(h + kv) / static_cast<double>(t) * e, true));
+  if (m.bias) ab.kernels.push_back(bias_grad(qkv.name, Td, static_cast<double>(qkv.n), e));
   add_gemm_bwd(ab, qkv);
   ab.kernels.push_back(mem("norm1.bwd", 3 * act, true));
 
@@ -138,12 +159,15 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   mf.kernels.push_back(mem(glu ? "swiglu" : "gelu", (glu ? 3 : 2) * ffb));
   const Kernel down = gemm("mlp_down", T_mlp, h, mlp_ff);
   mf.kernels.push_back(down);
-  mf.kernels.push_back(mem("residual2", 3 * act));
+  mf.kernels.push_back(mem("residual2", 3 * act + drop_f));
 
   Block& mb = g.mlp_bwd;
   mb.kernels.push_back(mem("residual2.bwd", 3 * act, true));
+  if (m.dropout) mb.kernels.push_back(mem("dropout2.bwd", drop_b, true));
+  if (m.bias) mb.kernels.push_back(bias_grad(down.name, static_cast<double>(T_mlp) / sp_div, hd, e));
   add_gemm_bwd(mb, down);
   mb.kernels.push_back(mem(glu ? "swiglu.bwd" : "gelu.bwd", (glu ? 5 : 3) * ffb, true));
+  if (m.bias) mb.kernels.push_back(bias_grad(up.name, static_cast<double>(T_mlp), static_cast<double>(up.n), e));
   add_gemm_bwd(mb, up);
   mb.kernels.push_back(mem("norm2.bwd", 3 * act, true));
 

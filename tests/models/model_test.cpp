@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "../test_util.h"
 
@@ -82,6 +83,43 @@ TEST(LayerGraph, Fp8QuantizationTrafficPerLinearLayer) {
   EXPECT_NEAR(bytes(b.mlp_bwd) - bytes(a.mlp_bwd), 4 * (T * 2 * f + T * h), 1e-3);
   EXPECT_DOUBLE_EQ(bytes(b.head_fwd), bytes(a.head_fwd));
   EXPECT_DOUBLE_EQ(b.attn_fwd.model_flops() + b.mlp_fwd.model_flops(), a.attn_fwd.model_flops() + a.mlp_fwd.model_flops());
+}
+
+// Biased linear layers pay one read of each output gradient for the bias gradient (PyTorch's
+// addmm backward, Megatron's grad_output.sum(0)); hidden dropout writes a 1-byte mask per
+// element in forward and runs its own backward pass (read gradient and mask, write). Row-parallel
+// biases and dropout act on T/t tokens with sequence parallel.
+TEST(LayerGraph, BiasGradientsAndDropoutTraffic) {
+  ModelSpec plain = load_zoo_model(test::data_dir(), "megatron-gpt-1.7b", "test");
+  plain.bias = false;
+  plain.dropout = false;
+  ModelSpec biased = plain, dropped = plain;
+  biased.bias = true;
+  dropped.dropout = true;
+  auto bytes = [](const Block& blk) {
+    double x = 0;
+    for (const auto& k : blk.kernels) x += k.bytes;
+    return x;
+  };
+  for (const bool sp : {false, true}) {
+    LayerShape sh;
+    sh.seq_len = 2048;
+    sh.micro_batch = 2;
+    sh.tp = 4;
+    sh.sequence_parallel = sp;
+    const LayerGraph a = build_layer_graph(plain, sh), b = build_layer_graph(biased, sh), d = build_layer_graph(dropped, sh);
+    const double T = 4096, t = 4, h = static_cast<double>(plain.hidden), f = static_cast<double>(plain.ffn_hidden), e = 2;
+    const double T_row = sp ? T / t : T;  // tokens a row-parallel output and its bias see
+    EXPECT_NEAR(bytes(b.attn_bwd) - bytes(a.attn_bwd), e * (T * 3 * h / t + T_row * h), 1e-3) << sp;
+    EXPECT_NEAR(bytes(b.mlp_bwd) - bytes(a.mlp_bwd), e * (T * f / t + T_row * h), 1e-3) << sp;
+    EXPECT_DOUBLE_EQ(bytes(b.attn_fwd), bytes(a.attn_fwd));
+    for (auto [fa, fd, ba, bd] : {std::tuple{&a.attn_fwd, &d.attn_fwd, &a.attn_bwd, &d.attn_bwd},
+                                  std::tuple{&a.mlp_fwd, &d.mlp_fwd, &a.mlp_bwd, &d.mlp_bwd}}) {
+      EXPECT_NEAR(bytes(*fd) - bytes(*fa), 1.0 * T_row * h, 1e-3) << sp;
+      EXPECT_NEAR(bytes(*bd) - bytes(*ba), (2 * e + 1) * T_row * h, 1e-3) << sp;
+    }
+    EXPECT_DOUBLE_EQ(b.attn_bwd.model_flops(), a.attn_bwd.model_flops());
+  }
 }
 
 // Simulated throughput counts exactly the model FLOPs of the global batch.
