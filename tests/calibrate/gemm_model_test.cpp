@@ -14,8 +14,8 @@
 namespace parasim {
 namespace {
 
-std::vector<GemmTiming> xla_table() {
-  const Json j = read_json_file(test::test_data("xla_sm90_matmul.json"));
+std::vector<GemmTiming> xla_table(const std::string& file = "xla_sm90_matmul.json") {
+  const Json j = read_json_file(test::test_data(file));
   std::vector<GemmTiming> out;
   for (const auto& r : j.at("rows")) {
     GemmTiming g;
@@ -27,6 +27,22 @@ std::vector<GemmTiming> xla_table() {
     out.push_back(g);
   }
   return out;
+}
+
+// Mean |relative error| of a profile's GEMM model over a published table, and predicted / measured
+// total time.
+std::pair<double, double> table_error(const Profile& p, const std::string& file) {
+  const CostModel cm(p, "bf16");
+  double sum_abs = 0, t_meas = 0, t_pred = 0;
+  const auto pts = xla_table(file);
+  for (const auto& g : pts) {
+    const double pred = cm.gemm_s(static_cast<std::int64_t>(g.m), static_cast<std::int64_t>(g.n), static_cast<std::int64_t>(g.k),
+                                  static_cast<std::int64_t>(g.batch));
+    sum_abs += std::abs(pred / g.time_s - 1);
+    t_meas += g.time_s;
+    t_pred += pred;
+  }
+  return {sum_abs / static_cast<double>(pts.size()), t_pred / t_meas};
 }
 
 TEST(GemmKernelModel, FitToThePublishedSm90TableGivesTheH100ProfileFigures) {
@@ -66,6 +82,31 @@ TEST(GemmKernelModel, H100ProfilePredictsThePublishedTable) {
   // time-weighted fit favours long GEMMs) and within +-2 % from k = 512 on. A roofline without
   // the epilogue term (this profile's model before) was 30 % fast at k = 256 and 26 % at 512.
   for (const auto& [k, e] : by_k) EXPECT_NEAR(e.first / e.second, 0.0, k < 512 ? 0.06 : 0.03) << "k = " << k;
+}
+
+TEST(GemmKernelModel, FitToThePublishedSm100TableGivesTheB200ProfileFigures) {
+  // The B200 profile's fixed time and epilogue rate are this fit (8.41 us, 10,858 GB/s = 1.36x
+  // HBM); before, they were the H100 figures scaled by HBM bandwidth, 19.6 % mean error and 18 %
+  // fast in total time on the same table.
+  const Profile p = load_profile(test::data_dir(), "b200-sxm-180g", "test");
+  const auto pts = xla_table("xla_sm100_matmul.json");
+  ASSERT_EQ(pts.size(), 95u);
+  const GemmKernelFit f = fit_gemm_kernel(p, "bf16", pts);
+  ASSERT_TRUE(f.ok);
+  EXPECT_NEAR(f.fixed_s * 1e6, p.gemm_fixed_us.value, 0.01);
+  EXPECT_NEAR(f.epilogue_bytes_per_s / 1e9, p.gemm_epilogue_gbps.value, 10.0);
+  EXPECT_NEAR(f.main_efficiency, 0.752, 0.001);
+  EXPECT_EQ(p.gemm_fixed_us.how, "fitted");
+  EXPECT_EQ(p.gemm_epilogue_gbps.how, "fitted");
+  EXPECT_LT(f.mean_abs_error, 0.061);
+  EXPECT_LT(f.max_abs_error, 0.19);
+  // The profile solves its main loop from the MAMF best shape (0.7756 of peak at 1792 x 16128 x
+  // 3072, larger than any shape of this table), which asks for 0.903 where the table alone gives
+  // 0.752: the two published sources disagree, and with MAMF's main loop the model runs 11.5 %
+  // faster than this table in total time (mean error 10.5 %).
+  const auto [mean, total] = table_error(p, "xla_sm100_matmul.json");
+  EXPECT_LT(mean, 0.11);
+  EXPECT_NEAR(total, 0.885, 0.01);
 }
 
 TEST(GemmKernelModel, EveryShippedProfileReproducesItsBestShapeMeasurement) {
