@@ -161,6 +161,23 @@ TEST(Tuner, ProfileRulesForceTheChoice) {
   EXPECT_EQ(net.algorithm({CollOp::AllReduce, 128, 8, 1, 4e9}), "ring/simple");  // outside the rule
 }
 
+TEST(Tuner, NcclNeverChoosesTheHierarchicalSchedule) {
+  // NCCL runs multi-node all-gather and reduce-scatter as rings (and all-reduce as ring or tree):
+  // the two-level schedule, which would need only nodes - 1 network steps and 7 NVLink steps
+  // where the ring needs N - 1 steps, is priced only when a scenario forces it.
+  const Profile p = a100();
+  const AlphaBetaNetwork net(p, nodes_of_8(192));
+  for (CollOp op : {CollOp::AllGather, CollOp::ReduceScatter, CollOp::AllReduce})
+    for (double S : {24e3, 1e6, 300e6}) {
+      const CollectiveSpec spec{op, 1536, 8, 1, S};
+      EXPECT_EQ(net.algorithm(spec).find("hierarchical"), std::string::npos) << coll_op_name(op) << " " << S;
+      for (const auto& [name, t] : net.candidates(spec)) EXPECT_EQ(name.find("hierarchical"), std::string::npos) << name;
+    }
+  // A 24 KB all-gather over 1536 ranks: NCCL's ring pays 1535 steps of latency.
+  EXPECT_EQ(net.algorithm({CollOp::AllGather, 1536, 8, 1, 24e3}), "ring/ll");
+  EXPECT_GT(net.time_s({CollOp::AllGather, 1536, 8, 1, 24e3}), 1e-3);
+}
+
 TEST(Tuner, HierarchicalAddsTheIntraNodePhases) {
   Profile p = a100();
   ClusterSpec c = nodes_of_8(4);

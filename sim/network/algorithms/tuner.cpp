@@ -35,6 +35,10 @@ std::vector<AlgoEstimate> tuner_candidates(const AlgoInput& in, const TunerOverr
   std::vector<AlgoEstimate> out;
   for (NcclAlgo a : kAlgos) {
     if (o.algorithm != "auto" && o.algorithm != nccl_algo_name(a)) continue;
+    // NCCL has no such algorithm (its multi-node all-gather and reduce-scatter are rings; its
+    // low-latency all-reduce is the tree): the hierarchical schedule runs only when a scenario
+    // asks for it (a framework's own two-level collective), never by NCCL's choice.
+    if (o.algorithm == "auto" && a == NcclAlgo::Hierarchical) continue;
     // Without NCCL tables in the profile only ring/Simple and the direct/p2p paths are priced.
     if (legacy(in) && a != NcclAlgo::Ring && a != NcclAlgo::Direct && a != NcclAlgo::P2p) continue;
     for (NcclProto p : kProtos) {
