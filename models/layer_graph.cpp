@@ -123,16 +123,21 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     ba.flops = 2.5 * attn.flops;  // recomputes QK^T: five matmuls against two in forward
     ab.kernels.push_back(ba);
   } else {
+    // Each batched GEMM C[m,n] = A[m,k] B[k,n] has two backward GEMMs: dA = dC B^T [m,k] over n
+    // and dB = A^T dC [k,n] over m, each with the forward's FLOPs. Scores S = Q K^T give dQ and
+    // dK; the context O = P V gives dP and dV.
     for (const auto& k : af.kernels)
       if (k.name == "scores" || k.name == "context") {
-        Kernel x = k;
-        x.name += ".bwd";
-        x.backward = true;
-        x.flops *= 2;
-        x.model_flops *= 2;
-        x.n = k.k;
-        x.k = k.n;
-        ab.kernels.push_back(x);
+        Kernel da = k, db = k;
+        da.name += ".bwd_a";
+        db.name += ".bwd_b";
+        da.backward = db.backward = true;
+        da.n = k.k;
+        da.k = k.n;
+        db.m = k.k;
+        db.k = k.m;
+        ab.kernels.push_back(da);
+        ab.kernels.push_back(db);
       }
     ab.kernels.push_back(mem("softmax.bwd", 3 * 2 * b * heads_local * sq * s_kv * e, true));
   }

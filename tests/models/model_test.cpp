@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "../test_util.h"
+#include "sim/kernels.h"
 
 namespace parasim {
 namespace {
@@ -120,6 +121,36 @@ TEST(LayerGraph, BiasGradientsAndDropoutTraffic) {
     }
     EXPECT_DOUBLE_EQ(b.attn_bwd.model_flops(), a.attn_bwd.model_flops());
   }
+}
+
+// No kernel of any shape runs faster than the hardware: GEMMs and attention at most the dtype's
+// peak, memory-bound kernels at most the HBM peak. (The unfused attention's backward GEMMs were
+// once priced as one GEMM with two GEMMs' FLOPs: 369 TFLOP/s on a 312 TFLOP/s A100.)
+TEST(LayerGraph, NoKernelRunsAboveThePeak) {
+  for (const char* model : {"megatron-gpt-1.7b", "llama3-8b", "gpt3-175b", "llama2-70b"})
+    for (const char* gpu : {"a100-sxm4-80g", "h100-sxm5-80g", "b200-sxm-180g"})
+      for (const bool flash : {true, false})
+        for (const std::int64_t tp : {1, 8}) {
+          const ModelSpec m = load_zoo_model(test::data_dir(), model, "test");
+          const Profile p = load_profile(test::data_dir(), gpu, "test");
+          LayerShape sh;
+          sh.tp = tp;
+          sh.sequence_parallel = tp > 1;
+          sh.micro_batch = 2;
+          sh.seq_len = 2048;
+          sh.flash_attention = flash;
+          const LayerGraph g = build_layer_graph(m, sh);
+          const CostModel cm(p, "bf16");
+          for (const auto& r : kernel_rows(g, cm)) {
+            const Kernel& k = *r.kernel;
+            ASSERT_GT(r.seconds, 0) << k.name;
+            if (k.kind == KernelKind::Memory)
+              EXPECT_LE(k.bytes / r.seconds, p.hbm_gbps.value * 1e9) << model << " " << gpu << " " << k.name;
+            else
+              EXPECT_LE(k.flops / r.seconds, p.peak_flops("bf16") * (1 + 1e-12))
+                  << model << " " << gpu << " " << k.name << " flash " << flash << " tp " << tp;
+          }
+        }
 }
 
 // Simulated throughput counts exactly the model FLOPs of the global batch.
