@@ -124,6 +124,7 @@ void add_network_commands(CLI::App& app, Context& ctx) {
 #include <fstream>
 #include <sstream>
 
+#include "calibrate/import/gemm_table.h"
 #include "calibrate/import/nccl_tests.h"
 
 namespace parasim {
@@ -131,7 +132,7 @@ namespace parasim {
 void add_import_command(CLI::App& app, Context& ctx) {
   struct ImpOpts {
     std::vector<std::string> logs;
-    std::string gpu, out, op;
+    std::string gpu, out, op, table;
     bool force = false;
   };
   auto o = std::make_shared<ImpOpts>();
@@ -160,6 +161,29 @@ void add_import_command(CLI::App& app, Context& ctx) {
         const NcclTestsLog log = parse_nccl_tests_any(ss.str(), f, o->op);
         for (const auto& n : merge_nccl_tests(prof, log)) std::cerr << n << "\n";
       }
+      prof["name"] = std::filesystem::path(o->out).stem().string();
+      parse_profile(prof, o->out);  // the result must load
+      std::ofstream out(o->out);
+      if (!out) throw ConfigError(o->out + ": cannot write");
+      out << prof.dump(1) << "\n";
+      std::cerr << "wrote " << o->out << "\n";
+      return 0;
+    });
+  });
+  CLI::App* gt = imp->add_subcommand("gemm-table", "fit the profile's GEMM kernel model (gemm_fixed_us, gemm_epilogue_gbps) to a "
+                                                   "table of measured GEMM throughputs (parasim.gemm_table/1) and write the profile");
+  gt->add_option("table", o->table, "GEMM table JSON (format parasim.gemm_table/1, as tests/data/xla_sm90_matmul.json)")->required();
+  gt->add_option("--gpu", o->gpu, "profile to start from (name or path)")->required();
+  gt->add_option("-o,--output", o->out, "profile file to write (refused if it exists, unless --force)")->required();
+  gt->add_flag("--force", o->force, "overwrite the output file");
+  gt->callback([o, &ctx]() {
+    ctx.exit_code = run_guarded([&]() {
+      if (std::filesystem::exists(o->out) && !o->force)
+        throw ConfigError(o->out + ": exists; refusing to overwrite it (use --force or another name)");
+      const Profile base = load_profile(ctx.data_dir, o->gpu, "--gpu");
+      Json prof = read_json_file(base.file);
+      const GemmTable table = load_gemm_table(o->table);
+      for (const auto& n : merge_gemm_fit(prof, base, table)) std::cerr << n << "\n";
       prof["name"] = std::filesystem::path(o->out).stem().string();
       parse_profile(prof, o->out);  // the result must load
       std::ofstream out(o->out);

@@ -9,24 +9,14 @@
 
 #include "../test_util.h"
 #include "calibrate/fit/calibration.h"
+#include "calibrate/import/gemm_table.h"
 #include "calibrate/profile/cost_model.h"
 
 namespace parasim {
 namespace {
 
 std::vector<GemmTiming> xla_table(const std::string& file = "xla_sm90_matmul.json") {
-  const Json j = read_json_file(test::test_data(file));
-  std::vector<GemmTiming> out;
-  for (const auto& r : j.at("rows")) {
-    GemmTiming g;
-    g.batch = r[0].get<double>();
-    g.m = r[1].get<double>();
-    g.n = r[2].get<double>();
-    g.k = r[3].get<double>();
-    g.time_s = 2.0 * g.batch * g.m * g.n * g.k / r[4].get<double>();
-    out.push_back(g);
-  }
-  return out;
+  return load_gemm_table(test::test_data(file)).points;
 }
 
 // Mean |relative error| of a profile's GEMM model over a published table, and predicted / measured

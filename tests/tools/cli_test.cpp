@@ -162,6 +162,49 @@ TEST(Cli, ImportNcclTestsWritesProfileAndRefusesToOverwrite) {
   EXPECT_NE(c.out.find("3894 us"), std::string::npos) << c.out;
 }
 
+TEST(Cli, ImportGemmTableReproducesTheShippedFitsAndNamesBadRows) {
+  // The B200 profile's fixed time and epilogue rate came from this table: importing it onto the
+  // shipped profile writes the same figures, and the fitted profile still loads.
+  const std::string out = ::testing::TempDir() + "b200-fitted.json";
+  std::remove(out.c_str());
+  const std::string cmd = "import gemm-table " + test::test_data("xla_sm100_matmul.json") + " --gpu b200-sxm-180g -o " + out;
+  const Ran a = run(cmd);
+  ASSERT_EQ(a.code, 0) << a.out;
+  EXPECT_NE(a.out.find("fit over 95 rows, mean error 6.0 %"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("total time -11.5 %"), std::string::npos) << a.out;
+  const Profile fitted = load_profile(test::data_dir(), out, "test");
+  const Profile shipped = load_profile(test::data_dir(), "b200-sxm-180g", "test");
+  EXPECT_NEAR(fitted.gemm_fixed_us.value, shipped.gemm_fixed_us.value, 1e-9);
+  EXPECT_NEAR(fitted.gemm_epilogue_gbps.value, shipped.gemm_epilogue_gbps.value, 1e-9);
+  EXPECT_EQ(fitted.gemm_fixed_us.how, "fitted");
+  EXPECT_NE(fitted.gemm_fixed_us.source.find("OpenXLA GPU cost model"), std::string::npos) << fitted.gemm_fixed_us.source;
+  EXPECT_EQ(run(cmd).code, 2);  // refuses to overwrite
+  // Bad tables: file, JSON pointer and what was expected.
+  const Json good = read_json_file(test::test_data("xla_sm100_matmul.json"));
+  auto error_of = [&](const Json& t) {
+    const std::string path = write_temp("table.json", t.dump());
+    const Ran r = run("import gemm-table " + path + " --gpu b200-sxm-180g -o " + ::testing::TempDir() + "x.json --force");
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_EQ(r.out.rfind("error: " + path + ": ", 0), 0u) << r.out;  // names the file
+    return r.out.substr(r.out.find("table.json: ") + 12);
+  };
+  Json t = good;
+  t["rows"][3][4] = -1;
+  EXPECT_EQ(error_of(t), "/rows/3/4: expected a positive finite number\n");
+  t = good;
+  t["rows"][0][1] = 2048.5;
+  EXPECT_EQ(error_of(t), "/rows/0/1: expected a whole GEMM dimension up to 1e9\n");
+  t = good;
+  t["columns"] = Json::array({"b", "m", "n", "k", "time_s"});
+  EXPECT_EQ(error_of(t), "/columns: expected [\"b\", \"m\", \"n\", \"k\", \"flops_per_s\"]\n");
+  t = good;
+  t["dtype"] = "int4";
+  EXPECT_NE(error_of(t).find("int4"), std::string::npos);
+  t = good;
+  t["rows"] = Json::array({good["rows"][0], good["rows"][1]});
+  EXPECT_NE(error_of(t).find("does not fit these 2 rows"), std::string::npos);
+}
+
 TEST(Cli, TopologyAndCollectiveCommands) {
   const Ran t = run("topology --dump-routes " + test::data_dir() + "/scenarios/default.json");
   EXPECT_EQ(t.code, 0);
