@@ -129,6 +129,13 @@ void add_network_commands(CLI::App& app, Context& ctx) {
 
 namespace parasim {
 
+namespace {
+// The JSON file behind --gpu: a path as given, or a shipped profile's name.
+std::string profile_json_path(const std::string& data_dir, const std::string& gpu) {
+  return gpu.find('/') != std::string::npos || gpu.ends_with(".json") ? gpu : data_dir + "/calibrate/profiles/" + gpu + ".json";
+}
+}  // namespace
+
 void add_import_command(CLI::App& app, Context& ctx) {
   struct ImpOpts {
     std::vector<std::string> logs;
@@ -149,10 +156,7 @@ void add_import_command(CLI::App& app, Context& ctx) {
       if (std::filesystem::exists(o->out) && !o->force)
         throw ConfigError(o->out + ": exists; refusing to overwrite it (use --force or another name)");
       const Profile base = load_profile(ctx.data_dir, o->gpu, "--gpu");
-      const std::string base_path = o->gpu.find('/') != std::string::npos || o->gpu.ends_with(".json")
-                                        ? o->gpu
-                                        : ctx.data_dir + "/calibrate/profiles/" + o->gpu + ".json";
-      Json prof = read_json_file(base_path);
+      Json prof = read_json_file(profile_json_path(ctx.data_dir, o->gpu));
       for (const auto& f : o->logs) {
         std::ifstream in(f);
         if (!in) throw ConfigError(f + ": cannot open file");
@@ -181,7 +185,7 @@ void add_import_command(CLI::App& app, Context& ctx) {
       if (std::filesystem::exists(o->out) && !o->force)
         throw ConfigError(o->out + ": exists; refusing to overwrite it (use --force or another name)");
       const Profile base = load_profile(ctx.data_dir, o->gpu, "--gpu");
-      Json prof = read_json_file(base.file);
+      Json prof = read_json_file(profile_json_path(ctx.data_dir, o->gpu));
       const GemmTable table = load_gemm_table(o->table);
       for (const auto& n : merge_gemm_fit(prof, base, table)) std::cerr << n << "\n";
       prof["name"] = std::filesystem::path(o->out).stem().string();
