@@ -203,9 +203,18 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
     const StageParams sp = stage_params(sc, s);
     const double opt_params = sp.total / (sh.optimizer ? nd : 1.0);
     const double traffic = sb.optimizer * 2 + sb.grads + sb.weights;  // read+write states, read grad, write param
-    const double opt_s = offload ? kCpuAdamBytes * opt_params / host_bps : in.cost.optimizer_s(traffic * opt_params);
+    // DeepSpeed's ZeRO-1/2 step first casts this rank's 16-bit gradient partition into a new fp32
+    // tensor (read 2 or 1 B, write 4 B per element), which lives until the Adam step is done.
+    const bool ds_cast = par.zero_impl == "deepspeed";
+    const double fp32_grad_partition = ds_cast ? kMasterBytes * opt_params : 0.0;
+    const double cast_s = ds_cast ? in.cost.memory_s((sb.grads + kMasterBytes) * opt_params) : 0.0;
+    const double opt_s = offload ? kCpuAdamBytes * opt_params / host_bps : in.cost.optimizer_s(traffic * opt_params) + cast_s;
     const OpId opt = em.op(s, Stream::Compute, Phase::Optimizer, offload ? "optimizer step (CPU)" : "optimizer step", opt_s,
                            {norm_ops[static_cast<size_t>(s)]});
+    if (ds_cast) {
+      prog.ops[static_cast<size_t>(opt)].at_start = {MemCat::Optimizer, static_cast<Bytes>(fp32_grad_partition)};
+      prog.ops[static_cast<size_t>(opt)].at_end = {MemCat::Optimizer, -static_cast<Bytes>(fp32_grad_partition)};
+    }
     if (sh.optimizer && !sh.weights && grad_sync)
       em.comm_op(s, Stream::Comm, Phase::DpComm, "param all-gather", dp_spec(CollOp::AllGather, sp.total * sb.weights), {opt});
   }

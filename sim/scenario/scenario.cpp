@@ -105,6 +105,9 @@ ParallelSpec parse_parallel(const JsonObject& o) {
       o.fail("recompute_num_layers", "applies to recompute \"full\" (Megatron's block method), but recompute is \"" + p.recompute + "\"");
   }
   p.zero_stage = o.integer("zero_stage", 0, 3, 0);
+  p.zero_impl = o.choice("zero_impl", {"megatron", "deepspeed"}, "megatron");
+  if (p.zero_impl == "deepspeed" && p.zero_stage != 1 && p.zero_stage != 2)
+    o.fail("zero_impl", "\"deepspeed\" describes DeepSpeed's ZeRO stage 1/2 optimizer, but zero_stage is " + std::to_string(p.zero_stage));
   if (auto f = o.object_opt("fsdp")) {
     FsdpSpec s;
     s.sharding = f->choice("sharding", {"full", "hybrid", "grad_op"}, "full");
@@ -322,7 +325,7 @@ Json Scenario::resolved() const {
                    {"fp32_grad_accumulation", training.fp32_grad_accumulation}};
   Json pj = {{"dp", parallel.dp}, {"tp", parallel.tp}, {"pp", parallel.pp}, {"vpp", parallel.vpp}, {"cp", parallel.cp},
              {"schedule", parallel.schedule}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", parallel.recompute},
-             {"zero_stage", parallel.zero_stage}, {"bucket_mb", parallel.bucket_mb}, {"overlap_grad_reduce", parallel.overlap_grad_reduce},
+             {"zero_stage", parallel.zero_stage}, {"zero_impl", parallel.zero_impl}, {"bucket_mb", parallel.bucket_mb}, {"overlap_grad_reduce", parallel.overlap_grad_reduce},
              {"stage_layers", parallel.stage_layers.size() > static_cast<size_t>(parallel.pp) ? parallel.stage_layers : layers_per_stage()},
              {"tp_comm_overlap", parallel.tp_comm_overlap}};
   {

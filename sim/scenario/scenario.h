@@ -82,6 +82,10 @@ struct ParallelSpec {
   // keep their activations). -1: every layer.
   std::int64_t recompute_num_layers = -1;
   std::int64_t zero_stage = 0;
+  // Whose ZeRO-1/2 optimizer: "megatron" (distributed optimizer: fp32 gradient shards are views of
+  // the reduce buffers) or "deepspeed" (stage_1_and_2.py: at the step, this rank's 16-bit gradient
+  // partition is cast into a new fp32 tensor the Adam step reads, then freed).
+  std::string zero_impl = "megatron";
   std::optional<FsdpSpec> fsdp;
   // Per pipeline stage (pp entries, each divisible by vpp) or per virtual stage (pp*vpp entries in
   // model order: chunk c of stage s is virtual stage c*pp + s); empty = even split.

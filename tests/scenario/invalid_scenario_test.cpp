@@ -25,6 +25,10 @@ std::string error_of(const Json& j) {
 
 TEST(InvalidScenario, EachProducesItsExactError) {
   const std::vector<Case> cases = {
+      {"deepspeed optimizer without ZeRO-1/2", [](Json& j) { j["parallel"]["zero_impl"] = "deepspeed"; },
+       "test.json: /parallel/zero_impl: \"deepspeed\" describes DeepSpeed's ZeRO stage 1/2 optimizer, but zero_stage is 0"},
+      {"unknown zero_impl", [](Json& j) { j["parallel"]["zero_impl"] = "fairscale"; },
+       "test.json: /parallel/zero_impl: expected one of \"megatron\", \"deepspeed\", got \"fairscale\""},
       {"misspelt key", [](Json& j) { j["parallel"]["scheudle"] = "ddp"; },
        "test.json: /parallel/scheudle: unknown key; did you mean \"schedule\"?"},
       {"unknown top-level key", [](Json& j) { j["clustr"] = 1; },

@@ -120,7 +120,10 @@ SOURCE_CONVENTIONS = {
                                  "pos_why": "Megatron GPT's learned absolute position embeddings, --max-position-embeddings 2048 "
                                             "in examples/academic_paper_scripts/sc21/CONFIG.sh"},
     "BigScience BLOOM": {"flops": "hardware", "recompute": "full", "flash": False, "dropout": True,
-                         "why": "BigScience TFLOP/s use the 4*2 formula that counts the recompute forward (Megatron-DeepSpeed --checkpoint-activations)"},
+                         "why": "BigScience TFLOP/s use the 4*2 formula that counts the recompute forward (Megatron-DeepSpeed --checkpoint-activations)",
+                         "zero_impl": "deepspeed",
+                         "zero_impl_why": "Megatron-DeepSpeed runs DeepSpeed's ZeRO stage-1 optimizer (deepspeed/runtime/zero/stage_1_and_2.py: "
+                                          "step() casts this rank's 16-bit gradient partition into a new fp32 tensor for the Adam step)"},
     "Megatron-LM README (Sep 2020)": {
         "flops": "hardware", "flash": False, "dropout": True, "recompute": "full",
         "why": "full recompute: the table's TFLOP/s equal Megatron's count with the activation-checkpointing forward, "
@@ -280,6 +283,9 @@ def convert(r):
            "sequence_parallel": bool(p.get("sequence_parallel")), "recompute": rec, "zero_stage": zero, "fsdp": fsdp}
     if rec_layers is not None:
         par["recompute_num_layers"] = rec_layers
+    if conv.get("zero_impl") and zero in (1, 2):
+        par["zero_impl"] = conv["zero_impl"]
+        ci["parallel.zero_impl"] = conv["zero_impl_why"]
     if p.get("sequence_parallel") is None and tp > 1:
         ci["parallel.sequence_parallel"] = "false (not stated)"
     if schedule == "interleaved" and (gbs // (mb * dp)) % pp != 0:
