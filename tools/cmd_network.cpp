@@ -145,57 +145,53 @@ void add_import_command(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<ImpOpts>();
   CLI::App* imp = app.add_subcommand("import", "import measurements into a calibration profile");
   imp->require_subcommand(1);
-  CLI::App* nt = imp->add_subcommand("nccl-tests", "read nccl-tests output (text logs or -J JSON files) and write a profile with their points merged in");
-  nt->add_option("logs", o->logs, "nccl-tests output files (text, or JSON written with -J)")->required();
-  nt->add_option("--gpu", o->gpu, "profile to start from (name or path)")->required();
-  nt->add_option("-o,--output", o->out, "profile file to write (refused if it exists, unless --force)")->required();
-  nt->add_option("--op", o->op, "collective, when the log does not name its *_perf binary");
-  nt->add_flag("--force", o->force, "overwrite the output file");
-  nt->callback([o, &ctx]() {
+  // Both importers: refuse to overwrite, start from the base profile's JSON, merge, check that the
+  // result loads, write it. `merge` adds the measurements and returns notes for stderr.
+  auto import_into = [o, &ctx](const std::function<std::vector<std::string>(Json&, const Profile&)>& merge) {
     ctx.exit_code = run_guarded([&]() {
       if (std::filesystem::exists(o->out) && !o->force)
         throw ConfigError(o->out + ": exists; refusing to overwrite it (use --force or another name)");
       const Profile base = load_profile(ctx.data_dir, o->gpu, "--gpu");
       Json prof = read_json_file(profile_json_path(ctx.data_dir, o->gpu));
+      for (const auto& n : merge(prof, base)) std::cerr << n << "\n";
+      prof["name"] = std::filesystem::path(o->out).stem().string();
+      parse_profile(prof, o->out);  // the result must load
+      std::ofstream out(o->out);
+      if (!out) throw ConfigError(o->out + ": cannot write");
+      out << prof.dump(1) << "\n";
+      std::cerr << "wrote " << o->out << "\n";
+      return 0;
+    });
+  };
+  auto common = [o](CLI::App* sub) {
+    sub->add_option("--gpu", o->gpu, "profile to start from (name or path)")->required();
+    sub->add_option("-o,--output", o->out, "profile file to write (refused if it exists, unless --force)")->required();
+    sub->add_flag("--force", o->force, "overwrite the output file");
+  };
+  CLI::App* nt = imp->add_subcommand("nccl-tests", "read nccl-tests output (text logs or -J JSON files) and write a profile with their points merged in");
+  nt->add_option("logs", o->logs, "nccl-tests output files (text, or JSON written with -J)")->required();
+  common(nt);
+  nt->add_option("--op", o->op, "collective, when the log does not name its *_perf binary");
+  nt->callback([o, import_into]() {
+    import_into([&](Json& prof, const Profile&) {
+      std::vector<std::string> notes;
       for (const auto& f : o->logs) {
         std::ifstream in(f);
         if (!in) throw ConfigError(f + ": cannot open file");
         std::stringstream ss;
         ss << in.rdbuf();
         const NcclTestsLog log = parse_nccl_tests_any(ss.str(), f, o->op);
-        for (const auto& n : merge_nccl_tests(prof, log)) std::cerr << n << "\n";
+        for (auto& n : merge_nccl_tests(prof, log)) notes.push_back(std::move(n));
       }
-      prof["name"] = std::filesystem::path(o->out).stem().string();
-      parse_profile(prof, o->out);  // the result must load
-      std::ofstream out(o->out);
-      if (!out) throw ConfigError(o->out + ": cannot write");
-      out << prof.dump(1) << "\n";
-      std::cerr << "wrote " << o->out << "\n";
-      return 0;
+      return notes;
     });
   });
   CLI::App* gt = imp->add_subcommand("gemm-table", "fit the profile's GEMM kernel model (gemm_fixed_us, gemm_epilogue_gbps) to a "
                                                    "table of measured GEMM throughputs (parasim.gemm_table/1) and write the profile");
   gt->add_option("table", o->table, "GEMM table JSON (format parasim.gemm_table/1, as tests/data/xla_sm90_matmul.json)")->required();
-  gt->add_option("--gpu", o->gpu, "profile to start from (name or path)")->required();
-  gt->add_option("-o,--output", o->out, "profile file to write (refused if it exists, unless --force)")->required();
-  gt->add_flag("--force", o->force, "overwrite the output file");
-  gt->callback([o, &ctx]() {
-    ctx.exit_code = run_guarded([&]() {
-      if (std::filesystem::exists(o->out) && !o->force)
-        throw ConfigError(o->out + ": exists; refusing to overwrite it (use --force or another name)");
-      const Profile base = load_profile(ctx.data_dir, o->gpu, "--gpu");
-      Json prof = read_json_file(profile_json_path(ctx.data_dir, o->gpu));
-      const GemmTable table = load_gemm_table(o->table);
-      for (const auto& n : merge_gemm_fit(prof, base, table)) std::cerr << n << "\n";
-      prof["name"] = std::filesystem::path(o->out).stem().string();
-      parse_profile(prof, o->out);  // the result must load
-      std::ofstream out(o->out);
-      if (!out) throw ConfigError(o->out + ": cannot write");
-      out << prof.dump(1) << "\n";
-      std::cerr << "wrote " << o->out << "\n";
-      return 0;
-    });
+  common(gt);
+  gt->callback([o, import_into]() {
+    import_into([&](Json& prof, const Profile& base) { return merge_gemm_fit(prof, base, load_gemm_table(o->table)); });
   });
 }
 
