@@ -112,6 +112,7 @@ def sharding_of(s, gpus, tp, pp):
 SOURCE_CONVENTIONS = {
     # prefix of source title -> conventions documented in shared/validation/README.md or the source
     "Narayanan et al., SC'21": {"flops": "hardware", "recompute": "full", "flash": False, "dropout": True,
+                                 "overlap_grad_reduce": False, "overlap_why": "Megatron-LM of 2020-2021 wrapped the model in its own LocalDDP (--DDP-impl default 'local') and called model.allreduce_params() once after the whole backward (megatron/training.py backward_step / train_step), so the gradient all-reduce did not overlap the backward",
                                  "why": "SC'21 reports TFLOP/s counting the activation-recompute forward (Megatron Eq. 3), so full recompute was on",
                                  "dtype": "fp16",
                                  "dtype_why": "fp16: the paper's section 5 says 'All of our results are run with mixed precision'; its "
@@ -126,6 +127,7 @@ SOURCE_CONVENTIONS = {
                                           "step() casts this rank's 16-bit gradient partition into a new fp32 tensor for the Adam step)"},
     "Megatron-LM README (Sep 2020)": {
         "flops": "hardware", "flash": False, "dropout": True, "recompute": "full",
+        "overlap_grad_reduce": False, "overlap_why": "Megatron-LM of 2020-2021 wrapped the model in its own LocalDDP (--DDP-impl default 'local') and called model.allreduce_params() once after the whole backward (megatron/training.py backward_step / train_step), so the gradient all-reduce did not overlap the backward",
         "why": "full recompute: the table's TFLOP/s equal Megatron's count with the activation-checkpointing forward, "
                "96*B*s*l*h^2*(1+s/6h+V/12hl) per step (1B on 1 GPU: 152.8 vs 149.8 printed; without it 114.6)",
         "mb_per_replica": "micro batch = global batch / dp: Megatron-LM of 2020 (before pipeline parallelism) had no "
@@ -283,6 +285,9 @@ def convert(r):
            "sequence_parallel": bool(p.get("sequence_parallel")), "recompute": rec, "zero_stage": zero, "fsdp": fsdp}
     if rec_layers is not None:
         par["recompute_num_layers"] = rec_layers
+    if conv.get("overlap_grad_reduce") is False and dp > 1 and zero == 0 and fsdp is None:
+        par["overlap_grad_reduce"] = False
+        ci["parallel.overlap_grad_reduce"] = conv["overlap_why"]
     if conv.get("zero_impl") and zero in (1, 2):
         par["zero_impl"] = conv["zero_impl"]
         ci["parallel.zero_impl"] = conv["zero_impl_why"]
