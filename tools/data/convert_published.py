@@ -143,6 +143,14 @@ SOURCE_CONVENTIONS = {
                              "kernel_why": "FlashAttention in Triton: the tables were made by scripts/train/benchmarking/sweep.sh "
                                            "(llm-foundry v0.0.4, torch 2.0.1 image), which passes no --attn_impl, and "
                                            "submit_benchmarks.py defaults to attn_impl 'triton'",
+                             "kernel_why_default_mp":
+                                 "priced with the Triton FlashAttention figures, though the kernel is uncertain: rows with FSDP "
+                                 "mixed_precision DEFAULT come from the later submit_benchmarks.py (it no longer passes "
+                                 "--fsdp_config_mixed_precision, and its --attn_impl default is 'flash') run on llm-foundry v0.0.4 "
+                                 "(sweep.sh GIT_COMMIT), whose 'flash' is FlashAttention-1 (CUDA); the FlashAttention-2 paper puts "
+                                 "both FlashAttention-1 and the Triton kernel 1.3-3x below FlashAttention-2, and the rows' cost per "
+                                 "token grows with sequence length at the Triton figures' rate (FlashAttention-2's would be ~2x "
+                                 "too fast: throughput MAPE of these 66 rows 13-27 % with Triton, 37-52 % with FlashAttention-2)",
                              "position_embedding": "learned",
                              "pos_why": "learned positions of max_seq_len = seq_len (MPT learned_pos_emb): the NumParams column "
                                         "grows by (seq_len - 512) x d_model over the seq 512 row of the same model"},
@@ -300,6 +308,8 @@ def convert(r):
     if conv.get("attention_kernel"):
         training["attention_kernel"] = conv["attention_kernel"]
         ci["training.attention_kernel"] = conv["kernel_why"]
+        if conv.get("kernel_why_default_mp") and "DEFAULT" in str(p.get("dtype")):
+            ci["training.attention_kernel"] = conv["kernel_why_default_mp"]
     elif conv.get("hopper_attention_kernel") and prof.startswith(("h100", "h200")):
         training["attention_kernel"] = conv["hopper_attention_kernel"]
         ci["training.attention_kernel"] = conv["hopper_kernel_why"]
