@@ -61,6 +61,19 @@ GemmTable parse_gemm_table(const Json& j, const std::string& file) {
 
 GemmTable load_gemm_table(const std::string& path) { return parse_gemm_table(read_json_file(path), path); }
 
+GemmTableError gemm_table_error(const Profile& p, const GemmTable& table) {
+  const CostModel cm(p, table.dtype);
+  double sum = 0, t_meas = 0, t_pred = 0;
+  for (const auto& g : table.points) {
+    const double pred = cm.gemm_s(static_cast<std::int64_t>(g.m), static_cast<std::int64_t>(g.n), static_cast<std::int64_t>(g.k),
+                                  static_cast<std::int64_t>(g.batch));
+    sum += std::abs(pred / g.time_s - 1);
+    t_meas += g.time_s;
+    t_pred += pred;
+  }
+  return {sum / static_cast<double>(table.points.size()), t_pred / t_meas};
+}
+
 std::vector<std::string> merge_gemm_fit(Json& profile, const Profile& base, const GemmTable& table) {
   try {
     base.peak_flops(table.dtype);
@@ -87,19 +100,10 @@ std::vector<std::string> merge_gemm_fit(Json& profile, const Profile& base, cons
                               table.points.size(), 100 * f.mean_abs_error, 100 * f.max_abs_error));
   // The profile as written: its main loop is solved from its best-shape efficiency, which the
   // table may disagree with; say by how much.
-  const Profile out = parse_profile(profile, base.file);
-  const CostModel cm(out, table.dtype);
-  double sum = 0, t_meas = 0, t_pred = 0;
-  for (const auto& g : table.points) {
-    const double pred = cm.gemm_s(static_cast<std::int64_t>(g.m), static_cast<std::int64_t>(g.n), static_cast<std::int64_t>(g.k),
-                                  static_cast<std::int64_t>(g.batch));
-    sum += std::abs(pred / g.time_s - 1);
-    t_meas += g.time_s;
-    t_pred += pred;
-  }
+  const GemmTableError e = gemm_table_error(parse_profile(profile, base.file), table);
   notes.push_back(fmt::format("the profile's model on the table (main loop solved from gemm_max_efficiency.{}): mean error {:.1f} %, "
                               "total time {:+.1f} %",
-                              table.dtype, 100 * sum / static_cast<double>(table.points.size()), 100 * (t_pred / t_meas - 1)));
+                              table.dtype, 100 * e.mean_abs, 100 * (e.total_ratio - 1)));
   return notes;
 }
 

@@ -21,6 +21,13 @@ struct GemmTable {
 GemmTable parse_gemm_table(const Json& j, const std::string& file);
 GemmTable load_gemm_table(const std::string& path);
 
+// How a profile's GEMM model (measured points or kernel model) prices the table: mean |relative
+// error| and predicted / measured total time.
+struct GemmTableError {
+  double mean_abs = 0, total_ratio = 0;
+};
+GemmTableError gemm_table_error(const Profile& p, const GemmTable& table);
+
 // Fits the table and writes the two figures into a profile JSON (how "fitted", the table and the
 // fit's errors as their source). Throws ConfigError when the fit fails or the fitted figures
 // cannot reproduce the profile's best-shape efficiency. Returns lines describing what changed.

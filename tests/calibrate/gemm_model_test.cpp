@@ -20,19 +20,10 @@ std::vector<GemmTiming> xla_table(const std::string& file = "xla_sm90_matmul.jso
 }
 
 // Mean |relative error| of a profile's GEMM model over a published table, and predicted / measured
-// total time.
-std::pair<double, double> table_error(const Profile& p, const std::string& file, const std::string& dtype = "bf16") {
-  const CostModel cm(p, dtype);
-  double sum_abs = 0, t_meas = 0, t_pred = 0;
-  const auto pts = xla_table(file);
-  for (const auto& g : pts) {
-    const double pred = cm.gemm_s(static_cast<std::int64_t>(g.m), static_cast<std::int64_t>(g.n), static_cast<std::int64_t>(g.k),
-                                  static_cast<std::int64_t>(g.batch));
-    sum_abs += std::abs(pred / g.time_s - 1);
-    t_meas += g.time_s;
-    t_pred += pred;
-  }
-  return {sum_abs / static_cast<double>(pts.size()), t_pred / t_meas};
+// total time, in the table's dtype.
+std::pair<double, double> table_error(const Profile& p, const std::string& file) {
+  const GemmTableError e = gemm_table_error(p, load_gemm_table(test::test_data(file)));
+  return {e.mean_abs, e.total_ratio};
 }
 
 // Fits a published table and checks the profile carries the fit (to three significant figures)
@@ -102,7 +93,7 @@ TEST(GemmKernelModel, B200Fp8HeldOutOnThePublishedSm100Table) {
   // within 8.2 % mean error and 1.0 % in total time (with the former H100-scaled figures: 16.4 %
   // and 13.5 % fast).
   const Profile p = load_profile(test::data_dir(), "b200-sxm-180g", "test");
-  const auto [mean, total] = table_error(p, "xla_sm100_matmul_fp8.json", "fp8");
+  const auto [mean, total] = table_error(p, "xla_sm100_matmul_fp8.json");
   EXPECT_LT(mean, 0.085);
   EXPECT_NEAR(total, 0.99, 0.01);
   // Fitted alone, the FP8 column gives figures near the bf16 fit (7.48 us, 12,419 GB/s against
