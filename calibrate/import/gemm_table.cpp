@@ -100,7 +100,19 @@ std::vector<std::string> merge_gemm_fit(Json& profile, const Profile& base, cons
                               table.points.size(), 100 * f.mean_abs_error, 100 * f.max_abs_error));
   // The profile as written: its main loop is solved from its best-shape efficiency, which the
   // table may disagree with; say by how much.
-  const GemmTableError e = gemm_table_error(parse_profile(profile, base.file), table);
+  Profile fitted;
+  try {
+    fitted = parse_profile(profile, base.file);
+    // Every dtype's main loop is solved from its best-shape measurement with these figures: the
+    // fit must leave each of them room.
+    for (const auto& [dtype, shape] : fitted.gemm_best_shape) gemm_kernel_model(fitted, dtype);
+  } catch (const ConfigError& err) {
+    throw ConfigError(table.file + fmt::format(": the fitted figures (gemm_fixed_us {:.2f}, gemm_epilogue_gbps {:.0f}) do not suit "
+                                               "the profile: ",
+                                               f.fixed_s * 1e6, f.epilogue_bytes_per_s / 1e9) +
+                      err.what());
+  }
+  const GemmTableError e = gemm_table_error(fitted, table);
   notes.push_back(fmt::format("the profile's model on the table (main loop solved from gemm_max_efficiency.{}): mean error {:.1f} %, "
                               "total time {:+.1f} %",
                               table.dtype, 100 * e.mean_abs, 100 * (e.total_ratio - 1)));

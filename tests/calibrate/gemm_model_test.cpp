@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <map>
+#include <random>
 
 #include "../test_util.h"
 #include "calibrate/fit/calibration.h"
@@ -218,6 +219,64 @@ TEST(MeasuredProfile, HarnessFitsTheGemmKernelModelToItsSweep) {
   // main-loop efficiency back from it.
   ASSERT_EQ(p.gemm_best_shape.count("bf16"), 1u);
   EXPECT_NEAR(gemm_kernel_model(p, "bf16").main_efficiency, eff, 1e-9);
+}
+
+}  // namespace
+}  // namespace parasim
+
+namespace parasim {
+namespace {
+
+// Seeded mutation fuzzing of the GEMM-table importer: numbers replaced by extremes, zeros, words
+// or nulls, rows dropped or cut, keys removed, the dtype changed. Every mutant either fails with a
+// ConfigError naming the table, or fits figures that are finite and leave the profile loadable.
+TEST(Fuzz, MutatedGemmTablesFailCleanlyOrFitFinitely) {
+  const Json good = read_json_file(test::test_data("xla_sm100_matmul.json"));
+  const Json base_json = read_json_file(test::data_dir() + "/calibrate/profiles/b200-sxm-180g.json");
+  const Profile base = parse_profile(base_json, "b200.json");
+  const Json values[] = {0, -1, 1e308, 1e-300, 2.5, 1e12, "x", nullptr, Json::array(), 4096, 1, 3e15};
+  const char* dtypes[] = {"bf16", "fp8", "fp16", "fp32", "int4", ""};
+  const char* keys[] = {"schema", "dtype", "columns", "rows", "source"};
+  std::mt19937_64 rng(11);
+  int rejected = 0, fitted = 0;
+  for (int i = 0; i < 800; ++i) {
+    Json t = good;
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits; ++e) {
+      auto& rows = t["rows"];
+      switch (rng() % 6) {
+        case 0: t.erase(keys[rng() % std::size(keys)]); break;
+        case 1: t["dtype"] = dtypes[rng() % std::size(dtypes)]; break;
+        case 2:
+          if (rows.is_array() && !rows.empty()) rows.erase(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(rng() % rows.size()));
+          break;
+        case 3:
+          if (rows.is_array() && !rows.empty()) rows[rng() % rows.size()] = values[rng() % std::size(values)];
+          break;
+        default:
+          if (rows.is_array() && !rows.empty()) {
+            Json& r = rows[rng() % rows.size()];
+            if (r.is_array() && !r.empty()) r[rng() % r.size()] = values[rng() % std::size(values)];
+          }
+      }
+    }
+    try {
+      const GemmTable table = parse_gemm_table(t, "fuzz.json");
+      Json prof = base_json;
+      merge_gemm_fit(prof, base, table);
+      const Profile out = parse_profile(prof, "fitted.json");  // what the importer writes must load
+      ASSERT_TRUE(std::isfinite(out.gemm_fixed_us.value) && std::isfinite(out.gemm_epilogue_gbps.value)) << t.dump();
+      ++fitted;
+    } catch (const ConfigError& e) {
+      ASSERT_EQ(std::string(e.what()).rfind("fuzz.json", 0), 0u) << e.what();
+      ++rejected;
+    } catch (const std::exception& e) {
+      FAIL() << "unexpected " << typeid(e).name() << ": " << e.what() << "\n" << t.dump();
+    }
+  }
+  EXPECT_GT(rejected, 100);
+  EXPECT_GT(fitted, 50);
+  std::printf("gemm-table fuzz: %d rejected, %d fitted\n", rejected, fitted);
 }
 
 }  // namespace
