@@ -1,6 +1,11 @@
 // Helpers shared by the test suites. Data is located through CMake-configured directories.
 #pragma once
+#include <functional>
+#include <initializer_list>
 #include <string>
+#include <typeinfo>
+
+#include <gtest/gtest.h>
 
 #include "sim/simulation.h"
 
@@ -36,6 +41,31 @@ inline SimulationOutput simulate_with(Scenario sc, const NetworkModel& net) {
   static const Registries reg;
   if (net.name() == "free") sc.profile.overlap_compute_slowdown.value = 0;
   return simulate(sc, reg, &net);
+}
+
+// Outcomes of a fuzz test's mutants, and one mutant: `body` runs the code under test and sets
+// `skipped` when the test declines the input (too large to simulate quickly). A ConfigError must
+// start with one of `prefixes` (the file, and the JSON pointer where the format has one); anything
+// else thrown is a failure. `input` is printed with any failure.
+struct FuzzTally {
+  int accepted = 0, rejected = 0, skipped = 0;
+};
+inline void fuzz_case(FuzzTally& tally, std::initializer_list<std::string> prefixes, const std::string& input,
+                      const std::function<void(bool& skipped)>& body) {
+  SCOPED_TRACE(input);  // printed with any failure inside body
+  try {
+    bool skipped = false;
+    body(skipped);
+    ++(skipped ? tally.skipped : tally.accepted);
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    bool named = false;
+    for (const auto& p : prefixes) named = named || m.rfind(p, 0) == 0;
+    EXPECT_TRUE(named) << m << "\n" << input;
+    ++tally.rejected;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "unexpected " << typeid(e).name() << ": " << e.what() << "\n" << input;
+  }
 }
 
 }  // namespace parasim::test

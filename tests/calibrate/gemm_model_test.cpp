@@ -238,8 +238,8 @@ TEST(Fuzz, MutatedGemmTablesFailCleanlyOrFitFinitely) {
   const char* dtypes[] = {"bf16", "fp8", "fp16", "fp32", "int4", ""};
   const char* keys[] = {"schema", "dtype", "columns", "rows", "source"};
   std::mt19937_64 rng(11);
-  int rejected = 0, fitted = 0;
-  for (int i = 0; i < 800; ++i) {
+  test::FuzzTally tally;
+  for (int i = 0; i < 800 && !HasFailure(); ++i) {
     Json t = good;
     const int edits = 1 + static_cast<int>(rng() % 3);
     for (int e = 0; e < edits; ++e) {
@@ -260,23 +260,17 @@ TEST(Fuzz, MutatedGemmTablesFailCleanlyOrFitFinitely) {
           }
       }
     }
-    try {
+    test::fuzz_case(tally, {"fuzz.json"}, t.dump(), [&](bool&) {
       const GemmTable table = parse_gemm_table(t, "fuzz.json");
       Json prof = base_json;
       merge_gemm_fit(prof, base, table);
       const Profile out = parse_profile(prof, "fitted.json");  // what the importer writes must load
-      ASSERT_TRUE(std::isfinite(out.gemm_fixed_us.value) && std::isfinite(out.gemm_epilogue_gbps.value)) << t.dump();
-      ++fitted;
-    } catch (const ConfigError& e) {
-      ASSERT_EQ(std::string(e.what()).rfind("fuzz.json", 0), 0u) << e.what();
-      ++rejected;
-    } catch (const std::exception& e) {
-      FAIL() << "unexpected " << typeid(e).name() << ": " << e.what() << "\n" << t.dump();
-    }
+      ASSERT_TRUE(std::isfinite(out.gemm_fixed_us.value) && std::isfinite(out.gemm_epilogue_gbps.value));
+    });
   }
-  EXPECT_GT(rejected, 100);
-  EXPECT_GT(fitted, 50);
-  std::printf("gemm-table fuzz: %d rejected, %d fitted\n", rejected, fitted);
+  EXPECT_GT(tally.rejected, 100);
+  EXPECT_GT(tally.accepted, 50);
+  std::printf("gemm-table fuzz: %d rejected, %d fitted\n", tally.rejected, tally.accepted);
 }
 
 }  // namespace

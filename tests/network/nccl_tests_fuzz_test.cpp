@@ -56,28 +56,21 @@ TEST(Fuzz, MutatedNcclTestsLogsFailCleanlyOrImportFinitely) {
   const std::vector<std::string> seeds = {"all_reduce_8gpu.txt", "all_gather_2node.txt", "all_reduce_2node.json"};
   const Json base = read_json_file(test::data_dir() + "/calibrate/profiles/h100-sxm5-80g.json");
   std::mt19937_64 rng(3);
-  int rejected = 0, imported = 0;
-  for (int i = 0; i < 1500; ++i) {
+  test::FuzzTally t;
+  for (int i = 0; i < 1500 && !HasFailure(); ++i) {
     const std::string& seed = seeds[rng() % seeds.size()];
     const std::string text = mutate_text(read_text(test::test_data("nccl-tests/" + seed)), rng);
-    try {
+    test::fuzz_case(t, {"fuzz.log"}, text, [&](bool&) {
       const NcclTestsLog log = parse_nccl_tests_any(text, "fuzz.log");
-      for (const auto& r : log.rows)
-        ASSERT_TRUE(std::isfinite(r.bytes) && r.bytes > 0 && std::isfinite(r.time_s) && r.time_s > 0) << text;
+      for (const auto& r : log.rows) ASSERT_TRUE(std::isfinite(r.bytes) && r.bytes > 0 && std::isfinite(r.time_s) && r.time_s > 0);
       Json prof = base;
       merge_nccl_tests(prof, log);
       parse_profile(prof, "merged.json");  // what the importer writes must load
-      ++imported;
-    } catch (const ConfigError& e) {
-      ASSERT_EQ(std::string(e.what()).rfind("fuzz.log", 0), 0u) << e.what() << "\n" << text;
-      ++rejected;
-    } catch (const std::exception& e) {
-      FAIL() << "unexpected " << typeid(e).name() << ": " << e.what() << "\n" << text;
-    }
+    });
   }
-  EXPECT_GT(rejected, 100);
-  EXPECT_GT(imported, 100);
-  std::printf("nccl-tests fuzz: %d rejected, %d imported\n", rejected, imported);
+  EXPECT_GT(t.rejected, 100);
+  EXPECT_GT(t.accepted, 100);
+  std::printf("nccl-tests fuzz: %d rejected, %d imported\n", t.rejected, t.accepted);
 }
 
 }  // namespace

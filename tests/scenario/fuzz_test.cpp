@@ -63,33 +63,27 @@ TEST(Fuzz, MutatedScenariosFailCleanlyOrSimulate) {
   std::sort(seeds.begin(), seeds.end(), [](const Json& a, const Json& b) { return a.at("name") < b.at("name"); });
   ASSERT_GE(seeds.size(), 8u);
   std::mt19937_64 rng(20261129);
-  int rejected = 0, simulated = 0, skipped = 0;
-  for (int i = 0; i < 2000; ++i) {
+  test::FuzzTally t;
+  for (int i = 0; i < 2000 && !HasFailure(); ++i) {
     const Json j = mutate(seeds[rng() % seeds.size()], rng);
-    try {
+    // Every message names the file and a JSON pointer.
+    test::fuzz_case(t, {"fuzz.json: /"}, j.dump(), [&](bool& skipped) {
       const Scenario sc = parse_scenario(j, "fuzz.json", test::data_dir());
       // Keep the test fast: big steps are valid but take seconds each.
       if (sc.microbatches() * sc.parallel.pp * sc.parallel.vpp > 4096 || sc.model.layers > 512) {
-        ++skipped;
-        continue;
+        skipped = true;
+        return;
       }
       const auto out = simulate(sc, Registries{});
-      ASSERT_TRUE(std::isfinite(out.result.step_time_s) && out.result.step_time_s > 0) << j.dump();
-      ASSERT_TRUE(std::isfinite(out.result.peak_mem_gib) && out.result.peak_mem_gib > 0) << j.dump();
-      ASSERT_TRUE(std::isfinite(out.result.mfu)) << j.dump();
-      ++simulated;
-    } catch (const ConfigError& e) {
-      // Every message names the file and a JSON pointer.
-      ASSERT_EQ(std::string(e.what()).rfind("fuzz.json: /", 0), 0u) << e.what() << "\n" << j.dump();
-      ++rejected;
-    } catch (const std::exception& e) {
-      FAIL() << "unexpected " << typeid(e).name() << ": " << e.what() << "\n" << j.dump();
-    }
+      ASSERT_TRUE(std::isfinite(out.result.step_time_s) && out.result.step_time_s > 0);
+      ASSERT_TRUE(std::isfinite(out.result.peak_mem_gib) && out.result.peak_mem_gib > 0);
+      ASSERT_TRUE(std::isfinite(out.result.mfu));
+    });
   }
   // Both outcomes are exercised.
-  EXPECT_GT(rejected, 500);
-  EXPECT_GT(simulated, 200);
-  std::printf("fuzz: %d rejected, %d simulated, %d skipped as large\n", rejected, simulated, skipped);
+  EXPECT_GT(t.rejected, 500);
+  EXPECT_GT(t.accepted, 200);
+  std::printf("fuzz: %d rejected, %d simulated, %d skipped as large\n", t.rejected, t.accepted, t.skipped);
 }
 
 TEST(Fuzz, MutatedProfilesFailCleanlyOrPriceFinitely) {
@@ -99,35 +93,29 @@ TEST(Fuzz, MutatedProfilesFailCleanlyOrPriceFinitely) {
   ASSERT_GE(seeds.size(), 5u);
   Json base = test::base_scenario();
   std::mt19937_64 rng(7);
-  int rejected = 0, priced = 0;
-  for (int i = 0; i < 1500; ++i) {
+  test::FuzzTally t;
+  for (int i = 0; i < 1500 && !HasFailure(); ++i) {
     const Json j = mutate(seeds[rng() % seeds.size()], rng);
-    try {
+    test::fuzz_case(t, {"fuzz-profile.json: /"}, j.dump(), [&](bool&) {
       const Profile p = parse_profile(j, "fuzz-profile.json");
       for (const auto& [dt, f] : p.peak_tflops) {
         if (!p.gemm_max_efficiency.count(dt)) continue;
         const CostModel cm(p, dt);
         for (const auto& [m, n, k] : {std::array<std::int64_t, 3>{1, 1, 1}, {4096, 4096, 4096}, {65536, 1024, 128}})
-          ASSERT_TRUE(std::isfinite(cm.gemm_s(m, n, k)) && cm.gemm_s(m, n, k) > 0) << dt << "\n" << j.dump();
-        ASSERT_TRUE(std::isfinite(cm.attention_s(1e12, true)) && cm.attention_s(1e12, true) > 0) << j.dump();
-        ASSERT_TRUE(std::isfinite(cm.memory_s(1e9)) && cm.memory_s(1e9) > 0) << j.dump();
+          ASSERT_TRUE(std::isfinite(cm.gemm_s(m, n, k)) && cm.gemm_s(m, n, k) > 0) << dt;
+        ASSERT_TRUE(std::isfinite(cm.attention_s(1e12, true)) && cm.attention_s(1e12, true) > 0);
+        ASSERT_TRUE(std::isfinite(cm.memory_s(1e9)) && cm.memory_s(1e9) > 0);
       }
       // The whole step on this profile (a DDP job on one node).
       Scenario sc = test::scenario_from(base);
       sc.profile = p;
       const auto out = simulate(sc, Registries{});
-      ASSERT_TRUE(std::isfinite(out.result.step_time_s) && out.result.step_time_s > 0) << j.dump();
-      ++priced;
-    } catch (const ConfigError& e) {
-      ASSERT_EQ(std::string(e.what()).rfind("fuzz-profile.json: /", 0), 0u) << e.what() << "\n" << j.dump();
-      ++rejected;
-    } catch (const std::exception& e) {
-      FAIL() << "unexpected " << typeid(e).name() << ": " << e.what() << "\n" << j.dump();
-    }
+      ASSERT_TRUE(std::isfinite(out.result.step_time_s) && out.result.step_time_s > 0);
+    });
   }
-  EXPECT_GT(rejected, 300);
-  EXPECT_GT(priced, 300);
-  std::printf("profile fuzz: %d rejected, %d priced\n", rejected, priced);
+  EXPECT_GT(t.rejected, 300);
+  EXPECT_GT(t.accepted, 300);
+  std::printf("profile fuzz: %d rejected, %d priced\n", t.rejected, t.accepted);
 }
 
 TEST(Fuzz, MutatedMeasuredRunsFailCleanlyOrCheck) {
@@ -139,32 +127,28 @@ TEST(Fuzz, MutatedMeasuredRunsFailCleanlyOrCheck) {
   const std::string tmp = (std::filesystem::temp_directory_path() / "parasim-fuzz-measured.json").string();
   const Registries reg;
   std::mt19937_64 rng(11);
-  int rejected = 0, checked = 0;
-  for (int i = 0; i < 600; ++i) {
+  test::FuzzTally t;
+  for (int i = 0; i < 600 && !HasFailure(); ++i) {
     const Json j = mutate(read_json_file(files[rng() % files.size()]), rng);
     {
       std::ofstream(tmp) << j.dump();
     }
-    try {
+    // "<file>: /pointer: ..." or, inside the inline scenario, "<file> (/scenario): /pointer: ...".
+    test::fuzz_case(t, {tmp + ": /", tmp + " (/scenario): /"}, j.dump(), [&](bool& skipped) {
       const MeasuredRun run = load_measured(tmp, test::data_dir());
       const Scenario& sc = run.scenario;
-      if (sc.microbatches() * sc.parallel.pp * sc.parallel.vpp > 4096 || sc.model.layers > 512) continue;
+      if (sc.microbatches() * sc.parallel.pp * sc.parallel.vpp > 4096 || sc.model.layers > 512) {
+        skipped = true;
+        return;
+      }
       const RunCheck c = check_run(run, reg, Tolerances{});
-      for (const auto& cmp : c.comparisons) ASSERT_TRUE(std::isfinite(cmp.predicted)) << cmp.figure << "\n" << j.dump();
-      ++checked;
-    } catch (const ConfigError& e) {
-      // "<file>: /pointer: ..." or, inside the inline scenario, "<file> (/scenario): /pointer: ...".
-      const std::string m = e.what();
-      ASSERT_TRUE(m.rfind(tmp + ": /", 0) == 0 || m.rfind(tmp + " (/scenario): /", 0) == 0) << m << "\n" << j.dump();
-      ++rejected;
-    } catch (const std::exception& e) {
-      FAIL() << "unexpected " << typeid(e).name() << ": " << e.what() << "\n" << j.dump();
-    }
+      for (const auto& cmp : c.comparisons) ASSERT_TRUE(std::isfinite(cmp.predicted)) << cmp.figure;
+    });
   }
   std::filesystem::remove(tmp);
-  EXPECT_GT(rejected, 100);
-  EXPECT_GT(checked, 100);
-  std::printf("measured-run fuzz: %d rejected, %d checked\n", rejected, checked);
+  EXPECT_GT(t.rejected, 100);
+  EXPECT_GT(t.accepted, 100);
+  std::printf("measured-run fuzz: %d rejected, %d checked\n", t.rejected, t.accepted);
 }
 
 }  // namespace
