@@ -56,6 +56,11 @@ class Run {
     remaining_work_.assign(n, 0.0);
     sharing_.resize(nr);
     cur_.assign(nr, {});
+    slowed_op_.assign(nr, -1);
+    slowed_work_.assign(nr, 0.0);
+    slowed_last_.assign(nr, 0);
+    slowed_rate_.assign(nr, 0);
+    dirty_.assign(nr, 0);
     for (size_t r = 0; r < nr; ++r)
       for (int c = 0; c < kMemCats; ++c)
         if (p.ranks[r].static_mem[static_cast<size_t>(c)] != 0)
@@ -64,12 +69,14 @@ class Run {
 
   Timeline go() {
     for (size_t q = 0; q < queues_.size(); ++q) try_start(q);
+    retime_dirty();
     while (!heap_.empty()) {
       const Event e = heap_.top();
       heap_.pop();
       if (e.version != version_[static_cast<size_t>(e.op)]) continue;  // rescheduled
       now_ = e.t;
       finish(e.op);
+      retime_dirty();
     }
     for (size_t i = 0; i < p_.ops.size(); ++i) {
       if (tl_.end[i] < 0) {
@@ -114,6 +121,15 @@ class Run {
       share_reschedule(op.rank);
       return;
     }
+    if (slowable(op)) {
+      const auto r = static_cast<size_t>(op.rank);
+      slowed_op_[r] = id;
+      slowed_work_[r] = static_cast<double>(duration);
+      slowed_last_[r] = now_;
+      slowed_rate_[r] = collective_running(op.rank);
+      heap_.push({end_time(scaled(slowed_work_[r], slowed_rate_[r])), seq_++, id, version_[static_cast<size_t>(id)]});
+      return;
+    }
     heap_.push({end_time(duration), seq_++, id, version_[static_cast<size_t>(id)]});
   }
 
@@ -146,15 +162,41 @@ class Run {
     }
   }
 
-  Time effective_duration(const Op& op) const {
-    if (op.stream != Stream::Compute || o_.overlap_compute_slowdown <= 0.0 || op.collective >= 0 ||
-        phase_is_comm(op.phase))
-      return op.duration;
-    const size_t base = static_cast<size_t>(op.rank) * kStreams;
-    const bool comm_busy = busy_[base + static_cast<size_t>(Stream::Comm)] || busy_[base + static_cast<size_t>(Stream::P2P)];
-    if (!comm_busy) return op.duration;
-    const double slowed = static_cast<double>(op.duration) * (1.0 + o_.overlap_compute_slowdown);
-    return slowed < static_cast<double>(kMaxTime) ? static_cast<Time>(slowed) : kMaxTime;
+  // Compute kernels beside a running NCCL collective lose SMs and HBM bandwidth to it: while the
+  // rank's collective stream is busy (launched, including while it waits for its peers, as an NCCL
+  // kernel spins on its SMs), its compute op progresses at 1 / (1 + slowdown) of its own speed.
+  // Point-to-point transfers (pipeline sends and receives, 1-2 NCCL channels per peer) do not count.
+  bool slowable(const Op& op) const {
+    return o_.overlap_compute_slowdown > 0.0 && op.stream == Stream::Compute && op.collective < 0 && op.shared_link < 0 &&
+           !phase_is_comm(op.phase);
+  }
+  char collective_running(std::int32_t rank) const { return busy_[static_cast<size_t>(rank) * kStreams + static_cast<size_t>(Stream::Comm)]; }
+  Time scaled(double work, char slow) const {
+    const double t = slow ? work * (1.0 + o_.overlap_compute_slowdown) : work;
+    return t < static_cast<double>(kMaxTime) ? static_cast<Time>(std::llround(t)) : kMaxTime;
+  }
+  void mark_dirty(std::int32_t rank) {
+    if (o_.overlap_compute_slowdown <= 0.0 || dirty_[static_cast<size_t>(rank)]) return;
+    dirty_[static_cast<size_t>(rank)] = 1;
+    dirty_list_.push_back(rank);
+  }
+  // After an event: a rank whose collective stream started or stopped re-times its running compute
+  // op from the work it has left.
+  void retime_dirty() {
+    for (std::int32_t rank : dirty_list_) {
+      const auto r = static_cast<size_t>(rank);
+      dirty_[r] = 0;
+      const OpId id = slowed_op_[r];
+      const char slow = collective_running(rank);
+      if (id < 0 || slow == slowed_rate_[r]) continue;
+      const double elapsed = static_cast<double>(now_ - slowed_last_[r]);
+      slowed_work_[r] = std::max(0.0, slowed_work_[r] - (slowed_rate_[r] ? elapsed / (1.0 + o_.overlap_compute_slowdown) : elapsed));
+      slowed_last_[r] = now_;
+      slowed_rate_[r] = slow;
+      ++version_[static_cast<size_t>(id)];
+      heap_.push({end_time(scaled(slowed_work_[r], slow)), seq_++, id, version_[static_cast<size_t>(id)]});
+    }
+    dirty_list_.clear();
   }
 
   void try_start(size_t q) {
@@ -164,8 +206,9 @@ class Run {
     busy_[q] = 1;
     const Op& op = p_.ops[static_cast<size_t>(id)];
     tl_.arrival[static_cast<size_t>(id)] = now_;
+    if (op.stream == Stream::Comm) mark_dirty(op.rank);
     if (op.collective < 0) {
-      schedule(id, effective_duration(op));
+      schedule(id, op.duration);
       return;
     }
     const auto& members = p_.collectives[static_cast<size_t>(op.collective)];
@@ -186,6 +229,8 @@ class Run {
     const size_t q = qi(op);
     busy_[q] = 0;
     ++head_[q];
+    if (op.stream == Stream::Comm) mark_dirty(op.rank);
+    if (slowed_op_[static_cast<size_t>(op.rank)] == id) slowed_op_[static_cast<size_t>(op.rank)] = -1;
     for (std::int32_t k = succ_begin_[static_cast<size_t>(id)]; k < succ_begin_[static_cast<size_t>(id) + 1]; ++k) {
       const OpId s = succ_[static_cast<size_t>(k)];
       if (--remaining_[static_cast<size_t>(s)] == 0) try_start(qi(p_.ops[static_cast<size_t>(s)]));
@@ -208,6 +253,14 @@ class Run {
   std::vector<double> remaining_work_;             // standalone picoseconds left, shared-link ops
   std::vector<std::vector<OpId>> sharing_;         // active shared-link ops per rank
   std::map<std::int32_t, Time> share_last_;
+  // The compute op each rank runs under the overlap slowdown: its standalone work left (ps), when
+  // that was last accounted and whether it then ran slowed.
+  std::vector<OpId> slowed_op_;
+  std::vector<double> slowed_work_;
+  std::vector<Time> slowed_last_;
+  std::vector<char> slowed_rate_;
+  std::vector<char> dirty_;
+  std::vector<std::int32_t> dirty_list_;
   std::priority_queue<Event, std::vector<Event>, Later> heap_;
   std::int64_t seq_ = 0;
   Time now_ = 0;

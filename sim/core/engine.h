@@ -6,8 +6,9 @@
 namespace parasim {
 
 struct EngineOptions {
-  // Compute ops that start while the same rank's communication streams are busy run this
-  // factor slower (SM and memory contention with NCCL kernels). Comes from the profile.
+  // While a rank's collective stream is busy, its compute op progresses at 1 / (1 + this) of its
+  // own speed (SM and HBM contention with the NCCL kernel); re-timed whenever a collective starts
+  // or ends. Point-to-point transfers do not slow compute. Comes from the profile.
   double overlap_compute_slowdown = 0.0;
 };
 

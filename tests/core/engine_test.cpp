@@ -83,14 +83,32 @@ TEST(Engine, MemoryPeakAndBreakdownComeFromAllocFreeEvents) {
 TEST(Engine, OverlapSlowdownAppliesOnlyWhileCommIsBusy) {
   Program p = two_ranks();
   p.add(make(0, Stream::Comm, 10));
-  p.add(make(0, Stream::Compute, 1));
-  p.add(make(0, Stream::Compute, 10));  // starts at 1 us with comm busy: 10 * 1.5 = 15
-  p.add(make(1, Stream::Compute, 10));  // rank 1 has no comm: 10
+  p.add(make(0, Stream::Compute, 1));   // all under the collective: 1 * 1.5 = 1.5 us
+  p.add(make(0, Stream::Compute, 10));  // from 1.5 us: 8.5 us slowed (5.667 us of work), then 4.333 us alone
+  p.add(make(1, Stream::Compute, 10));  // rank 1 has no collective: 10
   EngineOptions o;
   o.overlap_compute_slowdown = 0.5;
   const Timeline t = run_program(p, o);
-  EXPECT_EQ(t.end[2], seconds_to_time(16e-6));
+  EXPECT_EQ(t.end[1], seconds_to_time(1.5e-6));
+  EXPECT_NEAR(static_cast<double>(t.end[2]), static_cast<double>(seconds_to_time(10e-6 + (10e-6 - 8.5e-6 / 1.5))), 2.0);
   EXPECT_EQ(t.end[3], seconds_to_time(10e-6));
+}
+
+TEST(Engine, OverlapSlowdownFollowsACollectiveThatStartsMidKernel) {
+  // Closed form: a kernel of standalone time D that a collective of length c overlaps entirely
+  // (slowdown s) ends c * s / (1 + s) after start + D.
+  Program p = two_ranks();
+  const OpId first = p.add(make(0, Stream::Compute, 3));
+  p.add(make(0, Stream::Compute, 20));           // 3 .. ; collective runs 5 .. 11 beside it
+  const OpId gate = p.add(make(0, Stream::P2P, 5));  // point-to-point: no slowdown while it runs
+  p.add(make(0, Stream::Comm, 6, {gate}));
+  EngineOptions o;
+  o.overlap_compute_slowdown = 0.2;
+  const Timeline t = run_program(p, o);
+  EXPECT_EQ(t.end[static_cast<size_t>(first)], seconds_to_time(3e-6));
+  EXPECT_NEAR(static_cast<double>(t.end[1]), static_cast<double>(seconds_to_time(3e-6 + 20e-6 + 6e-6 - 6e-6 / 1.2)), 2.0);
+  const Timeline free_run = run_program(p, {});
+  EXPECT_EQ(free_run.end[1], seconds_to_time(23e-6));
 }
 
 TEST(Engine, DeadlockIsReportedWithTheStuckOp) {
