@@ -6,6 +6,7 @@
 // Symmetry folding: one simulated rank per pipeline stage stands for its tp*cp*dp peers, which do
 // identical work; their collectives are costed for the full group by the network model.
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "sim/parallel/emitter.h"
@@ -117,6 +118,17 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
       };
       // FSDP / ZeRO-3: gather each layer's parameters before use, free after, reduce-scatter grads.
       std::vector<OpId> layer_done;
+      // A layer's gradient reduce-scatter is issued after the next layer's parameter all-gather:
+      // FSDP's default backward prefetch (BACKWARD_PRE), FSDP2 and DeepSpeed ZeRO-3 issue the next
+      // unit's all-gather when the current unit's backward starts, and one NCCL communicator runs
+      // its collectives in issue order, so the gather does not wait behind the reduction.
+      std::function<void()> pending_grad_reduce;
+      auto flush_grad_reduce = [&] {
+        if (!pending_grad_reduce) return;
+        auto emit = std::move(pending_grad_reduce);
+        pending_grad_reduce = nullptr;
+        emit();
+      };
       const double unit_w = sp.layer * sb.weights;
       const double gathered = unit_w * (1.0 - 1.0 / nd);
       auto pre = [&](Action::Kind k, std::int64_t) -> std::vector<OpId> {
@@ -131,6 +143,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
         const OpId ag = em.comm_op(s, Stream::Comm, Phase::FsdpGather, k == Action::F ? "param all-gather fwd" : "param all-gather bwd",
                                    dp_spec(CollOp::AllGather, unit_w), d, a.microbatch, a.chunk);
         prog.ops[static_cast<size_t>(ag)].at_start = {MemCat::GatheredParams, static_cast<Bytes>(gathered)};
+        flush_grad_reduce();  // the previous layer's reduce-scatter queues behind this prefetch
         return {ag};
       };
       auto post = [&](Action::Kind k, std::int64_t, OpId op) {
@@ -142,18 +155,21 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
             layer_done.push_back(rel);
           }
           if (grad_sync && k == (split ? Action::W : Action::B)) {
-            const double gbytes = sp.layer * sb.grads;
-            const OpId rs = em.comm_op(s, Stream::Comm, Phase::DpComm, "grad reduce-scatter", dp_spec(CollOp::ReduceScatter, gbytes), {op}, a.microbatch, a.chunk);
-            prog.ops[static_cast<size_t>(rs)].at_start = {MemCat::Grads, static_cast<Bytes>(gbytes * (1.0 - 1.0 / nd))};
-            prog.ops[static_cast<size_t>(rs)].at_end = {MemCat::Grads, -static_cast<Bytes>(gbytes * (1.0 - 1.0 / nd))};
-            sync_ops.push_back(rs);
-            if (sh.nd < par.dp * par.cp) {  // HSDP: all-reduce the shard across replicas
-              sync_ops.push_back(em.comm_op(s, Stream::Comm, Phase::DpComm, "grad all-reduce (replicas)",
-                                            L.dpcp_outer(CollOp::AllReduce, sh.nd, gbytes / nd), {rs}, a.microbatch, a.chunk));
-            }
-            if (offload)  // the reduced shard goes to the host for the CPU optimizer
-              sync_ops.push_back(em.op(s, Stream::Comm, Phase::DpComm, "grad shard D2H (offload)", sp.layer / nd * kMasterBytes / pcie_bps,
-                                       {sync_ops.back()}, a.microbatch, a.chunk));
+            flush_grad_reduce();
+            pending_grad_reduce = [&, op] {
+              const double gbytes = sp.layer * sb.grads;
+              const OpId rs = em.comm_op(s, Stream::Comm, Phase::DpComm, "grad reduce-scatter", dp_spec(CollOp::ReduceScatter, gbytes), {op}, a.microbatch, a.chunk);
+              prog.ops[static_cast<size_t>(rs)].at_start = {MemCat::Grads, static_cast<Bytes>(gbytes * (1.0 - 1.0 / nd))};
+              prog.ops[static_cast<size_t>(rs)].at_end = {MemCat::Grads, -static_cast<Bytes>(gbytes * (1.0 - 1.0 / nd))};
+              sync_ops.push_back(rs);
+              if (sh.nd < par.dp * par.cp) {  // HSDP: all-reduce the shard across replicas
+                sync_ops.push_back(em.comm_op(s, Stream::Comm, Phase::DpComm, "grad all-reduce (replicas)",
+                                              L.dpcp_outer(CollOp::AllReduce, sh.nd, gbytes / nd), {rs}, a.microbatch, a.chunk));
+              }
+              if (offload)  // the reduced shard goes to the host for the CPU optimizer
+                sync_ops.push_back(em.op(s, Stream::Comm, Phase::DpComm, "grad shard D2H (offload)", sp.layer / nd * kMasterBytes / pcie_bps,
+                                         {sync_ops.back()}, a.microbatch, a.chunk));
+            };
           }
           return;
         }
@@ -185,6 +201,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
           flush(r.last);
         }
       }
+      flush_grad_reduce();
     }
     // Gradient clipping needs the global gradient norm: a small all-reduce over the model-parallel
     // ranks once every stage's gradients are final (Megatron's clip_grad). A rendezvous of stages.

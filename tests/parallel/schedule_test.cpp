@@ -134,6 +134,41 @@ TEST(Fsdp, FullShardingGathersEachLayerAndShardsStates) {
   EXPECT_LT(out.result.peak_mem_gib, ddp.result.peak_mem_gib);
 }
 
+TEST(Fsdp, BackwardPrefetchIssuesTheNextGatherBeforeThisLayersReduceScatter) {
+  // FSDP's BACKWARD_PRE order on one communicator: AG(L), AG(L-1), RS(L), AG(L-2), RS(L-1), ...
+  // so a layer's gather never queues behind the reduction of the layer before it, and with
+  // per-layer communication shorter than per-layer compute the backward hides all but the first
+  // gather of each microbatch.
+  Json j = test::base_scenario();
+  j["parallel"]["fsdp"] = {{"sharding", "full"}};
+  const auto out = simulate(test::scenario_from(j), Registries{});
+  const Program& p = out.program;
+  std::vector<std::string> seq;
+  double gather = 0, reduce = 0, layer_bwd = 0;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const Op& o = p.ops[i];
+    const std::string& l = p.labels[static_cast<size_t>(o.label)];
+    if (o.rank != 0 || o.microbatch != 0) continue;
+    if (l == "param all-gather bwd" || l == "grad reduce-scatter") seq.push_back(l == "grad reduce-scatter" ? "RS" : "AG");
+    if (l == "param all-gather bwd") gather = time_to_seconds(o.duration);
+    if (l == "grad reduce-scatter") reduce = time_to_seconds(o.duration);
+    if (l == "mlp bwd" || l == "attention bwd") layer_bwd += time_to_seconds(o.duration);
+  }
+  ASSERT_EQ(seq.size(), 64u);  // 32 layers
+  EXPECT_EQ(seq[0], "AG");
+  EXPECT_EQ(seq[1], "AG");
+  for (size_t i = 2; i + 2 < seq.size(); i += 2) {
+    EXPECT_EQ(seq[i], "RS") << i;
+    EXPECT_EQ(seq[i + 1], "AG") << i;
+  }
+  EXPECT_EQ(seq[62], "RS");  // layer 1's, after layer 0's gather
+  EXPECT_EQ(seq[63], "RS");
+  ASSERT_LT(gather + reduce, layer_bwd / 32);
+  // Exposed: at most the first gather of each microbatch's forward and backward, and the last
+  // reduce-scatter of the step.
+  EXPECT_LT(out.result.ranks[0].comm_exposed_s, 8 * 2 * gather + reduce + 1e-6);
+}
+
 TEST(Fsdp, CpuOffloadMovesStatesToTheHostAndPaysPcieAndCpuOptimizer) {
   Json j = test::base_scenario();
   j["parallel"]["fsdp"] = {{"sharding", "full"}};
