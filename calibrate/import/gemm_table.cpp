@@ -65,7 +65,7 @@ GemmTableError gemm_table_error(const Profile& p, const GemmTable& table) {
   const CostModel cm(p, table.dtype);
   double sum = 0, t_meas = 0, t_pred = 0;
   for (const auto& g : table.points) {
-    const double pred = cm.gemm_s(static_cast<std::int64_t>(g.m), static_cast<std::int64_t>(g.n), static_cast<std::int64_t>(g.k),
+    const double pred = cm.benchmark_gemm_s(static_cast<std::int64_t>(g.m), static_cast<std::int64_t>(g.n), static_cast<std::int64_t>(g.k),
                                   static_cast<std::int64_t>(g.batch));
     sum += std::abs(pred / g.time_s - 1);
     t_meas += g.time_s;

@@ -23,10 +23,14 @@ double CostModel::memory_s(double bytes) const {
 
 double CostModel::attention_s(double flops, bool backward) const {
   const double eff = backward ? attention_bwd_->value : attention_fwd_->value;
-  return flops / (attention_peak_ * eff) + p_.kernel_overhead_us.value * 1e-6;
+  return flops / (attention_peak_ * eff * p_.sustained_clock_ratio.value) + p_.kernel_overhead_us.value * 1e-6;
 }
 
 double CostModel::gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, bool* measured) const {
+  return benchmark_gemm_s(m, n, k, batch, measured) / p_.sustained_clock_ratio.value;
+}
+
+double CostModel::benchmark_gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, bool* measured) const {
   ++lookups_;
   if (measured) *measured = true;
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *

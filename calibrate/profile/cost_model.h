@@ -43,7 +43,11 @@ class CostModel {
   CostModel(const Profile& profile, std::string dtype, const std::string& attention_kernel = kAttentionDefault);
 
   // `measured` (optional) tells whether measured points priced the shape (else the kernel model).
+  // In a training step: the benchmarked (burst) time over the profile's sustained_clock_ratio.
   double gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1, bool* measured = nullptr) const;
+  // As a GEMM benchmark times it (short bursts at the boost clock): the measured points or the GEMM
+  // kernel model, before the sustained-clock derating. What GEMM tables are compared with.
+  double benchmark_gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1, bool* measured = nullptr) const;
   double attention_s(double flops, bool backward) const;
   double memory_s(double bytes) const;
   // Elementwise update over `bytes` of optimizer state traffic.

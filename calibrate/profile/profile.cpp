@@ -203,6 +203,13 @@ Profile parse_profile(const Json& j, const std::string& file) {
     }
     p.kernel_overhead_us = figure(c, "kernel_overhead_us", 0, 1e4);
     p.overlap_compute_slowdown = figure(c, "overlap_compute_slowdown", 0, 10);
+    if (c.has("sustained_clock_ratio")) {
+      p.sustained_clock_ratio = figure(c, "sustained_clock_ratio", 0.3, 1.0);
+    } else {
+      p.sustained_clock_ratio.value = p.sustained_clock_ratio.low = p.sustained_clock_ratio.high = 1.0;
+      p.sustained_clock_ratio.how = "assumed";
+      p.sustained_clock_ratio.source = "not in the profile: compute-bound kernels run at their benchmarked (burst) rate";
+    }
     if (const Json* pts = c.raw_opt("gemm_points")) {
       if (!pts->is_array()) c.fail("gemm_points", "expected an array");
       for (size_t i = 0; i < pts->size(); ++i) {

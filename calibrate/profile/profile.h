@@ -124,6 +124,11 @@ struct Profile {
   Figure node_nics;              // reference node (DGX/HGX): NICs per node
   Figure node_nic_gbps;          // reference node: GB/s per NIC per direction
   Figure overlap_compute_slowdown;
+  // Sustained over burst tensor-core throughput: a training step holds the board at its power
+  // limit, so the SM clock settles below the boost clock the GEMM and attention benchmarks ran at
+  // (MSMF / MAMF of mamf-finder.py). Scales every compute-bound kernel (GEMMs, fused attention);
+  // memory-bound kernels keep their HBM rate. Optional: 1 (no derating) when a profile omits it.
+  Figure sustained_clock_ratio;
   std::vector<GemmPoint> gemm_points;
   std::vector<CollectivePoint> collective_points;
   NcclTuning nccl;

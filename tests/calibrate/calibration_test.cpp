@@ -71,9 +71,12 @@ TEST(MeasuredProfile, BuiltFromRecordedResultsLoadsAndIsUsed) {
   EXPECT_NEAR(p.gemm_efficiency("bf16"), eff, 1e-12);
   EXPECT_EQ(p.gemm_max_efficiency.at("bf16").how, "measured");
   EXPECT_NEAR(p.hbm_efficiency.value, 4100.0 / 4800.0, 1e-12);
-  // The cost model now prices the measured shape at its measured time (no fallback).
+  // The cost model now prices the measured shape at its measured time (no fallback); a training
+  // step runs it at the base profile's sustained clock.
   const CostModel cm(p, "bf16");
-  EXPECT_NEAR(cm.gemm_s(8192, 8192, 8192), 1.6e-3, 1e-12);
+  EXPECT_NEAR(cm.benchmark_gemm_s(8192, 8192, 8192), 1.6e-3, 1e-12);
+  EXPECT_NEAR(cm.gemm_s(8192, 8192, 8192), 1.6e-3 / p.sustained_clock_ratio.value, 1e-12);
+  EXPECT_LT(p.sustained_clock_ratio.value, 1.0);
   EXPECT_EQ(cm.fallbacks(), 0);
 }
 

@@ -54,7 +54,7 @@ TEST(GemmKernelModel, H100ProfilePredictsThePublishedTable) {
   double sum_abs = 0, t_meas = 0, t_pred = 0;
   std::map<double, std::pair<double, int>> by_k;  // k -> (sum of signed errors, count)
   for (const auto& g : xla_table()) {
-    const double pred = cm.gemm_s(static_cast<std::int64_t>(g.m), static_cast<std::int64_t>(g.n), static_cast<std::int64_t>(g.k),
+    const double pred = cm.benchmark_gemm_s(static_cast<std::int64_t>(g.m), static_cast<std::int64_t>(g.n), static_cast<std::int64_t>(g.k),
                                   static_cast<std::int64_t>(g.batch));
     sum_abs += std::abs(pred / g.time_s - 1);
     t_meas += g.time_s;
@@ -105,6 +105,35 @@ TEST(GemmKernelModel, B200Fp8HeldOutOnThePublishedSm100Table) {
   EXPECT_NEAR(f.epilogue_bytes_per_s / 1e9 / p.gemm_epilogue_gbps.value, 1.0, 0.15);
 }
 
+TEST(SustainedClock, ComputeBoundKernelsRunAtTheSustainedRateMemoryBoundOnesDoNot) {
+  // H200: bf16 MSMF 755 / MAMF 834 TFLOP/s. A training step prices GEMMs and attention at the
+  // benchmarked rate times that ratio; HBM-bound kernels keep their rate; a profile without the
+  // figure is not derated.
+  Profile p = load_profile(test::data_dir(), "h200-sxm-141g", "test");
+  EXPECT_NEAR(p.sustained_clock_ratio.value, 755.0 / 834.0, 1e-4);
+  const CostModel derated(p, "bf16");
+  const double g = derated.gemm_s(8192, 28672, 8192), a = derated.attention_s(1e13, false), m = derated.memory_s(1e9);
+  EXPECT_NEAR(g * p.sustained_clock_ratio.value, derated.benchmark_gemm_s(8192, 28672, 8192), 1e-15);
+  Profile burst = p;
+  burst.sustained_clock_ratio.value = 1.0;
+  const CostModel plain(burst, "bf16");
+  EXPECT_NEAR(g / plain.gemm_s(8192, 28672, 8192), 834.0 / 755.0, 1e-3);
+  const double overhead = p.kernel_overhead_us.value * 1e-6;
+  EXPECT_NEAR((a - overhead) / (plain.attention_s(1e13, false) - overhead), 834.0 / 755.0, 1e-3);
+  EXPECT_EQ(m, plain.memory_s(1e9));
+  Json j = read_json_file(test::data_dir() + "/calibrate/profiles/a100-sxm4-80g.json");
+  ASSERT_FALSE(j["compute"].contains("sustained_clock_ratio"));  // no A100 MSMF found: not derated
+  EXPECT_EQ(parse_profile(j, "a100.json").sustained_clock_ratio.value, 1.0);
+  j = read_json_file(test::data_dir() + "/calibrate/profiles/h200-sxm-141g.json");
+  j["compute"]["sustained_clock_ratio"]["value"] = 1.5;
+  try {
+    parse_profile(j, "h200.json");
+    ADD_FAILURE() << "expected an error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "h200.json: /compute/sustained_clock_ratio/value: expected a number in [0.3, 1], got 1.5");
+  }
+}
+
 TEST(GemmKernelModel, EveryShippedProfileReproducesItsBestShapeMeasurement) {
   for (const auto& name : profile_names(test::data_dir())) {
     const Profile p = load_profile(test::data_dir(), name, "test");
@@ -113,7 +142,7 @@ TEST(GemmKernelModel, EveryShippedProfileReproducesItsBestShapeMeasurement) {
       const auto [m, n, k] = shape;
       const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
       const double expect = flops / (p.peak_flops(dt) * p.gemm_efficiency(dt));
-      EXPECT_NEAR(cm.gemm_s(m, n, k) / expect, 1.0, 1e-12) << name << " " << dt;
+      EXPECT_NEAR(cm.benchmark_gemm_s(m, n, k) / expect, 1.0, 1e-12) << name << " " << dt;
       const GemmKernelModel g = gemm_kernel_model(p, dt);
       EXPECT_GT(g.main_efficiency, p.gemm_efficiency(dt)) << name << " " << dt;
       EXPECT_LE(g.main_efficiency, 1.0) << name << " " << dt;
@@ -129,9 +158,9 @@ TEST(GemmKernelModel, DeeperReductionAddsOnlyMainLoopTime) {
   const CostModel cm(p, "bf16");
   const GemmKernelModel g = gemm_kernel_model(p, "bf16");
   const double m = 16384, n = 8192, q = wave_quantisation(p, m, n, 1);
-  auto eff_at = [&](std::int64_t k) { return 2.0 * m * n * static_cast<double>(k) / (cm.gemm_s(16384, 8192, k) * 312e12); };
+  auto eff_at = [&](std::int64_t k) { return 2.0 * m * n * static_cast<double>(k) / (cm.benchmark_gemm_s(16384, 8192, k) * 312e12); };
   ASSERT_LT(eff_at(2048), p.gemm_efficiency("bf16"));
-  const double dt = cm.gemm_s(16384, 8192, 2048) - cm.gemm_s(16384, 8192, 512);
+  const double dt = cm.benchmark_gemm_s(16384, 8192, 2048) - cm.benchmark_gemm_s(16384, 8192, 512);
   EXPECT_NEAR(dt / (2.0 * m * n * (2048 - 512) / (312e12 * g.main_efficiency * q)), 1.0, 1e-12);
   // Efficiency grows with k toward the main-loop efficiency until it meets the best measured
   // efficiency (MAMF, 0.8692 for this GPU), where it stays.
@@ -156,7 +185,7 @@ TEST(GemmKernelModel, NoShapeIsPricedAboveTheBestMeasuredEfficiency) {
         for (std::int64_t n : {768, 8192, 53248})
           for (std::int64_t k : {128, 4096, 65536}) {
             const double eff = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) /
-                               (cm.gemm_s(m, n, k) * p.peak_flops(dt));
+                               (cm.benchmark_gemm_s(m, n, k) * p.peak_flops(dt));
             EXPECT_LE(eff, p.gemm_efficiency(dt) * (1 + 1e-12)) << name << " " << dt << " " << m << "x" << n << "x" << k;
           }
     }

@@ -216,7 +216,8 @@ TEST(Recompute, FullRecomputeTradesTimeForMemory) {
 
 TEST(AttentionKernels, StepChangesByTheAttentionKernelsTimeOnly) {
   // Free communication, DDP: the step is pure compute, so switching the attention kernel moves it
-  // by exactly (layers x microbatches) x sum over attention kernels of flops / (peak x efficiency).
+  // by exactly (layers x microbatches) x sum over attention kernels of
+  // flops / (peak x efficiency x sustained clock ratio).
   Json j = test::base_scenario();
   const Scenario flash = test::scenario_from(j);
   const double base = test::simulate_with(flash, test::FreeNetwork{}).result.step_time_s;
@@ -233,7 +234,7 @@ TEST(AttentionKernels, StepChangesByTheAttentionKernelsTimeOnly) {
         if (k.kind == KernelKind::Attention) {
           const double e_new = k.backward ? bwd->value : fwd->value;
           const double e_old = k.backward ? sc.profile.attention_bwd_efficiency.value : sc.profile.attention_fwd_efficiency.value;
-          delta += k.flops / peak * (1 / e_new - 1 / e_old);
+          delta += k.flops / (peak * sc.profile.sustained_clock_ratio.value) * (1 / e_new - 1 / e_old);
         }
     const double step = test::simulate_with(sc, test::FreeNetwork{}).result.step_time_s;
     EXPECT_NEAR(step - base, per_mb_layers * delta, 1e-9 * base) << kernel;
