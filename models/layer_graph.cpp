@@ -1,6 +1,8 @@
 #include "models/layer_graph.h"
 
 #include <tuple>
+#include <utility>
+#include <vector>
 
 namespace parasim {
 
@@ -50,6 +52,44 @@ void add_gemm_bwd(Block& b, const Kernel& f) {
   b.kernels.push_back(gemm(f.name + ".wgrad", f.k, f.n, f.m, true));
 }
 
+
+// RMSNorm over `elems` activations of `e` bytes. Fused (Apex, Transformer Engine, Liger,
+// torch.compile): one kernel, forward reads x and writes y, backward reads x and dy and writes dx.
+// Eager (the Llama reference code, `self._norm(x.float()).type_as(x) * self.weight` with
+// _norm(x) = x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)): every step is a kernel through HBM,
+// in fp32 between the casts. Bytes read + written per element: forward upcast e+4, pow 8, mean 4,
+// scale (x * rsqrt) 8, downcast 4+e, weight multiply 2e; backward by autograd's formulas for the
+// same ops: weight multiply 2e, weight gradient (product, then the sum over tokens) 4e, gradient
+// upcast e+4, scale's input gradient 8, the rsqrt path's product and row sum 16, mean backward 4,
+// pow backward 12, the two paths summed 12, downcast 4+e.
+void add_norm(Block& b, const std::string& name, double elems, double e, bool eager, bool bwd) {
+  if (!eager) {
+    b.kernels.push_back(mem(bwd ? name + ".bwd" : name, (bwd ? 3 : 2) * elems * e, bwd));
+    return;
+  }
+  const std::vector<std::pair<const char*, double>> fwd_steps = {
+      {"upcast", e + 4}, {"pow", 8}, {"mean", 4}, {"scale", 8}, {"downcast", 4 + e}, {"weight", 2 * e}};
+  const std::vector<std::pair<const char*, double>> bwd_steps = {
+      {"weight", 2 * e}, {"weight_grad", 4 * e}, {"downcast", e + 4}, {"scale", 8}, {"rsqrt_path", 16},
+      {"mean", 4},       {"pow", 12},           {"sum_paths", 12},    {"upcast", 4 + e}};
+  for (const auto& [step, bytes] : bwd ? bwd_steps : fwd_steps)
+    b.kernels.push_back(mem(name + (bwd ? ".bwd." : ".") + step, bytes * elems, bwd));
+}
+
+// RoPE on `elems` query or key elements. Fused: one kernel reading and writing them. Eager (the Llama
+// reference apply_rotary_emb: view_as_complex(x.float()) * freqs_cis, view_as_real, type_as(x)):
+// upcast e+4, complex multiply 8 (the [s, d/2] complex table is negligible), downcast 4+e bytes per
+// element, in forward and again in backward (the gradient times the conjugate).
+void add_rope(Block& b, const std::string& tensor, double elems, double e, bool eager, bool bwd) {
+  const std::string name = std::string("rope.") + tensor + (bwd ? ".bwd" : "");
+  if (!eager) {
+    b.kernels.push_back(mem(name, 2 * elems * e, bwd));
+    return;
+  }
+  for (const auto& [step, bytes] : {std::pair<const char*, double>{"upcast", e + 4}, {"complex_mul", 8}, {"downcast", 4 + e}})
+    b.kernels.push_back(mem(name + "." + step, bytes * elems, bwd));
+}
+
 }  // namespace
 
 LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
@@ -73,10 +113,15 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
 
   // --- attention block, forward
   Block& af = g.attn_fwd;
-  af.kernels.push_back(mem("norm1", 2 * act));
+  const double act_elems = act / e;
+  add_norm(af, "norm1", act_elems, e, sh.eager_norm, false);
   const Kernel qkv = gemm("qkv", T, (h + 2 * kv) / t, h);
   af.kernels.push_back(qkv);
-  if (m.position_embedding == "rope") af.kernels.push_back(mem("rope", 2 * Td * static_cast<double>(h + kv) / static_cast<double>(t) * e));
+  const double q_elems = Td * hd / static_cast<double>(t), k_elems = Td * static_cast<double>(kv) / static_cast<double>(t);
+  if (m.position_embedding == "rope") {
+    add_rope(af, "q", q_elems, e, sh.eager_rope, false);
+    add_rope(af, "k", k_elems, e, sh.eager_rope, false);
+  }
   // Scores over the full (gathered) sequence: Q local, K/V for all s positions.
   const double heads_local = static_cast<double>(m.heads / t);
   const double d = static_cast<double>(m.head_dim());
@@ -141,10 +186,13 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
       }
     ab.kernels.push_back(mem("softmax.bwd", 3 * 2 * b * heads_local * sq * s_kv * e, true));
   }
-  if (m.position_embedding == "rope") ab.kernels.push_back(mem("rope.bwd", 2 * Td * static_cast<double>(h + kv) / static_cast<double>(t) * e, true));
+  if (m.position_embedding == "rope") {
+    add_rope(ab, "q", q_elems, e, sh.eager_rope, true);
+    add_rope(ab, "k", k_elems, e, sh.eager_rope, true);
+  }
   if (m.bias) ab.kernels.push_back(bias_grad(qkv.name, Td, static_cast<double>(qkv.n), e));
   add_gemm_bwd(ab, qkv);
-  ab.kernels.push_back(mem("norm1.bwd", 3 * act, true));
+  add_norm(ab, "norm1", act_elems, e, sh.eager_norm, true);
 
   // --- MLP block
   const bool glu = m.activation == "swiglu";
@@ -157,7 +205,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   }
   const std::int64_t T_mlp = static_cast<std::int64_t>(Td * routed);
   Block& mf = g.mlp_fwd;
-  mf.kernels.push_back(mem("norm2", 2 * act));
+  add_norm(mf, "norm2", act_elems, e, sh.eager_norm, false);
   const Kernel up = gemm(glu ? "mlp_gate_up" : "mlp_up", T_mlp, (glu ? 2 : 1) * mlp_ff, h);
   mf.kernels.push_back(up);
   const double ffb = static_cast<double>(T_mlp) * static_cast<double>(mlp_ff) * e;
@@ -174,20 +222,20 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   mb.kernels.push_back(mem(glu ? "swiglu.bwd" : "gelu.bwd", (glu ? 5 : 3) * ffb, true));
   if (m.bias) mb.kernels.push_back(bias_grad(up.name, static_cast<double>(T_mlp), static_cast<double>(up.n), e));
   add_gemm_bwd(mb, up);
-  mb.kernels.push_back(mem("norm2.bwd", 3 * act, true));
+  add_norm(mb, "norm2", act_elems, e, sh.eager_norm, true);
 
   // --- embedding (first stage) and output layer (last stage)
   g.embed_fwd.kernels.push_back(mem("embedding", 2 * Td * hd * e / sp_div));
   g.embed_bwd.kernels.push_back(mem("embedding.bwd", 3 * Td * hd * e / sp_div, true));
   const std::int64_t v_local = m.vocab / t;
   const double logits = Td * static_cast<double>(v_local) * 4.0;  // fp32 logits for the loss
-  g.head_fwd.kernels.push_back(mem("final_norm", 2 * act));
+  add_norm(g.head_fwd, "final_norm", act_elems, e, sh.eager_norm, false);
   const Kernel lg = gemm("logits", T, v_local, h);
   g.head_fwd.kernels.push_back(lg);
   g.head_fwd.kernels.push_back(mem("cross_entropy", 3 * logits));
   g.head_bwd.kernels.push_back(mem("cross_entropy.bwd", 2 * logits, true));
   add_gemm_bwd(g.head_bwd, lg);
-  g.head_bwd.kernels.push_back(mem("final_norm.bwd", 3 * act, true));
+  add_norm(g.head_bwd, "final_norm", act_elems, e, sh.eager_norm, true);
   if (sh.fp8_gemms) {
     // The transformer layers' linear GEMMs run in FP8; the output layer stays in 16-bit.
     for (auto [fwd, bwd, k] : {std::tuple{&g.attn_fwd, &g.attn_bwd, qkv}, std::tuple{&g.attn_fwd, &g.attn_bwd, proj},

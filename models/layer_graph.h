@@ -39,6 +39,10 @@ struct LayerShape {
   // FP8 linear layers (Transformer Engine recipe): each GEMM input is quantized in forward and each
   // output gradient in backward, both through HBM.
   bool fp8_gemms = false;
+  // Eager-PyTorch RMSNorm and RoPE as in the Llama reference code: each elementwise step its own
+  // kernel through HBM (see layer_graph.cpp for the kernels and their bytes).
+  bool eager_norm = false;
+  bool eager_rope = false;
 };
 
 struct LayerGraph {

@@ -16,6 +16,8 @@ LayerShape layer_shape(const Scenario& sc) {
   sh.dtype_bytes = sc.dtype_bytes();
   sh.flash_attention = sc.training.flash_attention;
   sh.fp8_gemms = sc.training.dtype == "fp8";
+  sh.eager_norm = sc.training.norm_impl == "eager";
+  sh.eager_rope = sc.training.rope_impl == "eager";
   return sh;
 }
 

@@ -83,6 +83,8 @@ TrainingSpec parse_training(const JsonObject& o) {
   if (!t.flash_attention && o.has("attention_kernel"))
     o.fail("attention_kernel", "names a fused attention kernel, but flash_attention is false (unfused attention)");
   t.fp32_grad_accumulation = o.boolean("fp32_grad_accumulation", false);
+  t.norm_impl = o.choice("norm_impl", {"fused", "eager"}, "fused");
+  t.rope_impl = o.choice("rope_impl", {"fused", "eager"}, "fused");
   o.finish();
   return t;
 }
@@ -196,6 +198,11 @@ void validate(const Scenario& s, const JsonObject& root) {
     if (g < 1 || p.dp % g != 0)
       fail(par + "/fsdp/shard_group", "hybrid sharding needs shard_group dividing dp (" + itos(p.dp) + "), got " + itos(g));
   }
+  if (t.norm_impl == "eager" && s.model.norm != "rmsnorm")
+    fail("/training/norm_impl", "\"eager\" is the Llama reference RMSNorm; the model's norm is \"" + s.model.norm + "\"");
+  if (t.rope_impl == "eager" && s.model.position_embedding != "rope")
+    fail("/training/rope_impl", "\"eager\" is the Llama reference rotary embedding; the model's position_embedding is \"" +
+                                    s.model.position_embedding + "\"");
   if (t.flash_attention && t.attention_kernel != kAttentionDefault && !s.profile.attention_kernels.count(t.attention_kernel))
     fail("/training/attention_kernel", "the GPU profile \"" + s.profile.name + "\" (" + s.profile.file +
                                            ") has no figures for attention kernel \"" + t.attention_kernel +
@@ -322,7 +329,8 @@ Json Scenario::resolved() const {
   j["training"] = {{"global_batch", training.global_batch}, {"micro_batch", training.micro_batch}, {"seq_len", training.seq_len},
                    {"dtype", training.dtype}, {"optimizer", training.optimizer}, {"flash_attention", training.flash_attention},
                    {"attention_kernel", training.attention_kernel},
-                   {"fp32_grad_accumulation", training.fp32_grad_accumulation}};
+                   {"fp32_grad_accumulation", training.fp32_grad_accumulation},
+                   {"norm_impl", training.norm_impl}, {"rope_impl", training.rope_impl}};
   Json pj = {{"dp", parallel.dp}, {"tp", parallel.tp}, {"pp", parallel.pp}, {"vpp", parallel.vpp}, {"cp", parallel.cp},
              {"schedule", parallel.schedule}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", parallel.recompute},
              {"zero_stage", parallel.zero_stage}, {"zero_impl", parallel.zero_impl}, {"bucket_mb", parallel.bucket_mb}, {"overlap_grad_reduce", parallel.overlap_grad_reduce},

@@ -57,6 +57,11 @@ struct TrainingSpec {
   bool flash_attention = true;
   std::string attention_kernel = "flash";  // fused kernel implementation (kAttentionKernels)
   bool fp32_grad_accumulation = false;  // Megatron main_grads in fp32 (4 bytes per parameter)
+  // How the framework runs RMSNorm and RoPE: "fused" (one kernel per pass: Apex, Transformer
+  // Engine, Liger, torch.compile) or "eager" (the Llama reference code in eager PyTorch: RMSNorm as
+  // upcast / pow / mean / scale / downcast / weight kernels in fp32, RoPE as an fp32 complex multiply).
+  std::string norm_impl = "fused";
+  std::string rope_impl = "fused";
   // The kernel whose profile figures price attention (unfused attention is priced as GEMMs and
   // reads none; the default kernel stands in for it).
   std::string priced_attention_kernel() const { return flash_attention ? attention_kernel : kAttentionDefault; }

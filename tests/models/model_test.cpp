@@ -9,6 +9,12 @@
 namespace parasim {
 namespace {
 
+double block_bytes(const Block& blk) {
+  double x = 0;
+  for (const auto& k : blk.kernels) x += k.bytes;
+  return x;
+}
+
 TEST(ModelZoo, ParameterCountsMatchPublished) {
   const auto names = zoo_model_names(test::data_dir());
   ASSERT_GE(names.size(), 20u);
@@ -70,19 +76,14 @@ TEST(LayerGraph, Fp8QuantizationTrafficPerLinearLayer) {
   bf.seq_len = f8.seq_len = 4096;
   f8.fp8_gemms = true;
   const LayerGraph a = build_layer_graph(m, bf), b = build_layer_graph(m, f8);
-  auto bytes = [](const Block& blk) {
-    double x = 0;
-    for (const auto& k : blk.kernels) x += k.bytes;
-    return x;
-  };
   const double T = 4096, h = static_cast<double>(m.hidden), kv = static_cast<double>(m.kv_dim()), f = static_cast<double>(m.ffn_hidden);
   // Forward inputs: qkv and o-proj read [T, h]; gate/up reads [T, h]; down reads [T, f].
-  EXPECT_NEAR(bytes(b.attn_fwd) - bytes(a.attn_fwd), 4 * (T * h + T * h), 1e-3);
-  EXPECT_NEAR(bytes(b.mlp_fwd) - bytes(a.mlp_fwd), 4 * (T * h + T * f), 1e-3);
+  EXPECT_NEAR(block_bytes(b.attn_fwd) - block_bytes(a.attn_fwd), 4 * (T * h + T * h), 1e-3);
+  EXPECT_NEAR(block_bytes(b.mlp_fwd) - block_bytes(a.mlp_fwd), 4 * (T * h + T * f), 1e-3);
   // Backward output gradients: qkv [T, h + 2kv], o-proj [T, h], gate/up [T, 2f], down [T, h].
-  EXPECT_NEAR(bytes(b.attn_bwd) - bytes(a.attn_bwd), 4 * (T * (h + 2 * kv) + T * h), 1e-3);
-  EXPECT_NEAR(bytes(b.mlp_bwd) - bytes(a.mlp_bwd), 4 * (T * 2 * f + T * h), 1e-3);
-  EXPECT_DOUBLE_EQ(bytes(b.head_fwd), bytes(a.head_fwd));
+  EXPECT_NEAR(block_bytes(b.attn_bwd) - block_bytes(a.attn_bwd), 4 * (T * (h + 2 * kv) + T * h), 1e-3);
+  EXPECT_NEAR(block_bytes(b.mlp_bwd) - block_bytes(a.mlp_bwd), 4 * (T * 2 * f + T * h), 1e-3);
+  EXPECT_DOUBLE_EQ(block_bytes(b.head_fwd), block_bytes(a.head_fwd));
   EXPECT_DOUBLE_EQ(b.attn_fwd.model_flops() + b.mlp_fwd.model_flops(), a.attn_fwd.model_flops() + a.mlp_fwd.model_flops());
 }
 
@@ -97,11 +98,6 @@ TEST(LayerGraph, BiasGradientsAndDropoutTraffic) {
   ModelSpec biased = plain, dropped = plain;
   biased.bias = true;
   dropped.dropout = true;
-  auto bytes = [](const Block& blk) {
-    double x = 0;
-    for (const auto& k : blk.kernels) x += k.bytes;
-    return x;
-  };
   for (const bool sp : {false, true}) {
     LayerShape sh;
     sh.seq_len = 2048;
@@ -111,16 +107,60 @@ TEST(LayerGraph, BiasGradientsAndDropoutTraffic) {
     const LayerGraph a = build_layer_graph(plain, sh), b = build_layer_graph(biased, sh), d = build_layer_graph(dropped, sh);
     const double T = 4096, t = 4, h = static_cast<double>(plain.hidden), f = static_cast<double>(plain.ffn_hidden), e = 2;
     const double T_row = sp ? T / t : T;  // tokens a row-parallel output and its bias see
-    EXPECT_NEAR(bytes(b.attn_bwd) - bytes(a.attn_bwd), e * (T * 3 * h / t + T_row * h), 1e-3) << sp;
-    EXPECT_NEAR(bytes(b.mlp_bwd) - bytes(a.mlp_bwd), e * (T * f / t + T_row * h), 1e-3) << sp;
-    EXPECT_DOUBLE_EQ(bytes(b.attn_fwd), bytes(a.attn_fwd));
+    EXPECT_NEAR(block_bytes(b.attn_bwd) - block_bytes(a.attn_bwd), e * (T * 3 * h / t + T_row * h), 1e-3) << sp;
+    EXPECT_NEAR(block_bytes(b.mlp_bwd) - block_bytes(a.mlp_bwd), e * (T * f / t + T_row * h), 1e-3) << sp;
+    EXPECT_DOUBLE_EQ(block_bytes(b.attn_fwd), block_bytes(a.attn_fwd));
     for (auto [fa, fd, ba, bd] : {std::tuple{&a.attn_fwd, &d.attn_fwd, &a.attn_bwd, &d.attn_bwd},
                                   std::tuple{&a.mlp_fwd, &d.mlp_fwd, &a.mlp_bwd, &d.mlp_bwd}}) {
-      EXPECT_NEAR(bytes(*fd) - bytes(*fa), 1.0 * T_row * h, 1e-3) << sp;
-      EXPECT_NEAR(bytes(*bd) - bytes(*ba), (2 * e + 1) * T_row * h, 1e-3) << sp;
+      EXPECT_NEAR(block_bytes(*fd) - block_bytes(*fa), 1.0 * T_row * h, 1e-3) << sp;
+      EXPECT_NEAR(block_bytes(*bd) - block_bytes(*ba), (2 * e + 1) * T_row * h, 1e-3) << sp;
     }
     EXPECT_DOUBLE_EQ(b.attn_bwd.model_flops(), a.attn_bwd.model_flops());
   }
+}
+
+// Eager RMSNorm (Llama reference code): forward upcast, pow, mean, scale, downcast and weight
+// multiply, 36 B per bf16 element in six kernels; backward 76 B in nine. Eager RoPE: upcast,
+// complex multiply and downcast, 20 B per query or key element each way. Fused: 4 / 6 and 4 B.
+TEST(LayerGraph, EagerRmsNormAndRopeTraffic) {
+  const ModelSpec m = load_zoo_model(test::data_dir(), "llama3-8b", "test");
+  LayerShape fused, eager;
+  fused.seq_len = eager.seq_len = 4096;
+  eager.eager_norm = eager.eager_rope = true;
+  const LayerGraph a = build_layer_graph(m, fused), b = build_layer_graph(m, eager);
+  const double T = 4096, h = static_cast<double>(m.hidden), kv = static_cast<double>(m.kv_dim());
+  const double norm_f = (36 - 4) * T * h, norm_b = (76 - 6) * T * h, rope = (20 - 4) * T * (h + kv);
+  EXPECT_NEAR(block_bytes(b.attn_fwd) - block_bytes(a.attn_fwd), norm_f + rope, 1e-3);
+  EXPECT_NEAR(block_bytes(b.attn_bwd) - block_bytes(a.attn_bwd), norm_b + rope, 1e-3);
+  EXPECT_NEAR(block_bytes(b.mlp_fwd) - block_bytes(a.mlp_fwd), norm_f, 1e-3);
+  EXPECT_NEAR(block_bytes(b.mlp_bwd) - block_bytes(a.mlp_bwd), norm_b, 1e-3);
+  EXPECT_NEAR(block_bytes(b.head_fwd) - block_bytes(a.head_fwd), norm_f, 1e-3);
+  // Kernels: norm 1 -> 6 forward, 1 -> 9 backward; RoPE 2 -> 6 each way.
+  EXPECT_EQ(b.attn_fwd.kernels.size() - a.attn_fwd.kernels.size(), 5u + 4u);
+  EXPECT_EQ(b.attn_bwd.kernels.size() - a.attn_bwd.kernels.size(), 8u + 4u);
+  EXPECT_DOUBLE_EQ(b.attn_fwd.model_flops(), a.attn_fwd.model_flops());
+}
+
+TEST(Scenario, EagerNormAndRopeNeedAnRmsNormRopeModel) {
+  Json j = test::base_scenario();  // llama2-7b: rmsnorm, rope
+  j["training"]["norm_impl"] = "eager";
+  j["training"]["rope_impl"] = "eager";
+  EXPECT_EQ(test::scenario_from(j).training.norm_impl, "eager");
+  j["model"] = "megatron-gpt-1.7b";
+  auto error_of = [](const Json& s) {
+    try {
+      test::scenario_from(s);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of(j), "test.json: /training/norm_impl: \"eager\" is the Llama reference RMSNorm; the model's norm is \"layernorm\"");
+  j["training"].erase("norm_impl");
+  EXPECT_EQ(error_of(j), "test.json: /training/rope_impl: \"eager\" is the Llama reference rotary embedding; the model's "
+                         "position_embedding is \"learned\"");
+  j["training"]["rope_impl"] = "compiled";
+  EXPECT_NE(error_of(j).find("/training/rope_impl"), std::string::npos);
 }
 
 // No kernel of any shape runs faster than the hardware: GEMMs and attention at most the dtype's

@@ -154,7 +154,12 @@ SOURCE_CONVENTIONS = {
                              "position_embedding": "learned",
                              "pos_why": "learned positions of max_seq_len = seq_len (MPT learned_pos_emb): the NumParams column "
                                         "grows by (seq_len - 512) x d_model over the seq 512 row of the same model"},
-    "torchtitan": {"flops": "model", "flash": True, "dropout": False},
+    "torchtitan": {"flops": "model", "flash": True, "dropout": False, "eager_llama": True,
+                   "eager_why": "eager RMSNorm and RoPE: torchtitan's Llama (torchtitan/models/llama/model.py, 2024) builds its norms "
+                                "with norm_type 'rmsnorm' (the Llama reference x * rsqrt(x.pow(2).mean(-1) + eps) on x.float(), "
+                                "then type_as and the weight multiply) and applies RoPE as view_as_complex(x.float()) * freqs_cis; "
+                                "its 64-A100 preset (train_configs/llama2_13b.toml) sets norm_type = \"rmsnorm\" and compile = false. "
+                                "Rows that name torch.compile keep the fused figures"},
     # AutoModel's PyTorch/FSDP2 backend: which attention kernel it ran is not stated; the default.
     "NVIDIA NeMo AutoModel": {"flops": "model", "flash": True, "dropout": False},
     "NVIDIA NeMo": {"flops": "model", "flash": True, "dropout": False, "hopper_attention_kernel": "flash3",
@@ -313,6 +318,14 @@ def convert(r):
     elif conv.get("hopper_attention_kernel") and prof.startswith(("h100", "h200")):
         training["attention_kernel"] = conv["hopper_attention_kernel"]
         ci["training.attention_kernel"] = conv["hopper_kernel_why"]
+    compiled = "compile" in ((p.get("other") or "") + " " + (r.get("notes") or "")).lower()
+    if conv.get("eager_llama") and not compiled:
+        if model.get("norm") == "rmsnorm":
+            training["norm_impl"] = "eager"
+            ci["training.norm_impl"] = conv["eager_why"]
+        if model.get("position_embedding") == "rope":
+            training["rope_impl"] = "eager"
+            ci["training.rope_impl"] = conv["eager_why"]
     cluster = {"gpu": prof, "nodes": gpus // gpn, "gpus_per_node": gpn}
     net, why = network_of(h)
     if net:
