@@ -165,12 +165,19 @@ class Run {
   // Compute kernels beside a running NCCL collective lose SMs and HBM bandwidth to it: while the
   // rank's collective stream is busy (launched, including while it waits for its peers, as an NCCL
   // kernel spins on its SMs), its compute op progresses at 1 / (1 + slowdown) of its own speed.
-  // Point-to-point transfers (pipeline sends and receives, 1-2 NCCL channels per peer) do not count.
+  // Point-to-point transfers (pipeline sends and receives, context parallel's K/V ring; 1-2 NCCL
+  // channels per peer) do not count.
   bool slowable(const Op& op) const {
     return o_.overlap_compute_slowdown > 0.0 && op.stream == Stream::Compute && op.collective < 0 && op.shared_link < 0 &&
            !phase_is_comm(op.phase);
   }
-  char collective_running(std::int32_t rank) const { return busy_[static_cast<size_t>(rank) * kStreams + static_cast<size_t>(Stream::Comm)]; }
+  // The rank's communication stream runs an NCCL collective (context parallel's ring exchange is
+  // point-to-point sends and receives, like the pipeline's).
+  char collective_running(std::int32_t rank) const {
+    const size_t q = static_cast<size_t>(rank) * kStreams + static_cast<size_t>(Stream::Comm);
+    if (!busy_[q]) return 0;
+    return p_.ops[static_cast<size_t>(queues_[q][head_[q]])].phase != Phase::CpComm;
+  }
   Time scaled(double work, char slow) const {
     const double t = slow ? work * (1.0 + o_.overlap_compute_slowdown) : work;
     return t < static_cast<double>(kMaxTime) ? static_cast<Time>(std::llround(t)) : kMaxTime;

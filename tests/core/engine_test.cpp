@@ -109,6 +109,13 @@ TEST(Engine, OverlapSlowdownFollowsACollectiveThatStartsMidKernel) {
   EXPECT_NEAR(static_cast<double>(t.end[1]), static_cast<double>(seconds_to_time(3e-6 + 20e-6 + 6e-6 - 6e-6 / 1.2)), 2.0);
   const Timeline free_run = run_program(p, {});
   EXPECT_EQ(free_run.end[1], seconds_to_time(23e-6));
+  // Context parallel's K/V ring on the same stream is point-to-point: no slowdown.
+  Program q = two_ranks();
+  q.add(make(0, Stream::Compute, 20));
+  Op ring = make(0, Stream::Comm, 6);
+  ring.phase = Phase::CpComm;
+  q.add(ring);
+  EXPECT_EQ(run_program(q, o).end[0], seconds_to_time(20e-6));
 }
 
 TEST(Engine, DeadlockIsReportedWithTheStuckOp) {
