@@ -53,7 +53,7 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
            {"gemm_fixed_us", &p.gemm_fixed_us}, {"gemm_epilogue_gbps", &p.gemm_epilogue_gbps},
            {"hbm_efficiency", &p.hbm_efficiency}, {"runtime_reserved_gib", &p.runtime_reserved_gib},
            {"overlap_compute_slowdown", &p.overlap_compute_slowdown}, {"inter_alpha_us", &p.inter_alpha_us},
-           {"pcie_gbps", &p.pcie_gbps}})
+           {"pcie_gbps", &p.pcie_gbps}, {"sustained_clock_ratio", &p.sustained_clock_ratio}})
     if (f->how == "assumed") assumed.insert(name);
   // Figures only some plans use: listed when the plan depends on them.
   if (sc.parallel.fsdp && sc.parallel.fsdp->offload) {

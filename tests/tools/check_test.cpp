@@ -122,6 +122,8 @@ TEST(Uncertainty, IntervalIsDeterministicAndBracketsTheRangeEnds) {
     // The attention figures of the kernel the scenario runs.
     const auto [af, ab] = s->profile.attention_efficiency(s->training.priced_attention_kernel());
     for (Figure* f : {af, ab}) f->value = hi ? f->high : f->low;
+    Figure& clock = s->profile.sustained_clock_ratio;
+    clock.value = hi ? clock.high : clock.low;
   }
   EXPECT_GE(a.step_time_p10_s, simulate(best, Registries{}).result.step_time_s * (1 - 1e-9));
   EXPECT_LE(a.step_time_p90_s, simulate(worst, Registries{}).result.step_time_s * (1 + 1e-9));
