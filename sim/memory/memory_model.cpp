@@ -16,7 +16,11 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
   //  replicated under TP (not under SP): two norm inputs (4sbh), QKV input (2sbh), MLP input
   //  (2sbh), two dropout masks (1 byte each: 2sbh total) -> 10sbh with dropout.
   const double mask = m.dropout ? 1.0 : 0.0;  // bytes per element of a dropout mask
-  const double replicated = (2 * e + e + e) * sbh + 2 * mask * sbh;
+  //  Eager RMSNorm (the Llama reference code) keeps, instead of its input, the fp32 copy of it
+  //  (pow and the scale save it) and its pre-weight output (the weight multiply saves it): 4 bytes
+  //  more per element per norm.
+  const double eager_norm = sh.eager_norm ? 4.0 : 0.0;
+  const double replicated = (2 * e + e + e) * sbh + 2 * mask * sbh + 2 * eager_norm * sbh;
   //  split by t: Q (e*sbh), K and V (e*sb*kv each), attention-projection input (e*sbh);
   //  MLP: GeLU input and fc2 input (2 * e*sbf), SwiGLU gate+up output and fc2 input (3 * e*sbf).
   const double attn_split = 2 * e * sbh + 2 * e * s * b * kv;
@@ -44,7 +48,7 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
   }
   out.embed = mask * sbh / sp;
   const double v_local = static_cast<double>((m.vocab + sh.tp - 1) / sh.tp);
-  out.head = e * sbh / sp + 4.0 * s * b * v_local;  // final-norm input and fp32 logits
+  out.head = (e + eager_norm) * sbh / sp + 4.0 * s * b * v_local;  // final-norm input and fp32 logits
   return out;
 }
 

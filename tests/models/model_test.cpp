@@ -5,6 +5,7 @@
 
 #include "../test_util.h"
 #include "sim/kernels.h"
+#include "sim/memory/memory_model.h"
 
 namespace parasim {
 namespace {
@@ -139,6 +140,15 @@ TEST(LayerGraph, EagerRmsNormAndRopeTraffic) {
   EXPECT_EQ(b.attn_fwd.kernels.size() - a.attn_fwd.kernels.size(), 5u + 4u);
   EXPECT_EQ(b.attn_bwd.kernels.size() - a.attn_bwd.kernels.size(), 8u + 4u);
   EXPECT_DOUBLE_EQ(b.attn_fwd.model_flops(), a.attn_fwd.model_flops());
+  // Memory: each eager norm keeps its input's fp32 copy and its pre-weight output instead of its
+  // input, 4 B more per element; two per layer, one before the head. Full recompute keeps only the
+  // layer input; op-level SAC replays the elementwise ops.
+  const double sbh = T * h;
+  const ActivationBytes fa = activation_bytes(m, fused, "none"), ea = activation_bytes(m, eager, "none");
+  EXPECT_NEAR(ea.layer_stored - fa.layer_stored, 8 * sbh, 1e-3);
+  EXPECT_NEAR(ea.head - fa.head, 4 * sbh, 1e-3);
+  EXPECT_DOUBLE_EQ(activation_bytes(m, eager, "full").layer_stored, activation_bytes(m, fused, "full").layer_stored);
+  EXPECT_DOUBLE_EQ(activation_bytes(m, eager, "selective_op").layer_stored, activation_bytes(m, fused, "selective_op").layer_stored);
 }
 
 TEST(Scenario, EagerNormAndRopeNeedAnRmsNormRopeModel) {
