@@ -129,7 +129,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
         pending_grad_reduce = nullptr;
         emit();
       };
-      const double unit_w = sp.layer * sb.weights;
+      const double unit_w = sp.layer * sc.fsdp_param_bytes();
       const double gathered = unit_w * (1.0 - 1.0 / nd);
       auto pre = [&](Action::Kind k, std::int64_t) -> std::vector<OpId> {
         if (!per_layer_sharded) return {};
@@ -157,7 +157,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
           if (grad_sync && k == (split ? Action::W : Action::B)) {
             flush_grad_reduce();
             pending_grad_reduce = [&, op] {
-              const double gbytes = sp.layer * sb.grads;
+              const double gbytes = sp.layer * sc.fsdp_reduce_bytes();
               const OpId rs = em.comm_op(s, Stream::Comm, Phase::DpComm, "grad reduce-scatter", dp_spec(CollOp::ReduceScatter, gbytes), {op}, a.microbatch, a.chunk);
               prog.ops[static_cast<size_t>(rs)].at_start = {MemCat::Grads, static_cast<Bytes>(gbytes * (1.0 - 1.0 / nd))};
               prog.ops[static_cast<size_t>(rs)].at_end = {MemCat::Grads, -static_cast<Bytes>(gbytes * (1.0 - 1.0 / nd))};

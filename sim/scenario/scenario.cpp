@@ -116,6 +116,8 @@ ParallelSpec parse_parallel(const JsonObject& o) {
     s.shard_group = f->integer("shard_group", 0, 1 << 24, 0);
     s.prefetch = f->integer("prefetch", 0, 64, 1);
     s.offload = f->boolean("offload", false);
+    if (f->has("param_dtype")) s.param_dtype = f->choice("param_dtype", {"bf16", "fp16", "fp32"});
+    if (f->has("reduce_dtype")) s.reduce_dtype = f->choice("reduce_dtype", {"bf16", "fp16", "fp32"});
     f->finish();
     p.fsdp = s;
   }
@@ -255,6 +257,19 @@ double Scenario::dtype_bytes() const {
   return 2;  // fp8 training keeps bf16 activations and master weights; GEMM inputs are cast
 }
 
+// FSDP mixed precision: the named dtype, else what the states hold (sb.weights / sb.grads).
+std::string Scenario::fsdp_param_dtype() const {
+  if (parallel.fsdp && !parallel.fsdp->param_dtype.empty()) return parallel.fsdp->param_dtype;
+  return training.dtype == "fp32" ? "fp32" : training.dtype == "fp16" ? "fp16" : "bf16";
+}
+std::string Scenario::fsdp_reduce_dtype() const {
+  if (parallel.fsdp && !parallel.fsdp->reduce_dtype.empty()) return parallel.fsdp->reduce_dtype;
+  if (training.dtype == "fp32" || training.fp32_grad_accumulation) return "fp32";
+  return training.dtype == "fp16" ? "fp16" : "bf16";
+}
+double Scenario::fsdp_param_bytes() const { return fsdp_param_dtype() == "fp32" ? 4.0 : 2.0; }
+double Scenario::fsdp_reduce_bytes() const { return fsdp_reduce_dtype() == "fp32" ? 4.0 : 2.0; }
+
 Scenario parse_scenario(const Json& j, const std::string& file, const std::string& data_dir) {
   const JsonObject root(j, file, "");
   Scenario s;
@@ -343,7 +358,8 @@ Json Scenario::resolved() const {
   }
   if (parallel.recompute_num_layers >= 0) pj["recompute_num_layers"] = parallel.recompute_num_layers;
   if (parallel.fsdp)
-    pj["fsdp"] = {{"sharding", parallel.fsdp->sharding}, {"shard_group", parallel.fsdp->shard_group}, {"prefetch", parallel.fsdp->prefetch}, {"offload", parallel.fsdp->offload}};
+    pj["fsdp"] = {{"sharding", parallel.fsdp->sharding}, {"shard_group", parallel.fsdp->shard_group}, {"prefetch", parallel.fsdp->prefetch},
+                  {"offload", parallel.fsdp->offload}, {"param_dtype", fsdp_param_dtype()}, {"reduce_dtype", fsdp_reduce_dtype()}};
   else
     pj["fsdp"] = nullptr;
   j["parallel"] = pj;

@@ -72,6 +72,11 @@ struct FsdpSpec {
   std::int64_t shard_group = 0;   // hybrid: ranks per shard group (0 = all dp)
   std::int64_t prefetch = 1;
   bool offload = false;
+  // FSDP MixedPrecision: the dtype parameters are all-gathered in and the dtype gradients are
+  // reduce-scattered in; "" = the training dtype (bf16 for fp8 training). torchtitan reduces in
+  // fp32 (mixed_precision_reduce offers only float32).
+  std::string param_dtype;
+  std::string reduce_dtype;
 };
 
 struct ParallelSpec {
@@ -121,6 +126,12 @@ struct Scenario {
   std::vector<std::int64_t> layers_per_stage() const;  // summed over the stage's chunks
   std::int64_t layers_in_chunk(std::int64_t stage, std::int64_t chunk) const;
   double dtype_bytes() const;
+  // FSDP mixed precision after defaults, and the bytes per element an FSDP / ZeRO-3 all-gather of
+  // parameters and reduce-scatter of gradients move.
+  std::string fsdp_param_dtype() const;
+  std::string fsdp_reduce_dtype() const;
+  double fsdp_param_bytes() const;
+  double fsdp_reduce_bytes() const;
   // The scenario after defaults, as JSON (for --dump-resolved and for measured runs).
   Json resolved() const;
 };

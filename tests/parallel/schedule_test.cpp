@@ -169,6 +169,45 @@ TEST(Fsdp, BackwardPrefetchIssuesTheNextGatherBeforeThisLayersReduceScatter) {
   EXPECT_LT(out.result.ranks[0].comm_exposed_s, 8 * 2 * gather + reduce + 1e-6);
 }
 
+// A network whose every collective takes 1 ns per byte: op durations read back the bytes moved.
+class BytesNetwork final : public NetworkModel {
+ public:
+  std::string name() const override { return "bytes"; }
+  double time_s(const CollectiveSpec& c) const override { return c.bytes * 1e-9; }
+  std::string algorithm(const CollectiveSpec&) const override { return "bytes"; }
+};
+
+TEST(Fsdp, MixedPrecisionDtypesSetTheGatherAndReduceBytes) {
+  // torchtitan: parameters gathered in bf16, gradients reduce-scattered in fp32 (2x the bytes);
+  // 2023 Composer DEFAULT: parameters gathered in fp32.
+  Json j = test::base_scenario();
+  j["parallel"]["fsdp"] = {{"sharding", "full"}};
+  auto bytes_of = [](const Json& s, const std::string& label) {
+    const auto out = test::simulate_with(test::scenario_from(s), BytesNetwork{});
+    for (size_t i = 0; i < out.program.ops.size(); ++i)
+      if (out.program.labels[static_cast<size_t>(out.program.ops[i].label)] == label) return time_to_seconds(out.program.ops[i].duration) * 1e9;
+    return 0.0;
+  };
+  const double ag = bytes_of(j, "param all-gather fwd"), rs = bytes_of(j, "grad reduce-scatter");
+  const Scenario base = test::scenario_from(j);
+  EXPECT_EQ(base.fsdp_param_dtype(), "bf16");
+  EXPECT_EQ(base.fsdp_reduce_dtype(), "bf16");
+  EXPECT_EQ(base.resolved()["parallel"]["fsdp"]["reduce_dtype"], "bf16");
+  j["parallel"]["fsdp"]["reduce_dtype"] = "fp32";
+  EXPECT_NEAR(bytes_of(j, "grad reduce-scatter") / rs, 2.0, 1e-6);
+  EXPECT_NEAR(bytes_of(j, "param all-gather fwd") / ag, 1.0, 1e-6);
+  j["parallel"]["fsdp"]["param_dtype"] = "fp32";
+  EXPECT_NEAR(bytes_of(j, "param all-gather fwd") / ag, 2.0, 1e-6);
+  EXPECT_EQ(test::scenario_from(j).resolved()["parallel"]["fsdp"]["param_dtype"], "fp32");
+  j["parallel"]["fsdp"]["param_dtype"] = "fp8";
+  try {
+    test::scenario_from(j);
+    ADD_FAILURE() << "expected an error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("test.json: /parallel/fsdp/param_dtype"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Fsdp, CpuOffloadMovesStatesToTheHostAndPaysPcieAndCpuOptimizer) {
   Json j = test::base_scenario();
   j["parallel"]["fsdp"] = {{"sharding", "full"}};

@@ -159,7 +159,10 @@ SOURCE_CONVENTIONS = {
                                 "with norm_type 'rmsnorm' (the Llama reference x * rsqrt(x.pow(2).mean(-1) + eps) on x.float(), "
                                 "then type_as and the weight multiply) and applies RoPE as view_as_complex(x.float()) * freqs_cis; "
                                 "its 64-A100 preset (train_configs/llama2_13b.toml) sets norm_type = \"rmsnorm\" and compile = false. "
-                                "Rows that name torch.compile keep the fused figures"},
+                                "Rows that name torch.compile keep the fused figures",
+                   "fsdp_reduce_dtype": "fp32",
+                   "reduce_why": "fp32: torchtitan's FSDP2 mixed precision reduces gradients in float32 "
+                                 "(--training.mixed_precision_reduce, default and only choice 'float32')"},
     # AutoModel's PyTorch/FSDP2 backend: which attention kernel it ran is not stated; the default.
     "NVIDIA NeMo AutoModel": {"flops": "model", "flash": True, "dropout": False},
     "NVIDIA NeMo": {"flops": "model", "flash": True, "dropout": False, "hopper_attention_kernel": "flash3",
@@ -301,6 +304,9 @@ def convert(r):
     if conv.get("overlap_grad_reduce") is False and dp > 1 and zero == 0 and fsdp is None:
         par["overlap_grad_reduce"] = False
         ci["parallel.overlap_grad_reduce"] = conv["overlap_why"]
+    if conv.get("fsdp_reduce_dtype") and fsdp is not None:
+        par["fsdp"] = dict(par["fsdp"], reduce_dtype=conv["fsdp_reduce_dtype"])
+        ci["parallel.fsdp.reduce_dtype"] = conv["reduce_why"]
     if conv.get("zero_impl") and zero in (1, 2):
         par["zero_impl"] = conv["zero_impl"]
         ci["parallel.zero_impl"] = conv["zero_impl_why"]
