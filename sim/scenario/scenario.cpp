@@ -1,5 +1,6 @@
 #include "sim/scenario/scenario.h"
 
+#include "sim/memory/memory_model.h"
 #include "sim/topology/topology.h"
 
 #include <algorithm>
@@ -257,15 +258,20 @@ double Scenario::dtype_bytes() const {
   return 2;  // fp8 training keeps bf16 activations and master weights; GEMM inputs are cast
 }
 
-// FSDP mixed precision: the named dtype, else what the states hold (sb.weights / sb.grads).
+// FSDP mixed precision: the named dtype, else the dtype the states hold (state_bytes: 4-byte
+// weights / gradients are fp32, 2-byte ones the training's 16-bit type).
+namespace {
+std::string state_dtype(double bytes, const std::string& training_dtype) {
+  return bytes == 4 ? "fp32" : training_dtype == "fp16" ? "fp16" : "bf16";
+}
+}  // namespace
 std::string Scenario::fsdp_param_dtype() const {
   if (parallel.fsdp && !parallel.fsdp->param_dtype.empty()) return parallel.fsdp->param_dtype;
-  return training.dtype == "fp32" ? "fp32" : training.dtype == "fp16" ? "fp16" : "bf16";
+  return state_dtype(state_bytes(training.dtype, training.optimizer, training.fp32_grad_accumulation).weights, training.dtype);
 }
 std::string Scenario::fsdp_reduce_dtype() const {
   if (parallel.fsdp && !parallel.fsdp->reduce_dtype.empty()) return parallel.fsdp->reduce_dtype;
-  if (training.dtype == "fp32" || training.fp32_grad_accumulation) return "fp32";
-  return training.dtype == "fp16" ? "fp16" : "bf16";
+  return state_dtype(state_bytes(training.dtype, training.optimizer, training.fp32_grad_accumulation).grads, training.dtype);
 }
 double Scenario::fsdp_param_bytes() const { return fsdp_param_dtype() == "fp32" ? 4.0 : 2.0; }
 double Scenario::fsdp_reduce_bytes() const { return fsdp_reduce_dtype() == "fp32" ? 4.0 : 2.0; }
