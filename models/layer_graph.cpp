@@ -90,6 +90,49 @@ void add_rope(Block& b, const std::string& tensor, double elems, double e, bool 
     b.kernels.push_back(mem(name + "." + step, bytes * elems, bwd));
 }
 
+// Cross entropy over `elems` logits (tokens x local vocabulary) held in `e`-byte elements; bytes
+// read + written per element, each step a kernel through HBM:
+//  Megatron: Megatron-LM's GPT model calls vocab_parallel_cross_entropy(output.float(), labels)
+//   (megatron/model/gpt_model.py, fp16_lm_cross_entropy off by default), whose forward
+//   (megatron/mpu/cross_entropy.py) runs in fp32: upcast e+4, max 4, subtract in place 8, exp in
+//   place 8, sum 4, divide in place 8 (the softmax it saves); backward multiplies the saved softmax
+//   by the output gradient in place 8, then the upcast's backward casts it down 4+e.
+//  Eager: PyTorch F.cross_entropy(logits.float(), labels) = log_softmax + nll_loss: upcast e+4;
+//   log_softmax's row kernel (aten SoftMax.cu, rows too long for shared memory) reads the row for
+//   the max, again for the sum of exponentials, and a third time to write the output: 16.
+//   Backward: nll_loss_backward zero-fills the fp32 gradient 4 (the scatter of -1s is per token);
+//   log_softmax_backward reads the gradient for its row sum, then the gradient and the output
+//   again to write the input gradient: 16; the downcast 4+e.
+//  Fused (Liger-Kernel, Transformer Engine's cross entropy, torch.compile): one pass over the 16-bit
+//   logits for the online max and sum, a second that writes the gradient in their place: 3e;
+//   backward scales that gradient by the output gradient in place: 2e.
+// With fp32 activations (e = 4) the casts are no-ops and are not listed.
+void add_loss(Block& fwd, Block& bwd, double elems, double e, LossImpl impl) {
+  using Steps = std::vector<std::pair<const char*, double>>;
+  const bool cast = e != 4.0;
+  Steps f, b;
+  switch (impl) {
+    case LossImpl::Megatron:
+      f = {{"max", 4}, {"sub_max", 8}, {"exp", 8}, {"sum", 4}, {"div", 8}};
+      b = {{"mul_grad", 8}};
+      break;
+    case LossImpl::Eager:
+      f = {{"log_softmax", 16}};
+      b = {{"zero_fill", 4}, {"log_softmax", 16}};
+      break;
+    case LossImpl::Fused:
+      fwd.kernels.push_back(mem("cross_entropy", 3 * e * elems));
+      bwd.kernels.push_back(mem("cross_entropy.bwd", 2 * e * elems, true));
+      return;
+  }
+  if (cast) {
+    f.insert(f.begin(), {"upcast", e + 4});
+    b.push_back({"downcast", 4 + e});
+  }
+  for (const auto& [step, bytes] : f) fwd.kernels.push_back(mem(std::string("cross_entropy.") + step, bytes * elems));
+  for (const auto& [step, bytes] : b) bwd.kernels.push_back(mem(std::string("cross_entropy.bwd.") + step, bytes * elems, true));
+}
+
 }  // namespace
 
 LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
@@ -228,12 +271,11 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   g.embed_fwd.kernels.push_back(mem("embedding", 2 * Td * hd * e / sp_div));
   g.embed_bwd.kernels.push_back(mem("embedding.bwd", 3 * Td * hd * e / sp_div, true));
   const std::int64_t v_local = m.vocab / t;
-  const double logits = Td * static_cast<double>(v_local) * 4.0;  // fp32 logits for the loss
+  const double logits = Td * static_cast<double>(v_local);  // logit elements on this rank
   add_norm(g.head_fwd, "final_norm", act_elems, e, sh.eager_norm, false);
   const Kernel lg = gemm("logits", T, v_local, h);
   g.head_fwd.kernels.push_back(lg);
-  g.head_fwd.kernels.push_back(mem("cross_entropy", 3 * logits));
-  g.head_bwd.kernels.push_back(mem("cross_entropy.bwd", 2 * logits, true));
+  add_loss(g.head_fwd, g.head_bwd, logits, e, sh.loss);
   add_gemm_bwd(g.head_bwd, lg);
   add_norm(g.head_bwd, "final_norm", act_elems, e, sh.eager_norm, true);
   if (sh.fp8_gemms) {

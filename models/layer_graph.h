@@ -12,6 +12,9 @@ namespace parasim {
 
 enum class KernelKind : std::uint8_t { Gemm, Attention, Memory };
 
+// Cross-entropy implementations (see add_loss in layer_graph.cpp for their kernels).
+enum class LossImpl : std::uint8_t { Megatron, Eager, Fused };
+
 struct Kernel {
   std::string name;
   KernelKind kind = KernelKind::Memory;
@@ -43,6 +46,7 @@ struct LayerShape {
   // kernel through HBM (see layer_graph.cpp for the kernels and their bytes).
   bool eager_norm = false;
   bool eager_rope = false;
+  LossImpl loss = LossImpl::Megatron;
 };
 
 struct LayerGraph {

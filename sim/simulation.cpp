@@ -18,6 +18,7 @@ LayerShape layer_shape(const Scenario& sc) {
   sh.fp8_gemms = sc.training.dtype == "fp8";
   sh.eager_norm = sc.training.norm_impl == "eager";
   sh.eager_rope = sc.training.rope_impl == "eager";
+  sh.loss = sc.training.loss_impl == "eager" ? LossImpl::Eager : sc.training.loss_impl == "fused" ? LossImpl::Fused : LossImpl::Megatron;
   return sh;
 }
 

@@ -48,7 +48,10 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
   }
   out.embed = mask * sbh / sp;
   const double v_local = static_cast<double>((m.vocab + sh.tp - 1) / sh.tp);
-  out.head = (e + eager_norm) * sbh / sp + 4.0 * s * b * v_local;  // final-norm input and fp32 logits
+  // Final-norm input and the loss's saved logits: the fp32 softmax (Megatron) or log-softmax (eager
+  // PyTorch), or the 16-bit gradient a fused kernel writes over the logits.
+  const double per_logit = sh.loss == LossImpl::Fused ? e : 4.0;
+  out.head = (e + eager_norm) * sbh / sp + per_logit * s * b * v_local;
   return out;
 }
 

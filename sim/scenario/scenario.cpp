@@ -86,6 +86,7 @@ TrainingSpec parse_training(const JsonObject& o) {
   t.fp32_grad_accumulation = o.boolean("fp32_grad_accumulation", false);
   t.norm_impl = o.choice("norm_impl", {"fused", "eager"}, "fused");
   t.rope_impl = o.choice("rope_impl", {"fused", "eager"}, "fused");
+  t.loss_impl = o.choice("loss_impl", {"megatron", "eager", "fused"}, "megatron");
   o.finish();
   return t;
 }
@@ -351,7 +352,7 @@ Json Scenario::resolved() const {
                    {"dtype", training.dtype}, {"optimizer", training.optimizer}, {"flash_attention", training.flash_attention},
                    {"attention_kernel", training.attention_kernel},
                    {"fp32_grad_accumulation", training.fp32_grad_accumulation},
-                   {"norm_impl", training.norm_impl}, {"rope_impl", training.rope_impl}};
+                   {"norm_impl", training.norm_impl}, {"rope_impl", training.rope_impl}, {"loss_impl", training.loss_impl}};
   Json pj = {{"dp", parallel.dp}, {"tp", parallel.tp}, {"pp", parallel.pp}, {"vpp", parallel.vpp}, {"cp", parallel.cp},
              {"schedule", parallel.schedule}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", parallel.recompute},
              {"zero_stage", parallel.zero_stage}, {"zero_impl", parallel.zero_impl}, {"bucket_mb", parallel.bucket_mb}, {"overlap_grad_reduce", parallel.overlap_grad_reduce},

@@ -62,6 +62,13 @@ struct TrainingSpec {
   // upcast / pow / mean / scale / downcast / weight kernels in fp32, RoPE as an fp32 complex multiply).
   std::string norm_impl = "fused";
   std::string rope_impl = "fused";
+  // How the framework computes the cross-entropy loss over the logits (models/layer_graph.cpp has
+  // the kernels and their bytes): "megatron" (Megatron-LM's vocab_parallel_cross_entropy on
+  // output.float(): max, subtract, exp, sum and divide passes in fp32; the Megatron-LM default),
+  // "eager" (PyTorch F.cross_entropy on fp32 logits: upcast, log_softmax, nll_loss; torchtitan,
+  // Hugging Face, llm-foundry) or "fused" (one kernel over the 16-bit logits that also writes their
+  // gradient: Liger-Kernel, Transformer Engine, torch.compile).
+  std::string loss_impl = "megatron";
   // The kernel whose profile figures price attention (unfused attention is priced as GEMMs and
   // reads none; the default kernel stands in for it).
   std::string priced_attention_kernel() const { return flash_attention ? attention_kernel : kAttentionDefault; }

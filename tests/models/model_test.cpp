@@ -151,6 +151,61 @@ TEST(LayerGraph, EagerRmsNormAndRopeTraffic) {
   EXPECT_DOUBLE_EQ(activation_bytes(m, eager, "selective_op").layer_stored, activation_bytes(m, fused, "selective_op").layer_stored);
 }
 
+// Cross entropy over T x V/t logits, bytes per logit element in bf16: Megatron-LM (upcast, max,
+// subtract, exp, sum, divide) 38 forward in six kernels, 14 backward in two (multiply, downcast);
+// eager PyTorch (upcast, log_softmax) 22 in two, 26 in three (zero-fill, log_softmax backward,
+// downcast); fused 6 and 4, one kernel each. In fp32 the casts disappear (Megatron 32 / 8). The
+// saved tensor is the fp32 softmax (4 B) except for the fused kernel's 16-bit gradient.
+TEST(LayerGraph, CrossEntropyTrafficPerImplementation) {
+  const ModelSpec m = load_zoo_model(test::data_dir(), "llama3-8b", "test");
+  LayerShape sh;
+  sh.seq_len = 4096;
+  sh.micro_batch = 2;
+  sh.tp = 2;
+  const double logits = 8192.0 * static_cast<double>(m.vocab / 2);
+  auto loss_bytes = [&](const Block& b) {
+    double bytes = 0;
+    std::size_t kernels = 0;
+    for (const Kernel& k : b.kernels)
+      if (k.name.rfind("cross_entropy", 0) == 0) {
+        bytes += k.bytes;
+        ++kernels;
+      }
+    return std::pair{bytes / logits, kernels};
+  };
+  const std::vector<std::tuple<LossImpl, double, double, std::size_t, std::size_t>> want = {
+      {LossImpl::Megatron, 38, 14, 6, 2}, {LossImpl::Eager, 22, 26, 2, 3}, {LossImpl::Fused, 6, 4, 1, 1}};
+  for (const auto& [impl, fwd, bwd, nf, nb] : want) {
+    sh.loss = impl;
+    const LayerGraph g = build_layer_graph(m, sh);
+    EXPECT_NEAR(loss_bytes(g.head_fwd).first, fwd, 1e-9);
+    EXPECT_NEAR(loss_bytes(g.head_bwd).first, bwd, 1e-9);
+    EXPECT_EQ(loss_bytes(g.head_fwd).second, nf);
+    EXPECT_EQ(loss_bytes(g.head_bwd).second, nb);
+    const double saved = activation_bytes(m, sh, "none").head - 2.0 * 8192 * static_cast<double>(m.hidden);
+    EXPECT_NEAR(saved / logits, impl == LossImpl::Fused ? 2.0 : 4.0, 1e-9);
+  }
+  sh.loss = LossImpl::Megatron;
+  sh.dtype_bytes = 4;
+  const LayerGraph fp32 = build_layer_graph(m, sh);
+  EXPECT_NEAR(loss_bytes(fp32.head_fwd).first, 32, 1e-9);
+  EXPECT_NEAR(loss_bytes(fp32.head_bwd).first, 8, 1e-9);
+}
+
+TEST(Scenario, LossImplIsAChoice) {
+  Json j = test::base_scenario();
+  EXPECT_EQ(test::scenario_from(j).training.loss_impl, "megatron");
+  j["training"]["loss_impl"] = "eager";
+  EXPECT_EQ(test::scenario_from(j).training.loss_impl, "eager");
+  j["training"]["loss_impl"] = "liger";
+  try {
+    test::scenario_from(j);
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("/training/loss_impl"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Scenario, EagerNormAndRopeNeedAnRmsNormRopeModel) {
   Json j = test::base_scenario();  // llama2-7b: rmsnorm, rope
   j["training"]["norm_impl"] = "eager";

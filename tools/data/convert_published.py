@@ -151,6 +151,10 @@ SOURCE_CONVENTIONS = {
                                  "both FlashAttention-1 and the Triton kernel 1.3-3x below FlashAttention-2, and the rows' cost per "
                                  "token grows with sequence length at the Triton figures' rate (FlashAttention-2's would be ~2x "
                                  "too fast: throughput MAPE of these 66 rows 13-27 % with Triton, 37-52 % with FlashAttention-2)",
+                             "loss_impl": "eager",
+                             "loss_why": "eager PyTorch cross entropy: llm-foundry's ComposerMPTCausalLM.loss calls "
+                                         "F.cross_entropy on the logits inside Composer's torch.autocast (amp_bf16), whose "
+                                         "fp32 op list upcasts them for log_softmax and nll_loss",
                              "position_embedding": "learned",
                              "pos_why": "learned positions of max_seq_len = seq_len (MPT learned_pos_emb): the NumParams column "
                                         "grows by (seq_len - 512) x d_model over the seq 512 row of the same model"},
@@ -160,6 +164,10 @@ SOURCE_CONVENTIONS = {
                                 "then type_as and the weight multiply) and applies RoPE as view_as_complex(x.float()) * freqs_cis; "
                                 "its 64-A100 preset (train_configs/llama2_13b.toml) sets norm_type = \"rmsnorm\" and compile = false. "
                                 "Rows that name torch.compile keep the fused figures",
+                   "loss_impl": "eager", "loss_impl_compiled": "fused",
+                   "loss_why": "eager PyTorch cross entropy: torchtitan's cross_entropy_loss is "
+                               "F.cross_entropy(pred.flatten(0, 1).float(), labels.flatten(0, 1)); rows that name torch.compile "
+                               "get the fused figures (compiled, the upcast and log_softmax become Triton reductions)",
                    "fsdp_reduce_dtype": "fp32",
                    "reduce_why": "fp32: torchtitan's FSDP2 mixed precision reduces gradients in float32 "
                                  "(--training.mixed_precision_reduce, default and only choice 'float32')"},
@@ -332,6 +340,10 @@ def convert(r):
         if model.get("position_embedding") == "rope":
             training["rope_impl"] = "eager"
             ci["training.rope_impl"] = conv["eager_why"]
+    loss = conv.get("loss_impl_compiled") if compiled and conv.get("loss_impl_compiled") else conv.get("loss_impl")
+    if loss:
+        training["loss_impl"] = loss
+        ci["training.loss_impl"] = conv["loss_why"]
     cluster = {"gpu": prof, "nodes": gpus // gpn, "gpus_per_node": gpn}
     net, why = network_of(h)
     if net:
