@@ -28,6 +28,36 @@ ParamCount count_params(const ModelSpec& m) {
   return c;
 }
 
+std::vector<double> layer_tensor_params(const ModelSpec& m) {
+  const double h = static_cast<double>(m.hidden);
+  const double kv = static_cast<double>(m.kv_dim());
+  const bool glu = m.activation == "swiglu";
+  std::vector<double> t;
+  auto norm = [&] {
+    t.push_back(h);
+    if (m.norm == "layernorm") t.push_back(h);
+  };
+  auto linear = [&](double in, double out) {
+    t.push_back(in * out);
+    if (m.bias) t.push_back(out);
+  };
+  auto mlp = [&](double ff) {
+    linear(h, (glu ? 2 : 1) * ff);
+    linear(ff, h);
+  };
+  norm();
+  linear(h, h + 2 * kv);
+  linear(h, h);
+  norm();
+  if (m.moe) {
+    t.push_back(h * static_cast<double>(m.moe->experts));  // router
+    for (std::int64_t e = 0; e < m.moe->experts; ++e) mlp(static_cast<double>(m.moe->expert_ffn_hidden));
+  } else {
+    mlp(static_cast<double>(m.ffn_hidden));
+  }
+  return t;
+}
+
 ModelSpec parse_model(const JsonObject& o) {
   ModelSpec m;
   const std::int64_t big = 1LL << 40;

@@ -47,6 +47,12 @@ struct ParamCount {
   double total(std::int64_t layers) const { return per_layer * static_cast<double>(layers) + embedding + head; }
 };
 ParamCount count_params(const ModelSpec& m);
+// The parameter tensors of one transformer layer in Megatron's module layout, in forward order:
+// each norm's gain (and bias), fused QKV weight (and bias), attention projection, MLP input
+// (fused gate+up with SwiGLU; with MoE the router, then each expert's) and output weights (and
+// biases). Element counts; they sum to count_params(m).per_layer. Frameworks that gather or
+// reduce parameters tensor by tensor (DeepSpeed 0.3's ZeRO-3) issue one collective per entry.
+std::vector<double> layer_tensor_params(const ModelSpec& m);
 
 // Decodes a model object (zoo file or inline). Throws ConfigError / ModelError with the path.
 ModelSpec parse_model(const JsonObject& o);

@@ -82,6 +82,8 @@ class Emitter {
                std::vector<OpId> deps, std::int32_t mb = -1, std::int32_t chunk = -1);
 
   const BlockTimes& times() const { return t_; }
+  // Whether layer l of a chunk replays its forward in backward (full recompute).
+  bool recomputes(std::int64_t l) const { return recomputed(l); }
   const ActivationBytes& act() const { return act_; }
   const Layout& layout() const { return layout_; }
 

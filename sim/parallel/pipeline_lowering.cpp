@@ -34,6 +34,13 @@ StageParams stage_params(const Scenario& sc, std::int64_t stage) {
   return s;
 }
 
+// The op most recently emitted on a rank's stream, or -1.
+OpId last_op_on(const Program& prog, std::int32_t rank, Stream stream) {
+  for (size_t i = prog.ops.size(); i-- > 0;)
+    if (prog.ops[i].rank == rank && prog.ops[i].stream == stream) return static_cast<OpId>(i);
+  return -1;
+}
+
 }  // namespace
 
 Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool split) {
@@ -50,7 +57,18 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
   const StateBytesPerParam sb = state_bytes(sc.training.dtype, sc.training.optimizer, sc.training.fp32_grad_accumulation);
   const bool per_layer_sharded = sh.weights;  // ZeRO-3 / FSDP full / HSDP
   const double nd = static_cast<double>(sh.nd);
-  const std::int64_t prefetch = par.fsdp ? par.fsdp->prefetch : 1;
+  // DeepSpeed 0.3's ZeRO-3 (parallel.zero_impl "deepspeed-0.3"): one all-gather per parameter
+  // tensor, each after torch.cuda.synchronize() (so nothing is prefetched and no gather overlaps
+  // compute or the previous gradient reduction), with the list form of all_gather: ProcessGroupNCCL
+  // gathers into one flat buffer and copies each rank's slice back, one copy per rank. Gradients
+  // are reduce-scattered tensor by tensor with the list form of reduce_scatter, whose per-rank
+  // inputs are first copied into one buffer. Each copy is a kernel (profile kernel_overhead_us)
+  // that also moves its bytes through HBM. With full recompute the replayed forward gathers the
+  // layer again (the module hooks fire once more) before the backward's own gather.
+  const bool ds03 = per_layer_sharded && par.zero_impl == "deepspeed-0.3";
+  const std::vector<double> tensors = ds03 ? layer_tensor_params(sc.model) : std::vector<double>{};
+  const double per_rank_copies_s = sc.profile.kernel_overhead_us.value * 1e-6 * nd;
+  const std::int64_t prefetch = ds03 ? 0 : par.fsdp ? par.fsdp->prefetch : 1;
   const bool grad_sync = par.dp * par.cp > 1;
   // FSDP CPU offload: fp32 parameter and gradient shards and the optimizer live in host memory;
   // each unit's shard crosses PCIe before its all-gather and its gradient shard after the
@@ -131,7 +149,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
       };
       const double unit_w = sp.layer * sc.fsdp_param_bytes();
       const double gathered = unit_w * (1.0 - 1.0 / nd);
-      auto pre = [&](Action::Kind k, std::int64_t) -> std::vector<OpId> {
+      auto pre = [&](Action::Kind k, std::int64_t layer) -> std::vector<OpId> {
         if (!per_layer_sharded) return {};
         std::vector<OpId> d;
         const auto idx = static_cast<std::int64_t>(layer_done.size()) - 1 - prefetch;
@@ -139,6 +157,25 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
         if (offload) {
           const double shard = sp.layer / nd * kMasterBytes;
           d = {em.op(s, Stream::Comm, Phase::FsdpGather, "param shard H2D (offload)", shard / pcie_bps, d, a.microbatch, a.chunk)};
+        }
+        if (ds03) {
+          // torch.cuda.synchronize(): the gathers wait for every op this rank issued before them
+          // (the communication stream runs in issue order; the compute stream's last op here).
+          d.clear();
+          if (const OpId c = last_op_on(prog, s, Stream::Compute); c >= 0) d.push_back(c);
+          const int passes = k == Action::B && em.recomputes(layer) ? 2 : 1;
+          OpId first_ag = -1;
+          for (int pass = 0; pass < passes; ++pass)
+            for (const double t : tensors) {
+              const double bytes = t / static_cast<double>(par.tp) * sc.fsdp_param_bytes();
+              const OpId ag = em.comm_op(s, Stream::Comm, Phase::FsdpGather, "param all-gather (one tensor)",
+                                         dp_spec(CollOp::AllGather, bytes), d, a.microbatch, a.chunk);
+              if (first_ag < 0) first_ag = ag;
+              d = {em.op(s, Stream::Comm, Phase::FsdpGather, "all-gather copy-back (one per rank)",
+                         per_rank_copies_s + in.cost.memory_s(2 * bytes), {ag}, a.microbatch, a.chunk)};
+            }
+          prog.ops[static_cast<size_t>(first_ag)].at_start = {MemCat::GatheredParams, static_cast<Bytes>(gathered)};
+          return d;
         }
         const OpId ag = em.comm_op(s, Stream::Comm, Phase::FsdpGather, k == Action::F ? "param all-gather fwd" : "param all-gather bwd",
                                    dp_spec(CollOp::AllGather, unit_w), d, a.microbatch, a.chunk);
@@ -154,7 +191,18 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
             prog.ops[static_cast<size_t>(rel)].at_end = {MemCat::GatheredParams, -static_cast<Bytes>(gathered)};
             layer_done.push_back(rel);
           }
-          if (grad_sync && k == (split ? Action::W : Action::B)) {
+          if (grad_sync && ds03 && k == (split ? Action::W : Action::B)) {
+            // Issued at once (DeepSpeed's backward hook); the next gather's synchronize waits for it.
+            OpId prev = op;
+            for (const double t : tensors) {
+              const double gbytes = t / static_cast<double>(par.tp) * sc.fsdp_reduce_bytes();
+              const OpId cp = em.op(s, Stream::Comm, Phase::DpComm, "reduce-scatter copy-in (one per rank)",
+                                    per_rank_copies_s + in.cost.memory_s(2 * gbytes), {prev}, a.microbatch, a.chunk);
+              prev = em.comm_op(s, Stream::Comm, Phase::DpComm, "grad reduce-scatter (one tensor)",
+                                dp_spec(CollOp::ReduceScatter, gbytes), {cp}, a.microbatch, a.chunk);
+              sync_ops.push_back(prev);
+            }
+          } else if (grad_sync && k == (split ? Action::W : Action::B)) {
             flush_grad_reduce();
             pending_grad_reduce = [&, op] {
               const double gbytes = sp.layer * sc.fsdp_reduce_bytes();
@@ -206,11 +254,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
     // Gradient clipping needs the global gradient norm: a small all-reduce over the model-parallel
     // ranks once every stage's gradients are final (Megatron's clip_grad). A rendezvous of stages.
     std::vector<OpId> deps = sync_ops;
-    for (size_t i = prog.ops.size(); i-- > 0;)
-      if (prog.ops[i].rank == s && prog.ops[i].stream == Stream::Compute) {
-        deps.push_back(static_cast<OpId>(i));
-        break;
-      }
+    if (const OpId c = last_op_on(prog, s, Stream::Compute); c >= 0) deps.push_back(c);
     norm_ops.push_back(em.op(s, Stream::Comm, Phase::DpComm, "grad-norm all-reduce", norm_s, deps));
     prog.ops[static_cast<size_t>(norm_ops.back())].collective = static_cast<std::int32_t>(prog.collectives.size());
   }

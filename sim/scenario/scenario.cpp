@@ -109,9 +109,11 @@ ParallelSpec parse_parallel(const JsonObject& o) {
       o.fail("recompute_num_layers", "applies to recompute \"full\" (Megatron's block method), but recompute is \"" + p.recompute + "\"");
   }
   p.zero_stage = o.integer("zero_stage", 0, 3, 0);
-  p.zero_impl = o.choice("zero_impl", {"megatron", "deepspeed"}, "megatron");
+  p.zero_impl = o.choice("zero_impl", {"megatron", "deepspeed", "deepspeed-0.3"}, "megatron");
   if (p.zero_impl == "deepspeed" && p.zero_stage != 1 && p.zero_stage != 2)
     o.fail("zero_impl", "\"deepspeed\" describes DeepSpeed's ZeRO stage 1/2 optimizer, but zero_stage is " + std::to_string(p.zero_stage));
+  if (p.zero_impl == "deepspeed-0.3" && p.zero_stage != 3)
+    o.fail("zero_impl", "\"deepspeed-0.3\" describes DeepSpeed 0.3's ZeRO-3 parameter partitioning, but zero_stage is " + std::to_string(p.zero_stage));
   if (auto f = o.object_opt("fsdp")) {
     FsdpSpec s;
     s.sharding = f->choice("sharding", {"full", "hybrid", "grad_op"}, "full");

@@ -101,7 +101,11 @@ struct ParallelSpec {
   std::int64_t zero_stage = 0;
   // Whose ZeRO-1/2 optimizer: "megatron" (distributed optimizer: fp32 gradient shards are views of
   // the reduce buffers) or "deepspeed" (stage_1_and_2.py: at the step, this rank's 16-bit gradient
-  // partition is cast into a new fp32 tensor the Adam step reads, then freed).
+  // partition is cast into a new fp32 tensor the Adam step reads, then freed), or, with ZeRO-3,
+  // "deepspeed-0.3" (DeepSpeed 0.3's first ZeRO-3, partition_parameters.py: every parameter tensor
+  // all-gathered on its own after torch.cuda.synchronize(), with the list form of all_gather, whose
+  // output copies ProcessGroupNCCL makes one per rank; every gradient tensor reduce-scattered on its
+  // own with the list form of reduce_scatter, whose inputs it copies into one buffer, one per rank).
   std::string zero_impl = "megatron";
   std::optional<FsdpSpec> fsdp;
   // Per pipeline stage (pp entries, each divisible by vpp) or per virtual stage (pp*vpp entries in

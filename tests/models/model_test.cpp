@@ -192,6 +192,25 @@ TEST(LayerGraph, CrossEntropyTrafficPerImplementation) {
   EXPECT_NEAR(loss_bytes(fp32.head_bwd).first, 8, 1e-9);
 }
 
+// The per-tensor list sums to the per-layer count for every zoo model and one MoE model.
+TEST(Model, LayerTensorsSumToTheLayerParameters) {
+  for (const char* name : {"gpt3-175b", "llama3-8b", "llama2-70b", "bloom-176b", "mpt-7b", "megatron-gpt-1.7b"}) {
+    const ModelSpec m = load_zoo_model(test::data_dir(), name, "test");
+    const std::vector<double> t = layer_tensor_params(m);
+    double sum = 0;
+    for (const double x : t) sum += x;
+    EXPECT_DOUBLE_EQ(sum, count_params(m).per_layer) << name;
+    // Norm gains (+ biases), QKV, projection, MLP in, MLP out (+ biases).
+    const std::size_t norms = m.norm == "layernorm" ? 4 : 2, linears = m.bias ? 8 : 4;
+    EXPECT_EQ(t.size(), norms + linears) << name;
+  }
+  ModelSpec moe = load_zoo_model(test::data_dir(), "llama3-8b", "test");
+  moe.moe = MoeSpec{8, 2, 7168};
+  double sum = 0;
+  for (const double x : layer_tensor_params(moe)) sum += x;
+  EXPECT_DOUBLE_EQ(sum, count_params(moe).per_layer);
+}
+
 TEST(Scenario, LossImplIsAChoice) {
   Json j = test::base_scenario();
   EXPECT_EQ(test::scenario_from(j).training.loss_impl, "megatron");

@@ -177,6 +177,62 @@ class BytesNetwork final : public NetworkModel {
   std::string algorithm(const CollectiveSpec&) const override { return "bytes"; }
 };
 
+TEST(ZeroThree, DeepSpeed03GathersTensorByTensorAfterComputeWithACopyPerRank) {
+  // DeepSpeed 0.3's ZeRO-3: one all-gather per parameter tensor (a bytes-as-time network reads
+  // back each tensor's bf16 bytes), each followed by the list form's copy-back of 8 slices; with
+  // full recompute the backward gathers each layer twice (the replayed forward's hooks, then the
+  // backward's); one reduce-scatter per gradient tensor after an 8-slice copy-in; and, after
+  // torch.cuda.synchronize(), no gather runs while compute does.
+  Json j = test::base_scenario();  // llama2-7b, dp 8, 8 microbatches of 1 per rank
+  j["parallel"]["zero_stage"] = 3;
+  j["parallel"]["zero_impl"] = "deepspeed-0.3";
+  j["parallel"]["recompute"] = "full";
+  const Scenario sc = test::scenario_from(j);
+  const auto out = test::simulate_with(sc, BytesNetwork{});
+  const Program& p = out.program;
+  const std::vector<double> tensors = layer_tensor_params(sc.model);
+  ASSERT_EQ(tensors.size(), 6u);  // 2 RMSNorm gains, QKV, projection, gate+up, down (no biases)
+  const double copies_s = sc.profile.kernel_overhead_us.value * 1e-6 * 8;
+  std::size_t gathers = 0, copy_backs = 0, reduces = 0, copy_ins = 0;
+  double gathered_bytes = 0;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const Op& o = p.ops[i];
+    const std::string& l = p.labels[static_cast<size_t>(o.label)];
+    if (o.rank != 0 || o.microbatch != 0) continue;
+    const double s = time_to_seconds(o.duration);
+    if (l == "param all-gather (one tensor)") {
+      EXPECT_NEAR(s * 1e9, 2 * tensors[gathers % tensors.size()], 1e-3) << gathers;
+      gathered_bytes += s * 1e9;
+      ++gathers;
+    } else if (l == "all-gather copy-back (one per rank)") {
+      EXPECT_GT(s, copies_s);
+      ++copy_backs;
+    } else if (l == "grad reduce-scatter (one tensor)") {
+      EXPECT_NEAR(s * 1e9, 2 * tensors[reduces % tensors.size()], 1e-3) << reduces;
+      ++reduces;
+    } else if (l == "reduce-scatter copy-in (one per rank)") {
+      EXPECT_GT(s, copies_s);
+      ++copy_ins;
+    }
+  }
+  const auto L = static_cast<std::size_t>(sc.model.layers);
+  EXPECT_EQ(gathers, 3 * L * tensors.size());  // forward, replayed forward, backward
+  EXPECT_EQ(copy_backs, gathers);
+  EXPECT_EQ(reduces, L * tensors.size());
+  EXPECT_EQ(copy_ins, reduces);
+  EXPECT_NEAR(gathered_bytes, 3.0 * static_cast<double>(L) * 2 * count_params(sc.model).per_layer, 1.0);
+  // No gather overlaps a compute op of its rank.
+  std::vector<std::pair<Time, Time>> compute;
+  for (size_t i = 0; i < p.ops.size(); ++i)
+    if (p.ops[i].rank == 0 && p.ops[i].stream == Stream::Compute && out.timeline.end[i] > out.timeline.start[i])
+      compute.emplace_back(out.timeline.start[i], out.timeline.end[i]);
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    if (p.ops[i].rank != 0 || p.labels[static_cast<size_t>(p.ops[i].label)] != "param all-gather (one tensor)") continue;
+    for (const auto& [cs, ce] : compute)
+      EXPECT_FALSE(out.timeline.start[i] < ce && cs < out.timeline.end[i]) << "gather " << i << " overlaps compute";
+  }
+}
+
 TEST(Fsdp, MixedPrecisionDtypesSetTheGatherAndReduceBytes) {
   // torchtitan: parameters gathered in bf16, gradients reduce-scattered in fp32 (2x the bytes);
   // 2023 Composer DEFAULT: parameters gathered in fp32.

@@ -117,6 +117,13 @@ SOURCE_CONVENTIONS = {
                                  "dtype": "fp16",
                                  "dtype_why": "fp16: the paper's section 5 says 'All of our results are run with mixed precision'; its "
                                               "reproduction scripts (examples/academic_paper_scripts/sc21/CONFIG.sh) pass --fp16",
+                                 "zero3_impl": "deepspeed-0.3",
+                                 "zero3_impl_why": "DeepSpeed 0.3's ZeRO-3: the paper (arXiv:2104.04473, April 2021) does not name "
+                                                   "the DeepSpeed version; the releases of its months (0.3.13-0.3.16, the first with "
+                                                   "ZeRO-3) gather each parameter tensor on its own after torch.cuda.synchronize() with "
+                                                   "the list form of torch.distributed.all_gather, and reduce-scatter each gradient "
+                                                   "tensor with the list form of reduce_scatter (deepspeed/runtime/zero/"
+                                                   "partition_parameters.py _allgather_param, _reduce_scatter_gradient)",
                                  "position_embedding": "learned", "max_positions": 2048,
                                  "pos_why": "Megatron GPT's learned absolute position embeddings, --max-position-embeddings 2048 "
                                             "in examples/academic_paper_scripts/sc21/CONFIG.sh"},
@@ -315,6 +322,9 @@ def convert(r):
     if conv.get("fsdp_reduce_dtype") and fsdp is not None:
         par["fsdp"] = dict(par["fsdp"], reduce_dtype=conv["fsdp_reduce_dtype"])
         ci["parallel.fsdp.reduce_dtype"] = conv["reduce_why"]
+    if conv.get("zero3_impl") and zero == 3 and fsdp is None:
+        par["zero_impl"] = conv["zero3_impl"]
+        ci["parallel.zero_impl"] = conv["zero3_impl_why"]
     if conv.get("zero_impl") and zero in (1, 2):
         par["zero_impl"] = conv["zero_impl"]
         ci["parallel.zero_impl"] = conv["zero_impl_why"]
