@@ -183,6 +183,15 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
         flush_grad_reduce();  // the previous layer's reduce-scatter queues behind this prefetch
         return {ag};
       };
+      // Unfused gradient accumulation (training.grad_accumulation_fusion false): after each
+      // layer's weight gradient, one pass adds it into the replicated gradient buffer, reading
+      // the new 16-bit gradient and reading and writing the buffer (2 or 4 bytes). Returns the op
+      // after which the layer's gradient is final.
+      auto accumulate = [&](double params, OpId after) {
+        if (sc.training.grad_accumulation_fusion || per_layer_sharded || params <= 0) return after;
+        const double bytes = params * (sc.dtype_bytes() + 2 * sb.grads);
+        return em.op(s, Stream::Compute, Phase::Backward, "grad accumulate", in.cost.memory_s(bytes), {after}, a.microbatch, a.chunk);
+      };
       auto post = [&](Action::Kind k, std::int64_t, OpId op) {
         if (per_layer_sharded) {
           const bool needs_free = k == Action::F || k == Action::B;  // W needs no weights
@@ -221,9 +230,11 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
           }
           return;
         }
-        if (!sync_here || k != (split ? Action::W : Action::B)) return;
+        if (k != (split ? Action::W : Action::B)) return;
+        const OpId ready = accumulate(sp.layer, op);
+        if (!sync_here) return;
         bucket += sp.layer * sb.grads;
-        if (bucket >= bucket_cap && par.overlap_grad_reduce) flush(op);
+        if (bucket >= bucket_cap && par.overlap_grad_reduce) flush(ready);
       };
 
       if (a.kind == Action::F) {
@@ -238,15 +249,17 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
         if (!first)
           bsend[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] =
               em.comm_op(s, Stream::P2P, Phase::PpComm, "pp send gradients", p2p_spec, {r.last}, a.microbatch, a.chunk);
+        const OpId ready = split ? r.last : accumulate(sp.extra, r.last);
         if (sync_here && !split) {
           bucket += sp.extra * sb.grads;
-          flush(r.last);
+          flush(ready);
         }
       } else {
         const auto r = em.weight_grad(s, a.microbatch, a.chunk, layers, last, {}, post);
+        const OpId ready = accumulate(sp.extra, r.last);
         if (sync_here) {
           bucket += sp.extra * sb.grads;
-          flush(r.last);
+          flush(ready);
         }
       }
       flush_grad_reduce();

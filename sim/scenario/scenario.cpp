@@ -84,6 +84,7 @@ TrainingSpec parse_training(const JsonObject& o) {
   if (!t.flash_attention && o.has("attention_kernel"))
     o.fail("attention_kernel", "names a fused attention kernel, but flash_attention is false (unfused attention)");
   t.fp32_grad_accumulation = o.boolean("fp32_grad_accumulation", false);
+  t.grad_accumulation_fusion = o.boolean("grad_accumulation_fusion", true);
   t.norm_impl = o.choice("norm_impl", {"fused", "eager"}, "fused");
   t.rope_impl = o.choice("rope_impl", {"fused", "eager"}, "fused");
   t.loss_impl = o.choice("loss_impl", {"megatron", "eager", "fused"}, "megatron");
@@ -354,6 +355,7 @@ Json Scenario::resolved() const {
                    {"dtype", training.dtype}, {"optimizer", training.optimizer}, {"flash_attention", training.flash_attention},
                    {"attention_kernel", training.attention_kernel},
                    {"fp32_grad_accumulation", training.fp32_grad_accumulation},
+                   {"grad_accumulation_fusion", training.grad_accumulation_fusion},
                    {"norm_impl", training.norm_impl}, {"rope_impl", training.rope_impl}, {"loss_impl", training.loss_impl}};
   Json pj = {{"dp", parallel.dp}, {"tp", parallel.tp}, {"pp", parallel.pp}, {"vpp", parallel.vpp}, {"cp", parallel.cp},
              {"schedule", parallel.schedule}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", parallel.recompute},

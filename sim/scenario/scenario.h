@@ -57,6 +57,14 @@ struct TrainingSpec {
   bool flash_attention = true;
   std::string attention_kernel = "flash";  // fused kernel implementation (kAttentionKernels)
   bool fp32_grad_accumulation = false;  // Megatron main_grads in fp32 (4 bytes per parameter)
+  // Whether each microbatch's weight gradient lands in the gradient buffer inside its GEMM
+  // (Megatron-LM's --gradient-accumulation-fusion, the default since 2022; Transformer Engine's
+  // fuse_wgrad_accumulation) or through a separate add kernel per parameter tensor (PyTorch
+  // autograd's AccumulateGrad, Megatron's LocalDDP main_grad hook before the fusion, DeepSpeed's
+  // gradient hooks): false adds, per microbatch and layer, a pass reading the new 16-bit gradient
+  // and reading and writing the buffer. Sharded gradients (FSDP, ZeRO-3) accumulate 1/N of that;
+  // not modelled.
+  bool grad_accumulation_fusion = true;
   // How the framework runs RMSNorm and RoPE: "fused" (one kernel per pass: Apex, Transformer
   // Engine, Liger, torch.compile) or "eager" (the Llama reference code in eager PyTorch: RMSNorm as
   // upcast / pow / mean / scale / downcast / weight kernels in fp32, RoPE as an fp32 complex multiply).

@@ -233,6 +233,37 @@ TEST(ZeroThree, DeepSpeed03GathersTensorByTensorAfterComputeWithACopyPerRank) {
   }
 }
 
+TEST(GradAccumulation, UnfusedAddsOnePassPerLayerAndMicrobatch) {
+  // Without gradient-accumulation fusion each microbatch's weight gradient is added into the
+  // buffer: per layer (and once for the embedding and head) read the 16-bit gradient, read and
+  // write the buffer, 2 + 2 * 2 B per parameter (fp32 main grads: 2 + 2 * 4). With a free network
+  // the passes sit on the critical path and lengthen the step by exactly their sum.
+  Json j = test::base_scenario();  // llama2-7b, dp 8, 8 microbatches per rank, one stage
+  const auto fused = test::simulate_with(test::scenario_from(j), test::FreeNetwork{});
+  j["training"]["grad_accumulation_fusion"] = false;
+  const Scenario sc = test::scenario_from(j);
+  const auto sep = test::simulate_with(sc, test::FreeNetwork{});
+  const CostModel cost(sc.profile, sc.training.dtype);
+  const ParamCount pc = count_params(sc.model);
+  auto passes = [](const SimulationOutput& o) {
+    std::vector<double> d;
+    for (const Op& op : o.program.ops)
+      if (op.rank == 0 && o.program.labels[static_cast<size_t>(op.label)] == "grad accumulate") d.push_back(time_to_seconds(op.duration));
+    return d;
+  };
+  const std::vector<double> d = passes(sep);
+  ASSERT_EQ(d.size(), 8u * static_cast<size_t>(sc.model.layers + 1));
+  EXPECT_TRUE(passes(fused).empty());
+  double sum = 0;
+  for (const double x : d) sum += x;
+  const double want = 8 * (static_cast<double>(sc.model.layers) * cost.memory_s(6 * pc.per_layer) + cost.memory_s(6 * (pc.embedding + pc.head)));
+  EXPECT_NEAR(sum, want, 1e-9);
+  EXPECT_NEAR(sep.result.step_time_s - fused.result.step_time_s, sum, 1e-6);
+  j["training"]["fp32_grad_accumulation"] = true;
+  const auto fp32 = test::simulate_with(test::scenario_from(j), test::FreeNetwork{});
+  EXPECT_NEAR(passes(fp32).front(), cost.memory_s(10 * pc.per_layer), 1e-12);
+}
+
 TEST(Fsdp, MixedPrecisionDtypesSetTheGatherAndReduceBytes) {
   // torchtitan: parameters gathered in bf16, gradients reduce-scattered in fp32 (2x the bytes);
   // 2023 Composer DEFAULT: parameters gathered in fp32.

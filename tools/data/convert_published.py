@@ -117,6 +117,10 @@ SOURCE_CONVENTIONS = {
                                  "dtype": "fp16",
                                  "dtype_why": "fp16: the paper's section 5 says 'All of our results are run with mixed precision'; its "
                                               "reproduction scripts (examples/academic_paper_scripts/sc21/CONFIG.sh) pass --fp16",
+                                 "grad_acc_unfused": "Megatron-LM of early 2021 (the reproduction scripts run the "
+                                                     "nvcr.io/nvidia/pytorch:20.12-py3 container, examples/academic_paper_scripts/sc21/SRUN.sh) "
+                                                     "predates --gradient-accumulation-fusion: each microbatch's fp16 weight gradient "
+                                                     "is added into the gradient buffer by a separate kernel",
                                  "zero3_impl": "deepspeed-0.3",
                                  "zero3_impl_why": "DeepSpeed 0.3's ZeRO-3: the paper (arXiv:2104.04473, April 2021) does not name "
                                                    "the DeepSpeed version; the releases of its months (0.3.13-0.3.16, the first with "
@@ -129,12 +133,16 @@ SOURCE_CONVENTIONS = {
                                             "in examples/academic_paper_scripts/sc21/CONFIG.sh"},
     "BigScience BLOOM": {"flops": "hardware", "recompute": "full", "flash": False, "dropout": True,
                          "why": "BigScience TFLOP/s use the 4*2 formula that counts the recompute forward (Megatron-DeepSpeed --checkpoint-activations)",
+                         "grad_acc_unfused": "Megatron-DeepSpeed (2022) runs the DeepSpeed engine, whose gradient hooks add "
+                                             "each microbatch's weight gradient into its gradient buffers with a separate kernel",
                          "zero_impl": "deepspeed",
                          "zero_impl_why": "Megatron-DeepSpeed runs DeepSpeed's ZeRO stage-1 optimizer (deepspeed/runtime/zero/stage_1_and_2.py: "
                                           "step() casts this rank's 16-bit gradient partition into a new fp32 tensor for the Adam step)"},
     "Megatron-LM README (Sep 2020)": {
         "flops": "hardware", "flash": False, "dropout": True, "recompute": "full",
         "overlap_grad_reduce": False, "overlap_why": "Megatron-LM of 2020-2021 wrapped the model in its own LocalDDP (--DDP-impl default 'local') and called model.allreduce_params() once after the whole backward (megatron/training.py backward_step / train_step), so the gradient all-reduce did not overlap the backward",
+        "grad_acc_unfused": "Megatron-LM of 2020 predates --gradient-accumulation-fusion: weight gradients reach the "
+                            "gradient buffer through a separate add kernel",
         "why": "full recompute: the table's TFLOP/s equal Megatron's count with the activation-checkpointing forward, "
                "96*B*s*l*h^2*(1+s/6h+V/12hl) per step (1B on 1 GPU: 152.8 vs 149.8 printed; without it 114.6)",
         "mb_per_replica": "micro batch = global batch / dp: Megatron-LM of 2020 (before pipeline parallelism) had no "
@@ -354,6 +362,9 @@ def convert(r):
     if loss:
         training["loss_impl"] = loss
         ci["training.loss_impl"] = conv["loss_why"]
+    if conv.get("grad_acc_unfused"):
+        training["grad_accumulation_fusion"] = False
+        ci["training.grad_accumulation_fusion"] = conv["grad_acc_unfused"]
     cluster = {"gpu": prof, "nodes": gpus // gpn, "gpus_per_node": gpn}
     net, why = network_of(h)
     if net:
