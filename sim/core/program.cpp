@@ -7,6 +7,7 @@ const char* stream_name(Stream s) {
     case Stream::Compute: return "compute";
     case Stream::Comm: return "comm";
     case Stream::P2P: return "p2p";
+    case Stream::Copy: return "copy";
   }
   return "?";
 }

@@ -13,9 +13,11 @@ namespace parasim {
 
 using OpId = std::int32_t;
 
-// CUDA-stream-like FIFO queues per rank. Ops on one stream run in program order.
-enum class Stream : std::uint8_t { Compute = 0, Comm = 1, P2P = 2 };
-inline constexpr int kStreams = 3;
+// CUDA-stream-like FIFO queues per rank. Ops on one stream run in program order. Copy: memory
+// copies a framework runs on a side stream beside compute and NCCL (FSDP2's reduce-scatter
+// copy-in); metrics count them neither as compute nor as communication.
+enum class Stream : std::uint8_t { Compute = 0, Comm = 1, P2P = 2, Copy = 3 };
+inline constexpr int kStreams = 4;
 const char* stream_name(Stream s);
 
 // What an op is for: used by metrics (where the time went) and the trace.

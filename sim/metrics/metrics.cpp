@@ -76,7 +76,7 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
         win_lo = std::min(win_lo, iv.first);
         win_hi = std::max(win_hi, iv.second);
       }
-    } else {
+    } else if (op.stream != Stream::Copy) {
       comm[r].push_back(iv);
       if (op.stream == Stream::Comm) own_comm[r].push_back(iv);
     }

@@ -69,6 +69,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
   const std::vector<double> tensors = ds03 ? layer_tensor_params(sc.model) : std::vector<double>{};
   const double per_rank_copies_s = sc.profile.kernel_overhead_us.value * 1e-6 * nd;
   const std::int64_t prefetch = ds03 ? 0 : par.fsdp ? par.fsdp->prefetch : 1;
+  const bool fsdp2 = per_layer_sharded && par.fsdp && par.fsdp->version == 2;
   const bool grad_sync = par.dp * par.cp > 1;
   // FSDP CPU offload: fp32 parameter and gradient shards and the optimizer live in host memory;
   // each unit's shard crosses PCIe before its all-gather and its gradient shard after the
@@ -181,6 +182,8 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
                                    dp_spec(CollOp::AllGather, unit_w), d, a.microbatch, a.chunk);
         prog.ops[static_cast<size_t>(ag)].at_start = {MemCat::GatheredParams, static_cast<Bytes>(gathered)};
         flush_grad_reduce();  // the previous layer's reduce-scatter queues behind this prefetch
+        if (fsdp2)  // the unit's pre-forward / pre-backward waits for the gather and copies it out
+          return {em.op(s, Stream::Compute, Phase::Other, "all-gather copy-out (FSDP2)", in.cost.memory_s(2 * unit_w), {ag}, a.microbatch, a.chunk)};
         return {ag};
       };
       // Unfused gradient accumulation (training.grad_accumulation_fusion false): after each
@@ -215,7 +218,10 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
             flush_grad_reduce();
             pending_grad_reduce = [&, op] {
               const double gbytes = sp.layer * sc.fsdp_reduce_bytes();
-              const OpId rs = em.comm_op(s, Stream::Comm, Phase::DpComm, "grad reduce-scatter", dp_spec(CollOp::ReduceScatter, gbytes), {op}, a.microbatch, a.chunk);
+              const OpId in_op = fsdp2 ? em.op(s, Stream::Copy, Phase::Other, "reduce-scatter copy-in (FSDP2)",
+                                               in.cost.memory_s(sp.layer * sc.fsdp_param_bytes() + gbytes), {op}, a.microbatch, a.chunk)
+                                       : op;
+              const OpId rs = em.comm_op(s, Stream::Comm, Phase::DpComm, "grad reduce-scatter", dp_spec(CollOp::ReduceScatter, gbytes), {in_op}, a.microbatch, a.chunk);
               prog.ops[static_cast<size_t>(rs)].at_start = {MemCat::Grads, static_cast<Bytes>(gbytes * (1.0 - 1.0 / nd))};
               prog.ops[static_cast<size_t>(rs)].at_end = {MemCat::Grads, -static_cast<Bytes>(gbytes * (1.0 - 1.0 / nd))};
               sync_ops.push_back(rs);

@@ -123,6 +123,7 @@ ParallelSpec parse_parallel(const JsonObject& o) {
     s.offload = f->boolean("offload", false);
     if (f->has("param_dtype")) s.param_dtype = f->choice("param_dtype", {"bf16", "fp16", "fp32"});
     if (f->has("reduce_dtype")) s.reduce_dtype = f->choice("reduce_dtype", {"bf16", "fp16", "fp32"});
+    s.version = static_cast<int>(f->integer("version", 1, 2, 2));
     f->finish();
     p.fsdp = s;
   }
@@ -370,7 +371,8 @@ Json Scenario::resolved() const {
   if (parallel.recompute_num_layers >= 0) pj["recompute_num_layers"] = parallel.recompute_num_layers;
   if (parallel.fsdp)
     pj["fsdp"] = {{"sharding", parallel.fsdp->sharding}, {"shard_group", parallel.fsdp->shard_group}, {"prefetch", parallel.fsdp->prefetch},
-                  {"offload", parallel.fsdp->offload}, {"param_dtype", fsdp_param_dtype()}, {"reduce_dtype", fsdp_reduce_dtype()}};
+                  {"offload", parallel.fsdp->offload}, {"param_dtype", fsdp_param_dtype()}, {"reduce_dtype", fsdp_reduce_dtype()},
+                  {"version", parallel.fsdp->version}};
   else
     pj["fsdp"] = nullptr;
   j["parallel"] = pj;

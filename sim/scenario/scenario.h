@@ -92,6 +92,13 @@ struct FsdpSpec {
   // fp32 (mixed_precision_reduce offers only float32).
   std::string param_dtype;
   std::string reduce_dtype;
+  // 1: FSDP1 (FullyShardedDataParallel, flat parameters: gathers land in the flat buffer the
+  // parameters view, gradients reduce-scatter from the flat gradient). 2: FSDP2 (fully_shard,
+  // per-parameter DTensors): after each all-gather a copy-out on the compute stream splits the
+  // gathered buffer into the unsharded parameters (read + write the unit), and before each
+  // reduce-scatter a copy-in concatenates the unsharded gradients into the reduce-scatter input
+  // in the reduce dtype (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py).
+  int version = 2;
 };
 
 struct ParallelSpec {

@@ -264,6 +264,46 @@ TEST(GradAccumulation, UnfusedAddsOnePassPerLayerAndMicrobatch) {
   EXPECT_NEAR(passes(fp32).front(), cost.memory_s(10 * pc.per_layer), 1e-12);
 }
 
+TEST(Fsdp, Fsdp2CopiesOutEachGatherAndCopiesInEachReduceScatter) {
+  // FSDP2: after each unit's all-gather a compute-stream copy-out reads and writes the unit's
+  // bf16 parameters; before each reduce-scatter a copy-in reads the bf16 gradients and writes the
+  // reduce-scatter input (fp32 here: 2 + 4 B per parameter). FSDP1's flat parameters need neither.
+  Json j = test::base_scenario();  // llama2-7b, dp 8, 8 microbatches
+  j["parallel"]["fsdp"] = {{"sharding", "full"}, {"reduce_dtype", "fp32"}};
+  const Scenario sc = test::scenario_from(j);
+  EXPECT_EQ(sc.parallel.fsdp->version, 2);
+  EXPECT_EQ(sc.resolved()["parallel"]["fsdp"]["version"], 2);
+  const CostModel cost(sc.profile, sc.training.dtype);
+  const double layer = count_params(sc.model).per_layer;
+  auto count = [](const SimulationOutput& o, const std::string& label, double want_s) {
+    std::size_t n = 0;
+    for (size_t i = 0; i < o.program.ops.size(); ++i) {
+      const Op& op = o.program.ops[i];
+      if (op.rank != 0 || o.program.labels[static_cast<size_t>(op.label)] != label) continue;
+      EXPECT_NEAR(time_to_seconds(op.duration), want_s, 1e-9) << label;
+      EXPECT_EQ(op.stream, label.find("copy-out") != std::string::npos ? Stream::Compute : Stream::Copy) << label;
+      ++n;
+    }
+    return n;
+  };
+  const auto v2 = test::simulate_with(sc, test::FreeNetwork{});
+  const auto L = static_cast<std::size_t>(sc.model.layers);
+  EXPECT_EQ(count(v2, "all-gather copy-out (FSDP2)", cost.memory_s(2 * 2 * layer)), 8 * 2 * L);  // forward and backward gathers
+  EXPECT_EQ(count(v2, "reduce-scatter copy-in (FSDP2)", cost.memory_s((2 + 4) * layer)), 8 * L);
+  j["parallel"]["fsdp"]["version"] = 1;
+  const auto v1 = test::simulate_with(test::scenario_from(j), test::FreeNetwork{});
+  EXPECT_EQ(count(v1, "all-gather copy-out (FSDP2)", 0), 0u);
+  EXPECT_EQ(count(v1, "reduce-scatter copy-in (FSDP2)", 0), 0u);
+  // With free communication the copy-outs sit on the compute stream's critical path. The copy-ins
+  // run on a side stream beside the backward; only the one before each microbatch's last
+  // reduce-scatter can show (the next forward's first gather queues behind that reduce-scatter).
+  const double copy_outs = 8 * 2 * static_cast<double>(L) * cost.memory_s(4 * layer);
+  const double extra = v2.result.step_time_s - v1.result.step_time_s;
+  EXPECT_GE(extra, copy_outs + cost.memory_s(6 * layer) - 1e-9);
+  EXPECT_LE(extra, copy_outs + 8 * cost.memory_s(6 * layer) + 1e-9);
+  EXPECT_DOUBLE_EQ(v2.result.ranks[0].comm_exposed_s, 0.0);  // side-stream copies are not communication
+}
+
 TEST(Fsdp, MixedPrecisionDtypesSetTheGatherAndReduceBytes) {
   // torchtitan: parameters gathered in bf16, gradients reduce-scattered in fp32 (2x the bytes);
   // 2023 Composer DEFAULT: parameters gathered in fp32.

@@ -166,6 +166,9 @@ SOURCE_CONVENTIONS = {
                                  "both FlashAttention-1 and the Triton kernel 1.3-3x below FlashAttention-2, and the rows' cost per "
                                  "token grows with sequence length at the Triton figures' rate (FlashAttention-2's would be ~2x "
                                  "too fast: throughput MAPE of these 66 rows 13-27 % with Triton, 37-52 % with FlashAttention-2)",
+                             "fsdp_version": 1,
+                             "fsdp_version_why": "FSDP1: Composer wraps the model in torch.distributed.fsdp.FullyShardedDataParallel "
+                                                 "(flat parameters)",
                              "loss_impl": "eager",
                              "loss_why": "eager PyTorch cross entropy: llm-foundry's ComposerMPTCausalLM.loss calls "
                                          "F.cross_entropy on the logits inside Composer's torch.autocast (amp_bf16), whose "
@@ -330,6 +333,9 @@ def convert(r):
     if conv.get("fsdp_reduce_dtype") and fsdp is not None:
         par["fsdp"] = dict(par["fsdp"], reduce_dtype=conv["fsdp_reduce_dtype"])
         ci["parallel.fsdp.reduce_dtype"] = conv["reduce_why"]
+    if conv.get("fsdp_version") and fsdp is not None:
+        par["fsdp"] = dict(par["fsdp"], version=conv["fsdp_version"])
+        ci["parallel.fsdp.version"] = conv["fsdp_version_why"]
     if conv.get("zero3_impl") and zero == 3 and fsdp is None:
         par["zero_impl"] = conv["zero3_impl"]
         ci["parallel.zero_impl"] = conv["zero3_impl_why"]
