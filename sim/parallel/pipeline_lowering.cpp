@@ -118,6 +118,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
     for (size_t i = 0; i < acts.size(); ++i)
       if (acts[i].kind == (split ? Action::W : Action::B)) last_grad[static_cast<size_t>(acts[i].chunk)] = i;
     std::vector<OpId> sync_ops;
+    OpId last_send = -1;  // with p2p_sync the stage's next action waits for it
 
     for (size_t i = 0; i < acts.size(); ++i) {
       const Action a = acts[i];
@@ -243,17 +244,19 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
         if (bucket >= bucket_cap && par.overlap_grad_reduce) flush(ready);
       };
 
+      std::vector<OpId> after_send;
+      if (par.p2p_sync && last_send >= 0) after_send.push_back(last_send);
       if (a.kind == Action::F) {
-        const auto r = em.forward(s, a.microbatch, a.chunk, layers, first, last, {}, pre, post);
+        const auto r = em.forward(s, a.microbatch, a.chunk, layers, first, last, after_send, pre, post);
         ffirst[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] = r.first;
         if (!last)
-          fsend[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] =
+          last_send = fsend[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] =
               em.comm_op(s, Stream::P2P, Phase::PpComm, "pp send activations", p2p_spec, {r.last}, a.microbatch, a.chunk);
       } else if (a.kind == Action::B) {
-        const auto r = em.backward(s, a.microbatch, a.chunk, layers, first, last, split, {}, pre, post);
+        const auto r = em.backward(s, a.microbatch, a.chunk, layers, first, last, split, after_send, pre, post);
         bfirst[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] = r.first;
         if (!first)
-          bsend[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] =
+          last_send = bsend[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] =
               em.comm_op(s, Stream::P2P, Phase::PpComm, "pp send gradients", p2p_spec, {r.last}, a.microbatch, a.chunk);
         const OpId ready = split ? r.last : accumulate(sp.extra, r.last);
         if (sync_here && !split) {

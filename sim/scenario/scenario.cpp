@@ -147,6 +147,7 @@ ParallelSpec parse_parallel(const JsonObject& o) {
     p.order = dims;
   }
   p.tp_comm_overlap = o.boolean("tp_comm_overlap", false);
+  p.p2p_sync = o.boolean("p2p_sync", true);
   o.finish();
   return p;
 }
@@ -362,7 +363,7 @@ Json Scenario::resolved() const {
              {"schedule", parallel.schedule}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", parallel.recompute},
              {"zero_stage", parallel.zero_stage}, {"zero_impl", parallel.zero_impl}, {"bucket_mb", parallel.bucket_mb}, {"overlap_grad_reduce", parallel.overlap_grad_reduce},
              {"stage_layers", parallel.stage_layers.size() > static_cast<size_t>(parallel.pp) ? parallel.stage_layers : layers_per_stage()},
-             {"tp_comm_overlap", parallel.tp_comm_overlap}};
+             {"tp_comm_overlap", parallel.tp_comm_overlap}, {"p2p_sync", parallel.p2p_sync}};
   {
     std::string ord;
     for (const auto& d : parallel.order) ord += (ord.empty() ? "" : "-") + d;

@@ -133,6 +133,12 @@ struct ParallelSpec {
   // Megatron/Transformer Engine comm-GEMM overlap: TP all-gather / reduce-scatter (or all-reduce)
   // hidden behind the block's GEMMs instead of sitting on the critical path.
   bool tp_comm_overlap = false;
+  // Pipeline sends block the sending stage: Megatron's batched p2p (batch_p2p_comm with
+  // batch_p2p_sync, its defaults unless overlap_p2p_comm) waits on every send and receive and
+  // then calls torch.cuda.synchronize(), so a stage's next forward or backward starts only after
+  // its last send has completed. false: sends run beside the next computation (overlap_p2p_comm,
+  // torch.distributed.pipelining).
+  bool p2p_sync = true;
 };
 
 struct Scenario {

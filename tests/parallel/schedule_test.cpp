@@ -304,6 +304,41 @@ TEST(Fsdp, Fsdp2CopiesOutEachGatherAndCopiesInEachReduceScatter) {
   EXPECT_DOUBLE_EQ(v2.result.ranks[0].comm_exposed_s, 0.0);  // side-stream copies are not communication
 }
 
+TEST(Pipeline, SyncedSendsBlockTheSendingStage) {
+  // Megatron's batched p2p with batch_p2p_sync: after each send the stage waits for it
+  // (torch.cuda.synchronize()), so its next forward or backward starts after the send ends. With
+  // p2p_sync off the next computation may start while the send is in flight. 1F1B, pp 4, over
+  // nodes (tp 8 fills a node) so the sends take visible time.
+  Json j = test::base_scenario();
+  j["cluster"]["nodes"] = 4;
+  j["parallel"] = {{"dp", 1}, {"tp", 8}, {"pp", 4}, {"schedule", "1f1b"}};
+  j["training"]["global_batch"] = 16;
+  auto check = [](const SimulationOutput& o, bool synced) {
+    const Program& p = o.program;
+    std::size_t sends = 0, overlapped = 0;
+    for (size_t i = 0; i < p.ops.size(); ++i) {
+      if (p.ops[i].stream != Stream::P2P) continue;
+      ++sends;
+      for (size_t k = i + 1; k < p.ops.size(); ++k)  // the stage's next compute op
+        if (p.ops[k].rank == p.ops[i].rank && p.ops[k].stream == Stream::Compute) {
+          if (o.timeline.start[k] < o.timeline.end[i]) ++overlapped;
+          break;
+        }
+    }
+    EXPECT_GT(sends, 0u);
+    if (synced) {
+      EXPECT_EQ(overlapped, 0u);
+    }
+    return overlapped;
+  };
+  const auto synced = simulate(test::scenario_from(j), Registries{});
+  check(synced, true);
+  j["parallel"]["p2p_sync"] = false;
+  const auto async = simulate(test::scenario_from(j), Registries{});
+  EXPECT_GT(check(async, false), 0u);  // without the sync some computation overlaps a send
+  EXPECT_GT(synced.result.step_time_s, async.result.step_time_s);
+}
+
 TEST(Fsdp, MixedPrecisionDtypesSetTheGatherAndReduceBytes) {
   // torchtitan: parameters gathered in bf16, gradients reduce-scattered in fp32 (2x the bytes);
   // 2023 Composer DEFAULT: parameters gathered in fp32.
