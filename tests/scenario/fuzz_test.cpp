@@ -3,10 +3,11 @@
 // the sanitizer build (PARASIM_SANITIZE=ON) this is also an ASan/UBSan fuzz pass.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <array>
+#include <limits>
 #include <random>
 
 #include "../test_util.h"
@@ -43,8 +44,15 @@ Json mutate(Json j, std::mt19937_64& rng) {
     if (r < 10 && j[p.parent_pointer()].is_object()) {
       j[p.parent_pointer()].erase(p.back());
     } else if (r < 80 && v.is_number_integer()) {
+      // Saturating: an earlier edit may have left 2^62 here.
       const std::int64_t x = v.get<std::int64_t>();
-      const std::int64_t opts[] = {x * 2, x * 2, x / 2, x / 2, x + 1, x - 1, x * 4, x * 7, 0, 1, std::int64_t{1} << 16, std::int64_t{1} << 24};
+      auto sat = [x](std::int64_t mul, std::int64_t add) {
+        std::int64_t out = 0;
+        if (__builtin_mul_overflow(x, mul, &out) || __builtin_add_overflow(out, add, &out))
+          return (x < 0) == (mul < 0) ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
+        return out;
+      };
+      const std::int64_t opts[] = {sat(2, 0), sat(2, 0), x / 2, x / 2, sat(1, 1), sat(1, -1), sat(4, 0), sat(7, 0), 0, 1, std::int64_t{1} << 16, std::int64_t{1} << 24};
       v = opts[rng() % std::size(opts)];
     } else if (r < 90 && v.is_number_float()) {
       const double f[] = {2.0, 0.5, 1000.0, 1e-3, 0.0, -1.0};
