@@ -16,6 +16,15 @@ inline std::string test_data(const std::string& rel) { return std::string(PARASI
 
 // A scenario from a JSON literal, as if read from "test.json".
 inline Scenario scenario_from(const Json& j) { return parse_scenario(j, "test.json", data_dir()); }
+// The ConfigError message a scenario is rejected with, or "(no error)".
+inline std::string scenario_error(const Json& j) {
+  try {
+    scenario_from(j);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 // A small valid scenario to modify in tests.
 inline Json base_scenario() {

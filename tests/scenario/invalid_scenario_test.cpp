@@ -14,14 +14,6 @@ struct Case {
   std::string expected;
 };
 
-std::string error_of(const Json& j) {
-  try {
-    test::scenario_from(j);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 TEST(InvalidScenario, EachProducesItsExactError) {
   const std::vector<Case> cases = {
@@ -120,7 +112,7 @@ TEST(InvalidScenario, EachProducesItsExactError) {
   for (const auto& c : cases) {
     Json j = test::base_scenario();
     c.mutate(j);
-    EXPECT_EQ(error_of(j), c.expected) << c.name;
+    EXPECT_EQ(test::scenario_error(j), c.expected) << c.name;
   }
 }
 
@@ -132,19 +124,19 @@ TEST(InvalidScenario, AttentionKernelTheProfileDoesNotPrice) {
   std::ofstream(path) << prof.dump();
   Json j = test::base_scenario();
   j["cluster"]["gpu"] = path;
-  EXPECT_EQ(error_of(j), "(no error)");  // the default kernel needs no extra figures
+  EXPECT_EQ(test::scenario_error(j), "(no error)");  // the default kernel needs no extra figures
   j["training"]["attention_kernel"] = "triton";
-  EXPECT_EQ(error_of(j), "test.json: /training/attention_kernel: the GPU profile \"h100-sxm5-80g\" (" + path +
+  EXPECT_EQ(test::scenario_error(j), "test.json: /training/attention_kernel: the GPU profile \"h100-sxm5-80g\" (" + path +
                              ") has no figures for attention kernel \"triton\" (compute.attention_kernels)");
   // FlashAttention-3 is Hopper-only: the A100 profiles do not price it.
   Json a = test::base_scenario();
   a["cluster"]["gpu"] = "a100-sxm4-80g";
   a["training"]["attention_kernel"] = "flash3";
-  EXPECT_EQ(error_of(a), "test.json: /training/attention_kernel: the GPU profile \"a100-sxm4-80g\" ("
+  EXPECT_EQ(test::scenario_error(a), "test.json: /training/attention_kernel: the GPU profile \"a100-sxm4-80g\" ("
                              "calibrate/profiles/a100-sxm4-80g.json) has no figures for attention kernel \"flash3\" (compute.attention_kernels)");
 }
 
-TEST(InvalidScenario, ValidBaseScenarioLoads) { EXPECT_EQ(error_of(test::base_scenario()), "(no error)"); }
+TEST(InvalidScenario, ValidBaseScenarioLoads) { EXPECT_EQ(test::scenario_error(test::base_scenario()), "(no error)"); }
 
 }  // namespace
 }  // namespace parasim
