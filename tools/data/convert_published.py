@@ -166,6 +166,11 @@ SOURCE_CONVENTIONS = {
                                  "both FlashAttention-1 and the Triton kernel 1.3-3x below FlashAttention-2, and the rows' cost per "
                                  "token grows with sequence length at the Triton figures' rate (FlashAttention-2's would be ~2x "
                                  "too fast: throughput MAPE of these 66 rows 13-27 % with Triton, 37-52 % with FlashAttention-2)",
+                             "default_mp_reduce_dtype": "fp32",
+                             "default_mp_why": "fp32: the row's FSDP mixed_precision DEFAULT is, in the Composer of torch "
+                                               "2.0.1 (composer/trainer/mosaic_fsdp_utils.py get_mixed_precision), "
+                                               "param_dtype = the precision's dtype (bf16), reduce_dtype = torch.float32, "
+                                               "buffer_dtype = bf16; PURE reduces in bf16",
                              "fsdp_version": 1,
                              "fsdp_version_why": "FSDP1: Composer wraps the model in torch.distributed.fsdp.FullyShardedDataParallel "
                                                  "(flat parameters)",
@@ -333,6 +338,9 @@ def convert(r):
     if conv.get("fsdp_reduce_dtype") and fsdp is not None:
         par["fsdp"] = dict(par["fsdp"], reduce_dtype=conv["fsdp_reduce_dtype"])
         ci["parallel.fsdp.reduce_dtype"] = conv["reduce_why"]
+    if conv.get("default_mp_reduce_dtype") and fsdp is not None and "mixed_precision=DEFAULT" in str(p.get("dtype")):
+        par["fsdp"] = dict(par["fsdp"], reduce_dtype=conv["default_mp_reduce_dtype"])
+        ci["parallel.fsdp.reduce_dtype"] = conv["default_mp_why"]
     if conv.get("fsdp_version") and fsdp is not None:
         par["fsdp"] = dict(par["fsdp"], version=conv["fsdp_version"])
         ci["parallel.fsdp.version"] = conv["fsdp_version_why"]
