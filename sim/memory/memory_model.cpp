@@ -67,6 +67,20 @@ StateBytesPerParam state_bytes(const std::string& dtype, const std::string& opti
   return b;
 }
 
+double optimizer_step_bytes(const StateBytesPerParam& b, const std::string& optimizer, const std::string& impl) {
+  if (impl != "unfused") return b.optimizer * 2 + b.grads + b.weights;  // read+write states, read grad, write param
+  constexpr double f = 4;  // fp32 parameter, gradient and states
+  if (optimizer == "adam") {
+    // exp_avg.mul_(beta1) 2f; .add_(grad) 3f; exp_avg_sq.mul_(beta2) 2f; .addcmul_(grad, grad) 4f;
+    // sqrt() 2f; / sqrt(bias_correction2) 2f; .add_(eps) 2f; param.addcdiv_(exp_avg, denom) 4f.
+    // (Composer DecoupledAdamW.adamw; torch.optim.AdamW's foreach path makes the same passes with
+    // lerp_ for the first two.) A decoupled weight-decay multiply (2f) is not counted.
+    return 21 * f;
+  }
+  // SGD with momentum: buf.mul_(momentum) 2f; buf.add_(grad) 3f; param.add_(buf) 3f.
+  return 8 * f;
+}
+
 Sharding sharding_for(std::int64_t zero_stage, const std::string& fsdp, std::int64_t dp, std::int64_t shard_group) {
   Sharding s;
   s.nd = dp;

@@ -25,6 +25,12 @@ struct StateBytesPerParam {
 };
 StateBytesPerParam state_bytes(const std::string& dtype, const std::string& optimizer, bool fp32_grads);
 
+// HBM bytes the optimizer step moves per parameter it updates. impl "fused": one pass reading
+// parameter, gradient and states and writing parameter and states. "unfused": one elementwise
+// kernel per term of the update on fp32 tensors (PyTorch's for-loop / foreach Adam, Composer's
+// DecoupledAdamW), each reading its operands and writing its result.
+double optimizer_step_bytes(const StateBytesPerParam& b, const std::string& optimizer, const std::string& impl);
+
 // How states are sharded over `nd` data-parallel ranks.
 struct Sharding {
   bool weights = false, grads = false, optimizer = false;

@@ -71,7 +71,7 @@ Program lower_dataparallel(const LoweringInput& in) {
     prev.assign(static_cast<size_t>(n), {});
     for (std::int32_t r = 0; r < n; ++r) prev[static_cast<size_t>(r)] = {red[static_cast<size_t>(r)]};
   }
-  const double traffic = sb.optimizer * 2 + sb.grads + sb.weights;
+  const double traffic = optimizer_step_bytes(sb, sc.training.optimizer, sc.training.optimizer_impl);
   em.op(0, Stream::Compute, Phase::Optimizer, "optimizer step (GPU 0)", in.cost.optimizer_s(traffic * params), prev[0]);
   return prog;
 }

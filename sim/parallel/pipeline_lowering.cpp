@@ -285,7 +285,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
     // Optimizer on this rank's shard; ZeRO-1/2 then all-gather the updated parameters.
     const StageParams sp = stage_params(sc, s);
     const double opt_params = sp.total / (sh.optimizer ? nd : 1.0);
-    const double traffic = sb.optimizer * 2 + sb.grads + sb.weights;  // read+write states, read grad, write param
+    const double traffic = optimizer_step_bytes(sb, sc.training.optimizer, sc.training.optimizer_impl);
     // DeepSpeed's ZeRO-1/2 step first casts this rank's 16-bit gradient partition into a new fp32
     // tensor (read 2 or 1 B, write 4 B per element), which lives until the Adam step is done.
     const bool ds_cast = par.zero_impl == "deepspeed";

@@ -88,6 +88,7 @@ TrainingSpec parse_training(const JsonObject& o) {
   t.norm_impl = o.choice("norm_impl", {"fused", "eager"}, "fused");
   t.rope_impl = o.choice("rope_impl", {"fused", "eager"}, "fused");
   t.loss_impl = o.choice("loss_impl", {"megatron", "eager", "fused"}, "megatron");
+  t.optimizer_impl = o.choice("optimizer_impl", {"fused", "unfused"}, "fused");
   o.finish();
   return t;
 }
@@ -358,7 +359,8 @@ Json Scenario::resolved() const {
                    {"attention_kernel", training.attention_kernel},
                    {"fp32_grad_accumulation", training.fp32_grad_accumulation},
                    {"grad_accumulation_fusion", training.grad_accumulation_fusion},
-                   {"norm_impl", training.norm_impl}, {"rope_impl", training.rope_impl}, {"loss_impl", training.loss_impl}};
+                   {"norm_impl", training.norm_impl}, {"rope_impl", training.rope_impl}, {"loss_impl", training.loss_impl},
+                   {"optimizer_impl", training.optimizer_impl}};
   Json pj = {{"dp", parallel.dp}, {"tp", parallel.tp}, {"pp", parallel.pp}, {"vpp", parallel.vpp}, {"cp", parallel.cp},
              {"schedule", parallel.schedule}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", parallel.recompute},
              {"zero_stage", parallel.zero_stage}, {"zero_impl", parallel.zero_impl}, {"bucket_mb", parallel.bucket_mb}, {"overlap_grad_reduce", parallel.overlap_grad_reduce},

@@ -77,6 +77,10 @@ struct TrainingSpec {
   // Hugging Face, llm-foundry) or "fused" (one kernel over the 16-bit logits that also writes their
   // gradient: Liger-Kernel, Transformer Engine, torch.compile).
   std::string loss_impl = "megatron";
+  // The optimizer step's kernels: "fused" (one multi-tensor kernel: apex/Megatron FusedAdam,
+  // torch fused=True) or "unfused" (one elementwise kernel per term of the update: PyTorch's
+  // for-loop and foreach AdamW, Composer's DecoupledAdamW). See optimizer_step_bytes.
+  std::string optimizer_impl = "fused";
   // The kernel whose profile figures price attention (unfused attention is priced as GEMMs and
   // reads none; the default kernel stands in for it).
   std::string priced_attention_kernel() const { return flash_attention ? attention_kernel : kAttentionDefault; }

@@ -264,6 +264,40 @@ TEST(GradAccumulation, UnfusedAddsOnePassPerLayerAndMicrobatch) {
   EXPECT_NEAR(passes(fp32).front(), cost.memory_s(10 * pc.per_layer), 1e-12);
 }
 
+TEST(Optimizer, UnfusedAdamMakesOneFp32PassPerUpdateTerm) {
+  // Fused Adam reads parameter, gradient and the three fp32 states and writes them back (12 * 2 +
+  // 2 + 2 = 28 B per parameter in bf16); the unfused step (Composer's DecoupledAdamW, PyTorch's
+  // for-loop / foreach AdamW) runs eight elementwise kernels on fp32 tensors, 2 + 3 + 2 + 4 + 2 + 2
+  // + 2 + 4 = 21 four-byte operands = 84 B. Each rank updates its shard under FSDP.
+  Json j = test::base_scenario();  // llama2-7b, dp 8
+  auto step = [](const SimulationOutput& o) {
+    for (const Op& op : o.program.ops)
+      if (op.rank == 0 && op.phase == Phase::Optimizer) return time_to_seconds(op.duration);
+    return -1.0;
+  };
+  for (const bool fsdp : {false, true}) {
+    if (fsdp) j["parallel"]["fsdp"] = {{"sharding", "full"}};
+    j["training"]["optimizer_impl"] = "fused";
+    const Scenario sc = test::scenario_from(j);
+    const CostModel cost(sc.profile, sc.training.dtype);
+    const ParamCount pc = count_params(sc.model);
+    const double params = pc.total(sc.model.layers) / (fsdp ? 8.0 : 1.0);
+    const auto fused = test::simulate_with(sc, test::FreeNetwork{});
+    EXPECT_NEAR(step(fused), cost.optimizer_s(28 * params), 1e-9) << fsdp;
+    j["training"]["optimizer_impl"] = "unfused";
+    const auto unfused = test::simulate_with(test::scenario_from(j), test::FreeNetwork{});
+    EXPECT_NEAR(step(unfused), cost.optimizer_s(84 * params), 1e-9) << fsdp;
+    // The step ends with the optimizer: the difference is all of it.
+    EXPECT_NEAR(unfused.result.step_time_s - fused.result.step_time_s, step(unfused) - step(fused), 1e-6) << fsdp;
+  }
+  j["training"]["optimizer"] = "sgd";  // buf.mul_, buf.add_(grad), param.add_(buf): 8 * 4 B
+  const Scenario sgd = test::scenario_from(j);
+  EXPECT_NEAR(step(test::simulate_with(sgd, test::FreeNetwork{})),
+              CostModel(sgd.profile, sgd.training.dtype).optimizer_s(32 * count_params(sgd.model).total(sgd.model.layers) / 8.0), 1e-9);
+  j["training"]["optimizer_impl"] = "foreach";
+  EXPECT_EQ(test::scenario_error(j), "test.json: /training/optimizer_impl: expected one of \"fused\", \"unfused\", got \"foreach\"");
+}
+
 TEST(Fsdp, Fsdp2CopiesOutEachGatherAndCopiesInEachReduceScatter) {
   // FSDP2: after each unit's all-gather a compute-stream copy-out reads and writes the unit's
   // bf16 parameters; before each reduce-scatter a copy-in reads the bf16 gradients and writes the

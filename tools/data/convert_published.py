@@ -166,6 +166,10 @@ SOURCE_CONVENTIONS = {
                                  "both FlashAttention-1 and the Triton kernel 1.3-3x below FlashAttention-2, and the rows' cost per "
                                  "token grows with sequence length at the Triton figures' rate (FlashAttention-2's would be ~2x "
                                  "too fast: throughput MAPE of these 66 rows 13-27 % with Triton, 37-52 % with FlashAttention-2)",
+                             "optimizer_impl": "unfused",
+                             "optimizer_why": "unfused: the MPT yamls' optimizer decoupled_adamw is Composer's DecoupledAdamW, whose "
+                                              "adamw() loops over parameters with one elementwise kernel per update term "
+                                              "(mul_, add_, mul_, addcmul_, sqrt, div, add_, addcdiv_)",
                              "default_mp_reduce_dtype": "fp32",
                              "default_mp_why": "fp32: the row's FSDP mixed_precision DEFAULT is, in the Composer of torch "
                                                "2.0.1 (composer/trainer/mosaic_fsdp_utils.py get_mixed_precision), "
@@ -376,6 +380,9 @@ def convert(r):
     if loss:
         training["loss_impl"] = loss
         ci["training.loss_impl"] = conv["loss_why"]
+    if conv.get("optimizer_impl"):
+        training["optimizer_impl"] = conv["optimizer_impl"]
+        ci["training.optimizer_impl"] = conv["optimizer_why"]
     if conv.get("grad_acc_unfused"):
         training["grad_accumulation_fusion"] = False
         ci["training.grad_accumulation_fusion"] = conv["grad_acc_unfused"]
