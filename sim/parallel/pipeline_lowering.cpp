@@ -70,6 +70,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
   const double per_rank_copies_s = sc.profile.kernel_overhead_us.value * 1e-6 * nd;
   const std::int64_t prefetch = ds03 ? 0 : par.fsdp ? par.fsdp->prefetch : 1;
   const bool fsdp2 = per_layer_sharded && par.fsdp && par.fsdp->version == 2;
+  const bool fsdp1 = per_layer_sharded && par.fsdp && par.fsdp->version == 1;
   const bool grad_sync = par.dp * par.cp > 1;
   // FSDP CPU offload: fp32 parameter and gradient shards and the optimizer live in host memory;
   // each unit's shard crosses PCIe before its all-gather and its gradient shard after the
@@ -217,11 +218,25 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
             }
           } else if (grad_sync && k == (split ? Action::W : Action::B)) {
             flush_grad_reduce();
-            pending_grad_reduce = [&, op] {
+            // FSDP1's flat parameter: the layer's weights are split views of it, so autograd's
+            // split backward concatenates their gradients into one flat gradient on the compute
+            // stream (read and write it in the parameter dtype); the post-backward hook then, on
+            // its own stream, casts it to the reduce dtype when that differs and divides it by the
+            // gradient pre-divide factor before the reduce-scatter (torch.distributed.fsdp
+            // _runtime_utils._post_backward_hook; FSDP2 copies into its reduce-scatter buffer
+            // instead, the copy-in below).
+            const OpId grad_ready =
+                fsdp1 ? em.op(s, Stream::Compute, Phase::Backward, "flat gradient concat (FSDP1)",
+                              in.cost.memory_s(2 * sp.layer * sc.fsdp_param_bytes()), {op}, a.microbatch, a.chunk)
+                      : op;
+            pending_grad_reduce = [&, grad_ready] {
               const double gbytes = sp.layer * sc.fsdp_reduce_bytes();
-              const OpId in_op = fsdp2 ? em.op(s, Stream::Copy, Phase::Other, "reduce-scatter copy-in (FSDP2)",
-                                               in.cost.memory_s(sp.layer * sc.fsdp_param_bytes() + gbytes), {op}, a.microbatch, a.chunk)
-                                       : op;
+              const double cast = sc.fsdp_reduce_dtype() != sc.fsdp_param_dtype() ? sp.layer * sc.fsdp_param_bytes() + gbytes : 0.0;
+              const OpId in_op = fsdp2   ? em.op(s, Stream::Copy, Phase::Other, "reduce-scatter copy-in (FSDP2)",
+                                                 in.cost.memory_s(sp.layer * sc.fsdp_param_bytes() + gbytes), {grad_ready}, a.microbatch, a.chunk)
+                                 : fsdp1 ? em.op(s, Stream::Copy, Phase::Other, "gradient cast and pre-divide (FSDP1)",
+                                                 in.cost.memory_s(cast + 2 * gbytes), {grad_ready}, a.microbatch, a.chunk)
+                                         : grad_ready;
               const OpId rs = em.comm_op(s, Stream::Comm, Phase::DpComm, "grad reduce-scatter", dp_spec(CollOp::ReduceScatter, gbytes), {in_op}, a.microbatch, a.chunk);
               prog.ops[static_cast<size_t>(rs)].at_start = {MemCat::Grads, static_cast<Bytes>(gbytes * (1.0 - 1.0 / nd))};
               prog.ops[static_cast<size_t>(rs)].at_end = {MemCat::Grads, -static_cast<Bytes>(gbytes * (1.0 - 1.0 / nd))};

@@ -298,10 +298,12 @@ TEST(Optimizer, UnfusedAdamMakesOneFp32PassPerUpdateTerm) {
   EXPECT_EQ(test::scenario_error(j), "test.json: /training/optimizer_impl: expected one of \"fused\", \"unfused\", got \"foreach\"");
 }
 
-TEST(Fsdp, Fsdp2CopiesOutEachGatherAndCopiesInEachReduceScatter) {
+TEST(Fsdp, GradientAndParameterCopiesOfFsdp1AndFsdp2) {
   // FSDP2: after each unit's all-gather a compute-stream copy-out reads and writes the unit's
   // bf16 parameters; before each reduce-scatter a copy-in reads the bf16 gradients and writes the
-  // reduce-scatter input (fp32 here: 2 + 4 B per parameter). FSDP1's flat parameters need neither.
+  // reduce-scatter input (fp32 here: 2 + 4 B per parameter). FSDP1: autograd concatenates the
+  // split views' gradients into the flat gradient on the compute stream (2 + 2 B), and the
+  // post-backward stream casts it to fp32 and pre-divides it (2 + 4, then 4 + 4 B).
   Json j = test::base_scenario();  // llama2-7b, dp 8, 8 microbatches
   j["parallel"]["fsdp"] = {{"sharding", "full"}, {"reduce_dtype", "fp32"}};
   const Scenario sc = test::scenario_from(j);
@@ -309,33 +311,41 @@ TEST(Fsdp, Fsdp2CopiesOutEachGatherAndCopiesInEachReduceScatter) {
   EXPECT_EQ(sc.resolved()["parallel"]["fsdp"]["version"], 2);
   const CostModel cost(sc.profile, sc.training.dtype);
   const double layer = count_params(sc.model).per_layer;
-  auto count = [](const SimulationOutput& o, const std::string& label, double want_s) {
+  auto count = [](const SimulationOutput& o, const std::string& label, double want_s, Stream stream) {
     std::size_t n = 0;
     for (size_t i = 0; i < o.program.ops.size(); ++i) {
       const Op& op = o.program.ops[i];
       if (op.rank != 0 || o.program.labels[static_cast<size_t>(op.label)] != label) continue;
       EXPECT_NEAR(time_to_seconds(op.duration), want_s, 1e-9) << label;
-      EXPECT_EQ(op.stream, label.find("copy-out") != std::string::npos ? Stream::Compute : Stream::Copy) << label;
+      EXPECT_EQ(op.stream, stream) << label;
       ++n;
     }
     return n;
   };
   const auto v2 = test::simulate_with(sc, test::FreeNetwork{});
   const auto L = static_cast<std::size_t>(sc.model.layers);
-  EXPECT_EQ(count(v2, "all-gather copy-out (FSDP2)", cost.memory_s(2 * 2 * layer)), 8 * 2 * L);  // forward and backward gathers
-  EXPECT_EQ(count(v2, "reduce-scatter copy-in (FSDP2)", cost.memory_s((2 + 4) * layer)), 8 * L);
+  EXPECT_EQ(count(v2, "all-gather copy-out (FSDP2)", cost.memory_s(2 * 2 * layer), Stream::Compute), 8 * 2 * L);  // fwd and bwd gathers
+  EXPECT_EQ(count(v2, "reduce-scatter copy-in (FSDP2)", cost.memory_s((2 + 4) * layer), Stream::Copy), 8 * L);
+  EXPECT_EQ(count(v2, "flat gradient concat (FSDP1)", 0, Stream::Compute), 0u);
   j["parallel"]["fsdp"]["version"] = 1;
   const auto v1 = test::simulate_with(test::scenario_from(j), test::FreeNetwork{});
-  EXPECT_EQ(count(v1, "all-gather copy-out (FSDP2)", 0), 0u);
-  EXPECT_EQ(count(v1, "reduce-scatter copy-in (FSDP2)", 0), 0u);
-  // With free communication the copy-outs sit on the compute stream's critical path. The copy-ins
-  // run on a side stream beside the backward; only the one before each microbatch's last
-  // reduce-scatter can show (the next forward's first gather queues behind that reduce-scatter).
-  const double copy_outs = 8 * 2 * static_cast<double>(L) * cost.memory_s(4 * layer);
+  EXPECT_EQ(count(v1, "all-gather copy-out (FSDP2)", 0, Stream::Compute), 0u);
+  EXPECT_EQ(count(v1, "reduce-scatter copy-in (FSDP2)", 0, Stream::Copy), 0u);
+  EXPECT_EQ(count(v1, "flat gradient concat (FSDP1)", cost.memory_s(2 * 2 * layer), Stream::Compute), 8 * L);
+  EXPECT_EQ(count(v1, "gradient cast and pre-divide (FSDP1)", cost.memory_s((2 + 4 + 2 * 4) * layer), Stream::Copy), 8 * L);
+  // With free communication the compute-stream copies sit on the critical path: FSDP2's two
+  // copy-outs per layer and microbatch against FSDP1's one concat. The side-stream copies run
+  // beside the backward; only the one before each microbatch's last reduce-scatter can show
+  // (the next forward's first gather queues behind that reduce-scatter).
+  const double net = 8 * static_cast<double>(L) * (2 * cost.memory_s(4 * layer) - cost.memory_s(4 * layer));
   const double extra = v2.result.step_time_s - v1.result.step_time_s;
-  EXPECT_GE(extra, copy_outs + cost.memory_s(6 * layer) - 1e-9);
-  EXPECT_LE(extra, copy_outs + 8 * cost.memory_s(6 * layer) + 1e-9);
+  EXPECT_GE(extra, net - 8 * cost.memory_s(14 * layer) - 1e-9);
+  EXPECT_LE(extra, net + 8 * cost.memory_s(6 * layer) + 1e-9);
   EXPECT_DOUBLE_EQ(v2.result.ranks[0].comm_exposed_s, 0.0);  // side-stream copies are not communication
+  // PURE (reduce in bf16): no cast, the pre-divide reads and writes 2 B.
+  j["parallel"]["fsdp"]["reduce_dtype"] = "bf16";
+  const auto pure = test::simulate_with(test::scenario_from(j), test::FreeNetwork{});
+  EXPECT_EQ(count(pure, "gradient cast and pre-divide (FSDP1)", cost.memory_s(2 * 2 * layer), Stream::Copy), 8 * L);
 }
 
 TEST(Pipeline, SyncedSendsBlockTheSendingStage) {
