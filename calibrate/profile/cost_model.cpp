@@ -73,10 +73,12 @@ double wave_quantisation(const Profile& p, double m, double n, double batch) {
 
 double GemmKernelModel::time_s(const Profile& p, double m, double n, double k, double batch) const {
   const double flops = 2.0 * m * n * k * batch;
-  const double t_main = flops / (peak_flops * main_efficiency * wave_quantisation(p, m, n, batch));
+  // Row-major C[m,n] = A[m,k] B[k,n]: the leading dimensions are k (A) and n (B and C).
+  const double ar = std::fmod(n, align_elems) != 0 || std::fmod(k, align_elems) != 0 ? unaligned_ratio : 1.0;
+  const double t_main = flops / (peak_flops * main_efficiency * ar * wave_quantisation(p, m, n, batch));
   const double t_reads = in_elem_bytes * batch * (m * k + k * n) / (p.hbm_gbps.value * 1e9 * p.hbm_efficiency.value);
   const double t = fixed_s + std::max(t_main, t_reads) + out_elem_bytes * batch * m * n / epilogue_bytes_per_s;
-  return std::max(t, flops / (peak_flops * max_efficiency));
+  return std::max(t, flops / (peak_flops * max_efficiency * ar));
 }
 
 GemmKernelModel gemm_kernel_model(const Profile& p, const std::string& dtype) {
@@ -89,6 +91,8 @@ GemmKernelModel gemm_kernel_model(const Profile& p, const std::string& dtype) {
   const bool wide = dtype == "fp32" || dtype == "tf32";
   g.out_elem_bytes = wide ? 4.0 : 2.0;
   g.in_elem_bytes = dtype == "fp8" ? 1.0 : g.out_elem_bytes;
+  g.align_elems = 16.0 / g.in_elem_bytes;
+  g.unaligned_ratio = p.gemm_unaligned_ratio.value;
   const auto shape = p.gemm_best_shape.find(dtype);
   if (shape == p.gemm_best_shape.end()) return g;
   const auto [m, n, k] = shape->second;

@@ -30,6 +30,10 @@ struct GemmKernelModel {
   // maximum of a shape sweep): the model is validated on shapes up to 4096 per dimension, and
   // past them it would extrapolate toward the main-loop efficiency, above any measurement.
   double max_efficiency = 1.0;
+  // Leading dimensions that are not a multiple of align_elems elements (16 bytes) run the main loop
+  // at unaligned_ratio of the aligned speed (compute.gemm_unaligned_ratio).
+  double align_elems = 8;
+  double unaligned_ratio = 1.0;
   double time_s(const Profile& p, double m, double n, double k, double batch) const;
 };
 // Solves the main-loop efficiency from compute.gemm_max_efficiency.<dtype> and its shape_mnk

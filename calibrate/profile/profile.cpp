@@ -184,6 +184,7 @@ Profile parse_profile(const Json& j, const std::string& file) {
     p.gemm_epilogue_gbps = figure(c, "gemm_epilogue_gbps", 1, 1e6);
     p.gemm_tile_m = figure(c, "gemm_tile_m", 1, 4096);
     p.gemm_tile_n = figure(c, "gemm_tile_n", 1, 4096);
+    p.gemm_unaligned_ratio = figure(c, "gemm_unaligned_ratio", 0.05, 1.0);
     p.attention_fwd_efficiency = figure(c, "attention_fwd_efficiency", 0.01, 1.0);
     p.attention_bwd_efficiency = figure(c, "attention_bwd_efficiency", 0.01, 1.0);
     if (auto ak = c.object_opt("attention_kernels")) {

@@ -101,6 +101,10 @@ struct Profile {
   Figure gemm_fixed_us;       // per GEMM kernel: launch, pipeline fill and drain
   Figure gemm_epilogue_gbps;  // rate of the output-tile writes that do not overlap the main loop
   Figure gemm_tile_m, gemm_tile_n;  // output tile of the large-GEMM kernels, for wave quantisation
+  // Main-loop speed of a GEMM whose leading dimensions (k or n of C[m,n] = A[m,k] B[k,n], row
+  // major) are not 16-byte multiples, relative to an aligned one: such operands cannot use the
+  // 16-byte vector loads of the fast kernels, and cuBLAS falls back to narrower-load kernels.
+  Figure gemm_unaligned_ratio;
   Figure attention_fwd_efficiency, attention_bwd_efficiency;  // fused attention, fraction of peak
   // Other fused-attention implementations (compute.attention_kernels, e.g. "triton": FlashAttention
   // in Triton), each with its own forward/backward efficiency; the figures above are kAttentionDefault.

@@ -174,6 +174,29 @@ TEST(GemmKernelModel, DeeperReductionAddsOnlyMainLoopTime) {
   EXPECT_NEAR(last, p.gemm_efficiency("bf16"), 1e-12);
 }
 
+TEST(GemmKernelModel, UnalignedLeadingDimensionsReproduceThePublishedSwigluPair) {
+  // ml-engineering's SwiGLU benchmark on H100: torch.bmm 4 x [4096 x d_ff] @ [d_ff x 4096] runs at
+  // 272.73 TFLOP/s for d_ff = 10922 (not a multiple of 8 elements) and 398.38 for d_ff = 10944
+  // (shared/validation/published_microbench.json ids swiglu-bench-h100-dff10922 / -dff10944).
+  // The model's rate ratio of the pair is the profile's ratio up to the FLOP difference, and every
+  // published multiple of 32 (10848-11008) is priced as aligned.
+  const Profile p = load_profile(test::data_dir(), "h100-sxm5-80g", "test");
+  const CostModel cm(p, "bf16");
+  auto tflops = [&](std::int64_t dff) {
+    return 2.0 * 4 * 4096.0 * 4096.0 * static_cast<double>(dff) / cm.benchmark_gemm_s(4096, 4096, dff, 4) / 1e12;
+  };
+  EXPECT_NEAR(tflops(10922) / tflops(10944), 272.73 / 398.38, 0.01);
+  for (const std::int64_t dff : {10848, 10880, 10912, 11008}) EXPECT_NEAR(tflops(dff) / tflops(10944), 1.0, 0.01) << dff;
+  // The leading dimensions are k and n of C[m,n] = A[m,k] B[k,n]: an odd m (tokens) costs nothing
+  // beyond its tiles; an odd n does.
+  EXPECT_NEAR(cm.benchmark_gemm_s(8191, 8192, 8192) / cm.benchmark_gemm_s(8192, 8192, 8192), 1.0, 0.01);
+  EXPECT_GT(cm.benchmark_gemm_s(8192, 8190, 8192) / cm.benchmark_gemm_s(8192, 8192, 8192), 1.3);
+  // The alignment is 16 bytes: fp8 operands need a multiple of 16 elements.
+  const CostModel f8(p, "fp8");
+  EXPECT_GT(f8.benchmark_gemm_s(8192, 8184, 8192) / f8.benchmark_gemm_s(8192, 8192, 8192), 1.3);
+  EXPECT_NEAR(cm.benchmark_gemm_s(8192, 8184, 8192) / cm.benchmark_gemm_s(8192, 8192, 8192), 8184.0 / 8192, 0.01);
+}
+
 TEST(GemmKernelModel, NoShapeIsPricedAboveTheBestMeasuredEfficiency) {
   // Without the cap the model would price a 65536 x 8192 x 8192 H100 GEMM at 0.85 of peak where
   // the best published shape reached 0.803.
