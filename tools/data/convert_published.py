@@ -136,6 +136,10 @@ SOURCE_CONVENTIONS = {
                          "grad_acc_unfused": "Megatron-DeepSpeed (2022) runs the DeepSpeed engine, whose gradient hooks add "
                                              "each microbatch's weight gradient into its gradient buffers with a separate kernel",
                          "zero_impl": "deepspeed",
+                         "dtype": "bf16",
+                         "dtype_why": "bf16: the prequel names no precision after its 02-17 runs, whose fp16 and bf16 twins of the "
+                                      "same setups ran alike (108.47 vs 107.48 TFLOP/s, 67 vs 68 GB); BLOOM-176B trained in bf16. Both "
+                                      "are 2-byte types at the same tensor-core rate, so the prediction does not depend on the choice",
                          "zero_impl_why": "Megatron-DeepSpeed runs DeepSpeed's ZeRO stage-1 optimizer (deepspeed/runtime/zero/stage_1_and_2.py: "
                                           "step() casts this rank's 16-bit gradient partition into a new fp32 tensor for the Adam step)"},
     "Megatron-LM README (Sep 2020)": {
@@ -410,7 +414,7 @@ def convert(r):
         out_meas["mfu"] = meas["mfu"]
     if "peak_mem_gib" in meas:
         out_meas["peak_mem_gib"] = {"value": meas["peak_mem_gib"], "read": "framework"}
-    if "peak_mem_gb_nvidia_smi" in meas:
+    if meas.get("peak_mem_gb_nvidia_smi") is not None:  # some rows print "GB" without a figure
         out_meas["peak_mem_gib"] = {"value": meas["peak_mem_gb_nvidia_smi"] * 1e9 / 2**30, "read": "nvidia-smi"}
     if meas.get("oom"):
         out_meas["oom"] = True
