@@ -1,5 +1,6 @@
 #include <fstream>
 #include <iostream>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -48,6 +49,7 @@ void add_check_commands(CLI::App& app, Context& ctx) {
     std::string dir = "scenarios/measured";
     bool json = false;
     double max_mape = 0;
+    double max_memory_mape = 0;
     std::string out;
   };
   auto vo = std::make_shared<ValOpts>();
@@ -55,6 +57,7 @@ void add_check_commands(CLI::App& app, Context& ctx) {
   val->add_option("dir", vo->dir, "directory of measured runs (default scenarios/measured)");
   val->add_flag("--json", vo->json, "machine-readable output");
   val->add_option("--max-throughput-mape", vo->max_mape, "exit 1 when the throughput MAPE exceeds this fraction (a ratchet for CI)");
+  val->add_option("--max-memory-mape", vo->max_memory_mape, "exit 1 when the peak-memory MAPE exceeds this fraction (a ratchet for CI)");
   val->add_option("-o,--output", vo->out, "write the report to this file instead of stdout");
   val->callback([vo, &ctx]() {
     ctx.exit_code = run_guarded([&]() {
@@ -69,11 +72,14 @@ void add_check_commands(CLI::App& app, Context& ctx) {
       else print_validation_markdown(os, rep, "parasim validate " + vo->dir);
       std::cerr << fmt::format("throughput MAPE {:.1f}% over {} runs; memory MAPE {:.1f}% over {} runs; {} load failures\n",
                                100 * rep.throughput.mape, rep.throughput.n, 100 * rep.memory.mape, rep.memory.n, rep.failures.size());
-      if (vo->max_mape > 0 && rep.throughput.mape > vo->max_mape) {
-        std::cerr << fmt::format("FAIL: throughput MAPE {:.2f}% is above the ratchet {:.2f}%\n", 100 * rep.throughput.mape, 100 * vo->max_mape);
-        return 1;
-      }
-      return 0;
+      int rc = 0;
+      for (const auto& [what, stats, limit] : {std::tuple{"throughput", rep.throughput, vo->max_mape},
+                                               std::tuple{"peak-memory", rep.memory, vo->max_memory_mape}})
+        if (limit > 0 && stats.mape > limit) {
+          std::cerr << fmt::format("FAIL: {} MAPE {:.2f}% is above the ratchet {:.2f}%\n", what, 100 * stats.mape, 100 * limit);
+          rc = 1;
+        }
+      return rc;
     });
   });
 }

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "../test_util.h"
@@ -92,6 +93,25 @@ TEST(Check, FarOffRunFailsAndOomVerdictIsCompared) {
   const Ran r = cli("check " + d + "oom_claimed.json");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("out of memory"), std::string::npos);
+}
+
+TEST(Validate, RatchetsFailOnTheirOwnMape) {
+  // One run measured at the predicted step time and 1.5x the predicted nvidia-smi peak: the
+  // throughput error is 0, the memory error -1/3. Each ratchet judges only its own figure.
+  const Scenario sc = load_scenario(test::data_dir() + "/" + kScenario, test::data_dir());
+  const Result r = simulate(sc, Registries{}).result;
+  const std::string dir = ::testing::TempDir() + "ratchet_runs";
+  std::filesystem::create_directories(dir);
+  Json j = {{"schema", "parasim.measured/1"}, {"id", "ratchet"}, {"scenario", read_json_file(test::data_dir() + "/" + kScenario)},
+            {"measured", {{"step_time_s", r.step_time_s}, {"peak_mem_gib", {{"value", 1.5 * r.peak_mem_gib}, {"read", "nvidia-smi"}}}}},
+            {"source", {{"title", "test"}}}};
+  std::ofstream(dir + "/ratchet.json") << j.dump();
+  Ran out = cli("validate " + dir + " --max-throughput-mape 0.01 --max-memory-mape 0.5 -o " + dir + "/report.md");
+  EXPECT_EQ(out.code, 0) << out.out;
+  out = cli("validate " + dir + " --max-throughput-mape 0.01 --max-memory-mape 0.3 -o " + dir + "/report.md");
+  EXPECT_EQ(out.code, 1) << out.out;
+  EXPECT_NE(out.out.find("FAIL: peak-memory MAPE 33.33% is above the ratchet 30.00%"), std::string::npos) << out.out;
+  EXPECT_EQ(out.out.find("FAIL: throughput"), std::string::npos) << out.out;
 }
 
 TEST(Validate, ErrorStatsAreMeanMedianMaxBias) {
