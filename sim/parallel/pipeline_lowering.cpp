@@ -72,6 +72,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
   const bool fsdp2 = per_layer_sharded && par.fsdp && par.fsdp->version == 2;
   const bool fsdp1 = per_layer_sharded && par.fsdp && par.fsdp->version == 1;
   const bool grad_sync = par.dp * par.cp > 1;
+  const bool keeps_outputs = par.pipeline_impl == "deepspeed" && p * v > 1;
   // FSDP CPU offload: fp32 parameter and gradient shards and the optimizer live in host memory;
   // each unit's shard crosses PCIe before its all-gather and its gradient shard after the
   // reduce-scatter; the optimizer step runs on the CPU over the node's DRAM, which the node's
@@ -264,11 +265,20 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
       if (a.kind == Action::F) {
         const auto r = em.forward(s, a.microbatch, a.chunk, layers, first, last, after_send, pre, post);
         ffirst[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] = r.first;
-        if (!last)
+        if (!last) {
+          if (keeps_outputs) {  // DeepSpeed's pipe buffer holds the output until the backward
+            const OpId keep = em.op(s, Stream::Compute, Phase::Other, "keep stage output (DeepSpeed pipe buffer)", 0, {r.last}, a.microbatch, a.chunk);
+            prog.ops[static_cast<size_t>(keep)].at_end = {MemCat::Activations, static_cast<Bytes>(in.graph.p2p_bytes)};
+          }
           last_send = fsend[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] =
               em.comm_op(s, Stream::P2P, Phase::PpComm, "pp send activations", p2p_spec, {r.last}, a.microbatch, a.chunk);
+        }
       } else if (a.kind == Action::B) {
         const auto r = em.backward(s, a.microbatch, a.chunk, layers, first, last, split, after_send, pre, post);
+        if (keeps_outputs && !last) {
+          const OpId drop = em.op(s, Stream::Compute, Phase::Other, "drop stage output (DeepSpeed pipe buffer)", 0, {r.last}, a.microbatch, a.chunk);
+          prog.ops[static_cast<size_t>(drop)].at_end = {MemCat::Activations, -static_cast<Bytes>(in.graph.p2p_bytes)};
+        }
         bfirst[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] = r.first;
         if (!first)
           last_send = bsend[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] =

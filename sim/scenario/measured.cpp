@@ -20,8 +20,13 @@ MeasuredRun load_measured(const std::string& path, const std::string& data_dir) 
   m.id = root.str("id", std::filesystem::path(path).stem().string());
   const Json& sj = root.raw("scenario");
   if (sj.is_string()) {
-    std::filesystem::path sp = std::filesystem::path(path).parent_path() / sj.get<std::string>();
-    m.scenario = load_scenario(sp.string(), data_dir);
+    // A path relative to the measured file; what goes wrong there is told from this file's /scenario.
+    const std::filesystem::path sp = std::filesystem::path(path).parent_path() / sj.get<std::string>();
+    try {
+      m.scenario = load_scenario(sp.string(), data_dir);
+    } catch (const ConfigError& e) {
+      throw ConfigError(path + ": /scenario: the scenario file it names: " + e.what());
+    }
   } else if (sj.is_object()) {
     // Errors inside the inline scenario name the measured file and /scenario/...
     try {

@@ -149,6 +149,7 @@ ParallelSpec parse_parallel(const JsonObject& o) {
   }
   p.tp_comm_overlap = o.boolean("tp_comm_overlap", false);
   p.p2p_sync = o.boolean("p2p_sync", true);
+  p.pipeline_impl = o.choice("pipeline_impl", {"megatron", "deepspeed"}, "megatron");
   o.finish();
   return p;
 }
@@ -365,7 +366,8 @@ Json Scenario::resolved() const {
              {"schedule", parallel.schedule}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", parallel.recompute},
              {"zero_stage", parallel.zero_stage}, {"zero_impl", parallel.zero_impl}, {"bucket_mb", parallel.bucket_mb}, {"overlap_grad_reduce", parallel.overlap_grad_reduce},
              {"stage_layers", parallel.stage_layers.size() > static_cast<size_t>(parallel.pp) ? parallel.stage_layers : layers_per_stage()},
-             {"tp_comm_overlap", parallel.tp_comm_overlap}, {"p2p_sync", parallel.p2p_sync}};
+             {"tp_comm_overlap", parallel.tp_comm_overlap}, {"p2p_sync", parallel.p2p_sync},
+             {"pipeline_impl", parallel.pipeline_impl}};
   {
     std::string ord;
     for (const auto& d : parallel.order) ord += (ord.empty() ? "" : "-") + d;

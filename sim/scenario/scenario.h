@@ -143,6 +143,10 @@ struct ParallelSpec {
   // its last send has completed. false: sends run beside the next computation (overlap_p2p_comm,
   // torch.distributed.pipelining).
   bool p2p_sync = true;
+  // Whose pipeline engine: "megatron" frees each stage output's data once it is sent (Megatron's
+  // deallocate_output_tensor; autograd keeps only its graph); "deepspeed" (DeepSpeed's
+  // PipelineEngine) keeps the output in its pipe buffers until that microbatch's backward.
+  std::string pipeline_impl = "megatron";
 };
 
 struct Scenario {

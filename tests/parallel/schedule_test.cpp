@@ -348,6 +348,29 @@ TEST(Fsdp, GradientAndParameterCopiesOfFsdp1AndFsdp2) {
   EXPECT_EQ(count(pure, "gradient cast and pre-divide (FSDP1)", cost.memory_s(2 * 2 * layer), Stream::Copy), 8 * L);
 }
 
+TEST(Pipeline, DeepSpeedPipeBuffersKeepStageOutputsUntilTheirBackward) {
+  // Megatron frees a stage output's data once it is sent; DeepSpeed's PipelineEngine keeps it in a
+  // pipe buffer until that microbatch's backward. Under 1F1B stage 0 holds pp microbatches in
+  // flight at its peak, so its peak grows by pp outputs of [s, b, h]; the last stage sends nothing.
+  Json j = test::base_scenario();
+  j["cluster"]["nodes"] = 4;
+  j["parallel"] = {{"dp", 1}, {"tp", 8}, {"pp", 4}, {"schedule", "1f1b"}};
+  j["training"]["global_batch"] = 16;
+  const Scenario mg = test::scenario_from(j);
+  const auto megatron = test::simulate_with(mg, test::FreeNetwork{});
+  j["parallel"]["pipeline_impl"] = "deepspeed";
+  const auto deepspeed = test::simulate_with(test::scenario_from(j), test::FreeNetwork{});
+  const double out_gib = static_cast<double>(mg.training.micro_batch * mg.training.seq_len * mg.model.hidden) * 2 / kGiB;
+  const auto& a = megatron.result.ranks;
+  const auto& b = deepspeed.result.ranks;
+  ASSERT_EQ(a.size(), 4u);
+  EXPECT_NEAR(b[0].peak_mem_gib - a[0].peak_mem_gib, 4 * out_gib, 1e-6);
+  EXPECT_NEAR(b[3].peak_mem_gib, a[3].peak_mem_gib, 1e-9);
+  EXPECT_DOUBLE_EQ(deepspeed.result.step_time_s, megatron.result.step_time_s);  // memory only
+  j["parallel"]["pipeline_impl"] = "colossal";
+  EXPECT_EQ(test::scenario_error(j), "test.json: /parallel/pipeline_impl: expected one of \"megatron\", \"deepspeed\", got \"colossal\"");
+}
+
 TEST(Pipeline, SyncedSendsBlockTheSendingStage) {
   // Megatron's batched p2p with batch_p2p_sync: after each send the stage waits for it
   // (torch.cuda.synchronize()), so its next forward or backward starts after the send ends. With

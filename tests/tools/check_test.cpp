@@ -86,6 +86,18 @@ TEST(Check, BadFilesExitTwoWithClearErrors) {
   EXPECT_NE(r.out.find("cannot open file"), std::string::npos) << r.out;
 }
 
+TEST(Check, AMissingScenarioFileIsToldFromTheMeasuredRun) {
+  // "scenario" may name a file beside the measured run; when it cannot be read the error names the
+  // measured file and its /scenario, then the file it tried (a fuzz mutant found the bare message).
+  const std::string path = ::testing::TempDir() + "names_missing_scenario.json";
+  std::ofstream(path) << Json{{"schema", "parasim.measured/1"}, {"scenario", "no-such-scenario.json"},
+                              {"measured", {{"step_time_s", 1.0}}}, {"source", {{"title", "test"}}}}.dump();
+  const Ran r = cli("check " + path);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find(path + ": /scenario: the scenario file it names: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no-such-scenario.json: cannot open file"), std::string::npos) << r.out;
+}
+
 TEST(Check, FarOffRunFailsAndOomVerdictIsCompared) {
   const std::string d = test::test_data("measured/");
   EXPECT_EQ(cli("check " + d + "far_off.json").code, 1);

@@ -136,6 +136,10 @@ SOURCE_CONVENTIONS = {
                          "grad_acc_unfused": "Megatron-DeepSpeed (2022) runs the DeepSpeed engine, whose gradient hooks add "
                                              "each microbatch's weight gradient into its gradient buffers with a separate kernel",
                          "zero_impl": "deepspeed",
+                         "pipeline_impl": "deepspeed",
+                         "pipeline_why": "deepspeed: Megatron-DeepSpeed runs DeepSpeed's PipelineEngine (the row's 'DeepSpeed pipeline "
+                                         "(1F1B)'), whose pipe_buffers['outputs'] keep each forward's output until that microbatch's "
+                                         "backward (deepspeed/runtime/pipe/engine.py _exec_forward_pass / _exec_backward_pass)",
                          "dtype": "bf16",
                          "dtype_why": "bf16: the prequel names no precision after its 02-17 runs, whose fp16 and bf16 twins of the "
                                       "same setups ran alike (108.47 vs 107.48 TFLOP/s, 67 vs 68 GB); BLOOM-176B trained in bf16. Both "
@@ -355,6 +359,9 @@ def convert(r):
     if conv.get("zero3_impl") and zero == 3 and fsdp is None:
         par["zero_impl"] = conv["zero3_impl"]
         ci["parallel.zero_impl"] = conv["zero3_impl_why"]
+    if conv.get("pipeline_impl") and pp > 1:
+        par["pipeline_impl"] = conv["pipeline_impl"]
+        ci["parallel.pipeline_impl"] = conv["pipeline_why"]
     if conv.get("zero_impl") and zero in (1, 2):
         par["zero_impl"] = conv["zero_impl"]
         ci["parallel.zero_impl"] = conv["zero_impl_why"]
