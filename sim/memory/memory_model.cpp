@@ -71,10 +71,11 @@ double optimizer_step_bytes(const StateBytesPerParam& b, const std::string& opti
   if (impl != "unfused") return b.optimizer * 2 + b.grads + b.weights;  // read+write states, read grad, write param
   constexpr double f = 4;  // fp32 parameter, gradient and states
   if (optimizer == "adam") {
-    // exp_avg.mul_(beta1) 2f; .add_(grad) 3f; exp_avg_sq.mul_(beta2) 2f; .addcmul_(grad, grad) 4f;
-    // sqrt() 2f; / sqrt(bias_correction2) 2f; .add_(eps) 2f; param.addcdiv_(exp_avg, denom) 4f.
-    // (Composer DecoupledAdamW.adamw; torch.optim.AdamW's foreach path makes the same passes with
-    // lerp_ for the first two.) A decoupled weight-decay multiply (2f) is not counted.
+    // Composer's DecoupledAdamW.adamw (weight decay 0 in the MPT recipes): exp_avg.mul_(beta1) 2f;
+    // .add_(grad) 3f; exp_avg_sq.mul_(beta2) 2f; .addcmul_(grad, grad) 4f; sqrt() 2f;
+    // / sqrt(bias_correction2) 2f; .add_(eps) 2f; param.addcdiv_(exp_avg, denom) 4f = 21f.
+    // torch.optim.AdamW's foreach path (_multi_tensor_adamw) with weight decay: params mul_ 2f;
+    // exp_avg lerp_ 3f; then the same six passes = 21f as well.
     return 21 * f;
   }
   // SGD with momentum: buf.mul_(momentum) 2f; buf.add_(grad) 3f; param.add_(buf) 3f.

@@ -203,6 +203,10 @@ SOURCE_CONVENTIONS = {
                    "loss_why": "eager PyTorch cross entropy: torchtitan's cross_entropy_loss is "
                                "F.cross_entropy(pred.flatten(0, 1).float(), labels.flatten(0, 1)); rows that name torch.compile "
                                "get the fused figures (compiled, the upcast and log_softmax become Triton reductions)",
+                   "optimizer_impl": "unfused",
+                   "optimizer_why": "unfused: torchtitan's build_optimizer (train.py, 2024) builds torch.optim.AdamW(..., "
+                                    "weight_decay=0.1, foreach=True), the multi-tensor path that runs one elementwise "
+                                    "kernel per update term",
                    "fsdp_reduce_dtype": "fp32",
                    "reduce_why": "fp32: torchtitan's FSDP2 mixed precision reduces gradients in float32 "
                                  "(--training.mixed_precision_reduce, default and only choice 'float32')"},
