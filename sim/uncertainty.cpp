@@ -30,7 +30,8 @@ std::vector<std::pair<std::string, Figure*>> ranged(Profile& p, const TrainingSp
   for (auto& [name, f] : std::initializer_list<std::pair<const char*, Figure*>>{
            {"hbm_efficiency", &p.hbm_efficiency}, {"kernel_overhead_us", &p.kernel_overhead_us},
            {"gemm_fixed_us", &p.gemm_fixed_us}, {"gemm_epilogue_gbps", &p.gemm_epilogue_gbps},
-           {"gemm_unaligned_ratio", &p.gemm_unaligned_ratio}, {"overlap_compute_slowdown", &p.overlap_compute_slowdown}, {"intra_bus_efficiency", &p.intra_bus_efficiency},
+           {"gemm_unaligned_ratio", &p.gemm_unaligned_ratio}, {"overlap_compute_slowdown", &p.overlap_compute_slowdown},
+           {"intra_bus_efficiency", &p.intra_bus_efficiency},
            {"inter_bus_efficiency", &p.inter_bus_efficiency}, {"inter_alpha_us", &p.inter_alpha_us},
            {"sustained_clock_ratio", &p.sustained_clock_ratio}})
     out.push_back({name, f});

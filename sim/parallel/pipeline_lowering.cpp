@@ -232,9 +232,10 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
                       : op;
             pending_grad_reduce = [&, grad_ready] {
               const double gbytes = sp.layer * sc.fsdp_reduce_bytes();
-              const double cast = sc.fsdp_reduce_dtype() != sc.fsdp_param_dtype() ? sp.layer * sc.fsdp_param_bytes() + gbytes : 0.0;
+              const double pbytes = sp.layer * sc.fsdp_param_bytes();
+              const double cast = sc.fsdp_reduce_dtype() != sc.fsdp_param_dtype() ? pbytes + gbytes : 0.0;
               const OpId in_op = fsdp2   ? em.op(s, Stream::Copy, Phase::Other, "reduce-scatter copy-in (FSDP2)",
-                                                 in.cost.memory_s(sp.layer * sc.fsdp_param_bytes() + gbytes), {grad_ready}, a.microbatch, a.chunk)
+                                                 in.cost.memory_s(pbytes + gbytes), {grad_ready}, a.microbatch, a.chunk)
                                  : fsdp1 ? em.op(s, Stream::Copy, Phase::Other, "gradient cast and pre-divide (FSDP1)",
                                                  in.cost.memory_s(cast + 2 * gbytes), {grad_ready}, a.microbatch, a.chunk)
                                          : grad_ready;
@@ -267,7 +268,8 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
         ffirst[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] = r.first;
         if (!last) {
           if (keeps_outputs) {  // DeepSpeed's pipe buffer holds the output until the backward
-            const OpId keep = em.op(s, Stream::Compute, Phase::Other, "keep stage output (DeepSpeed pipe buffer)", 0, {r.last}, a.microbatch, a.chunk);
+            const OpId keep =
+                em.op(s, Stream::Compute, Phase::Other, "keep stage output (DeepSpeed pipe buffer)", 0, {r.last}, a.microbatch, a.chunk);
             prog.ops[static_cast<size_t>(keep)].at_end = {MemCat::Activations, static_cast<Bytes>(in.graph.p2p_bytes)};
           }
           last_send = fsend[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] =
@@ -276,7 +278,8 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
       } else if (a.kind == Action::B) {
         const auto r = em.backward(s, a.microbatch, a.chunk, layers, first, last, split, after_send, pre, post);
         if (keeps_outputs && !last) {
-          const OpId drop = em.op(s, Stream::Compute, Phase::Other, "drop stage output (DeepSpeed pipe buffer)", 0, {r.last}, a.microbatch, a.chunk);
+          const OpId drop =
+              em.op(s, Stream::Compute, Phase::Other, "drop stage output (DeepSpeed pipe buffer)", 0, {r.last}, a.microbatch, a.chunk);
           prog.ops[static_cast<size_t>(drop)].at_end = {MemCat::Activations, -static_cast<Bytes>(in.graph.p2p_bytes)};
         }
         bfirst[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] = r.first;
