@@ -83,6 +83,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
                                         static_cast<double>(sc.cluster.gpus_per_node)
                                   : 0.0;
   constexpr double kMasterBytes = 4;   // fp32 master parameter / gradient shard on the host
+  const bool ds_bf16 = par.zero_impl == "deepspeed-bf16";
   constexpr double kCpuAdamBytes = 28; // read p, g, m, v (16 B), write p, m, v (12 B), fp32
 
   for (std::int32_t s = 0; s < p; ++s) {
@@ -94,7 +95,9 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
     const ModelStates ms = model_states(stage_params(sc, s).total, sb, sh);
     // Offloaded states stay on the host; the GPU holds gathered units only.
     r.static_mem[static_cast<size_t>(MemCat::Weights)] = static_cast<Bytes>(offload ? 0.0 : ms.weights);
-    r.static_mem[static_cast<size_t>(MemCat::Grads)] = static_cast<Bytes>(offload ? 0.0 : ms.grads);
+    // DeepSpeed's BF16 optimizer also keeps an fp32 accumulation buffer for every local parameter.
+    const double bf16_buffer = ds_bf16 ? kMasterBytes * stage_params(sc, s).total : 0.0;
+    r.static_mem[static_cast<size_t>(MemCat::Grads)] = static_cast<Bytes>(offload ? 0.0 : ms.grads + bf16_buffer);
     r.static_mem[static_cast<size_t>(MemCat::Optimizer)] = static_cast<Bytes>(offload ? 0.0 : ms.optimizer);
     r.static_mem[static_cast<size_t>(MemCat::Workspace)] = static_cast<Bytes>(sc.profile.runtime_reserved_gib.value * kGiB);
     prog.ranks.push_back(r);
@@ -195,7 +198,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
       // after which the layer's gradient is final.
       auto accumulate = [&](double params, OpId after) {
         if (sc.training.grad_accumulation_fusion || per_layer_sharded || params <= 0) return after;
-        const double bytes = params * (sc.dtype_bytes() + 2 * sb.grads);
+        const double bytes = params * (sc.dtype_bytes() + 2 * (ds_bf16 ? kMasterBytes : sb.grads));
         return em.op(s, Stream::Compute, Phase::Backward, "grad accumulate", in.cost.memory_s(bytes), {after}, a.microbatch, a.chunk);
       };
       auto post = [&](Action::Kind k, std::int64_t, OpId op) {

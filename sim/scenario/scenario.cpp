@@ -111,9 +111,11 @@ ParallelSpec parse_parallel(const JsonObject& o) {
       o.fail("recompute_num_layers", "applies to recompute \"full\" (Megatron's block method), but recompute is \"" + p.recompute + "\"");
   }
   p.zero_stage = o.integer("zero_stage", 0, 3, 0);
-  p.zero_impl = o.choice("zero_impl", {"megatron", "deepspeed", "deepspeed-0.3"}, "megatron");
+  p.zero_impl = o.choice("zero_impl", {"megatron", "deepspeed", "deepspeed-bf16", "deepspeed-0.3"}, "megatron");
   if (p.zero_impl == "deepspeed" && p.zero_stage != 1 && p.zero_stage != 2)
     o.fail("zero_impl", "\"deepspeed\" describes DeepSpeed's ZeRO stage 1/2 optimizer, but zero_stage is " + std::to_string(p.zero_stage));
+  if (p.zero_impl == "deepspeed-bf16" && p.zero_stage != 1)
+    o.fail("zero_impl", "\"deepspeed-bf16\" describes DeepSpeed's BF16 optimizer (ZeRO stage 1), but zero_stage is " + std::to_string(p.zero_stage));
   if (p.zero_impl == "deepspeed-0.3" && p.zero_stage != 3)
     o.fail("zero_impl", "\"deepspeed-0.3\" describes DeepSpeed 0.3's ZeRO-3 parameter partitioning, but zero_stage is " + std::to_string(p.zero_stage));
   if (auto f = o.object_opt("fsdp")) {

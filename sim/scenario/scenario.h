@@ -125,7 +125,7 @@ struct ParallelSpec {
   // all-gathered on its own after torch.cuda.synchronize(), with the list form of all_gather, whose
   // output copies ProcessGroupNCCL makes one per rank; every gradient tensor reduce-scattered on its
   // own with the list form of reduce_scatter, whose inputs it copies into one buffer, one per rank).
-  std::string zero_impl = "megatron";
+  std::string zero_impl = "megatron";  // "deepspeed", "deepspeed-bf16", "deepspeed-0.3": see the schema
   std::optional<FsdpSpec> fsdp;
   // Per pipeline stage (pp entries, each divisible by vpp) or per virtual stage (pp*vpp entries in
   // model order: chunk c of stage s is virtual stage c*pp + s); empty = even split.

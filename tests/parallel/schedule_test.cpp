@@ -233,6 +233,34 @@ TEST(ZeroThree, DeepSpeed03GathersTensorByTensorAfterComputeWithACopyPerRank) {
   }
 }
 
+TEST(ZeroImpl, DeepSpeedBf16OptimizerKeepsAnFp32BufferForEveryLocalParameter) {
+  // DeepSpeed's BF16 optimizer (ZeRO-1): the 16-bit gradients stay, and an unsharded fp32
+  // accumulation buffer adds 4 B per local parameter; each microbatch's gradient is added into it
+  // (read 2 B, read and write 4 B: 10 B per parameter), and the step casts nothing.
+  Json j = test::base_scenario();  // llama2-7b, dp 8, one stage
+  j["parallel"]["zero_stage"] = 1;
+  j["training"]["grad_accumulation_fusion"] = false;
+  j["parallel"]["zero_impl"] = "deepspeed";
+  const auto fp16 = test::simulate_with(test::scenario_from(j), test::FreeNetwork{});
+  j["parallel"]["zero_impl"] = "deepspeed-bf16";
+  const Scenario sc = test::scenario_from(j);
+  const auto bf16 = test::simulate_with(sc, test::FreeNetwork{});
+  const ParamCount pc = count_params(sc.model);
+  const double params = pc.total(sc.model.layers);
+  const auto grads = [](const SimulationOutput& o) { return o.program.ranks[0].static_mem[static_cast<size_t>(MemCat::Grads)]; };
+  EXPECT_NEAR(static_cast<double>(grads(bf16) - grads(fp16)), 4 * params, 1.0);
+  const CostModel cost(sc.profile, sc.training.dtype);
+  for (size_t i = 0; i < bf16.program.ops.size(); ++i) {
+    const Op& op = bf16.program.ops[i];
+    if (op.rank == 0 && bf16.program.labels[static_cast<size_t>(op.label)] == "grad accumulate") {
+      EXPECT_NEAR(time_to_seconds(op.duration), cost.memory_s(10 * pc.per_layer), 1e-12);
+      break;
+    }
+  }
+  j["parallel"]["zero_stage"] = 2;
+  EXPECT_EQ(test::scenario_error(j), "test.json: /parallel/zero_impl: \"deepspeed-bf16\" describes DeepSpeed's BF16 optimizer (ZeRO stage 1), but zero_stage is 2");
+}
+
 TEST(GradAccumulation, UnfusedAddsOnePassPerLayerAndMicrobatch) {
   // Without gradient-accumulation fusion each microbatch's weight gradient is added into the
   // buffer: per layer (and once for the embedding and head) read the 16-bit gradient, read and

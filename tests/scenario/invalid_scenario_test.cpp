@@ -20,7 +20,7 @@ TEST(InvalidScenario, EachProducesItsExactError) {
       {"deepspeed optimizer without ZeRO-1/2", [](Json& j) { j["parallel"]["zero_impl"] = "deepspeed"; },
        "test.json: /parallel/zero_impl: \"deepspeed\" describes DeepSpeed's ZeRO stage 1/2 optimizer, but zero_stage is 0"},
       {"unknown zero_impl", [](Json& j) { j["parallel"]["zero_impl"] = "fairscale"; },
-       "test.json: /parallel/zero_impl: expected one of \"megatron\", \"deepspeed\", \"deepspeed-0.3\", got \"fairscale\""},
+       "test.json: /parallel/zero_impl: expected one of \"megatron\", \"deepspeed\", \"deepspeed-bf16\", \"deepspeed-0.3\", got \"fairscale\""},
       {"DeepSpeed 0.3 ZeRO-3 without ZeRO-3", [](Json& j) {
          j["parallel"]["zero_impl"] = "deepspeed-0.3";
          j["parallel"]["zero_stage"] = 1;

@@ -140,10 +140,6 @@ SOURCE_CONVENTIONS = {
                          "pipeline_why": "deepspeed: Megatron-DeepSpeed runs DeepSpeed's PipelineEngine (the row's 'DeepSpeed pipeline "
                                          "(1F1B)'), whose pipe_buffers['outputs'] keep each forward's output until that microbatch's "
                                          "backward (deepspeed/runtime/pipe/engine.py _exec_forward_pass / _exec_backward_pass)",
-                         "dtype": "bf16",
-                         "dtype_why": "bf16: the prequel names no precision after its 02-17 runs, whose fp16 and bf16 twins of the "
-                                      "same setups ran alike (108.47 vs 107.48 TFLOP/s, 67 vs 68 GB); BLOOM-176B trained in bf16. Both "
-                                      "are 2-byte types at the same tensor-core rate, so the prediction does not depend on the choice",
                          "zero_impl_why": "Megatron-DeepSpeed runs DeepSpeed's ZeRO stage-1 optimizer (deepspeed/runtime/zero/stage_1_and_2.py: "
                                           "step() casts this rank's 16-bit gradient partition into a new fp32 tensor for the Adam step)"},
     "Megatron-LM README (Sep 2020)": {
@@ -237,6 +233,37 @@ def family(tp, pp, cp, zero, fsdp):
         return "TP"
     return "DP/FSDP"
 
+PREQUEL = "BigScience BLOOM"
+
+
+def bloom_prequel_setup(r, layers, pp):
+    """What the BLOOM prequel's text says about a row's date: -> (stage_layers or None, why, bf16_optimizer).
+
+    train/tr11-176B-ml/chronicles-prequel.md: before 02-27 DeepSpeed partitioned by transformer
+    layers only, putting the remainder on the last stage ('78/12=6.5 - so the last stage has 1 block,
+    while the rest have 7'); the 02-27 runs of 106 layers used partition_method
+    'type:transformer|embed', and from 02-28 ('Rebalancing layers') every run used it ('giving each
+    embedding layer its own slot on par with transformer layers', 2 + nlayers = k * PP) and the new
+    BF16 optimizer, which accumulates gradients in fp32 ('additional memory usage is 4bytes x params
+    and it's not sharded across gpus')."""
+    date = int(r["id"].split("-")[2])
+    bf16_opt = date >= 228
+    if layers % pp == 0 and not (date >= 228 or (date == 227 and (layers + 2) % pp == 0 and layers % pp)):
+        return None, None, bf16_opt
+    if date >= 227 and (layers + 2) % pp == 0:
+        k = (layers + 2) // pp
+        return ([k - 1] + [k] * (pp - 2) + [k - 1], "type:transformer|embedding partition: each embedding takes a layer's slot "
+                "on the first and last stage, (%d + 2) / %d = %d slots per stage (chronicles-prequel.md, 'Rebalancing layers')"
+                % (layers, pp, k), bf16_opt)
+    if date < 227:
+        k = -(-layers // pp)
+        split = [k] * (layers // k) + ([layers % k] if layers % k else [])
+        if len(split) == pp:
+            return (split, "DeepSpeed's type:transformer partition of the time: %d layers per stage, the remainder (%d) on "
+                    "the last ('78/12=6.5 - so the last stage has 1 block, while the rest have 7', chronicles-prequel.md, "
+                    "'Re-do')" % (k, split[-1]), bf16_opt)
+    return None, None, bf16_opt
+
 
 def convert(r):
     """-> (measured-run dict, None) or (None, reason)."""
@@ -258,7 +285,16 @@ def convert(r):
     dtype = dtype_of(p.get("dtype"))
     if p.get("dtype") and dtype is None:
         return None, "precision '%s' is not modelled" % p.get("dtype")
-    if dtype is None and "dtype" in conv:
+    if dtype is None and title.startswith(PREQUEL):
+        # The prequel's 'Rebalancing layers' (02-28): "from now on the testing is happening with BF16
+        # optimizer ... this is compared to fp16 which grad accumulates in fp16".
+        early = int(r["id"].split("-")[2]) < 228
+        dtype = "fp16" if early else "bf16"
+        ci["parallel.dtype"] = ("fp16: the prequel's runs before 02-28 accumulated gradients in fp16 ('compared to fp16 which "
+                                "grad accumulates in fp16', 'Rebalancing layers')" if early else
+                                "bf16 with DeepSpeed's new BF16 optimizer ('from now on the testing is happening with BF16 "
+                                "optimizer', 'Rebalancing layers', 02-28)")
+    elif dtype is None and "dtype" in conv:
         dtype = conv["dtype"]
         ci["parallel.dtype"] = conv["dtype_why"]
     rec = recompute_of(p.get("recompute"))
@@ -324,7 +360,12 @@ def convert(r):
         ci["model.ffn_hidden"] = "4*hidden (GPT convention)"
     layers = m["layers"]
     vpp = p.get("vpp") or 1
-    if layers % (pp * vpp) != 0:
+    stage_layers, bf16_optimizer = None, False
+    if title.startswith(PREQUEL) and pp > 1:
+        stage_layers, split_why, bf16_optimizer = bloom_prequel_setup(r, layers, pp)
+        if stage_layers:
+            ci["parallel.stage_layers"] = split_why
+    if layers % (pp * vpp) != 0 and not stage_layers:
         return None, "layers %d not divisible by pp*vpp = %d and no per-stage split given" % (layers, pp * vpp)
     if m["heads"] % tp or ffn % tp or (kv % tp and tp % kv):
         return None, "heads/ffn not divisible by tp"
@@ -346,6 +387,8 @@ def convert(r):
         schedule = "ddp"
     par = {"dp": dp, "tp": tp, "pp": pp, "vpp": vpp, "cp": cp, "schedule": schedule,
            "sequence_parallel": bool(p.get("sequence_parallel")), "recompute": rec, "zero_stage": zero, "fsdp": fsdp}
+    if stage_layers:
+        par["stage_layers"] = stage_layers
     if rec_layers is not None:
         par["recompute_num_layers"] = rec_layers
     if conv.get("overlap_grad_reduce") is False and dp > 1 and zero == 0 and fsdp is None:
@@ -366,7 +409,7 @@ def convert(r):
     if conv.get("pipeline_impl") and pp > 1:
         par["pipeline_impl"] = conv["pipeline_impl"]
         ci["parallel.pipeline_impl"] = conv["pipeline_why"]
-    if conv.get("zero_impl") and zero in (1, 2):
+    if conv.get("zero_impl") and zero in (1, 2) and not bf16_optimizer:
         par["zero_impl"] = conv["zero_impl"]
         ci["parallel.zero_impl"] = conv["zero_impl_why"]
     if p.get("sequence_parallel") is None and tp > 1:
@@ -401,6 +444,11 @@ def convert(r):
     if conv.get("grad_acc_unfused"):
         training["grad_accumulation_fusion"] = False
         ci["training.grad_accumulation_fusion"] = conv["grad_acc_unfused"]
+    if bf16_optimizer and zero == 1:
+        par["zero_impl"] = "deepspeed-bf16"
+        ci["parallel.zero_impl"] = ("deepspeed-bf16: DeepSpeed's BF16 optimizer accumulates gradients in fp32, 'additional memory "
+                                    "usage is 4bytes x params and it's not sharded across gpus' (chronicles-prequel.md, "
+                                    "'Rebalancing layers', 02-28); its ZeRO-1 step reads fp32 partitions of that buffer")
     cluster = {"gpu": prof, "nodes": gpus // gpn, "gpus_per_node": gpn}
     net, why = network_of(h)
     if net:
