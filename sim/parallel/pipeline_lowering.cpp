@@ -92,11 +92,12 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
     r.count = L.tp * L.cp * L.dp;
     r.stage = s;
     r.role = p > 1 ? "stage " + std::to_string(s) : "every rank";
-    const ModelStates ms = model_states(stage_params(sc, s).total, sb, sh);
+    const double stage_total = stage_params(sc, s).total;
+    const ModelStates ms = model_states(stage_total, sb, sh);
     // Offloaded states stay on the host; the GPU holds gathered units only.
     r.static_mem[static_cast<size_t>(MemCat::Weights)] = static_cast<Bytes>(offload ? 0.0 : ms.weights);
     // DeepSpeed's BF16 optimizer also keeps an fp32 accumulation buffer for every local parameter.
-    const double bf16_buffer = ds_bf16 ? kMasterBytes * stage_params(sc, s).total : 0.0;
+    const double bf16_buffer = ds_bf16 ? kMasterBytes * stage_total : 0.0;
     r.static_mem[static_cast<size_t>(MemCat::Grads)] = static_cast<Bytes>(offload ? 0.0 : ms.grads + bf16_buffer);
     r.static_mem[static_cast<size_t>(MemCat::Optimizer)] = static_cast<Bytes>(offload ? 0.0 : ms.optimizer);
     r.static_mem[static_cast<size_t>(MemCat::Workspace)] = static_cast<Bytes>(sc.profile.runtime_reserved_gib.value * kGiB);

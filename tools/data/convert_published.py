@@ -248,7 +248,7 @@ def bloom_prequel_setup(r, layers, pp):
     and it's not sharded across gpus')."""
     date = int(r["id"].split("-")[2])
     bf16_opt = date >= 228
-    if layers % pp == 0 and not (date >= 228 or (date == 227 and (layers + 2) % pp == 0 and layers % pp)):
+    if layers % pp == 0 and date < 228:  # the even split; from 02-28 the embedding slots below
         return None, None, bf16_opt
     if date >= 227 and (layers + 2) % pp == 0:
         k = (layers + 2) // pp
