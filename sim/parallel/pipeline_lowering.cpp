@@ -318,11 +318,14 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
     const StageParams sp = stage_params(sc, s);
     const double opt_params = sp.total / (sh.optimizer ? nd : 1.0);
     const double traffic = optimizer_step_bytes(sb, sc.training.optimizer, sc.training.optimizer_impl);
-    // DeepSpeed's ZeRO-1/2 step first casts this rank's 16-bit gradient partition into a new fp32
-    // tensor (read 2 or 1 B, write 4 B per element), which lives until the Adam step is done.
+    // DeepSpeed's ZeRO-1/2 step first flattens this rank's 16-bit gradient partition into a new
+    // tensor and casts that into a new fp32 one (stage_1_and_2.py / stage2.py step():
+    // self.flatten(self.averaged_gradients[i]).to(fp32)): the flat 16-bit copy (read and write
+    // 2 B) lives while the cast (read 2 B, write 4 B) runs, so the step's peak holds both; the
+    // fp32 gradient lives until the Adam step is done.
     const bool ds_cast = par.zero_impl == "deepspeed";
-    const double fp32_grad_partition = ds_cast ? kMasterBytes * opt_params : 0.0;
-    const double cast_s = ds_cast ? in.cost.memory_s((sb.grads + kMasterBytes) * opt_params) : 0.0;
+    const double fp32_grad_partition = ds_cast ? (kMasterBytes + sb.grads) * opt_params : 0.0;
+    const double cast_s = ds_cast ? in.cost.memory_s((3 * sb.grads + kMasterBytes) * opt_params) : 0.0;
     const double opt_s = offload ? kCpuAdamBytes * opt_params / host_bps : in.cost.optimizer_s(traffic * opt_params) + cast_s;
     const OpId opt = em.op(s, Stream::Compute, Phase::Optimizer, offload ? "optimizer step (CPU)" : "optimizer step", opt_s,
                            {norm_ops[static_cast<size_t>(s)]});

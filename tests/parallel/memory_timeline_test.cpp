@@ -44,10 +44,11 @@ TEST(ActivationsInFlight, GPipeHoldsAllM) {
   EXPECT_DOUBLE_EQ(peak_activations(sc, 1), static_cast<double>(m) * per_microbatch(sc, false));
 }
 
-TEST(StaticMemory, DeepSpeedZeroStepAddsTheFp32GradientPartition) {
-  // DeepSpeed's ZeRO-1/2 step casts this rank's 16-bit gradient partition into a new fp32 tensor
-  // (stage_1_and_2.py): 4 bytes per parameter of the partition on top of the states while the
-  // step runs, and a cast (read 2 B, write 4 B per element) before the Adam update.
+TEST(StaticMemory, DeepSpeedZeroStepAddsTheFlatAndFp32GradientPartitions) {
+  // DeepSpeed's ZeRO-1/2 step flattens this rank's 16-bit gradient partition into a new tensor and
+  // casts that into a new fp32 one (stage_1_and_2.py: self.flatten(...).to(fp32)): 2 + 4 bytes per
+  // parameter of the partition on top of the states at the cast, and a flatten (read and write
+  // 2 B) and a cast (read 2 B, write 4 B) per element before the Adam update.
   for (std::int64_t stage : {1, 2}) {
     Json j = test::base_scenario();
     j["parallel"]["zero_stage"] = stage;
@@ -61,9 +62,9 @@ TEST(StaticMemory, DeepSpeedZeroStepAddsTheFp32GradientPartition) {
     const double psi = count_params(meg.model).total(meg.model.layers), nd = 8;
     const auto opt = static_cast<size_t>(MemCat::Optimizer);
     const double grown = static_cast<double>(b.timeline.memory[0].at_peak[opt] - a.timeline.memory[0].at_peak[opt]);
-    EXPECT_NEAR(grown, 4 * psi / nd, 2.0) << "ZeRO-" << stage;
+    EXPECT_NEAR(grown, 6 * psi / nd, 2.0) << "ZeRO-" << stage;
     EXPECT_NEAR(b.result.breakdown.at("optimizer_s") - a.result.breakdown.at("optimizer_s"),
-                meg.profile.kernel_overhead_us.value * 1e-6 + 6 * psi / nd / (meg.profile.hbm_gbps.value * 1e9 * meg.profile.hbm_efficiency.value),
+                meg.profile.kernel_overhead_us.value * 1e-6 + 10 * psi / nd / (meg.profile.hbm_gbps.value * 1e9 * meg.profile.hbm_efficiency.value),
                 1e-9)
         << "ZeRO-" << stage;
   }

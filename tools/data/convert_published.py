@@ -37,6 +37,15 @@ def gpu_profile(name):
     return None
 
 
+MONTHS = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"))}
+
+
+def dated_before_a100_80gb(title):
+    """True when the source title carries a '(Mon YYYY)' date before November 2020."""
+    m = re.search(r"\((jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* (\d{4})\)", title.lower())
+    return bool(m) and (int(m.group(2)), MONTHS[m.group(1)]) < (2020, 11)
+
+
 def network_of(hw):
     """-> (inter_node dict or None, why) from the row's system / inter_node text."""
     sysname = (hw.get("system") or "")
@@ -282,6 +291,11 @@ def convert(r):
     prof = gpu_profile(h.get("gpu"))
     if prof is None:
         return None, "no calibration profile for GPU '%s'" % h.get("gpu")
+    if prof == "a100-sxm4-80g" and not re.search(r"80 ?gb", (h.get("gpu") or "").lower()) and dated_before_a100_80gb(title):
+        prof = "a100-sxm4-40g"
+        ci["cluster.gpu"] = ("A100 40GB: the row names an A100 without its memory and its source predates the 80GB part "
+                             "(NVIDIA announced the A100 80GB and the DGX A100 640GB on 2020-11-16, press release 'NVIDIA "
+                             "Doubles Down: Announces A100 80GB GPU'); the DGX A100 shipped before then held 8 A100 40GB")
     dtype = dtype_of(p.get("dtype"))
     if p.get("dtype") and dtype is None:
         return None, "precision '%s' is not modelled" % p.get("dtype")
