@@ -89,6 +89,7 @@ TrainingSpec parse_training(const JsonObject& o) {
   t.rope_impl = o.choice("rope_impl", {"fused", "eager"}, "fused");
   t.loss_impl = o.choice("loss_impl", {"megatron", "eager", "fused"}, "megatron");
   t.optimizer_impl = o.choice("optimizer_impl", {"fused", "unfused"}, "fused");
+  t.make_vocab_size_divisible_by = o.integer("make_vocab_size_divisible_by", 1, 1 << 20, 1);
   o.finish();
   return t;
 }
@@ -327,6 +328,10 @@ Scenario parse_scenario(const Json& j, const std::string& file, const std::strin
   }
   root.finish({"description"});
   validate(s, root);
+  // Megatron's padded vocabulary (validate() has checked tp): every consumer of model.vocab
+  // (parameters, embedding, logits GEMMs, loss, FLOPs) then sees the table that actually runs.
+  if (const std::int64_t mult = s.training.make_vocab_size_divisible_by * s.parallel.tp; s.training.make_vocab_size_divisible_by > 1)
+    s.model.vocab = (s.model.vocab + mult - 1) / mult * mult;
   return s;
 }
 
@@ -363,7 +368,8 @@ Json Scenario::resolved() const {
                    {"fp32_grad_accumulation", training.fp32_grad_accumulation},
                    {"grad_accumulation_fusion", training.grad_accumulation_fusion},
                    {"norm_impl", training.norm_impl}, {"rope_impl", training.rope_impl}, {"loss_impl", training.loss_impl},
-                   {"optimizer_impl", training.optimizer_impl}};
+                   {"optimizer_impl", training.optimizer_impl},
+                   {"make_vocab_size_divisible_by", training.make_vocab_size_divisible_by}};
   Json pj = {{"dp", parallel.dp}, {"tp", parallel.tp}, {"pp", parallel.pp}, {"vpp", parallel.vpp}, {"cp", parallel.cp},
              {"schedule", parallel.schedule}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", parallel.recompute},
              {"zero_stage", parallel.zero_stage}, {"zero_impl", parallel.zero_impl}, {"bucket_mb", parallel.bucket_mb}, {"overlap_grad_reduce", parallel.overlap_grad_reduce},

@@ -81,6 +81,12 @@ struct TrainingSpec {
   // torch fused=True) or "unfused" (one elementwise kernel per term of the update: PyTorch's
   // for-loop and foreach AdamW, Composer's DecoupledAdamW). See optimizer_step_bytes.
   std::string optimizer_impl = "fused";
+  // Megatron-LM pads the vocabulary of its embedding and output layers to a multiple of this
+  // times tp (--make-vocab-size-divisible-by, default 128 there; _vocab_size_with_padding), so
+  // each tensor-parallel shard of the logits has an aligned width. 1 (the default here) keeps
+  // model.vocab as given (Hugging Face, torchtitan, llm-foundry). The padded rows are real
+  // parameters and real GEMM columns; Scenario::model.vocab holds the padded size once loaded.
+  std::int64_t make_vocab_size_divisible_by = 1;
   // The kernel whose profile figures price attention (unfused attention is priced as GEMMs and
   // reads none; the default kernel stands in for it).
   std::string priced_attention_kernel() const { return flash_attention ? attention_kernel : kAttentionDefault; }

@@ -234,6 +234,35 @@ TEST(Scenario, EagerNormAndRopeNeedAnRmsNormRopeModel) {
   EXPECT_NE(test::scenario_error(j).find("/training/rope_impl"), std::string::npos);
 }
 
+TEST(Scenario, MegatronPadsTheVocabularyToAMultipleOfDivisorTimesTp) {
+  // Megatron's _vocab_size_with_padding: GPT-2's 50257 tokens become the familiar 50304 (128 x 393)
+  // on one GPU; BLOOM's 250680 become 250880 with tp 8 (1024 x 245) and with tp 4 (512 x 490). The
+  // padded rows are parameters and logits columns like any other; the default keeps the vocabulary.
+  Json j = test::base_scenario();
+  j["model"] = "megatron-gpt-1.7b";
+  const ModelSpec base = test::scenario_from(j).model;
+  Json m = test::scenario_from(j).resolved()["model"];
+  m["vocab"] = 50257;
+  j["model"] = m;
+  EXPECT_EQ(test::scenario_from(j).model.vocab, 50257);
+  j["training"]["make_vocab_size_divisible_by"] = 128;
+  const Scenario padded = test::scenario_from(j);
+  EXPECT_EQ(padded.model.vocab, 50304);
+  EXPECT_DOUBLE_EQ(count_params(padded.model).embedding - count_params(base).embedding,
+                   static_cast<double>(50304 - base.vocab) * static_cast<double>(base.hidden));
+  j["model"]["vocab"] = 250680;
+  j["parallel"]["tp"] = 8;
+  j["parallel"]["dp"] = 1;
+  j["training"]["global_batch"] = 8;
+  EXPECT_EQ(test::scenario_from(j).model.vocab, 250880);
+  j["parallel"]["tp"] = 4;
+  j["parallel"]["dp"] = 2;
+  EXPECT_EQ(test::scenario_from(j).model.vocab, 250880);
+  EXPECT_EQ(test::scenario_from(test::scenario_from(j).resolved()).model.vocab, 250880);  // idempotent
+  j["training"]["make_vocab_size_divisible_by"] = 0;
+  EXPECT_EQ(test::scenario_error(j), "test.json: /training/make_vocab_size_divisible_by: expected an integer in [1, 1048576], got 0");
+}
+
 // No kernel of any shape runs faster than the hardware: GEMMs and attention at most the dtype's
 // peak, memory-bound kernels at most the HBM peak. (The unfused attention's backward GEMMs were
 // once priced as one GEMM with two GEMMs' FLOPs: 369 TFLOP/s on a 312 TFLOP/s A100.)

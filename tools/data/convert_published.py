@@ -120,7 +120,7 @@ def sharding_of(s, gpus, tp, pp):
 
 SOURCE_CONVENTIONS = {
     # prefix of source title -> conventions documented in shared/validation/README.md or the source
-    "Narayanan et al., SC'21": {"flops": "hardware", "recompute": "full", "flash": False, "dropout": True,
+    "Narayanan et al., SC'21": { "megatron_vocab": "Megatron-LM","flops": "hardware", "recompute": "full", "flash": False, "dropout": True,
                                  "overlap_grad_reduce": False, "overlap_why": "Megatron-LM of 2020-2021 wrapped the model in its own LocalDDP (--DDP-impl default 'local') and called model.allreduce_params() once after the whole backward (megatron/training.py backward_step / train_step), so the gradient all-reduce did not overlap the backward",
                                  "why": "SC'21 reports TFLOP/s counting the activation-recompute forward (Megatron Eq. 3), so full recompute was on",
                                  "dtype": "fp16",
@@ -140,7 +140,7 @@ SOURCE_CONVENTIONS = {
                                  "position_embedding": "learned", "max_positions": 2048,
                                  "pos_why": "Megatron GPT's learned absolute position embeddings, --max-position-embeddings 2048 "
                                             "in examples/academic_paper_scripts/sc21/CONFIG.sh"},
-    "BigScience BLOOM": {"flops": "hardware", "recompute": "full", "flash": False, "dropout": True,
+    "BigScience BLOOM": { "megatron_vocab": "Megatron-DeepSpeed","flops": "hardware", "recompute": "full", "flash": False, "dropout": True,
                          "why": "BigScience TFLOP/s use the 4*2 formula that counts the recompute forward (Megatron-DeepSpeed --checkpoint-activations)",
                          "grad_acc_unfused": "Megatron-DeepSpeed (2022) runs the DeepSpeed engine, whose gradient hooks add "
                                              "each microbatch's weight gradient into its gradient buffers with a separate kernel",
@@ -150,8 +150,8 @@ SOURCE_CONVENTIONS = {
                                          "(1F1B)'), whose pipe_buffers['outputs'] keep each forward's output until that microbatch's "
                                          "backward (deepspeed/runtime/pipe/engine.py _exec_forward_pass / _exec_backward_pass)",
                          "zero_impl_why": "Megatron-DeepSpeed runs DeepSpeed's ZeRO stage-1 optimizer (deepspeed/runtime/zero/stage_1_and_2.py: "
-                                          "step() casts this rank's 16-bit gradient partition into a new fp32 tensor for the Adam step)"},
-    "Megatron-LM README (Sep 2020)": {
+                                          "step() flattens this rank's 16-bit gradient partition into a new tensor and casts that into a new fp32 one for the Adam step)"},
+    "Megatron-LM README (Sep 2020)": { "megatron_vocab": "Megatron-LM",
         "flops": "hardware", "flash": False, "dropout": True, "recompute": "full",
         "overlap_grad_reduce": False, "overlap_why": "Megatron-LM of 2020-2021 wrapped the model in its own LocalDDP (--DDP-impl default 'local') and called model.allreduce_params() once after the whole backward (megatron/training.py backward_step / train_step), so the gradient all-reduce did not overlap the backward",
         "grad_acc_unfused": "Megatron-LM of 2020 predates --gradient-accumulation-fusion: weight gradients reach the "
@@ -162,9 +162,9 @@ SOURCE_CONVENTIONS = {
                           "gradient accumulation; --batch-size was the batch of each data-parallel replica (16)",
         "position_embedding": "learned",
         "pos_why": "GPT-2 style learned absolute positions of max_position_embeddings = seq_len (Megatron's GPT-2 model)"},
-    "Megatron-LM README: Performance": {"flops": "model", "flash": True, "dropout": True, "hopper_attention_kernel": "flash3",
+    "Megatron-LM README: Performance": { "megatron_vocab": "Megatron-LM","flops": "model", "flash": True, "dropout": True, "hopper_attention_kernel": "flash3",
         "hopper_kernel_why": "flash3 (cuDNN fused attention): Transformer Engine prefers cuDNN flash attention on Hopper and Tri Dao's FlashAttention on Ampere (NVIDIA NeMo docs, memory_optimizations.rst, \"Flash Attention\")"},
-    "Megatron-LM README: Strong": {"flops": "model", "flash": True, "dropout": True, "hopper_attention_kernel": "flash3",
+    "Megatron-LM README: Strong": { "megatron_vocab": "Megatron-LM","flops": "model", "flash": True, "dropout": True, "hopper_attention_kernel": "flash3",
         "hopper_kernel_why": "flash3 (cuDNN fused attention): Transformer Engine prefers cuDNN flash attention on Hopper and Tri Dao's FlashAttention on Ampere (NVIDIA NeMo docs, memory_optimizations.rst, \"Flash Attention\")"},
     "MosaicML llm-foundry": {"flops": "model", "flash": True, "dropout": False,
                              "attention_kernel": "triton",
@@ -224,6 +224,10 @@ SOURCE_CONVENTIONS = {
     "DeepSpeed blog": {"flops": "hardware", "flash": False, "dropout": True},
     "Zhang et al., 'OPT": {"flops": "hardware", "flash": False, "dropout": True},
 }
+
+
+MEGATRON_VOCAB_WHY = ("128: %s pads the vocabulary to a multiple of --make-vocab-size-divisible-by (default 128) times "
+                      "the tensor-parallel size (megatron/tokenizer/tokenizer.py _vocab_size_with_padding)")
 
 
 def conventions(title):
@@ -455,6 +459,9 @@ def convert(r):
     if conv.get("optimizer_impl"):
         training["optimizer_impl"] = conv["optimizer_impl"]
         ci["training.optimizer_impl"] = conv["optimizer_why"]
+    if conv.get("megatron_vocab"):
+        training["make_vocab_size_divisible_by"] = 128
+        ci["training.make_vocab_size_divisible_by"] = MEGATRON_VOCAB_WHY % conv["megatron_vocab"]
     if conv.get("grad_acc_unfused"):
         training["grad_accumulation_fusion"] = False
         ci["training.grad_accumulation_fusion"] = conv["grad_acc_unfused"]
