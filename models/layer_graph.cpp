@@ -50,6 +50,7 @@ constexpr double kDropoutMaskBytes = 1;
 void add_gemm_bwd(Block& b, const Kernel& f) {
   b.kernels.push_back(gemm(f.name + ".dgrad", f.m, f.k, f.n, true));
   b.kernels.push_back(gemm(f.name + ".wgrad", f.k, f.n, f.m, true));
+  b.kernels[b.kernels.size() - 2].sixteen_bit = b.kernels.back().sixteen_bit = f.sixteen_bit;
 }
 
 
@@ -273,7 +274,8 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   const std::int64_t v_local = m.vocab / t;
   const double logits = Td * static_cast<double>(v_local);  // logit elements on this rank
   add_norm(g.head_fwd, "final_norm", act_elems, e, sh.eager_norm, false);
-  const Kernel lg = gemm("logits", T, v_local, h);
+  Kernel lg = gemm("logits", T, v_local, h);
+  lg.sixteen_bit = true;  // FP8 recipes convert the transformer layers' linears only
   g.head_fwd.kernels.push_back(lg);
   add_loss(g.head_fwd, g.head_bwd, logits, e, sh.loss);
   add_gemm_bwd(g.head_bwd, lg);

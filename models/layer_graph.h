@@ -24,6 +24,7 @@ struct Kernel {
   double model_flops = 0;  // FLOPs as Megatron counts them for MFU (full score matrix)
   double bytes = 0;        // HBM traffic for memory-bound kernels
   bool backward = false;
+  bool sixteen_bit = false;  // a GEMM an FP8 recipe keeps in 16-bit (the output layer)
 };
 
 struct Block {

@@ -6,7 +6,7 @@ namespace parasim {
 
 double kernel_seconds(const CostModel& c, const Kernel& k) {
   switch (k.kind) {
-    case KernelKind::Gemm: return c.gemm_s(k.m, k.n, k.k, k.batch);
+    case KernelKind::Gemm: return k.sixteen_bit ? c.gemm16_s(k.m, k.n, k.k, k.batch) : c.gemm_s(k.m, k.n, k.k, k.batch);
     case KernelKind::Attention: return c.attention_s(k.flops, k.backward);
     case KernelKind::Memory: return c.memory_s(k.bytes);
   }
@@ -27,7 +27,7 @@ std::vector<KernelRow> kernel_rows(const LayerGraph& g, const CostModel& c) {
       switch (k.kind) {
         case KernelKind::Gemm: {
           bool measured = false;
-          r.seconds = c.gemm_s(k.m, k.n, k.k, k.batch, &measured);
+          r.seconds = k.sixteen_bit ? c.gemm16_s(k.m, k.n, k.k, k.batch, &measured) : c.gemm_s(k.m, k.n, k.k, k.batch, &measured);
           r.priced_by = measured ? "GEMM points" : "GEMM kernel model";
           break;
         }

@@ -15,6 +15,11 @@ CostModel::CostModel(const Profile& profile, std::string dtype, const std::strin
       attention_peak_(profile.peak_flops(dtype_ == "fp8" ? "bf16" : dtype_)) {
   gemm_ = gemm_kernel_model(profile, dtype_);  // fails early if the profile cannot price this dtype
   std::tie(attention_fwd_, attention_bwd_) = profile.attention_efficiency(attention_kernel);
+  if (dtype_ == "fp8") sixteen_bit_ = std::make_unique<CostModel>(profile, "bf16", attention_kernel);
+}
+
+double CostModel::gemm16_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, bool* measured) const {
+  return sixteen_bit_ ? sixteen_bit_->gemm_s(m, n, k, batch, measured) : gemm_s(m, n, k, batch, measured);
 }
 
 double CostModel::memory_s(double bytes) const {

@@ -8,6 +8,7 @@
 // measurement exactly.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "calibrate/profile/profile.h"
@@ -52,6 +53,10 @@ class CostModel {
   // As a GEMM benchmark times it (short bursts at the boost clock): the measured points or the GEMM
   // kernel model, before the sustained-clock derating. What GEMM tables are compared with.
   double benchmark_gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1, bool* measured = nullptr) const;
+  // A GEMM that an FP8 recipe keeps in 16-bit (Transformer Engine and torchao float8 convert the
+  // transformer layers' linear layers, not the output layer): priced as bf16 when this model's
+  // dtype is fp8, else exactly as gemm_s.
+  double gemm16_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1, bool* measured = nullptr) const;
   double attention_s(double flops, bool backward) const;
   double memory_s(double bytes) const;
   // Elementwise update over `bytes` of optimizer state traffic.
@@ -70,6 +75,7 @@ class CostModel {
   const Figure* attention_fwd_;
   const Figure* attention_bwd_;
   GemmKernelModel gemm_;
+  std::unique_ptr<CostModel> sixteen_bit_;  // the bf16 model beside an fp8 one (gemm16_s)
   mutable std::int64_t fallbacks_ = 0;
   mutable std::int64_t lookups_ = 0;
 };

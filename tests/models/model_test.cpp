@@ -88,6 +88,34 @@ TEST(LayerGraph, Fp8QuantizationTrafficPerLinearLayer) {
   EXPECT_DOUBLE_EQ(b.attn_fwd.model_flops() + b.mlp_fwd.model_flops(), a.attn_fwd.model_flops() + a.mlp_fwd.model_flops());
 }
 
+// FP8 recipes convert the transformer layers' linear layers (Transformer Engine modules, torchao
+// float8 with the output layer filtered out); the output layer's three GEMMs stay in bf16 and are
+// priced by the bf16 GEMM model, the layers' GEMMs by the fp8 one.
+TEST(LayerGraph, Fp8KeepsTheOutputLayerInSixteenBit) {
+  const ModelSpec m = load_zoo_model(test::data_dir(), "llama3-8b", "test");
+  LayerShape f8;
+  f8.seq_len = 4096;
+  f8.fp8_gemms = true;
+  const LayerGraph g = build_layer_graph(m, f8);
+  const Profile p = load_profile(test::data_dir(), "h100-sxm5-80g", "test");
+  const CostModel fp8(p, "fp8"), bf16(p, "bf16");
+  int head_gemms = 0;
+  for (const Block* b : {&g.head_fwd, &g.head_bwd})
+    for (const Kernel& k : b->kernels)
+      if (k.kind == KernelKind::Gemm) {
+        ++head_gemms;
+        EXPECT_TRUE(k.sixteen_bit) << k.name;
+        EXPECT_DOUBLE_EQ(kernel_seconds(fp8, k), bf16.gemm_s(k.m, k.n, k.k, k.batch)) << k.name;
+        EXPECT_GT(kernel_seconds(fp8, k), fp8.gemm_s(k.m, k.n, k.k, k.batch) * 1.2) << k.name;  // fp8 runs them faster
+      }
+  EXPECT_EQ(head_gemms, 3);  // logits, its data and weight gradients
+  for (const Kernel& k : g.mlp_fwd.kernels)
+    if (k.kind == KernelKind::Gemm) {
+      EXPECT_DOUBLE_EQ(kernel_seconds(fp8, k), fp8.gemm_s(k.m, k.n, k.k, k.batch)) << k.name;
+    }
+  EXPECT_DOUBLE_EQ(bf16.gemm16_s(4096, 4096, 4096), bf16.gemm_s(4096, 4096, 4096));  // no-op outside fp8
+}
+
 // Biased linear layers pay one read of each output gradient for the bias gradient (PyTorch's
 // addmm backward, Megatron's grad_output.sum(0)); hidden dropout writes a 1-byte mask per
 // element in forward and runs its own backward pass (read gradient and mask, write). Row-parallel

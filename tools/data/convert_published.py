@@ -166,6 +166,20 @@ SOURCE_CONVENTIONS = {
         "hopper_kernel_why": "flash3 (cuDNN fused attention): Transformer Engine prefers cuDNN flash attention on Hopper and Tri Dao's FlashAttention on Ampere (NVIDIA NeMo docs, memory_optimizations.rst, \"Flash Attention\")"},
     "Megatron-LM README: Strong": { "megatron_vocab": "Megatron-LM","flops": "model", "flash": True, "dropout": True, "hopper_attention_kernel": "flash3",
         "hopper_kernel_why": "flash3 (cuDNN fused attention): Transformer Engine prefers cuDNN flash attention on Hopper and Tri Dao's FlashAttention on Ampere (NVIDIA NeMo docs, memory_optimizations.rst, \"Flash Attention\")"},
+    "NVIDIA NeMo performance summary (NeMo 24.07": {
+        "megatron_vocab": "NeMo (Megatron-Core)", "flops": "model", "flash": True, "dropout": False,
+        "hopper_attention_kernel": "flash3",
+        "hopper_kernel_why": "flash3 (cuDNN fused attention): Transformer Engine prefers cuDNN flash attention on Hopper and Tri Dao's FlashAttention on Ampere (NVIDIA NeMo docs, memory_optimizations.rst, \"Flash Attention\")",
+        "recompute": "none",
+        "why": "none: NeMo-Framework-Launcher's Llama training configs (launcher_scripts/conf/training/llama/llama3_70b.yaml, whose tp 4 / pp 4 / vp 5 / cp 2 / micro batch 1 are the row's; llama2_70b.yaml) set activations_checkpoint_granularity: null",
+        "sequence_parallel": True,
+        "sp_why": "true: the launcher's Llama and GPT-3 configs set sequence_parallel: true",
+        "tp_comm_overlap": True,
+        "tp_overlap_why": "true: the launcher's llama3_70b.yaml and gpt3/175b.yaml set ub_tp_comm_overlap: true (userbuffers overlap of the tensor-parallel all-gather / reduce-scatter with the GEMMs)",
+        "zero_default": 1,
+        "zero_default_why": "1 (Megatron's distributed optimizer): the launcher configs' optim is mcore_distributed_optim / distributed_fused_adam, which shards the fp32 master weights and Adam moments over the data-parallel group",
+        "gpt3_175b": {"recompute": "selective", "vocab": 50257, "dropout": True, "max_positions": 2048,
+                      "why": "the launcher's conf/training/gpt3/175b.yaml: activations_checkpoint_granularity: selective, hidden_dropout 0.1, max_position_embeddings 2048, tokenizer GPT2BPETokenizer (GPT-2's byte-level BPE vocabulary of 50,257 tokens, Radford et al. 2019), learned absolute positions"}},
     "MosaicML llm-foundry": {"flops": "model", "flash": True, "dropout": False,
                              "attention_kernel": "triton",
                              "kernel_why": "FlashAttention in Triton: the tables were made by scripts/train/benchmarking/sweep.sh "
@@ -284,6 +298,11 @@ def convert(r):
     title = r["source"]["title"]
     conv = conventions(title)
     ci = {}  # conversion inferences
+    g175 = conv.get("gpt3_175b") if m.get("name", "").startswith("GPT-3 175B") else None
+    if g175:
+        m = dict(m, vocab=m.get("vocab") or g175["vocab"])
+        p = dict(p, recompute=p.get("recompute") or g175["recompute"])
+        ci["model.vocab/parallel.recompute/model.dropout/model.position_embedding"] = g175["why"]
     missing = [k for k in ("layers", "hidden", "heads", "vocab", "seq_len") if m.get(k) is None]
     missing += ["hardware." + k for k in ("gpus_total",) if h.get(k) is None]
     if p.get("micro_batch") is None and conv.get("mb_per_replica") and p.get("global_batch") and p.get("dp"):
@@ -355,6 +374,9 @@ def convert(r):
         zero, fsdp = sharding_of(p.get("zero_stage_or_fsdp"), gpus, tp, pp)
     except ValueError as e:
         return None, str(e)
+    if p.get("zero_stage_or_fsdp") is None and conv.get("zero_default") and dp > 1:
+        zero = conv["zero_default"]
+        ci["parallel.zero_stage"] = conv["zero_default_why"]
     gpn = h.get("gpus_per_node")
     if gpn is None:
         gpn = 8
@@ -391,7 +413,9 @@ def convert(r):
              "ffn_hidden": ffn, "vocab": m["vocab"], "activation": "swiglu" if swiglu else "gelu",
              "tied_embeddings": not swiglu, "position_embedding": "rope", "norm": "rmsnorm" if swiglu else "layernorm",
              "bias": not swiglu, "dropout": bool(conv.get("dropout", False))}
-    if conv.get("position_embedding") == "learned":
+    if g175:
+        model.update(dropout=g175["dropout"], position_embedding="learned", max_positions=g175["max_positions"])
+    elif conv.get("position_embedding") == "learned":
         model["position_embedding"] = "learned"
         model["max_positions"] = conv.get("max_positions", m["seq_len"])
         ci["model.position_embedding"] = conv["pos_why"]
@@ -430,8 +454,14 @@ def convert(r):
     if conv.get("zero_impl") and zero in (1, 2) and not bf16_optimizer:
         par["zero_impl"] = conv["zero_impl"]
         ci["parallel.zero_impl"] = conv["zero_impl_why"]
-    if p.get("sequence_parallel") is None and tp > 1:
+    if p.get("sequence_parallel") is None and tp > 1 and conv.get("sequence_parallel"):
+        par["sequence_parallel"] = True
+        ci["parallel.sequence_parallel"] = conv["sp_why"]
+    elif p.get("sequence_parallel") is None and tp > 1:
         ci["parallel.sequence_parallel"] = "false (not stated)"
+    if conv.get("tp_comm_overlap") and tp > 1:
+        par["tp_comm_overlap"] = True
+        ci["parallel.tp_comm_overlap"] = conv["tp_overlap_why"]
     if schedule == "interleaved" and (gbs // (mb * dp)) % pp != 0:
         return None, "interleaved schedule needs microbatches divisible by pp"
     training = {"global_batch": gbs, "micro_batch": mb, "seq_len": m["seq_len"], "dtype": dtype, "optimizer": "adam",
