@@ -178,8 +178,13 @@ SOURCE_CONVENTIONS = {
         "tp_overlap_why": "true: the launcher's llama3_70b.yaml and gpt3/175b.yaml set ub_tp_comm_overlap: true (userbuffers overlap of the tensor-parallel all-gather / reduce-scatter with the GEMMs)",
         "zero_default": 1,
         "zero_default_why": "1 (Megatron's distributed optimizer): the launcher configs' optim is mcore_distributed_optim / distributed_fused_adam, which shards the fp32 master weights and Adam moments over the data-parallel group",
-        "gpt3_175b": {"recompute": "selective", "vocab": 50257, "dropout": True, "max_positions": 2048,
-                      "why": "the launcher's conf/training/gpt3/175b.yaml: activations_checkpoint_granularity: selective, hidden_dropout 0.1, max_position_embeddings 2048, tokenizer GPT2BPETokenizer (GPT-2's byte-level BPE vocabulary of 50,257 tokens, Radford et al. 2019), learned absolute positions"}},
+        "gpt3": {
+            "GPT-3 175B": {"recompute": "selective", "file": "gpt3/175b.yaml"},
+            "GPT3-20B": {"recompute": "selective", "layers": 44, "hidden": 6144, "heads": 48, "file": "gpt3/20b.yaml"},
+            "GPT3-5B": {"recompute": "none", "layers": 24, "hidden": 4096, "heads": 32, "file": "gpt3/5b.yaml"}},
+        "gpt3_why": ("the launcher's conf/training/%s: %s, hidden_dropout 0.1, max_position_embeddings 2048, tokenizer "
+                     "GPT2BPETokenizer (GPT-2's byte-level BPE vocabulary of 50,257 tokens, Radford et al. 2019), learned "
+                     "absolute positions%s")},
     "MosaicML llm-foundry": {"flops": "model", "flash": True, "dropout": False,
                              "attention_kernel": "triton",
                              "kernel_why": "FlashAttention in Triton: the tables were made by scripts/train/benchmarking/sweep.sh "
@@ -298,11 +303,14 @@ def convert(r):
     title = r["source"]["title"]
     conv = conventions(title)
     ci = {}  # conversion inferences
-    g175 = conv.get("gpt3_175b") if m.get("name", "").startswith("GPT-3 175B") else None
-    if g175:
-        m = dict(m, vocab=m.get("vocab") or g175["vocab"])
-        p = dict(p, recompute=p.get("recompute") or g175["recompute"])
-        ci["model.vocab/parallel.recompute/model.dropout/model.position_embedding"] = g175["why"]
+    g3 = next((v for k, v in conv.get("gpt3", {}).items() if m.get("name", "").startswith(k)), None)
+    if g3:
+        dims = {k: g3[k] for k in ("layers", "hidden", "heads") if k in g3 and m.get(k) is None}
+        m = dict(m, vocab=m.get("vocab") or 50257, **dims)
+        p = dict(p, recompute=p.get("recompute") or g3["recompute"])
+        ci["model.vocab/parallel.recompute/model.dropout/model.position_embedding"] = conv["gpt3_why"] % (
+            g3["file"], "activations_checkpoint_granularity: " + ("selective" if g3["recompute"] == "selective" else "null"),
+            "; num_layers %d, hidden_size %d, num_attention_heads %d" % (dims["layers"], dims["hidden"], dims["heads"]) if dims else "")
     missing = [k for k in ("layers", "hidden", "heads", "vocab", "seq_len") if m.get(k) is None]
     missing += ["hardware." + k for k in ("gpus_total",) if h.get(k) is None]
     if p.get("micro_batch") is None and conv.get("mb_per_replica") and p.get("global_batch") and p.get("dp"):
@@ -413,8 +421,8 @@ def convert(r):
              "ffn_hidden": ffn, "vocab": m["vocab"], "activation": "swiglu" if swiglu else "gelu",
              "tied_embeddings": not swiglu, "position_embedding": "rope", "norm": "rmsnorm" if swiglu else "layernorm",
              "bias": not swiglu, "dropout": bool(conv.get("dropout", False))}
-    if g175:
-        model.update(dropout=g175["dropout"], position_embedding="learned", max_positions=g175["max_positions"])
+    if g3:
+        model.update(dropout=True, position_embedding="learned", max_positions=2048)
     elif conv.get("position_embedding") == "learned":
         model["position_embedding"] = "learned"
         model["max_positions"] = conv.get("max_positions", m["seq_len"])
