@@ -266,6 +266,7 @@ def family(tp, pp, cp, zero, fsdp):
     return "DP/FSDP"
 
 PREQUEL = "BigScience BLOOM"
+TITAN_DEC24 = "torchtitan docs/performance.md (Dec 2024"
 
 
 def bloom_prequel_setup(r, layers, pp):
@@ -311,6 +312,10 @@ def convert(r):
         ci["model.vocab/parallel.recompute/model.dropout/model.position_embedding"] = conv["gpt3_why"] % (
             g3["file"], "activations_checkpoint_granularity: " + ("selective" if g3["recompute"] == "selective" else "null"),
             "; num_layers %d, hidden_size %d, num_attention_heads %d" % (dims["layers"], dims["hidden"], dims["heads"]) if dims else "")
+    if m.get("seq_len") is None and title.startswith(TITAN_DEC24) and m.get("name", "").startswith("Llama 3"):
+        m = dict(m, seq_len=8192)
+        ci["model.seq_len"] = ("8192: torchtitan's 64-A100 presets train_configs/llama3_8b.toml and llama3_70b.toml "
+                               "('this toml config is a preset for 64 A100 GPUs') set [training] seq_len = 8192")
     missing = [k for k in ("layers", "hidden", "heads", "vocab", "seq_len") if m.get(k) is None]
     missing += ["hardware." + k for k in ("gpus_total",) if h.get(k) is None]
     if p.get("micro_batch") is None and conv.get("mb_per_replica") and p.get("global_batch") and p.get("dp"):
