@@ -64,7 +64,8 @@ TEST(StaticMemory, DeepSpeedZeroStepAddsTheFlatAndFp32GradientPartitions) {
     const double grown = static_cast<double>(b.timeline.memory[0].at_peak[opt] - a.timeline.memory[0].at_peak[opt]);
     EXPECT_NEAR(grown, 6 * psi / nd, 2.0) << "ZeRO-" << stage;
     EXPECT_NEAR(b.result.breakdown.at("optimizer_s") - a.result.breakdown.at("optimizer_s"),
-                meg.profile.kernel_overhead_us.value * 1e-6 + 10 * psi / nd / (meg.profile.hbm_gbps.value * 1e9 * meg.profile.hbm_efficiency.value),
+                meg.profile.kernel_overhead_us.value * 1e-6 +
+                    10 * psi / nd / (meg.profile.hbm_gbps.value * 1e9 * meg.profile.hbm_efficiency.value),
                 1e-9)
         << "ZeRO-" << stage;
   }

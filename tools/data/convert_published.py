@@ -118,6 +118,10 @@ def sharding_of(s, gpus, tp, pp):
     raise ValueError("unknown sharding '%s'" % s)
 
 
+HOPPER_KERNEL_WHY = ("flash3 (cuDNN fused attention): Transformer Engine prefers cuDNN flash attention on Hopper and Tri "
+                     "Dao's FlashAttention on Ampere (NVIDIA NeMo docs, memory_optimizations.rst, \"Flash Attention\")")
+
+
 SOURCE_CONVENTIONS = {
     # prefix of source title -> conventions documented in shared/validation/README.md or the source
     "Narayanan et al., SC'21": { "megatron_vocab": "Megatron-LM","flops": "hardware", "recompute": "full", "flash": False, "dropout": True,
@@ -150,7 +154,8 @@ SOURCE_CONVENTIONS = {
                                          "(1F1B)'), whose pipe_buffers['outputs'] keep each forward's output until that microbatch's "
                                          "backward (deepspeed/runtime/pipe/engine.py _exec_forward_pass / _exec_backward_pass)",
                          "zero_impl_why": "Megatron-DeepSpeed runs DeepSpeed's ZeRO stage-1 optimizer (deepspeed/runtime/zero/stage_1_and_2.py: "
-                                          "step() flattens this rank's 16-bit gradient partition into a new tensor and casts that into a new fp32 one for the Adam step)"},
+                                          "step() flattens this rank's 16-bit gradient partition into a new tensor and casts that "
+                                          "into a new fp32 one for the Adam step)"},
     "Megatron-LM README (Sep 2020)": { "megatron_vocab": "Megatron-LM",
         "flops": "hardware", "flash": False, "dropout": True, "recompute": "full",
         "overlap_grad_reduce": False, "overlap_why": "Megatron-LM of 2020-2021 wrapped the model in its own LocalDDP (--DDP-impl default 'local') and called model.allreduce_params() once after the whole backward (megatron/training.py backward_step / train_step), so the gradient all-reduce did not overlap the backward",
@@ -162,22 +167,28 @@ SOURCE_CONVENTIONS = {
                           "gradient accumulation; --batch-size was the batch of each data-parallel replica (16)",
         "position_embedding": "learned",
         "pos_why": "GPT-2 style learned absolute positions of max_position_embeddings = seq_len (Megatron's GPT-2 model)"},
-    "Megatron-LM README: Performance": { "megatron_vocab": "Megatron-LM","flops": "model", "flash": True, "dropout": True, "hopper_attention_kernel": "flash3",
-        "hopper_kernel_why": "flash3 (cuDNN fused attention): Transformer Engine prefers cuDNN flash attention on Hopper and Tri Dao's FlashAttention on Ampere (NVIDIA NeMo docs, memory_optimizations.rst, \"Flash Attention\")"},
-    "Megatron-LM README: Strong": { "megatron_vocab": "Megatron-LM","flops": "model", "flash": True, "dropout": True, "hopper_attention_kernel": "flash3",
-        "hopper_kernel_why": "flash3 (cuDNN fused attention): Transformer Engine prefers cuDNN flash attention on Hopper and Tri Dao's FlashAttention on Ampere (NVIDIA NeMo docs, memory_optimizations.rst, \"Flash Attention\")"},
+    "Megatron-LM README: Performance": {
+        "megatron_vocab": "Megatron-LM", "flops": "model", "flash": True, "dropout": True, "hopper_attention_kernel": "flash3",
+        "hopper_kernel_why": HOPPER_KERNEL_WHY},
+    "Megatron-LM README: Strong": {
+        "megatron_vocab": "Megatron-LM", "flops": "model", "flash": True, "dropout": True, "hopper_attention_kernel": "flash3",
+        "hopper_kernel_why": HOPPER_KERNEL_WHY},
     "NVIDIA NeMo performance summary (NeMo 24.07": {
         "megatron_vocab": "NeMo (Megatron-Core)", "flops": "model", "flash": True, "dropout": False,
         "hopper_attention_kernel": "flash3",
-        "hopper_kernel_why": "flash3 (cuDNN fused attention): Transformer Engine prefers cuDNN flash attention on Hopper and Tri Dao's FlashAttention on Ampere (NVIDIA NeMo docs, memory_optimizations.rst, \"Flash Attention\")",
+        "hopper_kernel_why": HOPPER_KERNEL_WHY,
         "recompute": "none",
-        "why": "none: NeMo-Framework-Launcher's Llama training configs (launcher_scripts/conf/training/llama/llama3_70b.yaml, whose tp 4 / pp 4 / vp 5 / cp 2 / micro batch 1 are the row's; llama2_70b.yaml) set activations_checkpoint_granularity: null",
+        "why": ("none: NeMo-Framework-Launcher's Llama training configs (launcher_scripts/conf/training/llama/llama3_70b.yaml, "
+                "whose tp 4 / pp 4 / vp 5 / cp 2 / micro batch 1 are the row's; llama2_70b.yaml) set "
+                "activations_checkpoint_granularity: null"),
         "sequence_parallel": True,
         "sp_why": "true: the launcher's Llama and GPT-3 configs set sequence_parallel: true",
         "tp_comm_overlap": True,
-        "tp_overlap_why": "true: the launcher's llama3_70b.yaml and gpt3/175b.yaml set ub_tp_comm_overlap: true (userbuffers overlap of the tensor-parallel all-gather / reduce-scatter with the GEMMs)",
+        "tp_overlap_why": ("true: the launcher's llama3_70b.yaml and gpt3/175b.yaml set ub_tp_comm_overlap: true (userbuffers "
+                           "overlap of the tensor-parallel all-gather / reduce-scatter with the GEMMs)"),
         "zero_default": 1,
-        "zero_default_why": "1 (Megatron's distributed optimizer): the launcher configs' optim is mcore_distributed_optim / distributed_fused_adam, which shards the fp32 master weights and Adam moments over the data-parallel group",
+        "zero_default_why": ("1 (Megatron's distributed optimizer): the launcher configs' optim is mcore_distributed_optim / "
+                             "distributed_fused_adam, which shards the fp32 master weights and Adam moments over the data-parallel group"),
         "gpt3": {
             "GPT-3 175B": {"recompute": "selective", "file": "gpt3/175b.yaml"},
             "GPT3-20B": {"recompute": "selective", "layers": 44, "hidden": 6144, "heads": 48, "file": "gpt3/20b.yaml"},
@@ -237,9 +248,9 @@ SOURCE_CONVENTIONS = {
     # AutoModel's PyTorch/FSDP2 backend: which attention kernel it ran is not stated; the default.
     "NVIDIA NeMo AutoModel": {"flops": "model", "flash": True, "dropout": False},
     "NVIDIA NeMo": {"flops": "model", "flash": True, "dropout": False, "hopper_attention_kernel": "flash3",
-        "hopper_kernel_why": "flash3 (cuDNN fused attention): Transformer Engine prefers cuDNN flash attention on Hopper and Tri Dao's FlashAttention on Ampere (NVIDIA NeMo docs, memory_optimizations.rst, \"Flash Attention\")"},
+        "hopper_kernel_why": HOPPER_KERNEL_WHY},
     "NVIDIA Megatron-Bridge": {"flops": "model", "flash": True, "dropout": False, "hopper_attention_kernel": "flash3",
-        "hopper_kernel_why": "flash3 (cuDNN fused attention): Transformer Engine prefers cuDNN flash attention on Hopper and Tri Dao's FlashAttention on Ampere (NVIDIA NeMo docs, memory_optimizations.rst, \"Flash Attention\")"},
+        "hopper_kernel_why": HOPPER_KERNEL_WHY},
     "DeepSpeed blog": {"flops": "hardware", "flash": False, "dropout": True},
     "Zhang et al., 'OPT": {"flops": "hardware", "flash": False, "dropout": True},
 }
