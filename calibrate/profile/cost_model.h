@@ -63,8 +63,9 @@ class CostModel {
   double optimizer_s(double bytes) const { return memory_s(bytes); }
 
   double peak_flops() const { return peak_; }
-  std::int64_t fallbacks() const { return fallbacks_; }
-  std::int64_t lookups() const { return lookups_; }
+  // GEMM shapes priced so far (gemm16_s's included) and how many of them fell back to the kernel model.
+  std::int64_t fallbacks() const { return fallbacks_ + (sixteen_bit_ ? sixteen_bit_->fallbacks() : 0); }
+  std::int64_t lookups() const { return lookups_ + (sixteen_bit_ ? sixteen_bit_->lookups() : 0); }
   const Profile& profile() const { return p_; }
 
  private:
