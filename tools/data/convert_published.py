@@ -249,8 +249,19 @@ SOURCE_CONVENTIONS = {
     "NVIDIA NeMo AutoModel": {"flops": "model", "flash": True, "dropout": False},
     "NVIDIA NeMo": {"flops": "model", "flash": True, "dropout": False, "hopper_attention_kernel": "flash3",
         "hopper_kernel_why": HOPPER_KERNEL_WHY},
-    "NVIDIA Megatron-Bridge": {"flops": "model", "flash": True, "dropout": False, "hopper_attention_kernel": "flash3",
-        "hopper_kernel_why": HOPPER_KERNEL_WHY},
+    "NVIDIA Megatron-Bridge": {
+        "flops": "model", "flash": True, "dropout": False, "hopper_attention_kernel": "flash3",
+        "hopper_kernel_why": HOPPER_KERNEL_WHY,
+        # Rows whose plan is one of Megatron-Bridge's performance presets: (model, profile, tp, pp, vpp) -> what the
+        # preset and the recipe behind it set. Other rows keep their missing fields (skipped).
+        "presets": {
+            ("Llama 3 70B", "h100-sxm5-80g", 4, 8, 5): (
+                "Megatron-Bridge's H100 FP8 preset LLAMA3_70B_PRETRAIN_CONFIG_H100_FP8_CS_V2 "
+                "(scripts/performance/configs/llama/llama3_workload_base_configs.py: tp 4, pp 8, vp 5, global batch 256, "
+                "as in the row; no recompute_num_layers / recompute_modules; WorkloadBaseConfig sets sequence_parallel = "
+                "tp > 1) over the recipe llama3_70b_pretrain_config (src/megatron/bridge/recipes/llama/llama3.py: "
+                "CommOverlapConfig(tp_comm_overlap=True), ddp.use_distributed_optimizer = True, no recompute "
+                "granularity); the perf script pads the vocabulary (should_pad_vocab = True)")}},
     "DeepSpeed blog": {"flops": "hardware", "flash": False, "dropout": True},
     "Zhang et al., 'OPT": {"flops": "hardware", "flash": False, "dropout": True},
 }
@@ -315,6 +326,10 @@ def convert(r):
     title = r["source"]["title"]
     conv = conventions(title)
     ci = {}  # conversion inferences
+    preset = conv.get("presets", {}).get((m.get("name"), gpu_profile(h.get("gpu")), p.get("tp"), p.get("pp"), p.get("vpp")))
+    if preset:
+        p = dict(p, recompute=p.get("recompute") or "none", sequence_parallel=p["tp"] > 1)
+        ci["parallel.recompute/sequence_parallel/tp_comm_overlap/zero_stage, training.make_vocab_size_divisible_by"] = preset
     g3 = next((v for k, v in conv.get("gpt3", {}).items() if m.get("name", "").startswith(k)), None)
     if g3:
         dims = {k: g3[k] for k in ("layers", "hidden", "heads") if k in g3 and m.get(k) is None}
@@ -401,6 +416,8 @@ def convert(r):
     if p.get("zero_stage_or_fsdp") is None and conv.get("zero_default") and dp > 1:
         zero = conv["zero_default"]
         ci["parallel.zero_stage"] = conv["zero_default_why"]
+    if preset and dp > 1 and zero == 0 and fsdp is None:
+        zero = 1  # the recipe's distributed optimizer
     gpn = h.get("gpus_per_node")
     if gpn is None:
         gpn = 8
@@ -483,9 +500,10 @@ def convert(r):
         ci["parallel.sequence_parallel"] = conv["sp_why"]
     elif p.get("sequence_parallel") is None and tp > 1:
         ci["parallel.sequence_parallel"] = "false (not stated)"
-    if conv.get("tp_comm_overlap") and tp > 1:
+    if (conv.get("tp_comm_overlap") or preset) and tp > 1:
         par["tp_comm_overlap"] = True
-        ci["parallel.tp_comm_overlap"] = conv["tp_overlap_why"]
+        if not preset:
+            ci["parallel.tp_comm_overlap"] = conv["tp_overlap_why"]
     if schedule == "interleaved" and (gbs // (mb * dp)) % pp != 0:
         return None, "interleaved schedule needs microbatches divisible by pp"
     training = {"global_batch": gbs, "micro_batch": mb, "seq_len": m["seq_len"], "dtype": dtype, "optimizer": "adam",
@@ -516,6 +534,8 @@ def convert(r):
     if conv.get("megatron_vocab"):
         training["make_vocab_size_divisible_by"] = 128
         ci["training.make_vocab_size_divisible_by"] = MEGATRON_VOCAB_WHY % conv["megatron_vocab"]
+    elif preset:
+        training["make_vocab_size_divisible_by"] = 128
     if conv.get("grad_acc_unfused"):
         training["grad_accumulation_fusion"] = False
         ci["training.grad_accumulation_fusion"] = conv["grad_acc_unfused"]
