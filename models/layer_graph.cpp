@@ -47,10 +47,12 @@ Kernel bias_grad(const std::string& name, double rows, double cols, double elem_
 constexpr double kDropoutMaskBytes = 1;
 
 // Forward GEMM y = x W with x [M,K], W [K,N] -> backward dgrad [M,N]x[N,K] and wgrad [K,M]x[M,N].
+// The gradient GEMMs run in the forward GEMM's precision (sixteen_bit carries over).
 void add_gemm_bwd(Block& b, const Kernel& f) {
-  b.kernels.push_back(gemm(f.name + ".dgrad", f.m, f.k, f.n, true));
-  b.kernels.push_back(gemm(f.name + ".wgrad", f.k, f.n, f.m, true));
-  b.kernels[b.kernels.size() - 2].sixteen_bit = b.kernels.back().sixteen_bit = f.sixteen_bit;
+  for (Kernel k : {gemm(f.name + ".dgrad", f.m, f.k, f.n, true), gemm(f.name + ".wgrad", f.k, f.n, f.m, true)}) {
+    k.sixteen_bit = f.sixteen_bit;
+    b.kernels.push_back(std::move(k));
+  }
 }
 
 
