@@ -27,10 +27,9 @@ Kernel mem(const std::string& name, double bytes, bool bwd = false) {
 // cast_transpose kernels): forward reads the bf16 input (2 B/element) and writes its FP8 copy and
 // the FP8 transpose the weight gradient needs (1 + 1 B); backward does the same for the output
 // gradient. Fusions of the cast into a preceding norm or activation are not credited.
-constexpr double kFp8CastBytesPerElement = 4;
-Kernel fp8_cast(const std::string& name, std::int64_t rows, std::int64_t cols, bool bwd) {
+Kernel fp8_cast(const std::string& name, std::int64_t rows, std::int64_t cols, bool bwd, double bytes_per_element) {
   return Kernel{name, KernelKind::Memory, 0, 0, 0, 1, 0, 0,
-                kFp8CastBytesPerElement * static_cast<double>(rows) * static_cast<double>(cols), bwd};
+                bytes_per_element * static_cast<double>(rows) * static_cast<double>(cols), bwd};
 }
 
 // Bias gradient of a linear layer: a reduction over the tokens that reads the output gradient
@@ -137,6 +136,12 @@ void add_loss(Block& fwd, Block& bwd, double elems, double e, LossImpl impl) {
 }
 
 }  // namespace
+
+double fp8_cast_bytes(const std::string& recipe) {
+  if (recipe == "current") return 2 + 2 + 1 + 1;
+  if (recipe == "mxfp8") return 2 + 1 + 1 + 2.0 / 32;
+  return 2 + 1 + 1;  // delayed
+}
 
 LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   LayerGraph g;
@@ -286,8 +291,8 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     // The transformer layers' linear GEMMs run in FP8; the output layer stays in 16-bit.
     for (auto [fwd, bwd, k] : {std::tuple{&g.attn_fwd, &g.attn_bwd, qkv}, std::tuple{&g.attn_fwd, &g.attn_bwd, proj},
                                std::tuple{&g.mlp_fwd, &g.mlp_bwd, up}, std::tuple{&g.mlp_fwd, &g.mlp_bwd, down}}) {
-      fwd->kernels.push_back(fp8_cast(k.name + ".fp8_cast", k.m, k.k, false));        // input x [M, K]
-      bwd->kernels.push_back(fp8_cast(k.name + ".fp8_cast.bwd", k.m, k.n, true));     // grad y [M, N]
+      fwd->kernels.push_back(fp8_cast(k.name + ".fp8_cast", k.m, k.k, false, sh.fp8_cast_bytes));     // input x [M, K]
+      bwd->kernels.push_back(fp8_cast(k.name + ".fp8_cast.bwd", k.m, k.n, true, sh.fp8_cast_bytes));  // grad y [M, N]
     }
   }
   return g;

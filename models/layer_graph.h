@@ -41,14 +41,27 @@ struct LayerShape {
   double dtype_bytes = 2;     // activations and weights (bf16/fp16)
   bool flash_attention = true;
   // FP8 linear layers (Transformer Engine recipe): each GEMM input is quantized in forward and each
-  // output gradient in backward, both through HBM.
+  // output gradient in backward, both through HBM, at fp8_cast_bytes per element (fp8_cast_bytes()).
   bool fp8_gemms = false;
+  double fp8_cast_bytes = 4;
+  // Bytes per element of the FP8 copy a linear layer saves of its input for the weight gradient
+  // (1; MXFP8 adds a 1-byte scale per 32 elements).
+  double fp8_saved_input_bytes = 1;
   // Eager-PyTorch RMSNorm and RoPE as in the Llama reference code: each elementwise step its own
   // kernel through HBM (see layer_graph.cpp for the kernels and their bytes).
   bool eager_norm = false;
   bool eager_rope = false;
   LossImpl loss = LossImpl::Megatron;
 };
+
+// HBM bytes per element of quantizing one 16-bit GEMM operand to FP8 with its transpose (the
+// weight gradient GEMM reads the transposed copy), by Transformer Engine scaling recipe:
+//   delayed: one fused cast_transpose pass: read 2 B, write the FP8 copy and its transpose 1 + 1 B.
+//   current: per-tensor current scaling first reduces the tensor's amax (a read of 2 B), then casts.
+//   mxfp8:   the cast computes each 32-element block's E8M0 scale in-register; it writes a
+//            row-wise and a column-wise FP8 copy (1 + 1 B) and one 1-byte scale per 32 elements
+//            of each (2 / 32 B).
+double fp8_cast_bytes(const std::string& recipe);
 
 struct LayerGraph {
   LayerShape shape;

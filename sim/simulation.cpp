@@ -16,6 +16,8 @@ LayerShape layer_shape(const Scenario& sc) {
   sh.dtype_bytes = sc.dtype_bytes();
   sh.flash_attention = sc.training.flash_attention;
   sh.fp8_gemms = sc.training.dtype == "fp8";
+  sh.fp8_cast_bytes = fp8_cast_bytes(sc.training.fp8_recipe);
+  sh.fp8_saved_input_bytes = sc.training.fp8_recipe == "mxfp8" ? 1.0 + 1.0 / 32 : 1.0;
   sh.eager_norm = sc.training.norm_impl == "eager";
   sh.eager_rope = sc.training.rope_impl == "eager";
   sh.loss = sc.training.loss_impl == "eager" ? LossImpl::Eager : sc.training.loss_impl == "fused" ? LossImpl::Fused : LossImpl::Megatron;
@@ -25,7 +27,7 @@ LayerShape layer_shape(const Scenario& sc) {
 SimulationOutput simulate(const Scenario& sc, const Registries& reg, const NetworkModel* network) {
   SimulationOutput out;
   const LayerGraph graph = build_layer_graph(sc.model, layer_shape(sc));
-  const CostModel cost(sc.profile, sc.training.dtype, sc.training.priced_attention_kernel());
+  const CostModel cost(sc.profile, sc.training.gemm_dtype(), sc.training.priced_attention_kernel());
   const auto own = network ? nullptr : make_network(sc.network, sc.profile, sc.cluster);
   const LoweringInput in{sc, graph, cost, network ? *network : *own};
   EngineOptions eo;
@@ -57,6 +59,16 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
            {"pcie_gbps", &p.pcie_gbps}, {"sustained_clock_ratio", &p.sustained_clock_ratio}})
     if (f->how == "assumed") assumed.insert(name);
   // Figures only some plans use: listed when the plan depends on them.
+  const std::string gd = sc.training.gemm_dtype();
+  if (p.gemm_max_efficiency.count(gd) && p.gemm_max_efficiency.at(gd).how == "assumed") assumed.insert("gemm_max_efficiency." + gd);
+  if (sc.training.flash_attention) {
+    const auto [fwd, bwd] = p.attention_efficiency(sc.training.attention_kernel);
+    const std::string k = sc.training.attention_kernel == kAttentionDefault ? "attention_efficiency"
+                                                                             : "attention_kernels." + sc.training.attention_kernel;
+    if (fwd->how == "assumed" || bwd->how == "assumed") assumed.insert(k);
+  }
+  if (sc.cluster.gpus_per_node > 1 && p.intra_bus_efficiency.how == "assumed") assumed.insert("intra_bus_efficiency");
+  if (sc.cluster.nodes > 1 && p.inter_bus_efficiency.how == "assumed") assumed.insert("inter_bus_efficiency");
   if (sc.parallel.fsdp && sc.parallel.fsdp->offload) {
     if (p.host_memory_gbps.how == "assumed") assumed.insert("host_memory_gbps");
     if (p.host_optimizer_efficiency.how == "assumed") assumed.insert("host_optimizer_efficiency");

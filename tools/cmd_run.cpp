@@ -75,7 +75,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
         }
       }
       const LayerGraph graph = build_layer_graph(sc.model, layer_shape(sc));
-      const CostModel cost(sc.profile, sc.training.dtype, sc.training.priced_attention_kernel());
+      const CostModel cost(sc.profile, sc.training.gemm_dtype(), sc.training.priced_attention_kernel());
       const std::vector<KernelRow> rows = o->kernels ? kernel_rows(graph, cost) : std::vector<KernelRow>{};
       if (o->kernels) j["kernels"] = kernels_json(rows);
       if (o->json) {

@@ -16,7 +16,9 @@ namespace parasim {
 inline constexpr const char* kAttentionDefault = "flash";
 // Kernels a scenario may name (training.attention_kernel); a profile prices the default and those
 // listed in its compute.attention_kernels.
-inline const std::vector<std::string> kAttentionKernels = {"flash", "flash3", "triton"};
+inline const std::vector<std::string> kAttentionKernels = {"flash", "flash3", "cudnn", "triton"};
+// FP8 GEMM dtypes: per-tensor scaled FP8 and MXFP8 (32-element block scales, Blackwell tensor cores).
+inline bool is_fp8(const std::string& dtype) { return dtype == "fp8" || dtype == "mxfp8"; }
 
 struct Figure {
   double value = 0;

@@ -20,11 +20,15 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
   //  (pow and the scale save it) and its pre-weight output (the weight multiply saves it): 4 bytes
   //  more per element per norm.
   const double eager_norm = sh.eager_norm ? 4.0 : 0.0;
-  const double replicated = (2 * e + e + e) * sbh + 2 * mask * sbh + 2 * eager_norm * sbh;
-  //  split by t: Q (e*sbh), K and V (e*sb*kv each), attention-projection input (e*sbh);
-  //  MLP: GeLU input and fc2 input (2 * e*sbf), SwiGLU gate+up output and fc2 input (3 * e*sbf).
-  const double attn_split = 2 * e * sbh + 2 * e * s * b * kv;
-  const double mlp_split = (m.activation == "swiglu" ? 3.0 : 2.0) * e * s * b * f;
+  //  With FP8 linear layers (Transformer Engine) each linear layer saves its input as the FP8 copy
+  //  its weight-gradient GEMM reads (1 byte, plus one scale byte per 32 elements under MXFP8)
+  //  instead of the 16-bit tensor: the QKV, attention-projection, fc1 and fc2 inputs.
+  const double li = sh.fp8_gemms ? sh.fp8_saved_input_bytes : e;
+  const double replicated = (2 * e + li + li) * sbh + 2 * mask * sbh + 2 * eager_norm * sbh;
+  //  split by t: Q (e*sbh), K and V (e*sb*kv each), attention-projection input (li*sbh);
+  //  MLP: GeLU input and fc2 input (e + li per sbf), SwiGLU gate+up output and fc2 input (2e + li).
+  const double attn_split = (e + li) * sbh + 2 * e * s * b * kv;
+  const double mlp_split = ((m.activation == "swiglu" ? 2.0 : 1.0) * e + li) * s * b * f;
   //  attention matrix: softmax output (e), dropout mask (1), dropout output (e) per score;
   //  a fused (flash) kernel stores only the fp32 log-sum-exp per query row.
   const double s_kv = static_cast<double>(sh.seq_len);

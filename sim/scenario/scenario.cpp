@@ -90,6 +90,9 @@ TrainingSpec parse_training(const JsonObject& o) {
   t.loss_impl = o.choice("loss_impl", {"megatron", "eager", "fused"}, "megatron");
   t.optimizer_impl = o.choice("optimizer_impl", {"fused", "unfused"}, "fused");
   t.make_vocab_size_divisible_by = o.integer("make_vocab_size_divisible_by", 1, 1 << 20, 1);
+  t.fp8_recipe = o.choice("fp8_recipe", {"delayed", "current", "mxfp8"}, "delayed");
+  if (t.dtype != "fp8" && o.has("fp8_recipe"))
+    o.fail("fp8_recipe", "applies to dtype \"fp8\" only (dtype is \"" + t.dtype + "\")");
   o.finish();
   return t;
 }
@@ -131,7 +134,7 @@ ParallelSpec parse_parallel(const JsonObject& o) {
     f->finish();
     p.fsdp = s;
   }
-  if (o.has("stage_layers")) p.stage_layers = o.int_list("stage_layers", 1, 1 << 20);
+  if (o.has("stage_layers")) p.stage_layers = o.int_list("stage_layers", 0, 1 << 20);
   p.bucket_mb = o.number("bucket_mb", 0.001, 1e6, 25);
   p.overlap_grad_reduce = o.boolean("overlap_grad_reduce", true);
   if (o.has("order")) {
@@ -223,6 +226,9 @@ void validate(const Scenario& s, const JsonObject& root) {
                                            "\" (compute.attention_kernels)");
   if (t.dtype == "fp8" && !s.profile.peak_tflops.count("fp8"))
     fail("/training/dtype", "the GPU profile \"" + s.profile.name + "\" has no fp8 peak");
+  if (t.gemm_dtype() == "mxfp8" && !(s.profile.peak_tflops.count("mxfp8") && s.profile.gemm_max_efficiency.count("mxfp8")))
+    fail("/training/fp8_recipe", "mxfp8 needs block-scaled FP8 tensor cores (Blackwell): the GPU profile \"" + s.profile.name +
+                                     "\" (" + s.profile.file + ") has no compute.peak_tflops.mxfp8 and compute.gemm_max_efficiency.mxfp8");
   const std::int64_t chunks = p.pp * p.vpp;
   if (!p.stage_layers.empty()) {
     const auto n = static_cast<std::int64_t>(p.stage_layers.size());
@@ -237,10 +243,20 @@ void validate(const Scenario& s, const JsonObject& root) {
     const std::int64_t sum = std::accumulate(p.stage_layers.begin(), p.stage_layers.end(), std::int64_t{0});
     if (sum != m.layers) fail(par + "/stage_layers", "entries sum to " + itos(sum) + " but the model has " + itos(m.layers) + " layers");
     if (n == p.pp)
-      for (size_t i = 0; i < p.stage_layers.size(); ++i)
+      for (size_t i = 0; i < p.stage_layers.size(); ++i) {
+        if (p.stage_layers[i] == 0) fail(par + "/stage_layers/" + std::to_string(i), "a pipeline stage needs at least one layer");
         if (p.stage_layers[i] % p.vpp != 0)
           fail(par + "/stage_layers/" + std::to_string(i), "must be divisible by vpp (" + itos(p.vpp) + "), or list " + itos(chunks) +
                                                                " entries, one per virtual stage");
+      }
+    else
+      // Only the virtual stages that hold the embedding (the first) or the output layer (the last)
+      // may be empty: Megatron's account_for_embedding_in_pipeline_split and
+      // account_for_loss_in_pipeline_split give each of them a layer's slot.
+      for (std::int64_t i = 1; i + 1 < n; ++i)
+        if (p.stage_layers[static_cast<size_t>(i)] == 0)
+          fail(par + "/stage_layers/" + std::to_string(i),
+               "only the first virtual stage (embedding) and the last (output layer) may hold no transformer layer");
   } else if (m.layers % chunks != 0) {
     fail(par + "/pp", "model layers (" + itos(m.layers) + ") are not divisible among pp*vpp = " + itos(chunks) +
                           " chunks; give parallel.stage_layers for an uneven split");
@@ -370,6 +386,7 @@ Json Scenario::resolved() const {
                    {"norm_impl", training.norm_impl}, {"rope_impl", training.rope_impl}, {"loss_impl", training.loss_impl},
                    {"optimizer_impl", training.optimizer_impl},
                    {"make_vocab_size_divisible_by", training.make_vocab_size_divisible_by}};
+  if (training.dtype == "fp8") j["training"]["fp8_recipe"] = training.fp8_recipe;
   Json pj = {{"dp", parallel.dp}, {"tp", parallel.tp}, {"pp", parallel.pp}, {"vpp", parallel.vpp}, {"cp", parallel.cp},
              {"schedule", parallel.schedule}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", parallel.recompute},
              {"zero_stage", parallel.zero_stage}, {"zero_impl", parallel.zero_impl}, {"bucket_mb", parallel.bucket_mb}, {"overlap_grad_reduce", parallel.overlap_grad_reduce},

@@ -87,6 +87,17 @@ struct TrainingSpec {
   // model.vocab as given (Hugging Face, torchtitan, llm-foundry). The padded rows are real
   // parameters and real GEMM columns; Scenario::model.vocab holds the padded size once loaded.
   std::int64_t make_vocab_size_divisible_by = 1;
+  // How an fp8 run scales its FP8 tensors (Transformer Engine recipes), which sets the traffic of
+  // the casts in front of each FP8 GEMM (models/layer_graph.cpp, fp8_cast_bytes):
+  //   "delayed": DelayedScaling, scales from an amax history; one cast(+transpose) pass per tensor.
+  //   "current": per-tensor current scaling (Float8CurrentScaling, Megatron-Bridge's "FP8-CS"):
+  //              an amax pass over the tensor, then the cast.
+  //   "mxfp8":   MXFP8 block scaling (one E8M0 scale per 32 elements, computed inside the cast);
+  //              the GEMMs run Blackwell's block-scaled FP8 MMA, priced from the profile's mxfp8
+  //              figures (compute.peak_tflops.mxfp8, compute.gemm_max_efficiency.mxfp8).
+  std::string fp8_recipe = "delayed";
+  // The dtype whose profile figures price the GEMMs: mxfp8 for the block-scaled recipe, else dtype.
+  std::string gemm_dtype() const { return dtype == "fp8" && fp8_recipe == "mxfp8" ? "mxfp8" : dtype; }
   // The kernel whose profile figures price attention (unfused attention is priced as GEMMs and
   // reads none; the default kernel stands in for it).
   std::string priced_attention_kernel() const { return flash_attention ? attention_kernel : kAttentionDefault; }

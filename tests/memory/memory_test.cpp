@@ -55,6 +55,31 @@ TEST(Activations, FlashAttentionStoresNoScoreMatrix) {
   EXPECT_DOUBLE_EQ(activation_bytes(m, sh, "none").layer_stored, s * h * 34 + 4 * a * s);
 }
 
+// FP8 linear layers save their inputs as the 1-byte copy the weight-gradient GEMM reads (plus a
+// scale byte per 32 elements under MXFP8): the QKV and fc1 inputs (replicated unless sequence
+// parallel) and the attention-projection and fc2 inputs (split by t) shrink from e to that.
+TEST(Activations, Fp8LinearLayersSaveTheirInputsInFp8) {
+  ModelSpec m = korthikanti_gpt();
+  m.activation = "swiglu";
+  m.ffn_hidden = 28672;
+  m.dropout = false;
+  const double s = 2048, h = 12288, f = 28672, e = 2;
+  for (const bool sp : {false, true}) {
+    LayerShape bf = shape(8, sp);
+    bf.flash_attention = true;
+    LayerShape f8 = bf, mx = bf;
+    f8.fp8_gemms = mx.fp8_gemms = true;
+    mx.fp8_saved_input_bytes = 1 + 1.0 / 32;
+    const double t = 8, sp_div = sp ? t : 1;
+    for (const auto& [shp, li] : {std::pair{f8, 1.0}, std::pair{mx, 1 + 1.0 / 32}}) {
+      const double saved = (e - li) * (2 * s * h / sp_div + (s * h + s * f) / t);
+      EXPECT_DOUBLE_EQ(activation_bytes(m, bf, "none").layer_stored - activation_bytes(m, shp, "none").layer_stored, saved) << sp;
+    }
+    // Full recompute keeps only the 16-bit layer input either way.
+    EXPECT_DOUBLE_EQ(activation_bytes(m, f8, "full").layer_stored, activation_bytes(m, bf, "full").layer_stored);
+  }
+}
+
 // ZeRO paper (Rajbhandari et al. 2020) per-GPU bytes with mixed-precision Adam, K = 12.
 TEST(ModelStates, ZeroStagesMatchThePaper) {
   const double psi = 7.5e9, nd = 64;

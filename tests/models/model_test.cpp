@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <cmath>
 #include <tuple>
 
@@ -114,6 +116,47 @@ TEST(LayerGraph, Fp8KeepsTheOutputLayerInSixteenBit) {
       EXPECT_DOUBLE_EQ(kernel_seconds(fp8, k), fp8.gemm_s(k.m, k.n, k.k, k.batch)) << k.name;
     }
   EXPECT_DOUBLE_EQ(bf16.gemm16_s(4096, 4096, 4096), bf16.gemm_s(4096, 4096, 4096));  // no-op outside fp8
+}
+
+// The FP8 scaling recipe sets the traffic of each operand's quantization: delayed scaling casts and
+// transposes in one pass (read 2 B, write 1 + 1 B), current scaling adds an amax read of the tensor
+// (6 B), MXFP8 writes one E8M0 scale per 32 elements of each copy (4 + 2/32 B). Per element of the
+// GEMM input in forward and of the output gradient in backward.
+TEST(LayerGraph, Fp8RecipesSetTheCastTraffic) {
+  EXPECT_DOUBLE_EQ(fp8_cast_bytes("delayed"), 4.0);
+  EXPECT_DOUBLE_EQ(fp8_cast_bytes("current"), 6.0);
+  EXPECT_DOUBLE_EQ(fp8_cast_bytes("mxfp8"), 4.0625);
+  const ModelSpec m = load_zoo_model(test::data_dir(), "llama3-8b", "test");
+  LayerShape sh;
+  sh.seq_len = 4096;
+  sh.fp8_gemms = true;
+  const double T = 4096, h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
+  for (const char* recipe : {"delayed", "current", "mxfp8"}) {
+    sh.fp8_cast_bytes = fp8_cast_bytes(recipe);
+    const LayerGraph g = build_layer_graph(m, sh);
+    std::map<std::string, double> bytes;
+    for (const Block* b : {&g.attn_fwd, &g.attn_bwd, &g.mlp_fwd, &g.mlp_bwd})
+      for (const Kernel& k : b->kernels)
+        if (k.name.find("fp8_cast") != std::string::npos) bytes[k.name] = k.bytes;
+    ASSERT_EQ(bytes.size(), 8u) << recipe;  // four linear layers, forward and backward
+    const double c = fp8_cast_bytes(recipe);
+    EXPECT_DOUBLE_EQ(bytes["qkv.fp8_cast"], c * T * h) << recipe;            // input [T, h]
+    EXPECT_DOUBLE_EQ(bytes["mlp_down.fp8_cast"], c * T * f) << recipe;       // input [T, f]
+    EXPECT_DOUBLE_EQ(bytes["mlp_down.fp8_cast.bwd"], c * T * h) << recipe;   // output gradient [T, h]
+  }
+}
+
+// MXFP8 GEMMs are priced from the profile's mxfp8 figures; a GPU without them cannot price one.
+TEST(CostModel, Mxfp8UsesTheProfilesBlockScaledFigures) {
+  const Profile b200 = load_profile(test::data_dir(), "b200-sxm-180g", "test");
+  const CostModel mx(b200, "mxfp8"), f8(b200, "fp8");
+  EXPECT_DOUBLE_EQ(mx.peak_flops(), b200.peak_tflops.at("mxfp8").value * 1e12);
+  // Same datasheet rate and (assumed) efficiency as per-tensor FP8 on this GPU: same GEMM time.
+  EXPECT_DOUBLE_EQ(mx.gemm_s(8192, 8192, 8192), f8.gemm_s(8192, 8192, 8192));
+  // Its output-layer GEMMs stay in 16-bit like any FP8 recipe's.
+  EXPECT_DOUBLE_EQ(mx.gemm16_s(8192, 8192, 8192), CostModel(b200, "bf16").gemm_s(8192, 8192, 8192));
+  const Profile h100 = load_profile(test::data_dir(), "h100-sxm5-80g", "test");
+  EXPECT_THROW(CostModel(h100, "mxfp8"), ProfileError);
 }
 
 // Biased linear layers pay one read of each output gradient for the bias gradient (PyTorch's

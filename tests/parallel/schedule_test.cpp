@@ -658,6 +658,33 @@ TEST(UnevenPipeline, InterleavedChunksCanBeUnevenPerVirtualStage) {
   EXPECT_NEAR(e0[7].compute_s - r0[7].compute_s, r0[3].compute_s - e0[3].compute_s, 1e-9 * e0[3].compute_s);
 }
 
+TEST(UnevenPipeline, EmbeddingAndLossTakeALayersSlot) {
+  // Megatron's account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split with
+  // one slot per virtual stage: the first virtual stage holds only the embedding and the last only
+  // the output layer and loss (126 + 2 slots over pp 8 x vpp 16 = 128 virtual stages).
+  Json j = test::base_scenario();
+  j["model"] = "llama3.1-405b";
+  j["cluster"] = {{"gpu", "h100-sxm5-80g"}, {"nodes", 8}, {"gpus_per_node", 8}};
+  j["training"] = {{"global_batch", 16}, {"micro_batch", 1}, {"seq_len", 8192}};
+  std::vector<int> layers(128, 1);
+  layers.front() = 0;
+  layers.back() = 0;
+  j["parallel"] = {{"dp", 1}, {"tp", 8}, {"pp", 8}, {"vpp", 16}, {"schedule", "interleaved"}, {"sequence_parallel", true},
+                   {"stage_layers", layers}};
+  const test::FreeNetwork free;
+  const Scenario sc = test::scenario_from(j);
+  EXPECT_EQ(sc.layers_per_stage(), (std::vector<std::int64_t>{15, 16, 16, 16, 16, 16, 16, 15}));
+  const auto out = test::simulate_with(sc, free);
+  const auto& r = out.result.ranks;
+  ASSERT_EQ(r.size(), 8u);
+  // Stage 0 runs 15 layers and the embedding, stage 7 15 layers and the output layer with its loss
+  // (three GEMMs of a quarter of a layer's size each at tp 8, plus the loss), stage 1 16 layers.
+  EXPECT_LT(r[0].compute_s, r[7].compute_s);
+  EXPECT_LT(r[7].compute_s, r[1].compute_s);
+  EXPECT_GT(out.result.step_time_s, 0);
+  EXPECT_GT(out.result.bubble_fraction, 0);
+}
+
 }  // namespace
 }  // namespace parasim
 

@@ -72,7 +72,8 @@ TEST(InvalidScenario, EachProducesItsExactError) {
        "megatron-gpt-1008b, megatron-gpt-145.6b, megatron-gpt-18.4b, megatron-gpt-3.6b, megatron-gpt-310.1b, "
        "megatron-gpt-39.1b, megatron-gpt-529.6b, megatron-gpt-7.5b, megatron-gpt-76.1b, mpt-30b, mpt-7b"},
       {"unknown gpu", [](Json& j) { j["cluster"]["gpu"] = "h100-sxm-80g"; },
-       "test.json: /cluster/gpu: unknown GPU profile \"h100-sxm-80g\"; did you mean \"h100-sxm5-80g\"? Profiles: a100-sxm4-40g, a100-sxm4-80g, b200-sxm-180g, h100-sxm5-80g, h200-sxm-141g"},
+       "test.json: /cluster/gpu: unknown GPU profile \"h100-sxm-80g\"; did you mean \"h100-sxm5-80g\"? Profiles: a100-sxm4-40g, "
+       "a100-sxm4-80g, b200-sxm-180g, gb200-nvl72-186g, gb300-nvl72-288g, h100-sxm5-80g, h200-sxm-141g"},
       {"pipeline schedule without pp", [](Json& j) { j["parallel"]["schedule"] = "1f1b"; },
        "test.json: /parallel/schedule: pipeline schedule \"1f1b\" needs pp > 1; with pp = 1 use \"ddp\" or \"dataparallel\""},
       {"dp schedule with pp", [](Json& j) { j["parallel"] = {{"dp", 2}, {"pp", 4}, {"schedule", "ddp"}}; },
@@ -100,13 +101,30 @@ TEST(InvalidScenario, EachProducesItsExactError) {
       {"unknown NCCL algorithm", [](Json& j) { j["network"] = {{"algorithm", "trees"}}; },
        "test.json: /network/algorithm: expected one of \"auto\", \"ring\", \"tree\", \"nvls\", \"hierarchical\", got \"trees\"; did you mean \"tree\"?"},
       {"unknown attention kernel", [](Json& j) { j["training"]["attention_kernel"] = "tritn"; },
-       "test.json: /training/attention_kernel: expected one of \"flash\", \"flash3\", \"triton\", got \"tritn\"; did you mean \"triton\"?"},
+       "test.json: /training/attention_kernel: expected one of \"flash\", \"flash3\", \"cudnn\", \"triton\", got \"tritn\"; "
+       "did you mean \"triton\"?"},
       {"attention kernel without fused attention", [](Json& j) { j["training"]["flash_attention"] = false; j["training"]["attention_kernel"] = "triton"; },
        "test.json: /training/attention_kernel: names a fused attention kernel, but flash_attention is false (unfused attention)"},
       {"recompute_num_layers without full recompute", [](Json& j) { j["parallel"]["recompute_num_layers"] = 4; },
        "test.json: /parallel/recompute_num_layers: applies to recompute \"full\" (Megatron's block method), but recompute is \"none\""},
       {"oversubscription below 1", [](Json& j) { j["cluster"]["inter_node"] = {{"oversubscription", 0.5}}; },
        "test.json: /cluster/inter_node/oversubscription: expected a number in [1, 64], got 0.5"},
+      {"fp8 recipe without fp8", [](Json& j) { j["training"]["fp8_recipe"] = "current"; },
+       "test.json: /training/fp8_recipe: applies to dtype \"fp8\" only (dtype is \"bf16\")"},
+      {"unknown fp8 recipe", [](Json& j) { j["training"]["dtype"] = "fp8"; j["training"]["fp8_recipe"] = "mx"; },
+       "test.json: /training/fp8_recipe: expected one of \"delayed\", \"current\", \"mxfp8\", got \"mx\""},
+      {"mxfp8 on Hopper", [](Json& j) { j["training"]["dtype"] = "fp8"; j["training"]["fp8_recipe"] = "mxfp8"; },
+       "test.json: /training/fp8_recipe: mxfp8 needs block-scaled FP8 tensor cores (Blackwell): the GPU profile \"h100-sxm5-80g\" "
+       "(calibrate/profiles/h100-sxm5-80g.json) has no compute.peak_tflops.mxfp8 and compute.gemm_max_efficiency.mxfp8"},
+      {"empty middle virtual stage", [](Json& j) {
+         j["parallel"] = {{"dp", 4}, {"pp", 2}, {"vpp", 2}, {"schedule", "interleaved"}, {"stage_layers", {8, 0, 16, 8}}};
+       },
+       "test.json: /parallel/stage_layers/1: only the first virtual stage (embedding) and the last (output layer) may hold no "
+       "transformer layer"},
+      {"empty pipeline stage", [](Json& j) {
+         j["parallel"] = {{"dp", 2}, {"pp", 4}, {"schedule", "1f1b"}, {"stage_layers", {0, 12, 10, 10}}};
+       },
+       "test.json: /parallel/stage_layers/0: a pipeline stage needs at least one layer"},
   };
   ASSERT_GE(cases.size(), 15u);
   for (const auto& c : cases) {

@@ -32,9 +32,19 @@ def gpu_profile(name):
         return "h100-sxm5-80g"
     if "h200" in n:
         return "h200-sxm-141g"
-    if n.startswith("b200"):  # DGX/HGX B200; GB200/GB300 (Grace-Blackwell NVL72) have no profile yet
+    if n.startswith("gb200"):  # Grace-Blackwell superchips in an NVL72 rack
+        return "gb200-nvl72-186g"
+    if n.startswith("gb300"):
+        return "gb300-nvl72-288g"
+    if n.startswith("b200"):  # DGX/HGX B200
         return "b200-sxm-180g"
     return None
+
+
+NVL72 = ("gb200-nvl72-186g", "gb300-nvl72-288g")
+NVL72_WHY = ("%d GPUs per NVLink domain: an NVL72 rack links its 72 GPUs over NVLink 5 through its switch trays, so the "
+             "scenario's node is the part of a rack the job uses, here the largest divisor of the job's %d GPUs up to 72 (64 "
+             "GPUs = 16 of the rack's 18 compute trays); one NIC per GPU")
 
 
 MONTHS = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"))}
@@ -68,14 +78,26 @@ def dtype_of(s):
     s = (s or "").lower()
     if not s:
         return None
-    if "mxfp8" in s or "nvfp4" in s or "fp8-mx" in s:
+    if "nvfp4" in s or ("fp8-mx" in s and "fp8-cs" in s):  # NVFP4 training; a row naming two FP8 recipes
         return None
+    if "mxfp8" in s or "fp8-mx" in s:
+        return "fp8"  # with fp8_recipe mxfp8 (fp8_recipe_of)
     if "fp8" in s or "float8" in s:
         return "fp8"
     if "bf16" in s:
         return "bf16"
     if "fp16" in s:
         return "fp16"
+    return None
+
+
+def fp8_recipe_of(s):
+    """-> the scenario's training.fp8_recipe for an fp8 row's precision text, or None (the default)."""
+    s = (s or "").lower()
+    if "mxfp8" in s or "fp8-mx" in s:
+        return "mxfp8"
+    if "fp8-cs" in s:
+        return "current"
     return None
 
 
@@ -120,6 +142,18 @@ def sharding_of(s, gpus, tp, pp):
 
 HOPPER_KERNEL_WHY = ("flash3 (cuDNN fused attention): Transformer Engine prefers cuDNN flash attention on Hopper and Tri "
                      "Dao's FlashAttention on Ampere (NVIDIA NeMo docs, memory_optimizations.rst, \"Flash Attention\")")
+
+
+MB_PRESET = ("Megatron-Bridge's %s preset %s (scripts/performance/configs/llama/%s_workload_base_configs.py: %s, as in "
+             "the row; no recompute_num_layers / recompute_modules; WorkloadBaseConfig sets sequence_parallel = tp > 1)")
+MB_70B = (" over the recipe llama3_70b_pretrain_config (src/megatron/bridge/recipes/llama/llama3.py: "
+          "CommOverlapConfig(tp_comm_overlap=True), ddp.use_distributed_optimizer = True, no recompute granularity); the "
+          "perf script pads the vocabulary (should_pad_vocab = True)")
+MB_405B = (" over the recipe llama31_405b_pretrain_config (src/megatron/bridge/recipes/llama/llama3.py: sequence_parallel = "
+           "True, account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split = True, "
+           "use_distributed_optimizer = True, CommOverlapConfig(tp_comm_overlap=True), no recompute granularity); "
+           "scripts/performance/configs/llama/llama31_llm_pretrain.py sets seq_length 8192, should_pad_vocab = True and "
+           "turns TP overlap off for NVFP4 only")
 
 
 SOURCE_CONVENTIONS = {
@@ -252,16 +286,43 @@ SOURCE_CONVENTIONS = {
     "NVIDIA Megatron-Bridge": {
         "flops": "model", "flash": True, "dropout": False, "hopper_attention_kernel": "flash3",
         "hopper_kernel_why": HOPPER_KERNEL_WHY,
-        # Rows whose plan is one of Megatron-Bridge's performance presets: (model, profile, tp, pp, vpp) -> what the
-        # preset and the recipe behind it set. Other rows keep their missing fields (skipped).
+        # Rows whose plan is one of Megatron-Bridge's performance presets: (model, profile, tp, pp, vpp, cp, precision)
+        # -> what the preset and the recipe behind it set. Other rows keep their missing fields (skipped).
         "presets": {
-            ("Llama 3 70B", "h100-sxm5-80g", 4, 8, 5): (
-                "Megatron-Bridge's H100 FP8 preset LLAMA3_70B_PRETRAIN_CONFIG_H100_FP8_CS_V2 "
-                "(scripts/performance/configs/llama/llama3_workload_base_configs.py: tp 4, pp 8, vp 5, global batch 256, "
-                "as in the row; no recompute_num_layers / recompute_modules; WorkloadBaseConfig sets sequence_parallel = "
-                "tp > 1) over the recipe llama3_70b_pretrain_config (src/megatron/bridge/recipes/llama/llama3.py: "
-                "CommOverlapConfig(tp_comm_overlap=True), ddp.use_distributed_optimizer = True, no recompute "
-                "granularity); the perf script pads the vocabulary (should_pad_vocab = True)")}},
+            ("Llama 3 70B", "h100-sxm5-80g", 4, 8, 5, 1, "FP8"): {"why": MB_PRESET % (
+                "H100 FP8", "LLAMA3_70B_PRETRAIN_CONFIG_H100_FP8_CS_V2", "llama3", "tp 4, pp 8, vp 5, global batch 256") + MB_70B},
+            ("Llama 3 70B", "gb200-nvl72-186g", 2, 4, 5, 1, "MXFP8"): {"why": MB_PRESET % (
+                "GB200 MXFP8", "LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_MX_V2", "llama3", "tp 2, pp 4, vp 5, global batch 256")
+                + MB_70B},
+            ("Llama 3 70B", "gb300-nvl72-288g", 1, 4, 5, 1, "MXFP8"): {"why": MB_PRESET % (
+                "GB300 MXFP8", "LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_MX_V2", "llama3", "pp 4, vp 5, global batch 256") + MB_70B},
+            ("Llama 3.1 405B", "h100-sxm5-80g", 8, 8, 8, 2, "FP8"): {"account_split": True, "why": MB_PRESET % (
+                "H100 FP8", "LLAMA31_405B_PRETRAIN_CONFIG_H100_FP8_CS_V2", "llama31", "tp 8, pp 8, cp 2, vp 8, 1024 GPUs, global "
+                "batch 1536") + MB_405B},
+            ("Llama 3.1 405B", "gb200-nvl72-186g", 4, 16, 4, 1, "FP8"): {"account_split": True, "why": MB_PRESET % (
+                "GB200 FP8", "LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_CS_V2", "llama31", "tp 4, pp 16, cp 1, vp 4, 256 GPUs, "
+                "global batch 1536, use_megatron_fsdp False, no CPU offloading") + MB_405B},
+            ("Llama 3.1 405B", "gb200-nvl72-186g", 4, 16, 8, 1, "MXFP8"): {"account_split": True, "why": MB_PRESET % (
+                "GB200 MXFP8", "LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_MX_V2", "llama31", "tp 4, pp 16, cp 1, vp 8, 256 GPUs, "
+                "global batch 1536") + MB_405B},
+            ("Llama 3.1 405B", "gb300-nvl72-288g", 4, 8, 4, 1, "FP8"): {"account_split": True, "why": MB_PRESET % (
+                "GB300 FP8", "LLAMA31_405B_PRETRAIN_CONFIG_GB300_FP8_CS_V2", "llama31", "tp 4, pp 8, cp 1, vp 4, 256 GPUs, "
+                "global batch 1536, use_megatron_fsdp False, no CPU offloading") + MB_405B},
+            ("Llama 3.1 405B", "gb300-nvl72-288g", 2, 8, 4, 2, "MXFP8"): {"account_split": True, "why": MB_PRESET % (
+                "GB300 MXFP8", "LLAMA31_405B_PRETRAIN_CONFIG_GB300_FP8_MX_V2", "llama31", "tp 2, pp 8, cp 2, vp 4, 256 GPUs, "
+                "global batch 1536") + MB_405B},
+        },
+        "fp8_recipe": "current",
+        "fp8_recipe_why": ("current: Megatron-Bridge's performance scripts run 'FP8' as per-tensor current scaling: their "
+                           "compute dtypes are bf16, fp8_cs, fp8_mx and nvfp4 (scripts/performance/utils/precision.py), and "
+                           "the FP8 presets are named *_FP8_CS_*"),
+        "blackwell_attention_kernel": "cudnn",
+        "blackwell_kernel_why": ("cudnn: the recipes leave attention_backend unset, so Transformer Engine picks its backend; on "
+                                 "Blackwell that is FusedAttention (cuDNN), as flash-attn 2 has no sm_100 kernels"),
+        "preset_loss": "fused",
+        "preset_loss_why": ("fused: the recipes set cross_entropy_loss_fusion = True with cross_entropy_fusion_impl = \"te\" "
+                            "(Transformer Engine's fused cross entropy over the 16-bit logits; "
+                            "src/megatron/bridge/recipes/llama/llama3.py)")},
     "DeepSpeed blog": {"flops": "hardware", "flash": False, "dropout": True},
     "Zhang et al., 'OPT": {"flops": "hardware", "flash": False, "dropout": True},
 }
@@ -326,10 +387,12 @@ def convert(r):
     title = r["source"]["title"]
     conv = conventions(title)
     ci = {}  # conversion inferences
-    preset = conv.get("presets", {}).get((m.get("name"), gpu_profile(h.get("gpu")), p.get("tp"), p.get("pp"), p.get("vpp")))
+    prec = (p.get("dtype") or "").upper()
+    preset = conv.get("presets", {}).get((m.get("name"), gpu_profile(h.get("gpu")), p.get("tp"), p.get("pp"), p.get("vpp"),
+                                          p.get("cp") or 1, prec))
     if preset:
         p = dict(p, recompute=p.get("recompute") or "none", sequence_parallel=p["tp"] > 1)
-        ci["parallel.recompute/sequence_parallel/tp_comm_overlap/zero_stage, training.make_vocab_size_divisible_by"] = preset
+        ci["parallel.recompute/sequence_parallel/tp_comm_overlap/zero_stage, training.make_vocab_size_divisible_by"] = preset["why"]
     g3 = next((v for k, v in conv.get("gpt3", {}).items() if m.get("name", "").startswith(k)), None)
     if g3:
         dims = {k: g3[k] for k in ("layers", "hidden", "heads") if k in g3 and m.get(k) is None}
@@ -419,7 +482,10 @@ def convert(r):
     if preset and dp > 1 and zero == 0 and fsdp is None:
         zero = 1  # the recipe's distributed optimizer
     gpn = h.get("gpus_per_node")
-    if gpn is None:
+    if gpn is None and prof in NVL72:
+        gpn = max(d for d in range(1, 73) if gpus % d == 0)
+        ci["cluster.gpus_per_node"] = NVL72_WHY % (gpn, gpus)
+    elif gpn is None:
         gpn = 8
         ci["cluster.gpus_per_node"] = "8 GPUs per node (DGX/HGX-class servers of the GPU named)"
     if gpus % gpn != 0:
@@ -446,6 +512,18 @@ def convert(r):
         stage_layers, split_why, bf16_optimizer = bloom_prequel_setup(r, layers, pp)
         if stage_layers:
             ci["parallel.stage_layers"] = split_why
+    if preset and preset.get("account_split") and pp > 1:
+        # Megatron's account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split: the embedding and
+        # the loss each take a layer's slot, on the first and the last virtual stage.
+        if (layers + 2) % (pp * vpp) != 0:
+            return None, "layers + 2 (embedding and loss slots) not divisible by pp*vpp = %d" % (pp * vpp)
+        k = (layers + 2) // (pp * vpp)
+        stage_layers = [k - 1] + [k] * (pp * vpp - 2) + [k - 1]
+        if vpp == 1:
+            stage_layers = [k - 1] + [k] * (pp - 2) + [k - 1]
+        ci["parallel.stage_layers"] = ("the recipe's account_for_embedding_in_pipeline_split and "
+                                       "account_for_loss_in_pipeline_split: (%d layers + 2) / (pp %d x vp %d) = %d slots per "
+                                       "virtual stage, the first and the last one layer short" % (layers, pp, vpp, k))
     if layers % (pp * vpp) != 0 and not stage_layers:
         return None, "layers %d not divisible by pp*vpp = %d and no per-stage split given" % (layers, pp * vpp)
     if m["heads"] % tp or ffn % tp or (kv % tp and tp % kv):
@@ -516,6 +594,17 @@ def convert(r):
     elif conv.get("hopper_attention_kernel") and prof.startswith(("h100", "h200")):
         training["attention_kernel"] = conv["hopper_attention_kernel"]
         ci["training.attention_kernel"] = conv["hopper_kernel_why"]
+    elif conv.get("blackwell_attention_kernel") and prof.startswith(("b200", "gb200", "gb300")):
+        training["attention_kernel"] = conv["blackwell_attention_kernel"]
+        ci["training.attention_kernel"] = conv["blackwell_kernel_why"]
+    if dtype == "fp8":
+        recipe = fp8_recipe_of(p.get("dtype")) or conv.get("fp8_recipe")
+        if recipe:
+            training["fp8_recipe"] = recipe
+            if not fp8_recipe_of(p.get("dtype")):
+                ci["training.fp8_recipe"] = conv["fp8_recipe_why"]
+        if recipe == "mxfp8" and not prof.startswith(("b200", "gb200", "gb300")):
+            return None, "MXFP8 on a GPU without block-scaled FP8 tensor cores (%s)" % prof
     compiled = "compile" in ((p.get("other") or "") + " " + (r.get("notes") or "")).lower()
     if conv.get("eager_llama") and not compiled:
         if model.get("norm") == "rmsnorm":
@@ -528,6 +617,9 @@ def convert(r):
     if loss:
         training["loss_impl"] = loss
         ci["training.loss_impl"] = conv["loss_why"]
+    elif preset and conv.get("preset_loss"):
+        training["loss_impl"] = conv["preset_loss"]
+        ci["training.loss_impl"] = conv["preset_loss_why"]
     if conv.get("optimizer_impl"):
         training["optimizer_impl"] = conv["optimizer_impl"]
         ci["training.optimizer_impl"] = conv["optimizer_why"]
@@ -549,6 +641,10 @@ def convert(r):
     if net:
         cluster["inter_node"] = net
         ci["cluster.inter_node"] = why
+    elif prof in NVL72:
+        cluster["inter_node"] = {"nics_per_node": gpn}
+        if gpus > gpn:
+            ci["cluster.inter_node"] = "one NIC per GPU, the profile's line rate (NVL72 datasheet)"
     elif gpus > gpn:
         ci["cluster.inter_node"] = "the GPU profile's reference node network (DGX datasheet)"
     scen = {"schema": "parasim.scenario/1", "name": r["id"], "model": model,

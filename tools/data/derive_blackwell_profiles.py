@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Derive the Grace-Blackwell NVL72 profiles (GB200, GB300) from the B200 profile, and add the
+Blackwell-only figures (MXFP8 GEMMs, cuDNN fused attention) to all three.
+
+Every figure that differs from the B200's names its own source (datasheet or published
+measurement); every figure carried over from the B200 says so and is marked "assumed" unless the
+reason it carries over is itself a fact (same die, same HBM3e stacks). Run from the repository root:
+
+    python3 tools/data/derive_blackwell_profiles.py
+
+It rewrites calibrate/profiles/{b200-sxm-180g,gb200-nvl72-186g,gb300-nvl72-288g}.json; the output
+is deterministic (the B200 file is the only input besides the constants below).
+"""
+import copy
+import json
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PROFILES = os.path.join(ROOT, "calibrate", "profiles")
+DATE = "2026-11-30"
+MB = "shared/validation/published_microbench.json"
+
+GB200_SHEET = ("NVIDIA GB200 NVL72 datasheet (rack of 36 Grace CPUs and 72 Blackwell GPUs): FP16/BF16 Tensor Core 360 "
+               "PFLOPS and FP8/FP6 720 PFLOPS with sparsity, i.e. %s per GPU dense")
+GB300_SHEET = ("NVIDIA GB300 NVL72 datasheet (36 Grace CPUs, 72 Blackwell Ultra GPUs): FP16/BF16 Tensor Core 360 PFLOPS and "
+               "FP8/FP6 720 PFLOPS with sparsity (unchanged from GB200; Blackwell Ultra raises FP4 only), i.e. %s per GPU dense")
+NVL72_NODE = ("Scenarios model the NVLink domain as the node: an NVL72 rack, or the part of it a job uses (jobs commonly "
+              "take 64 of its 72 GPUs, 16 of the 18 compute trays), is one node of up to 72 GPUs whose every pair of GPUs "
+              "talks over NVLink 5 through the rack's NVLink switch trays; NICs: one per GPU.")
+
+
+def fig(value, how, source, rng=None, range_source=None, **extra):
+    f = {"value": value, "how": how, "source": source}
+    if rng:
+        f["range"] = list(rng)
+        f["range_source"] = range_source
+    f.update(extra)
+    return f
+
+
+def carried(f, why):
+    """A B200 figure carried over: same value and range, 'assumed' with the reason in front."""
+    g = copy.deepcopy(f)
+    g["how"] = "assumed"
+    g["source"] = "assumed: the B200 profile's figure (%s); B200: %s" % (why, f["source"])
+    return g
+
+
+def blackwell_additions(p, gpu, fp8_peak, fp8_eff, fp8_how, fp8_src, measured_gpu=False):
+    """MXFP8 GEMMs and cuDNN fused attention, on any Blackwell profile."""
+    c = p["compute"]
+    c["peak_tflops"]["mxfp8"] = fig(fp8_peak, "datasheet",
+                                    "Blackwell's fifth-generation tensor cores run the OCP MX formats (MXFP8: E4M3/E5M2 with one "
+                                    "E8M0 scale per 32 elements) at the FP8 rate; NVIDIA's %s datasheet lists one 'FP8/FP6' figure "
+                                    "for both: %s TFLOP/s dense" % (gpu, fp8_peak))
+    fp8 = c["gemm_max_efficiency"]["fp8"]
+    c["gemm_max_efficiency"]["mxfp8"] = fig(
+        fp8_eff, "assumed",
+        "assumed: the per-tensor FP8 figure (%s: %s); no published MXFP8 GEMM sweep found. The block-scaled MMA "
+        "(tcgen05.mma with scale factors) runs at the FP8 rate, its scales read from tensor memory" % (fp8_how, fp8_src))
+    if "shape_mnk" in fp8:
+        c["gemm_max_efficiency"]["mxfp8"]["shape_mnk"] = fp8["shape_mnk"]
+    fa4 = ("Zadouri, Hoehnerbach, Shah, Liu, Thakkar, Dao 2026, 'FlashAttention-4: Algorithm and Kernel Pipelining Co-Design "
+           "for Asymmetric Hardware Scaling' (arXiv:2603.05451), abstract: on B200 with BF16 FlashAttention-4 reaches up to "
+           "1613 TFLOP/s (71% of 2250) and is up to 1.3x faster than cuDNN 9.13, so cuDNN's fused attention forward runs at "
+           "no less than 1613 / 1.3 = 1241 TFLOP/s = 0.551 of peak")
+    c["attention_kernels"] = {"cudnn": {
+        "note": "cuDNN fused attention (Transformer Engine's FusedAttention, the backend Megatron-Core/NeMo/Megatron-Bridge "
+                "select on Blackwell); fractions of this GPU's bf16 peak",
+        "fwd_efficiency": fig(0.551, "published" if measured_gpu else "assumed",
+                              fa4 if measured_gpu else "assumed: the B200 fraction (same Blackwell SMs; the paper measured B200): " + fa4,
+                              (0.551, 0.717), "from cuDNN 9.13 (FlashAttention-4 / 1.3) to FlashAttention-4's 71.7%"),
+        "bwd_efficiency": fig(0.511, "assumed",
+                              "assumed: the forward fraction times the Hopper backward/forward ratio of the architecture-native "
+                              "kernel (h100-sxm5-80g compute.attention_kernels.flash3: 0.5687 / 0.6125 = 0.928, from Shah et al. "
+                              "2024 'FlashAttention-3' section 4.1); FlashAttention-4 reports no cuDNN backward figure in its "
+                              "abstract: " + fa4,
+                              (0.45, 0.6), "the forward range times the Hopper ratio, widened"),
+    }}
+
+
+def main():
+    b200_path = os.path.join(PROFILES, "b200-sxm-180g.json")
+    b200 = json.load(open(b200_path))
+    b200.get("compute", {}).pop("attention_kernels", None)
+    b200["compute"]["peak_tflops"].pop("mxfp8", None)
+    b200["compute"]["gemm_max_efficiency"].pop("mxfp8", None)
+    base = copy.deepcopy(b200)
+
+    bfp8 = b200["compute"]["gemm_max_efficiency"]["fp8"]
+    blackwell_additions(b200, "HGX B200", 4500, bfp8["value"], "published", bfp8["source"], measured_gpu=True)
+    json.dump(b200, open(b200_path, "w"), indent=1, ensure_ascii=False)
+    open(b200_path, "a").write("\n")
+
+    for gpu, name, mem_gb, nic_gbps, nic_src, sheet in (
+            ("GB200", "gb200-nvl72-186g", 186, 50,
+             "NVIDIA GB200 NVL72 reference architecture: one ConnectX-7 400 Gb/s (50 GB/s) InfiniBand/Ethernet NIC per GPU "
+             "for the compute fabric (4 per compute tray)", GB200_SHEET),
+            ("GB300", "gb300-nvl72-288g", 288, 100,
+             "NVIDIA GB300 NVL72 datasheet: ConnectX-8 SuperNIC, 800 Gb/s (100 GB/s) per GPU for the compute fabric",
+             GB300_SHEET)):
+        p = copy.deepcopy(base)
+        c, m, n = p["compute"], p["memory"], p["network"]
+        p["name"] = name
+        p["description"] = (
+            "NVIDIA %s (Grace-%s superchip GPU in a %s NVL72 rack, %d GB HBM3e) from datasheets and published measurements; "
+            "figures the B200 shares (same Blackwell die family) are carried over from b200-sxm-180g.json and marked assumed "
+            "where nothing but the shared die supports them. %s Replace with a measured profile from parasim-calibrate."
+            % (gpu, "Blackwell" if gpu == "GB200" else "Blackwell Ultra", gpu, mem_gb, NVL72_NODE))
+        p["device"] = {
+            "name": "NVIDIA " + gpu, "sms": 148, "memory_bytes": mem_gb * 1e9, "how": "datasheet", "date": DATE,
+            "source": ("NVIDIA %s NVL72 datasheet: %s per rack of 72 GPUs (%d GB per GPU, taken as %de9 bytes); 148 SMs "
+                       "assumed from the B200 (Chips and Cheese, 'Nvidia's B200: Keeping the CUDA Juggernaut Rolling', 2025: 74 "
+                       "SMs enabled per die, two dies); no published SM count for this part found"
+                       % (gpu, "up to 13.4 TB HBM3e, 576 TB/s" if gpu == "GB200" else "up to 20.7 TB HBM3e, 576 TB/s",
+                          mem_gb, mem_gb))}
+        c["peak_tflops"] = {
+            "bf16": fig(2500, "datasheet", sheet % "2.5 PFLOP/s BF16" + "; the ml-engineering MAMF table uses 2500 for GB200 "
+                        "[%s id mamf-bf16-nvidia-gb200-sxm]" % MB),
+            "fp16": fig(2500, "datasheet", sheet % "2.5 PFLOP/s FP16"),
+            "fp8": fig(5000, "datasheet", sheet % "5 PFLOP/s FP8" + "; the MAMF table uses 5000 for GB200 "
+                       "[%s id mamf-fp8-nvidia-gb200-sxm]" % MB),
+        }
+        mamf_bf16 = ("ml-engineering MAMF table (stas00/ml-engineering compute/accelerator/README.md), via %s id "
+                     "mamf-bf16-nvidia-gb200-sxm: 1822.0 of 2500 TFLOP/s at 4096x9728x2048 (torch 2.10 nightly, cu130)" % MB)
+        mamf_fp8 = ("ml-engineering MAMF table, via %s id mamf-fp8-nvidia-gb200-sxm: 3615.6 of 5000 TFLOP/s at 19456x5120x1536"
+                    % MB)
+        # No shape_mnk on the FP8 figure: at its small-K best shape (k = 1536) the B200-fitted fixed time and
+        # epilogue rate, which the GEMM kernel model does not overlap with the main loop, would leave less time
+        # for the main loop than the peak allows, so the figure is taken as the main-loop efficiency itself
+        # (cost_model.h); large-K GEMMs then run a little below it (conservative).
+        no_shape = ("; taken as the main-loop efficiency (no shape_mnk): at k = 1536 the kernel model's B200-fitted "
+                    "fixed time and non-overlapped epilogue leave no room for the main loop")
+        mamf_fp8 += no_shape
+        if gpu == "GB200":
+            bf = fig(0.7288, "published", mamf_bf16, shape_mnk=[4096, 9728, 2048])
+            f8 = fig(0.7231, "published", mamf_fp8)
+        else:
+            b300 = ("the HGX B300's MAMF (1769.0 TFLOP/s bf16, 3353.3 fp8 [%s ids mamf-bf16-nvidia-b300-sxm, "
+                    "mamf-fp8-nvidia-b300-sxm]) over this part's 2500 / 5000 peaks: 0.708 / 0.671" % MB)
+            bf = fig(0.7288, "assumed", "assumed: the GB200 measurement (same BF16/FP8 peaks per GPU, same NVL72 platform; no "
+                     "GB300 MAMF published): " + mamf_bf16, (0.7076, 0.7288), "from " + b300 + " to the GB200's",
+                     shape_mnk=[4096, 9728, 2048])
+            f8 = fig(0.7231, "assumed", "assumed: the GB200 measurement (no GB300 MAMF published): " + mamf_fp8,
+                     (0.6707, 0.7231), "from " + b300 + " to the GB200's")
+        c["gemm_max_efficiency"] = {"bf16": bf, "fp16": copy.deepcopy(bf), "fp8": f8}
+        for k, why in (("gemm_tile_m", "same tensor cores"), ("gemm_tile_n", "same tensor cores"),
+                       ("gemm_unaligned_ratio", "same tensor cores"),
+                       ("gemm_fixed_us", "same Blackwell SMs; the B200 fit to OpenXLA's sm_100 table"),
+                       ("gemm_epilogue_gbps", "same SMs and the same 8 TB/s HBM3e"),
+                       ("attention_fwd_efficiency", "same SMs"), ("attention_bwd_efficiency", "same SMs"),
+                       ("kernel_overhead_us", "same runtime"), ("overlap_compute_slowdown", "no Blackwell measurement")):
+            if c[k]["how"] != "assumed":
+                c[k] = carried(c[k], why)
+        c["sustained_clock_ratio"] = carried(
+            c["sustained_clock_ratio"],
+            "same die; %s runs at a higher power limit than the B200's 1000 W, so it throttles less: this errs slow"
+            % ("GB200 (1200 W)" if gpu == "GB200" else "GB300 (1400 W)"))
+        c["sustained_clock_ratio"]["range"] = [c["sustained_clock_ratio"]["value"], 1.0]
+        c["sustained_clock_ratio"]["range_source"] = "from the B200's measured MSMF/MAMF to no derating"
+        m["hbm_gbps"] = fig(8000, "datasheet", "NVIDIA %s NVL72 datasheet: 576 TB/s HBM3e per 72 GPUs = 8 TB/s per GPU" % gpu)
+        m["pcie_gbps"] = fig(225, "assumed",
+                             "assumed: host-device copies cross NVLink-C2C, 900 GB/s per superchip (450 GB/s each way) between "
+                             "one Grace CPU and its two GPUs (NVIDIA %s datasheet), half of one direction per GPU; the NICs sit "
+                             "on PCIe Gen5 x16, faster than their %d GB/s line rate" % (gpu, nic_gbps))
+        m["host_memory_gbps"] = fig(
+            18400, "datasheet",
+            "NVIDIA %s NVL72 datasheet: 18.4 TB/s LPDDR5X over the rack's 36 Grace CPUs (512 GB/s each) for 72 GPUs; a node "
+            "here is the NVLink domain, so a job on 64 of its GPUs sees 12%% more host bandwidth per GPU than it has" % gpu)
+        m["runtime_reserved_gib"] = carried(m["runtime_reserved_gib"], "same software stack")
+        m["hbm_efficiency"] = carried(m["hbm_efficiency"], "same HBM3e")
+        n["nvlink_gbps"] = fig(900, "datasheet", "NVIDIA %s NVL72 datasheet: NVLink 5, 130 TB/s per 72 GPUs = 1.8 TB/s per GPU "
+                               "= 900 GB/s per direction, to every GPU of the rack through the NVLink switch trays" % gpu)
+        n["intra_bus_efficiency"] = carried(n["intra_bus_efficiency"], "the same NVLink 5 links, measured on an 8-GPU HGX board")
+        n["intra_alpha_us"] = carried(n["intra_alpha_us"], "NVLink 5 through NVSwitch; one switch hop as on HGX")
+        n["inter_bus_efficiency"] = carried(n["inter_bus_efficiency"], "a measured multi-node all_reduce on Blackwell nodes")
+        n["node_nics"] = fig(72, "datasheet", nic_src + "; 72 per NVL72 rack (a scenario using part of the rack sets "
+                             "cluster.inter_node.nics_per_node to its GPU count)")
+        n["node_nic_gbps"] = fig(nic_gbps, "datasheet", nic_src)
+        n["collective_points"] = []  # the B200's were measured on 8-GPU HGX nodes and EFA, not on this system
+        nv = n["nccl"]["nvls"]
+        nv["algbw_gbps"] = carried(nv["algbw_gbps"], "NVLink SHARP on the same NVLink 5 switches")
+        nv["min_ranks"] = carried(nv["min_ranks"], "NCCL's selection on NVLink 5 switches")
+        blackwell_additions(p, gpu + " NVL72", 5000, f8["value"], f8["how"], f8["source"])
+        out = os.path.join(PROFILES, name + ".json")
+        json.dump(p, open(out, "w"), indent=1, ensure_ascii=False)
+        open(out, "a").write("\n")
+        print("wrote", os.path.relpath(out, ROOT))
+    print("wrote", os.path.relpath(b200_path, ROOT))
+
+
+if __name__ == "__main__":
+    main()
