@@ -23,10 +23,12 @@ std::vector<std::pair<std::string, Figure*>> ranged(Profile& p, const TrainingSp
   std::vector<std::pair<std::string, Figure*>> out;
   for (auto& [dt, f] : p.gemm_max_efficiency) out.push_back({"gemm_max_efficiency." + dt, &f});
   const std::string kernel = t.priced_attention_kernel();
-  const auto [fwd, bwd] = p.attention_efficiency(kernel);
-  const std::string prefix = kernel == kAttentionDefault ? "attention_" : "attention_kernels." + kernel + ".";
-  out.push_back({prefix + "fwd_efficiency", fwd});
-  out.push_back({prefix + "bwd_efficiency", bwd});
+  if (kernel != kAttentionDefault || p.has_fused_attention) {
+    const auto [fwd, bwd] = p.attention_efficiency(kernel);
+    const std::string prefix = kernel == kAttentionDefault ? "attention_" : "attention_kernels." + kernel + ".";
+    out.push_back({prefix + "fwd_efficiency", fwd});
+    out.push_back({prefix + "bwd_efficiency", bwd});
+  }
   for (auto& [name, f] : std::initializer_list<std::pair<const char*, Figure*>>{
            {"hbm_efficiency", &p.hbm_efficiency}, {"kernel_overhead_us", &p.kernel_overhead_us},
            {"gemm_fixed_us", &p.gemm_fixed_us}, {"gemm_epilogue_gbps", &p.gemm_epilogue_gbps},

@@ -27,8 +27,9 @@ void add_list_command(CLI::App& app, Context& ctx) {
       } else {
         for (const auto& n : profile_names(ctx.data_dir)) {
           const Profile p = load_profile(ctx.data_dir, n, "list");
-          fmt::print("{:<22} {:<28} {:>6.1f} GiB  bf16 {:>6.0f} TFLOP/s  ({})\n", n, p.device.name, p.device.memory_bytes / kGiB,
-                     p.peak_tflops.count("bf16") ? p.peak_tflops.at("bf16").value : 0.0, p.device.how);
+          const char* dt = p.peak_tflops.count("bf16") ? "bf16" : "fp16";  // Volta has fp16 tensor cores only
+          fmt::print("{:<22} {:<28} {:>6.1f} GiB  {} {:>6.0f} TFLOP/s  ({})\n", n, p.device.name, p.device.memory_bytes / kGiB, dt,
+                     p.peak_tflops.count(dt) ? p.peak_tflops.at(dt).value : 0.0, p.device.how);
         }
       }
       return 0;
@@ -44,8 +45,7 @@ std::vector<std::pair<std::string, Figure>> figures(const Profile& p) {
   for (const auto& [dt, f] : p.gemm_max_efficiency) out.push_back({"gemm_max_efficiency." + dt, f});
   for (const auto& [k, f] : std::initializer_list<std::pair<const char*, const Figure*>>{
            {"gemm_tile_m", &p.gemm_tile_m}, {"gemm_tile_n", &p.gemm_tile_n}, {"gemm_unaligned_ratio", &p.gemm_unaligned_ratio}, {"gemm_fixed_us", &p.gemm_fixed_us},
-           {"gemm_epilogue_gbps", &p.gemm_epilogue_gbps}, {"attention_fwd_efficiency", &p.attention_fwd_efficiency},
-           {"attention_bwd_efficiency", &p.attention_bwd_efficiency}, {"kernel_overhead_us", &p.kernel_overhead_us},
+           {"gemm_epilogue_gbps", &p.gemm_epilogue_gbps}, {"kernel_overhead_us", &p.kernel_overhead_us},
            {"overlap_compute_slowdown", &p.overlap_compute_slowdown}, {"sustained_clock_ratio", &p.sustained_clock_ratio},
            {"hbm_gbps", &p.hbm_gbps}, {"hbm_efficiency", &p.hbm_efficiency},
            {"runtime_reserved_gib", &p.runtime_reserved_gib}, {"pcie_gbps", &p.pcie_gbps}, {"nvlink_gbps", &p.nvlink_gbps},
@@ -53,6 +53,10 @@ std::vector<std::pair<std::string, Figure>> figures(const Profile& p) {
            {"inter_bus_efficiency", &p.inter_bus_efficiency}, {"inter_alpha_us", &p.inter_alpha_us}, {"node_nics", &p.node_nics},
            {"node_nic_gbps", &p.node_nic_gbps}})
     out.push_back({k, *f});
+  if (p.has_fused_attention) {
+    out.push_back({"attention_fwd_efficiency", p.attention_fwd_efficiency});
+    out.push_back({"attention_bwd_efficiency", p.attention_bwd_efficiency});
+  }
   for (const auto& [k, a] : p.attention_kernels) {
     out.push_back({"attention_kernels." + k + ".fwd_efficiency", a.fwd_efficiency});
     out.push_back({"attention_kernels." + k + ".bwd_efficiency", a.bwd_efficiency});

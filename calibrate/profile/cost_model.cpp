@@ -14,7 +14,10 @@ CostModel::CostModel(const Profile& profile, std::string dtype, const std::strin
       // attention in 16-bit; fp32 training runs attention at the fp32/tf32 rate.
       attention_peak_(profile.peak_flops(is_fp8(dtype_) ? "bf16" : dtype_)) {
   gemm_ = gemm_kernel_model(profile, dtype_);  // fails early if the profile cannot price this dtype
-  std::tie(attention_fwd_, attention_bwd_) = profile.attention_efficiency(attention_kernel);
+  // A profile without fused attention prices unfused attention only (as GEMMs and memory passes):
+  // attention_s then names the missing figures.
+  if (attention_kernel != kAttentionDefault || profile.has_fused_attention)
+    std::tie(attention_fwd_, attention_bwd_) = profile.attention_efficiency(attention_kernel);
   if (is_fp8(dtype_)) sixteen_bit_ = std::make_unique<CostModel>(profile, "bf16", attention_kernel);
 }
 
@@ -27,6 +30,7 @@ double CostModel::memory_s(double bytes) const {
 }
 
 double CostModel::attention_s(double flops, bool backward) const {
+  if (!attention_fwd_) p_.attention_efficiency(kAttentionDefault);  // throws: the profile prices no fused attention
   const double eff = backward ? attention_bwd_->value : attention_fwd_->value;
   return flops / (attention_peak_ * eff * p_.sustained_clock_ratio.value) + p_.kernel_overhead_us.value * 1e-6;
 }

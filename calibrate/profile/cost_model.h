@@ -73,8 +73,8 @@ class CostModel {
   std::string dtype_;
   double peak_;
   double attention_peak_;
-  const Figure* attention_fwd_;
-  const Figure* attention_bwd_;
+  const Figure* attention_fwd_ = nullptr;
+  const Figure* attention_bwd_ = nullptr;
   GemmKernelModel gemm_;
   std::unique_ptr<CostModel> sixteen_bit_;  // the bf16 model beside an fp8 one (gemm16_s)
   mutable std::int64_t fallbacks_ = 0;

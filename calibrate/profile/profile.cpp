@@ -127,7 +127,12 @@ double Profile::gemm_efficiency(const std::string& dtype) const {
 }
 
 std::pair<const Figure*, const Figure*> Profile::attention_efficiency(const std::string& kernel) const {
-  if (kernel == kAttentionDefault) return {&attention_fwd_efficiency, &attention_bwd_efficiency};
+  if (kernel == kAttentionDefault) {
+    if (!has_fused_attention)
+      throw ProfileError(file + ": /compute/attention_fwd_efficiency: profile \"" + name +
+                         "\" prices no fused attention kernel (no FlashAttention runs on this GPU)");
+    return {&attention_fwd_efficiency, &attention_bwd_efficiency};
+  }
   const auto it = attention_kernels.find(kernel);
   if (it == attention_kernels.end())
     throw ProfileError(file + ": /compute/attention_kernels/" + kernel + ": profile \"" + name +
@@ -185,8 +190,11 @@ Profile parse_profile(const Json& j, const std::string& file) {
     p.gemm_tile_m = figure(c, "gemm_tile_m", 1, 4096);
     p.gemm_tile_n = figure(c, "gemm_tile_n", 1, 4096);
     p.gemm_unaligned_ratio = figure(c, "gemm_unaligned_ratio", 0.05, 1.0);
-    p.attention_fwd_efficiency = figure(c, "attention_fwd_efficiency", 0.01, 1.0);
-    p.attention_bwd_efficiency = figure(c, "attention_bwd_efficiency", 0.01, 1.0);
+    p.has_fused_attention = c.has("attention_fwd_efficiency") || c.has("attention_bwd_efficiency");
+    if (p.has_fused_attention) {
+      p.attention_fwd_efficiency = figure(c, "attention_fwd_efficiency", 0.01, 1.0);
+      p.attention_bwd_efficiency = figure(c, "attention_bwd_efficiency", 0.01, 1.0);
+    }
     if (auto ak = c.object_opt("attention_kernels")) {
       if (ak->has(kAttentionDefault))
         ak->fail(kAttentionDefault, std::string("the default kernel is priced by compute.attention_fwd_efficiency and ") +

@@ -108,6 +108,9 @@ struct Profile {
   // 16-byte vector loads of the fast kernels, and cuBLAS falls back to narrower-load kernels.
   Figure gemm_unaligned_ratio;
   Figure attention_fwd_efficiency, attention_bwd_efficiency;  // fused attention, fraction of peak
+  // False when the profile lists neither figure: no fused attention kernel runs on the GPU
+  // (FlashAttention needs Ampere or later; V100 runs attention unfused).
+  bool has_fused_attention = true;
   // Other fused-attention implementations (compute.attention_kernels, e.g. "triton": FlashAttention
   // in Triton), each with its own forward/backward efficiency; the figures above are kAttentionDefault.
   struct AttentionKernel {

@@ -220,12 +220,19 @@ void validate(const Scenario& s, const JsonObject& root) {
   if (t.rope_impl == "eager" && s.model.position_embedding != "rope")
     fail("/training/rope_impl", "\"eager\" is the Llama reference rotary embedding; the model's position_embedding is \"" +
                                     s.model.position_embedding + "\"");
+  if (t.flash_attention && t.attention_kernel == kAttentionDefault && !s.profile.has_fused_attention)
+    fail("/training/flash_attention", "the GPU profile \"" + s.profile.name + "\" (" + s.profile.file +
+                                          ") prices no fused attention kernel (FlashAttention needs Ampere or later): set "
+                                          "flash_attention false for unfused attention");
   if (t.flash_attention && t.attention_kernel != kAttentionDefault && !s.profile.attention_kernels.count(t.attention_kernel))
     fail("/training/attention_kernel", "the GPU profile \"" + s.profile.name + "\" (" + s.profile.file +
                                            ") has no figures for attention kernel \"" + t.attention_kernel +
                                            "\" (compute.attention_kernels)");
-  if (t.dtype == "fp8" && !s.profile.peak_tflops.count("fp8"))
-    fail("/training/dtype", "the GPU profile \"" + s.profile.name + "\" has no fp8 peak");
+  for (const auto& [figures, what] : {std::pair{&s.profile.peak_tflops, "peak (compute.peak_tflops."},
+                                      std::pair{&s.profile.gemm_max_efficiency, "GEMM efficiency (compute.gemm_max_efficiency."}})
+    if (!figures->count(t.dtype))
+      fail("/training/dtype", "the GPU profile \"" + s.profile.name + "\" (" + s.profile.file + ") has no " + t.dtype + " " + what +
+                                  t.dtype + ")" + (t.dtype == "bf16" ? "; GPUs before Ampere have no bf16 tensor cores: use fp16" : ""));
   if (t.gemm_dtype() == "mxfp8" && !(s.profile.peak_tflops.count("mxfp8") && s.profile.gemm_max_efficiency.count("mxfp8")))
     fail("/training/fp8_recipe", "mxfp8 needs block-scaled FP8 tensor cores (Blackwell): the GPU profile \"" + s.profile.name +
                                      "\" (" + s.profile.file + ") has no compute.peak_tflops.mxfp8 and compute.gemm_max_efficiency.mxfp8");

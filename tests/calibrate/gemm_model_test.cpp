@@ -147,7 +147,12 @@ TEST(GemmKernelModel, EveryShippedProfileReproducesItsBestShapeMeasurement) {
       EXPECT_GT(g.main_efficiency, p.gemm_efficiency(dt)) << name << " " << dt;
       EXPECT_LE(g.main_efficiency, 1.0) << name << " " << dt;
     }
-    EXPECT_FALSE(p.gemm_best_shape.empty()) << name;
+    // A figure without its shape is the main-loop efficiency itself (no published shape: V100;
+    // GB200's small-k FP8 best shape, see tools/data/derive_blackwell_profiles.py).
+    for (const auto& [dt, f] : p.gemm_max_efficiency)
+      if (!p.gemm_best_shape.count(dt)) {
+        EXPECT_DOUBLE_EQ(gemm_kernel_model(p, dt).main_efficiency, f.value) << name << " " << dt;
+      }
   }
 }
 

@@ -159,6 +159,17 @@ TEST(CostModel, Mxfp8UsesTheProfilesBlockScaledFigures) {
   EXPECT_THROW(CostModel(h100, "mxfp8"), ProfileError);
 }
 
+// Volta runs no fused attention: its profile prices unfused attention (GEMMs and memory passes)
+// and fp16 GEMMs; asking it for a fused kernel's time names the missing figure.
+TEST(CostModel, ProfileWithoutFusedAttentionPricesUnfusedOnly) {
+  const Profile v100 = load_profile(test::data_dir(), "v100-sxm3-32g", "test");
+  EXPECT_FALSE(v100.has_fused_attention);
+  const CostModel fp16(v100, "fp16");
+  EXPECT_GT(fp16.gemm_s(4096, 4096, 4096), 2.0 * 4096 * 4096 * 4096 / 125e12);
+  EXPECT_THROW(fp16.attention_s(1e12, false), ProfileError);
+  EXPECT_THROW(CostModel(v100, "bf16"), ProfileError);
+}
+
 // Biased linear layers pay one read of each output gradient for the bias gradient (PyTorch's
 // addmm backward, Megatron's grad_output.sum(0)); hidden dropout writes a 1-byte mask per
 // element in forward and runs its own backward pass (read gradient and mask, write). Row-parallel

@@ -73,7 +73,7 @@ TEST(InvalidScenario, EachProducesItsExactError) {
        "megatron-gpt-39.1b, megatron-gpt-529.6b, megatron-gpt-7.5b, megatron-gpt-76.1b, mpt-30b, mpt-7b"},
       {"unknown gpu", [](Json& j) { j["cluster"]["gpu"] = "h100-sxm-80g"; },
        "test.json: /cluster/gpu: unknown GPU profile \"h100-sxm-80g\"; did you mean \"h100-sxm5-80g\"? Profiles: a100-sxm4-40g, "
-       "a100-sxm4-80g, b200-sxm-180g, gb200-nvl72-186g, gb300-nvl72-288g, h100-sxm5-80g, h200-sxm-141g"},
+       "a100-sxm4-80g, b200-sxm-180g, gb200-nvl72-186g, gb300-nvl72-288g, h100-sxm5-80g, h200-sxm-141g, v100-sxm3-32g"},
       {"pipeline schedule without pp", [](Json& j) { j["parallel"]["schedule"] = "1f1b"; },
        "test.json: /parallel/schedule: pipeline schedule \"1f1b\" needs pp > 1; with pp = 1 use \"ddp\" or \"dataparallel\""},
       {"dp schedule with pp", [](Json& j) { j["parallel"] = {{"dp", 2}, {"pp", 4}, {"schedule", "ddp"}}; },
@@ -116,6 +116,21 @@ TEST(InvalidScenario, EachProducesItsExactError) {
       {"mxfp8 on Hopper", [](Json& j) { j["training"]["dtype"] = "fp8"; j["training"]["fp8_recipe"] = "mxfp8"; },
        "test.json: /training/fp8_recipe: mxfp8 needs block-scaled FP8 tensor cores (Blackwell): the GPU profile \"h100-sxm5-80g\" "
        "(calibrate/profiles/h100-sxm5-80g.json) has no compute.peak_tflops.mxfp8 and compute.gemm_max_efficiency.mxfp8"},
+      {"bf16 on Volta", [](Json& j) {
+         j["cluster"] = {{"gpu", "v100-sxm3-32g"}, {"nodes", 1}, {"gpus_per_node", 8}};
+         j["training"]["flash_attention"] = false;
+       },
+       "test.json: /training/dtype: the GPU profile \"v100-sxm3-32g\" (calibrate/profiles/v100-sxm3-32g.json) has no bf16 peak "
+       "(compute.peak_tflops.bf16); GPUs before Ampere have no bf16 tensor cores: use fp16"},
+      {"fused attention on Volta", [](Json& j) {
+         j["cluster"] = {{"gpu", "v100-sxm3-32g"}, {"nodes", 1}, {"gpus_per_node", 8}};
+         j["training"]["dtype"] = "fp16";
+       },
+       "test.json: /training/flash_attention: the GPU profile \"v100-sxm3-32g\" (calibrate/profiles/v100-sxm3-32g.json) prices no "
+       "fused attention kernel (FlashAttention needs Ampere or later): set flash_attention false for unfused attention"},
+      {"fp32 without fp32 GEMM figures", [](Json& j) { j["training"]["dtype"] = "fp32"; },
+       "test.json: /training/dtype: the GPU profile \"h100-sxm5-80g\" (calibrate/profiles/h100-sxm5-80g.json) has no fp32 GEMM "
+       "efficiency (compute.gemm_max_efficiency.fp32)"},
       {"empty middle virtual stage", [](Json& j) {
          j["parallel"] = {{"dp", 4}, {"pp", 2}, {"vpp", 2}, {"schedule", "interleaved"}, {"stage_layers", {8, 0, 16, 8}}};
        },

@@ -414,6 +414,10 @@ def convert(r):
     if p.get("ep") not in (None, 1):
         return None, "expert parallelism (MoE) is not modelled"
     prof = gpu_profile(h.get("gpu"))
+    dgx2 = "dgx-2" in (h.get("system") or "").lower() and "v100" in (h.get("gpu") or "").lower()
+    if prof is None and dgx2:
+        prof = "v100-sxm3-32g"
+        ci["cluster.gpu"] = "V100 32GB SXM3: the DGX-2 holds 16 Tesla V100 32GB (NVIDIA DGX-2 datasheet)"
     if prof is None:
         return None, "no calibration profile for GPU '%s'" % h.get("gpu")
     if prof == "a100-sxm4-80g" and not re.search(r"80 ?gb", (h.get("gpu") or "").lower()) and dated_before_a100_80gb(title):
@@ -482,6 +486,9 @@ def convert(r):
     if preset and dp > 1 and zero == 0 and fsdp is None:
         zero = 1  # the recipe's distributed optimizer
     gpn = h.get("gpus_per_node")
+    if gpn is None and dgx2:
+        gpn = 16
+        ci["cluster.gpus_per_node"] = "16 GPUs per node (DGX-2: 16 V100 on NVSwitch)"
     if gpn is None and prof in NVL72:
         gpn = max(d for d in range(1, 73) if gpus % d == 0)
         ci["cluster.gpus_per_node"] = NVL72_WHY % (gpn, gpus)
