@@ -85,8 +85,10 @@ void print_summary(std::ostream& os, const Scenario& sc, const Result& r) {
   fmt::print(os, "  {:<22} {:.1f}\n", "TFLOP/s per GPU", r.tflops_per_gpu);
   fmt::print(os, "  {:<22} {:.1f} %  (HFU {:.1f} %)\n", "MFU", 100 * r.mfu, 100 * r.hfu);
   fmt::print(os, "  {:<22} {:.1f} %\n", "bubble fraction", 100 * r.bubble_fraction);
-  fmt::print(os, "  {:<22} {:.2f} GiB of {:.2f} GiB{}\n\n", "peak VRAM per GPU", r.peak_mem_gib, r.capacity_gib,
+  fmt::print(os, "  {:<22} {:.2f} GiB of {:.2f} GiB{}\n", "peak VRAM per GPU", r.peak_mem_gib, r.capacity_gib,
              r.fits_in_memory ? "" : "  ** OUT OF MEMORY **");
+  fmt::print(os, "  {:<22} {:.2f} GiB  (the caching allocator's reserve, as nvidia-smi shows it)\n\n", "reserved per GPU",
+             r.reserved_gib);
   fmt::print(os, "  {:<6} {:<5} {:<28} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>8}\n", "rank", "xN", "role",
              "peak GiB", "weights", "grads", "optim", "activ", "other", "compute", "exposed", "bubble");
   for (const auto& rr : r.ranks) {
@@ -120,6 +122,7 @@ Json result_json(const Result& r) {
   j["hfu"] = r.hfu;
   j["bubble_fraction"] = r.bubble_fraction;
   j["peak_mem_gib"] = r.peak_mem_gib;
+  j["reserved_gib"] = r.reserved_gib;
   j["capacity_gib"] = r.capacity_gib;
   j["fits_in_memory"] = r.fits_in_memory;
   Json ranks = Json::array();
@@ -127,7 +130,8 @@ Json result_json(const Result& r) {
     Json b;
     for (int c = 0; c < kMemCats; ++c) b[memcat_name(static_cast<MemCat>(c))] = rr.mem_breakdown_gib[static_cast<size_t>(c)];
     ranks.push_back({{"rank", rr.rank}, {"count", rr.count}, {"stage", rr.stage}, {"role", rr.role},
-                     {"peak_mem_gib", rr.peak_mem_gib}, {"peak_time_s", rr.peak_time_s}, {"mem_breakdown_gib", b},
+                     {"peak_mem_gib", rr.peak_mem_gib}, {"peak_time_s", rr.peak_time_s}, {"reserved_gib", rr.reserved_gib},
+                     {"mem_breakdown_gib", b},
                      {"compute_s", rr.compute_s}, {"comm_exposed_s", rr.comm_exposed_s}, {"idle_s", rr.idle_s},
                      {"bubble_fraction", rr.bubble_fraction}});
   }

@@ -100,6 +100,8 @@ class Run {
     Bytes total = 0;
     for (Bytes b : c) total += b;
     RankMemory& rm = tl_.memory[static_cast<size_t>(rank)];
+    Bytes& hw = rm.high_water[static_cast<size_t>(d.cat)];
+    hw = std::max(hw, c[static_cast<size_t>(d.cat)]);
     if (!rm.curve.empty() && rm.curve.back().t == now_) rm.curve.back().total = total;
     else rm.curve.push_back({now_, total});
     if (total > rm.peak) {

@@ -16,6 +16,7 @@ struct RankMemory {
   Bytes peak = 0;
   Time peak_time = 0;
   std::array<Bytes, kMemCats> at_peak{};  // breakdown at the moment of the peak
+  std::array<Bytes, kMemCats> high_water{};  // per category, the most it held at any moment
   std::vector<MemSample> curve;           // one sample per change
 };
 

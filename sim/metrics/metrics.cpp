@@ -95,6 +95,9 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
     rr.peak_mem_gib = bytes_to_gib(static_cast<double>(rm.peak));
     rr.peak_time_s = time_to_seconds(rm.peak_time);
     for (int c = 0; c < kMemCats; ++c) rr.mem_breakdown_gib[static_cast<size_t>(c)] = bytes_to_gib(static_cast<double>(rm.at_peak[static_cast<size_t>(c)]));
+    Bytes reserved = 0;
+    for (Bytes b : rm.high_water) reserved += b;
+    rr.reserved_gib = bytes_to_gib(static_cast<double>(reserved));
     const Intervals cm = merged(comp[r]);
     const Intervals co = merged(comm[r]);
     const Intervals own = merged(own_comm[r]);
@@ -117,6 +120,7 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
     idle_mean += w * rr.idle_s;
     for (int ph = 0; ph < kPhases; ++ph) phase_mean[static_cast<size_t>(ph)] += w * rr.phase_s[static_cast<size_t>(ph)];
     res.peak_mem_gib = std::max(res.peak_mem_gib, rr.peak_mem_gib);
+    res.reserved_gib = std::max(res.reserved_gib, rr.reserved_gib);
     res.ranks.push_back(rr);
   }
   if (gpus_total > 0) {

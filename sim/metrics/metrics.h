@@ -19,6 +19,14 @@ struct RankResult {
   double peak_mem_gib = 0;
   double peak_time_s = 0;
   std::array<double, kMemCats> mem_breakdown_gib{};
+  // What nvidia-smi shows at the end of a step: PyTorch's caching allocator returns no memory to
+  // the driver and serves a request only from a cached block at least as large, so each kind of
+  // tensor keeps the segments of its own high-water mark (activations of a layer's size, gathered
+  // parameter units, the optimizer step's partition-sized flat buffers rarely fit each other's
+  // blocks): the sum over memory categories of each one's most at any moment. The peak above is
+  // what is allocated at once (torch.cuda.max_memory_allocated plus the runtime's reserve), and what
+  // decides out of memory (on a failed cudaMalloc the allocator frees its cache and retries).
+  double reserved_gib = 0;
   double compute_s = 0;       // compute stream busy (includes TP comm on the critical path)
   double comm_exposed_s = 0;  // own communication while the compute stream is idle
   double idle_s = 0;
@@ -43,6 +51,7 @@ struct Result {
   double hfu = 0;
   double bubble_fraction = 0;
   double peak_mem_gib = 0;
+  double reserved_gib = 0;  // the most over ranks of RankResult::reserved_gib
   double capacity_gib = 0;
   bool fits_in_memory = true;
   std::vector<RankResult> ranks;

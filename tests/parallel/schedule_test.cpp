@@ -260,6 +260,37 @@ TEST(ZeroImpl, DeepSpeedBf16OptimizerKeepsAnFp32BufferForEveryLocalParameter) {
   EXPECT_EQ(test::scenario_error(j), "test.json: /parallel/zero_impl: \"deepspeed-bf16\" describes DeepSpeed's BF16 optimizer (ZeRO stage 1), but zero_stage is 2");
 }
 
+// nvidia-smi's view (RankResult::reserved_gib): each memory category keeps the cached segments of
+// its own high-water mark. With DeepSpeed's ZeRO-1 step the fp32 cast of the gradient partition
+// lives only during the step, after the last backward freed the activations: the allocated peak
+// holds one of the two, the reserve both.
+TEST(AllocatorReserve, EachCategoryKeepsItsHighWaterMark) {
+  Json j = test::base_scenario();  // llama2-7b, dp 8, one stage
+  j["parallel"]["zero_stage"] = 1;
+  j["parallel"]["zero_impl"] = "deepspeed";
+  j["training"]["global_batch"] = 16;
+  j["training"]["micro_batch"] = 2;
+  const auto out = test::simulate_with(test::scenario_from(j), test::FreeNetwork{});
+  const RankMemory& rm = out.timeline.memory[0];
+  Bytes sum = 0;
+  for (Bytes b : rm.high_water) sum += b;
+  EXPECT_DOUBLE_EQ(out.result.ranks[0].reserved_gib, bytes_to_gib(static_cast<double>(sum)));
+  const Program& p = out.program;
+  const auto& st = p.ranks[0].static_mem;
+  const auto cat = [&](MemCat c) { return static_cast<double>(rm.high_water[static_cast<size_t>(c)]); };
+  // Static categories: their static bytes plus the transient that rises on top of them.
+  Bytes step_transient = 0;
+  for (const Op& op : p.ops)
+    if (op.rank == 0 && op.phase == Phase::Optimizer && op.at_start.cat == MemCat::Optimizer) step_transient = op.at_start.bytes;
+  ASSERT_GT(step_transient, 0);
+  EXPECT_EQ(cat(MemCat::Optimizer), static_cast<double>(st[static_cast<size_t>(MemCat::Optimizer)] + step_transient));
+  // The activations' high-water mark is their peak during the microbatches, which the step does not overlap.
+  EXPECT_GT(cat(MemCat::Activations), 0);
+  EXPECT_NEAR(out.result.ranks[0].reserved_gib - out.result.ranks[0].peak_mem_gib,
+              std::min(bytes_to_gib(cat(MemCat::Activations)), bytes_to_gib(static_cast<double>(step_transient))), 1e-9);
+  EXPECT_GE(out.result.reserved_gib, out.result.peak_mem_gib);
+}
+
 TEST(GradAccumulation, UnfusedAddsOnePassPerLayerAndMicrobatch) {
   // Without gradient-accumulation fusion each microbatch's weight gradient is added into the
   // buffer: per layer (and once for the embedding and head) read the 16-bit gradient, read and
