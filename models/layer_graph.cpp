@@ -143,6 +143,8 @@ double fp8_cast_bytes(const std::string& recipe) {
   return 2 + 1 + 1;  // delayed
 }
 
+double fp8_saved_input_bytes(const std::string& recipe) { return recipe == "mxfp8" ? 1 + 1.0 / 32 : 1; }
+
 LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   LayerGraph g;
   g.shape = sh;

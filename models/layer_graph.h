@@ -62,6 +62,9 @@ struct LayerShape {
 //            row-wise and a column-wise FP8 copy (1 + 1 B) and one 1-byte scale per 32 elements
 //            of each (2 / 32 B).
 double fp8_cast_bytes(const std::string& recipe);
+// Bytes per element of the FP8 copy of its input a linear layer saves for the weight gradient:
+// 1, and MXFP8's 1-byte scale per 32 elements.
+double fp8_saved_input_bytes(const std::string& recipe);
 
 struct LayerGraph {
   LayerShape shape;

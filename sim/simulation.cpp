@@ -17,7 +17,7 @@ LayerShape layer_shape(const Scenario& sc) {
   sh.flash_attention = sc.training.flash_attention;
   sh.fp8_gemms = sc.training.dtype == "fp8";
   sh.fp8_cast_bytes = fp8_cast_bytes(sc.training.fp8_recipe);
-  sh.fp8_saved_input_bytes = sc.training.fp8_recipe == "mxfp8" ? 1.0 + 1.0 / 32 : 1.0;
+  sh.fp8_saved_input_bytes = fp8_saved_input_bytes(sc.training.fp8_recipe);
   sh.eager_norm = sc.training.norm_impl == "eager";
   sh.eager_rope = sc.training.rope_impl == "eager";
   sh.loss = sc.training.loss_impl == "eager" ? LossImpl::Eager : sc.training.loss_impl == "fused" ? LossImpl::Fused : LossImpl::Megatron;

@@ -69,7 +69,9 @@ TEST(Activations, Fp8LinearLayersSaveTheirInputsInFp8) {
     bf.flash_attention = true;
     LayerShape f8 = bf, mx = bf;
     f8.fp8_gemms = mx.fp8_gemms = true;
-    mx.fp8_saved_input_bytes = 1 + 1.0 / 32;
+    mx.fp8_saved_input_bytes = fp8_saved_input_bytes("mxfp8");
+    EXPECT_DOUBLE_EQ(fp8_saved_input_bytes("mxfp8"), 1 + 1.0 / 32);
+    EXPECT_DOUBLE_EQ(fp8_saved_input_bytes("current"), 1.0);
     const double t = 8, sp_div = sp ? t : 1;
     for (const auto& [shp, li] : {std::pair{f8, 1.0}, std::pair{mx, 1 + 1.0 / 32}}) {
       const double saved = (e - li) * (2 * s * h / sp_div + (s * h + s * f) / t);
