@@ -630,11 +630,17 @@ TEST(Recompute, OpLevelSacReplaysEveryOtherMatmulAndTheElementwiseOps) {
   EXPECT_GT(out.result.hfu, out.result.mfu);  // the replayed matmuls count as hardware FLOPs
 }
 
-TEST(UnevenPipeline, StageLayersSetPerStageWork) {
+// Llama 3.1 405B on H100 nodes, a 16-sequence batch of 8k: the uneven-pipeline tests' base.
+Json llama405b_h100(int nodes) {
   Json j = test::base_scenario();
   j["model"] = "llama3.1-405b";
-  j["cluster"] = {{"gpu", "h100-sxm5-80g"}, {"nodes", 16}, {"gpus_per_node", 8}};
+  j["cluster"] = {{"gpu", "h100-sxm5-80g"}, {"nodes", nodes}, {"gpus_per_node", 8}};
   j["training"] = {{"global_batch", 16}, {"micro_batch", 1}, {"seq_len", 8192}};
+  return j;
+}
+
+TEST(UnevenPipeline, StageLayersSetPerStageWork) {
+  Json j = llama405b_h100(16);
   std::vector<int> layers(16, 8);
   layers.front() = 7;
   layers.back() = 7;
@@ -648,10 +654,7 @@ TEST(UnevenPipeline, StageLayersSetPerStageWork) {
 TEST(UnevenPipeline, InterleavedChunksCanBeUnevenPerVirtualStage) {
   // Llama 3 405B's layout: 126 layers, interleaved, the first and last virtual stages one layer
   // short (Megatron-Core's --decoder-first/last-pipeline-num-layers with VPP).
-  Json j = test::base_scenario();
-  j["model"] = "llama3.1-405b";
-  j["cluster"] = {{"gpu", "h100-sxm5-80g"}, {"nodes", 8}, {"gpus_per_node", 8}};
-  j["training"] = {{"global_batch", 16}, {"micro_batch", 1}, {"seq_len", 8192}};
+  Json j = llama405b_h100(8);
   j["parallel"] = {{"dp", 1}, {"tp", 8}, {"pp", 8}, {"vpp", 2}, {"schedule", "interleaved"}, {"sequence_parallel", true}};
   const test::FreeNetwork free;
   auto run = [&](const Json& layers) {
@@ -693,10 +696,7 @@ TEST(UnevenPipeline, EmbeddingAndLossTakeALayersSlot) {
   // Megatron's account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split with
   // one slot per virtual stage: the first virtual stage holds only the embedding and the last only
   // the output layer and loss (126 + 2 slots over pp 8 x vpp 16 = 128 virtual stages).
-  Json j = test::base_scenario();
-  j["model"] = "llama3.1-405b";
-  j["cluster"] = {{"gpu", "h100-sxm5-80g"}, {"nodes", 8}, {"gpus_per_node", 8}};
-  j["training"] = {{"global_batch", 16}, {"micro_batch", 1}, {"seq_len", 8192}};
+  Json j = llama405b_h100(8);
   std::vector<int> layers(128, 1);
   layers.front() = 0;
   layers.back() = 0;

@@ -156,6 +156,36 @@ MB_405B = (" over the recipe llama31_405b_pretrain_config (src/megatron/bridge/r
            "turns TP overlap off for NVFP4 only")
 
 
+
+def mb_presets():
+    """(model, profile, tp, pp, vp, cp, precision) -> what Megatron-Bridge's performance preset of that plan and the
+    recipe behind it set: {"why": text, "account_split": the recipe's embedding/loss pipeline slots}."""
+    rows = [  # model, profile, tp, pp, vp, cp, precision, row label, preset, its plan as the file states it
+        ("Llama 3 70B", "h100-sxm5-80g", 4, 8, 5, 1, "FP8", "H100 FP8", "LLAMA3_70B_PRETRAIN_CONFIG_H100_FP8_CS_V2",
+         "tp 4, pp 8, vp 5, global batch 256"),
+        ("Llama 3 70B", "gb200-nvl72-186g", 2, 4, 5, 1, "MXFP8", "GB200 MXFP8", "LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_MX_V2",
+         "tp 2, pp 4, vp 5, global batch 256"),
+        ("Llama 3 70B", "gb300-nvl72-288g", 1, 4, 5, 1, "MXFP8", "GB300 MXFP8", "LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_MX_V2",
+         "pp 4, vp 5, global batch 256"),
+        ("Llama 3.1 405B", "h100-sxm5-80g", 8, 8, 8, 2, "FP8", "H100 FP8", "LLAMA31_405B_PRETRAIN_CONFIG_H100_FP8_CS_V2",
+         "tp 8, pp 8, cp 2, vp 8, 1024 GPUs, global batch 1536"),
+        ("Llama 3.1 405B", "gb200-nvl72-186g", 4, 16, 4, 1, "FP8", "GB200 FP8", "LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_CS_V2",
+         "tp 4, pp 16, cp 1, vp 4, 256 GPUs, global batch 1536, use_megatron_fsdp False, no CPU offloading"),
+        ("Llama 3.1 405B", "gb200-nvl72-186g", 4, 16, 8, 1, "MXFP8", "GB200 MXFP8", "LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_MX_V2",
+         "tp 4, pp 16, cp 1, vp 8, 256 GPUs, global batch 1536"),
+        ("Llama 3.1 405B", "gb300-nvl72-288g", 4, 8, 4, 1, "FP8", "GB300 FP8", "LLAMA31_405B_PRETRAIN_CONFIG_GB300_FP8_CS_V2",
+         "tp 4, pp 8, cp 1, vp 4, 256 GPUs, global batch 1536, use_megatron_fsdp False, no CPU offloading"),
+        ("Llama 3.1 405B", "gb300-nvl72-288g", 2, 8, 4, 2, "MXFP8", "GB300 MXFP8", "LLAMA31_405B_PRETRAIN_CONFIG_GB300_FP8_MX_V2",
+         "tp 2, pp 8, cp 2, vp 4, 256 GPUs, global batch 1536"),
+    ]
+    out = {}
+    for model, prof, tp, pp, vp, cp, prec, label, name, plan in rows:
+        big = model.endswith("405B")
+        why = MB_PRESET % (label, name, "llama31" if big else "llama3", plan) + (MB_405B if big else MB_70B)
+        out[(model, prof, tp, pp, vp, cp, prec)] = {"why": why, "account_split": big}
+    return out
+
+
 SOURCE_CONVENTIONS = {
     # prefix of source title -> conventions documented in shared/validation/README.md or the source
     "Narayanan et al., SC'21": { "megatron_vocab": "Megatron-LM","flops": "hardware", "recompute": "full", "flash": False, "dropout": True,
@@ -288,30 +318,7 @@ SOURCE_CONVENTIONS = {
         "hopper_kernel_why": HOPPER_KERNEL_WHY,
         # Rows whose plan is one of Megatron-Bridge's performance presets: (model, profile, tp, pp, vpp, cp, precision)
         # -> what the preset and the recipe behind it set. Other rows keep their missing fields (skipped).
-        "presets": {
-            ("Llama 3 70B", "h100-sxm5-80g", 4, 8, 5, 1, "FP8"): {"why": MB_PRESET % (
-                "H100 FP8", "LLAMA3_70B_PRETRAIN_CONFIG_H100_FP8_CS_V2", "llama3", "tp 4, pp 8, vp 5, global batch 256") + MB_70B},
-            ("Llama 3 70B", "gb200-nvl72-186g", 2, 4, 5, 1, "MXFP8"): {"why": MB_PRESET % (
-                "GB200 MXFP8", "LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_MX_V2", "llama3", "tp 2, pp 4, vp 5, global batch 256")
-                + MB_70B},
-            ("Llama 3 70B", "gb300-nvl72-288g", 1, 4, 5, 1, "MXFP8"): {"why": MB_PRESET % (
-                "GB300 MXFP8", "LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_MX_V2", "llama3", "pp 4, vp 5, global batch 256") + MB_70B},
-            ("Llama 3.1 405B", "h100-sxm5-80g", 8, 8, 8, 2, "FP8"): {"account_split": True, "why": MB_PRESET % (
-                "H100 FP8", "LLAMA31_405B_PRETRAIN_CONFIG_H100_FP8_CS_V2", "llama31", "tp 8, pp 8, cp 2, vp 8, 1024 GPUs, global "
-                "batch 1536") + MB_405B},
-            ("Llama 3.1 405B", "gb200-nvl72-186g", 4, 16, 4, 1, "FP8"): {"account_split": True, "why": MB_PRESET % (
-                "GB200 FP8", "LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_CS_V2", "llama31", "tp 4, pp 16, cp 1, vp 4, 256 GPUs, "
-                "global batch 1536, use_megatron_fsdp False, no CPU offloading") + MB_405B},
-            ("Llama 3.1 405B", "gb200-nvl72-186g", 4, 16, 8, 1, "MXFP8"): {"account_split": True, "why": MB_PRESET % (
-                "GB200 MXFP8", "LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_MX_V2", "llama31", "tp 4, pp 16, cp 1, vp 8, 256 GPUs, "
-                "global batch 1536") + MB_405B},
-            ("Llama 3.1 405B", "gb300-nvl72-288g", 4, 8, 4, 1, "FP8"): {"account_split": True, "why": MB_PRESET % (
-                "GB300 FP8", "LLAMA31_405B_PRETRAIN_CONFIG_GB300_FP8_CS_V2", "llama31", "tp 4, pp 8, cp 1, vp 4, 256 GPUs, "
-                "global batch 1536, use_megatron_fsdp False, no CPU offloading") + MB_405B},
-            ("Llama 3.1 405B", "gb300-nvl72-288g", 2, 8, 4, 2, "MXFP8"): {"account_split": True, "why": MB_PRESET % (
-                "GB300 MXFP8", "LLAMA31_405B_PRETRAIN_CONFIG_GB300_FP8_MX_V2", "llama31", "tp 2, pp 8, cp 2, vp 4, 256 GPUs, "
-                "global batch 1536") + MB_405B},
-        },
+        "presets": mb_presets(),
         "fp8_recipe": "current",
         "fp8_recipe_why": ("current: Megatron-Bridge's performance scripts run 'FP8' as per-tensor current scaling: their "
                            "compute dtypes are bf16, fp8_cs, fp8_mx and nvfp4 (scripts/performance/utils/precision.py), and "
