@@ -184,6 +184,8 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   Kernel attn{"attention", KernelKind::Attention, 0, 0, 0, 1, 0, 0, 0, false};
   attn.model_flops = 2 * score_flops;
   attn.flops = 2 * score_flops * 0.5;  // causal: about half the score matrix is computed
+  attn.seq = sh.seq_len;
+  attn.cp = sh.cp;
   if (sh.flash_attention) {
     af.kernels.push_back(attn);
   } else {

@@ -62,10 +62,12 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
   const std::string gd = sc.training.gemm_dtype();
   if (p.gemm_max_efficiency.count(gd) && p.gemm_max_efficiency.at(gd).how == "assumed") assumed.insert("gemm_max_efficiency." + gd);
   if (sc.training.flash_attention) {
-    const auto [fwd, bwd] = p.attention_efficiency(sc.training.attention_kernel);
-    const std::string k = sc.training.attention_kernel == kAttentionDefault ? "attention_efficiency"
-                                                                             : "attention_kernels." + sc.training.attention_kernel;
-    if (fwd->how == "assumed" || bwd->how == "assumed") assumed.insert(k);
+    const Profile::AttentionKernel& a = p.attention_kernel(sc.training.attention_kernel);
+    const bool dflt = sc.training.attention_kernel == kAttentionDefault;
+    const std::string k = dflt ? "attention_" : "attention_kernels." + sc.training.attention_kernel + ".";
+    if (a.fwd_efficiency.how == "assumed" || a.bwd_efficiency.how == "assumed") assumed.insert(dflt ? "attention_efficiency" : k + "efficiency");
+    for (const Figure* f : {&a.fwd_seq_overhead, &a.bwd_seq_overhead, &a.fwd_causal_overhead, &a.bwd_causal_overhead})
+      if (f->how == "assumed") assumed.insert(k + "seq_overheads");
   }
   if (sc.cluster.gpus_per_node > 1 && p.intra_bus_efficiency.how == "assumed") assumed.insert("intra_bus_efficiency");
   if (sc.cluster.nodes > 1 && p.inter_bus_efficiency.how == "assumed") assumed.insert("inter_bus_efficiency");

@@ -53,14 +53,15 @@ std::vector<std::pair<std::string, Figure>> figures(const Profile& p) {
            {"inter_bus_efficiency", &p.inter_bus_efficiency}, {"inter_alpha_us", &p.inter_alpha_us}, {"node_nics", &p.node_nics},
            {"node_nic_gbps", &p.node_nic_gbps}})
     out.push_back({k, *f});
-  if (p.has_fused_attention) {
-    out.push_back({"attention_fwd_efficiency", p.attention_fwd_efficiency});
-    out.push_back({"attention_bwd_efficiency", p.attention_bwd_efficiency});
-  }
-  for (const auto& [k, a] : p.attention_kernels) {
-    out.push_back({"attention_kernels." + k + ".fwd_efficiency", a.fwd_efficiency});
-    out.push_back({"attention_kernels." + k + ".bwd_efficiency", a.bwd_efficiency});
-  }
+  const auto attention = [&](const std::string& prefix, const Profile::AttentionKernel& a) {
+    for (const auto& [k, f] : std::initializer_list<std::pair<const char*, const Figure*>>{
+             {"fwd_efficiency", &a.fwd_efficiency}, {"bwd_efficiency", &a.bwd_efficiency},
+             {"fwd_seq_overhead", &a.fwd_seq_overhead}, {"bwd_seq_overhead", &a.bwd_seq_overhead},
+             {"fwd_causal_overhead", &a.fwd_causal_overhead}, {"bwd_causal_overhead", &a.bwd_causal_overhead}})
+      out.push_back({prefix + k, *f});
+  };
+  if (p.has_fused_attention) attention("attention_", p.attention);
+  for (const auto& [k, a] : p.attention_kernels) attention("attention_kernels." + k + ".", a);
   if (p.has_host) {
     out.push_back({"host_memory_gbps", p.host_memory_gbps});
     out.push_back({"host_optimizer_efficiency", p.host_optimizer_efficiency});

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <tuple>
 
 namespace parasim {
 
@@ -17,7 +16,7 @@ CostModel::CostModel(const Profile& profile, std::string dtype, const std::strin
   // A profile without fused attention prices unfused attention only (as GEMMs and memory passes):
   // attention_s then names the missing figures.
   if (attention_kernel != kAttentionDefault || profile.has_fused_attention)
-    std::tie(attention_fwd_, attention_bwd_) = profile.attention_efficiency(attention_kernel);
+    attention_ = &profile.attention_kernel(attention_kernel);
   if (is_fp8(dtype_)) sixteen_bit_ = std::make_unique<CostModel>(profile, "bf16", attention_kernel);
 }
 
@@ -29,10 +28,19 @@ double CostModel::memory_s(double bytes) const {
   return bytes / (p_.hbm_gbps.value * 1e9 * p_.hbm_efficiency.value) + p_.kernel_overhead_us.value * 1e-6;
 }
 
-double CostModel::attention_s(double flops, bool backward) const {
-  if (!attention_fwd_) p_.attention_efficiency(kAttentionDefault);  // throws: the profile prices no fused attention
-  const double eff = backward ? attention_bwd_->value : attention_fwd_->value;
-  return flops / (attention_peak_ * eff * p_.sustained_clock_ratio.value) + p_.kernel_overhead_us.value * 1e-6;
+double CostModel::attention_s(double flops, bool backward, double seq_len, std::int64_t cp) const {
+  if (!attention_) p_.attention_kernel(kAttentionDefault);  // throws: the profile prices no fused attention
+  const Profile::AttentionKernel& a = *attention_;
+  const double eff = (backward ? a.bwd_efficiency : a.fwd_efficiency).value;
+  const double seq_oh = (backward ? a.bwd_seq_overhead : a.fwd_seq_overhead).value;
+  const double causal_oh = (backward ? a.bwd_causal_overhead : a.fwd_causal_overhead).value;
+  // Causal attention over the whole sequence, or context parallel's load-balanced ring (each rank
+  // holds chunks i and 2cp-1-i of the sequence): of its cp steps, each with an equal share of the
+  // work, one is causal over the rank's s/cp tokens and cp-1 are unmasked blocks against key (or
+  // query) lengths s/cp and s/(2 cp), for half the ranks each: a mean of 1.5 a cp / s extra.
+  const double cpd = static_cast<double>(cp), local = seq_len / cpd;
+  const double stretch = (1.0 / cpd) * (local + causal_oh) / local + ((cpd - 1.0) / cpd) * (1.0 + 1.5 * seq_oh / local);
+  return flops * stretch / (attention_peak_ * eff * p_.sustained_clock_ratio.value) + p_.kernel_overhead_us.value * 1e-6;
 }
 
 double CostModel::gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, bool* measured) const {

@@ -57,7 +57,10 @@ class CostModel {
   // transformer layers' linear layers, not the output layer): priced as bf16 when this model's
   // dtype is fp8, else exactly as gemm_s.
   double gemm16_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1, bool* measured = nullptr) const;
-  double attention_s(double flops, bool backward) const;
+  // A fused attention kernel over `flops` of causal attention (the executed half of the score
+  // matrix) for sequences of seq_len tokens, split over cp context-parallel ranks; see
+  // Profile::AttentionKernel for how the sequence length sets the kernel's efficiency.
+  double attention_s(double flops, bool backward, double seq_len, std::int64_t cp = 1) const;
   double memory_s(double bytes) const;
   // Elementwise update over `bytes` of optimizer state traffic.
   double optimizer_s(double bytes) const { return memory_s(bytes); }
@@ -73,8 +76,7 @@ class CostModel {
   std::string dtype_;
   double peak_;
   double attention_peak_;
-  const Figure* attention_fwd_ = nullptr;
-  const Figure* attention_bwd_ = nullptr;
+  const Profile::AttentionKernel* attention_ = nullptr;
   GemmKernelModel gemm_;
   std::unique_ptr<CostModel> sixteen_bit_;  // the bf16 model beside an fp8 one (gemm16_s)
   mutable std::int64_t fallbacks_ = 0;

@@ -126,18 +126,23 @@ double Profile::gemm_efficiency(const std::string& dtype) const {
   return it->second.value;
 }
 
-std::pair<const Figure*, const Figure*> Profile::attention_efficiency(const std::string& kernel) const {
+const Profile::AttentionKernel& Profile::attention_kernel(const std::string& kernel) const {
   if (kernel == kAttentionDefault) {
     if (!has_fused_attention)
       throw ProfileError(file + ": /compute/attention_fwd_efficiency: profile \"" + name +
                          "\" prices no fused attention kernel (no FlashAttention runs on this GPU)");
-    return {&attention_fwd_efficiency, &attention_bwd_efficiency};
+    return attention;
   }
   const auto it = attention_kernels.find(kernel);
   if (it == attention_kernels.end())
     throw ProfileError(file + ": /compute/attention_kernels/" + kernel + ": profile \"" + name +
                        "\" has no figures for attention kernel \"" + kernel + "\"");
-  return {&it->second.fwd_efficiency, &it->second.bwd_efficiency};
+  return it->second;
+}
+
+std::pair<const Figure*, const Figure*> Profile::attention_efficiency(const std::string& kernel) const {
+  const AttentionKernel& a = attention_kernel(kernel);
+  return {&a.fwd_efficiency, &a.bwd_efficiency};
 }
 
 std::pair<Figure*, Figure*> Profile::attention_efficiency(const std::string& kernel) {
@@ -190,11 +195,22 @@ Profile parse_profile(const Json& j, const std::string& file) {
     p.gemm_tile_m = figure(c, "gemm_tile_m", 1, 4096);
     p.gemm_tile_n = figure(c, "gemm_tile_n", 1, 4096);
     p.gemm_unaligned_ratio = figure(c, "gemm_unaligned_ratio", 0.05, 1.0);
-    p.has_fused_attention = c.has("attention_fwd_efficiency") || c.has("attention_bwd_efficiency");
-    if (p.has_fused_attention) {
-      p.attention_fwd_efficiency = figure(c, "attention_fwd_efficiency", 0.01, 1.0);
-      p.attention_bwd_efficiency = figure(c, "attention_bwd_efficiency", 0.01, 1.0);
-    }
+    // One kernel's figures, named prefix + fwd_efficiency, ... (prefix "attention_" for the default).
+    const auto attention_figures = [&](const JsonObject& o, const std::string& prefix) {
+      Profile::AttentionKernel a;
+      a.fwd_efficiency = figure(o, prefix + "fwd_efficiency", 0.01, 1.0);
+      a.bwd_efficiency = figure(o, prefix + "bwd_efficiency", 0.01, 1.0);
+      a.fwd_seq_overhead = figure(o, prefix + "fwd_seq_overhead", 0, 1e6);
+      a.bwd_seq_overhead = figure(o, prefix + "bwd_seq_overhead", 0, 1e6);
+      a.fwd_causal_overhead = figure(o, prefix + "fwd_causal_overhead", 0, 1e6);
+      a.bwd_causal_overhead = figure(o, prefix + "bwd_causal_overhead", 0, 1e6);
+      return a;
+    };
+    p.has_fused_attention = false;
+    for (const char* k : {"fwd_efficiency", "bwd_efficiency", "fwd_seq_overhead", "bwd_seq_overhead", "fwd_causal_overhead",
+                          "bwd_causal_overhead"})
+      p.has_fused_attention = p.has_fused_attention || c.has(std::string("attention_") + k);
+    if (p.has_fused_attention) p.attention = attention_figures(c, "attention_");
     if (auto ak = c.object_opt("attention_kernels")) {
       if (ak->has(kAttentionDefault))
         ak->fail(kAttentionDefault, std::string("the default kernel is priced by compute.attention_fwd_efficiency and ") +
@@ -202,11 +218,8 @@ Profile parse_profile(const Json& j, const std::string& file) {
       for (const auto& name : kAttentionKernels) {
         if (name == kAttentionDefault || !ak->has(name)) continue;
         const JsonObject k = ak->object(name);
-        Profile::AttentionKernel a;
-        a.fwd_efficiency = figure(k, "fwd_efficiency", 0.01, 1.0);
-        a.bwd_efficiency = figure(k, "bwd_efficiency", 0.01, 1.0);
+        p.attention_kernels[name] = attention_figures(k, "");
         k.finish({"note"});
-        p.attention_kernels[name] = a;
       }
       ak->finish();
     }

@@ -107,15 +107,26 @@ struct Profile {
   // major) are not 16-byte multiples, relative to an aligned one: such operands cannot use the
   // 16-byte vector loads of the fast kernels, and cuBLAS falls back to narrower-load kernels.
   Figure gemm_unaligned_ratio;
-  Figure attention_fwd_efficiency, attention_bwd_efficiency;  // fused attention, fraction of peak
-  // False when the profile lists neither figure: no fused attention kernel runs on the GPU
+  // A fused attention kernel. Its efficiency figures are the long-sequence asymptote (non-causal,
+  // fraction of peak); shorter sequences run slower because each query block (forward) or key
+  // block (backward) carries a fixed cost - loading Q or K/V, the softmax rescale and writing the
+  // output tile - that a fixed number of key (query) positions would cost. With that equivalent
+  // length a (seq_overhead, tokens), non-causal attention over keys of length s runs at
+  // efficiency x s / (s + a); causal attention at efficiency x s / (s + c) (causal_overhead: the
+  // fixed cost is spread over half as many tiles, the diagonal tiles are computed whole and
+  // masked). CostModel::attention_s applies them.
+  struct AttentionKernel {
+    Figure fwd_efficiency, bwd_efficiency;
+    Figure fwd_seq_overhead, bwd_seq_overhead;        // a, tokens
+    Figure fwd_causal_overhead, bwd_causal_overhead;  // c, tokens
+  };
+  // The default kernel (compute.attention_fwd_efficiency, ..._seq_overhead, ..._causal_overhead).
+  AttentionKernel attention;
+  // False when the profile lists none of its figures: no fused attention kernel runs on the GPU
   // (FlashAttention needs Ampere or later; V100 runs attention unfused).
   bool has_fused_attention = true;
   // Other fused-attention implementations (compute.attention_kernels, e.g. "triton": FlashAttention
-  // in Triton), each with its own forward/backward efficiency; the figures above are kAttentionDefault.
-  struct AttentionKernel {
-    Figure fwd_efficiency, bwd_efficiency;
-  };
+  // in Triton), each with its own figures; `attention` is kAttentionDefault.
   std::map<std::string, AttentionKernel> attention_kernels;
   Figure hbm_gbps, hbm_efficiency;
   Figure kernel_overhead_us;     // per-kernel launch and tail
@@ -147,6 +158,8 @@ struct Profile {
   // (forward, backward) efficiency of a fused attention kernel; throws ProfileError if absent.
   std::pair<const Figure*, const Figure*> attention_efficiency(const std::string& kernel) const;
   std::pair<Figure*, Figure*> attention_efficiency(const std::string& kernel);
+  // Every figure of a fused attention kernel; throws ProfileError if absent.
+  const AttentionKernel& attention_kernel(const std::string& kernel) const;
 };
 
 Profile parse_profile(const Json& j, const std::string& file);

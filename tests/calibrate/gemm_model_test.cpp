@@ -112,14 +112,14 @@ TEST(SustainedClock, ComputeBoundKernelsRunAtTheSustainedRateMemoryBoundOnesDoNo
   Profile p = load_profile(test::data_dir(), "h200-sxm-141g", "test");
   EXPECT_NEAR(p.sustained_clock_ratio.value, 755.0 / 834.0, 1e-4);
   const CostModel derated(p, "bf16");
-  const double g = derated.gemm_s(8192, 28672, 8192), a = derated.attention_s(1e13, false), m = derated.memory_s(1e9);
+  const double g = derated.gemm_s(8192, 28672, 8192), a = derated.attention_s(1e13, false, 4096), m = derated.memory_s(1e9);
   EXPECT_NEAR(g * p.sustained_clock_ratio.value, derated.benchmark_gemm_s(8192, 28672, 8192), 1e-15);
   Profile burst = p;
   burst.sustained_clock_ratio.value = 1.0;
   const CostModel plain(burst, "bf16");
   EXPECT_NEAR(g / plain.gemm_s(8192, 28672, 8192), 834.0 / 755.0, 1e-3);
   const double overhead = p.kernel_overhead_us.value * 1e-6;
-  EXPECT_NEAR((a - overhead) / (plain.attention_s(1e13, false) - overhead), 834.0 / 755.0, 1e-3);
+  EXPECT_NEAR((a - overhead) / (plain.attention_s(1e13, false, 4096) - overhead), 834.0 / 755.0, 1e-3);
   EXPECT_EQ(m, plain.memory_s(1e9));
   Json j = read_json_file(test::data_dir() + "/calibrate/profiles/a100-sxm4-80g.json");
   j["compute"].erase("sustained_clock_ratio");

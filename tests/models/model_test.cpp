@@ -166,7 +166,7 @@ TEST(CostModel, ProfileWithoutFusedAttentionPricesUnfusedOnly) {
   EXPECT_FALSE(v100.has_fused_attention);
   const CostModel fp16(v100, "fp16");
   EXPECT_GT(fp16.gemm_s(4096, 4096, 4096), 2.0 * 4096 * 4096 * 4096 / 125e12);
-  EXPECT_THROW(fp16.attention_s(1e12, false), ProfileError);
+  EXPECT_THROW(fp16.attention_s(1e12, false, 2048), ProfileError);
   EXPECT_THROW(CostModel(v100, "bf16"), ProfileError);
 }
 

@@ -538,7 +538,7 @@ TEST(Recompute, FullRecomputeTradesTimeForMemory) {
 TEST(AttentionKernels, StepChangesByTheAttentionKernelsTimeOnly) {
   // Free communication, DDP: the step is pure compute, so switching the attention kernel moves it
   // by exactly (layers x microbatches) x sum over attention kernels of
-  // flops / (peak x efficiency x sustained clock ratio).
+  // flops / (peak x efficiency x s / (s + causal overhead) x sustained clock ratio).
   Json j = test::base_scenario();
   const Scenario flash = test::scenario_from(j);
   const double base = test::simulate_with(flash, test::FreeNetwork{}).result.step_time_s;
@@ -548,15 +548,19 @@ TEST(AttentionKernels, StepChangesByTheAttentionKernelsTimeOnly) {
   for (const std::string kernel : {"triton", "flash3"}) {
     j["training"]["attention_kernel"] = kernel;
     const Scenario sc = test::scenario_from(j);
-    const auto [fwd, bwd] = sc.profile.attention_efficiency(kernel);
+    // Causal attention over the whole sequence (cp = 1) at efficiency x s / (s + causal overhead).
+    const auto seconds = [&](const Profile::AttentionKernel& a, const Kernel& k) {
+      EXPECT_EQ(k.cp, 1);
+      const double e = k.backward ? a.bwd_efficiency.value : a.fwd_efficiency.value;
+      const double c = k.backward ? a.bwd_causal_overhead.value : a.fwd_causal_overhead.value;
+      const double s = static_cast<double>(k.seq);
+      return k.flops / (peak * sc.profile.sustained_clock_ratio.value * e * s / (s + c));
+    };
     double delta = 0;
     for (const Block* b : {&g.attn_fwd, &g.attn_bwd})
       for (const auto& k : b->kernels)
-        if (k.kind == KernelKind::Attention) {
-          const double e_new = k.backward ? bwd->value : fwd->value;
-          const double e_old = k.backward ? sc.profile.attention_bwd_efficiency.value : sc.profile.attention_fwd_efficiency.value;
-          delta += k.flops / (peak * sc.profile.sustained_clock_ratio.value) * (1 / e_new - 1 / e_old);
-        }
+        if (k.kind == KernelKind::Attention)
+          delta += seconds(sc.profile.attention_kernel(kernel), k) - seconds(sc.profile.attention, k);
     const double step = test::simulate_with(sc, test::FreeNetwork{}).result.step_time_s;
     EXPECT_NEAR(step - base, per_mb_layers * delta, 1e-9 * base) << kernel;
   }

@@ -111,7 +111,8 @@ TEST(Fuzz, MutatedProfilesFailCleanlyOrPriceFinitely) {
         const CostModel cm(p, dt);
         for (const auto& [m, n, k] : {std::array<std::int64_t, 3>{1, 1, 1}, {4096, 4096, 4096}, {65536, 1024, 128}})
           ASSERT_TRUE(std::isfinite(cm.gemm_s(m, n, k)) && cm.gemm_s(m, n, k) > 0) << dt;
-        ASSERT_TRUE(std::isfinite(cm.attention_s(1e12, true)) && cm.attention_s(1e12, true) > 0);
+        for (const std::int64_t cp : {1, 2, 8})
+          ASSERT_TRUE(std::isfinite(cm.attention_s(1e12, true, 8192, cp)) && cm.attention_s(1e12, true, 8192, cp) > 0);
         ASSERT_TRUE(std::isfinite(cm.memory_s(1e9)) && cm.memory_s(1e9) > 0);
       }
       // The whole step on this profile (a DDP job on one node).

@@ -4,7 +4,7 @@ Blackwell-only figures (MXFP8 GEMMs, cuDNN fused attention) to all three.
 
 Every figure that differs from the B200's names its own source (datasheet or published
 measurement); every figure carried over from the B200 says so and is marked "assumed" unless the
-reason it carries over is itself a fact (same die, same HBM3e stacks). Run from the repository root:
+reason it carries over is itself a fact (same die, same HBM3e stacks). Run from the repository root, after tools/data/fit_attention_shapes.py:
 
     python3 tools/data/derive_blackwell_profiles.py
 
@@ -14,6 +14,8 @@ is deterministic (the B200 file is the only input besides the constants below).
 import copy
 import json
 import os
+
+from fit_attention_shapes import cudnn_shape, shapes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROFILES = os.path.join(ROOT, "calibrate", "profiles")
@@ -76,6 +78,7 @@ def blackwell_additions(p, gpu, fp8_peak, fp8_eff, fp8_how, fp8_src, measured_gp
                               "2024 'FlashAttention-3' section 4.1); FlashAttention-4 reports no cuDNN backward figure in its "
                               "abstract: " + fa4,
                               (0.45, 0.6), "the forward range times the Hopper ratio, widened"),
+        **cudnn_shape(shapes(), measured_gpu),
     }}
 
 
@@ -149,6 +152,8 @@ def main():
                        ("gemm_fixed_us", "same Blackwell SMs; the B200 fit to OpenXLA's sm_100 table"),
                        ("gemm_epilogue_gbps", "same SMs and the same 8 TB/s HBM3e"),
                        ("attention_fwd_efficiency", "same SMs"), ("attention_bwd_efficiency", "same SMs"),
+                       ("attention_fwd_seq_overhead", "same SMs"), ("attention_bwd_seq_overhead", "same SMs"),
+                       ("attention_fwd_causal_overhead", "same SMs"), ("attention_bwd_causal_overhead", "same SMs"),
                        ("kernel_overhead_us", "same runtime"), ("overlap_compute_slowdown", "no Blackwell measurement")):
             if c[k]["how"] != "assumed":
                 c[k] = carried(c[k], why)

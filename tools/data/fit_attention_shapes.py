@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""Fit the sequence-length shape of fused attention kernels to published benchmark tables and
+write the attention figures of the Ampere, Hopper and B200 profiles.
+
+A fused attention kernel (FlashAttention 2/3/4, cuDNN) runs one CTA per query block (forward) or
+key block (backward) and pays a fixed cost per block - loading Q or K/V, the softmax rescale,
+writing the output tile - besides the work per key (query) tile. Expressed as an equivalent
+number of key positions `a`, non-causal attention over keys of length s runs at
+
+    e(s) = e_inf * s / (s + a)
+
+and causal attention (half the tiles per block carry the fixed cost; diagonal tiles are computed
+whole and masked) at e_inf * s / (s + c) with a larger c. The fit below finds e_inf and a by least
+squares in log space over each published curve, then c for the causal curve with e_inf shared.
+calibrate/profile/cost_model.cpp (CostModel::attention_s) applies them.
+
+Run from the repository root, then tools/data/derive_blackwell_profiles.py (which takes the B200's
+cuDNN shape from here):
+
+    python3 tools/data/fit_attention_shapes.py
+
+It rewrites the attention figures of calibrate/profiles/{a100-sxm4-40g,a100-sxm4-80g,
+h100-sxm5-80g,h200-sxm-141g,b200-sxm-180g}.json; the output is deterministic.
+"""
+import json
+import math
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PROFILES = os.path.join(ROOT, "calibrate", "profiles")
+
+FA3_PAPER = ("Shah et al. 2024, 'FlashAttention-3' (arXiv:2407.08608) Figs. 5-6, H100 80GB SXM5, BF16, head dim 128, "
+             "TFLOP/s at sequence lengths 512-16k (batch x seq = 16k, 2048 hidden)")
+FA2_CAUSAL_BWD = ("flash-attention PR #1791 (github.com/Dao-AILab/flash-attention/pull/1791, 'ABI stable fa3', "
+                  "benchmark_attn.py on H100, head dim 128, seq 8192): FlashAttention-2 backward 290.6 TFLOP/s non-causal, "
+                  "287.1 causal; FlashAttention-3 backward 553.9 non-causal, 531.6 causal")
+FA4_TABLE = ("flash-attention PR #2605 (github.com/Dao-AILab/flash-attention/pull/2605) FlashAttention-4 forward on B200, "
+             "BF16, head dim 128: 1540 / 1706 / 1796 / 1837 / 1882 TFLOP/s non-causal at seq 1k / 2k / 4k / 8k / 16k, "
+             "829 / 1172 / 1431 causal at 1k / 2k / 4k")
+FA4_BWD = ("flash-attention PR #2280 (github.com/Dao-AILab/flash-attention/pull/2280) FlashAttention-4 backward on B200, "
+           "head dim 128, seq 8192 (1-CTA kernel): 1247.5 TFLOP/s non-causal, 1117.9 causal")
+
+SEQ = [512, 1024, 2048, 4096, 8192, 16384]
+# FA3 paper, head dim 128: FlashAttention-2 and FlashAttention-3 bars (TFLOP/s).
+FA2_FWD, FA2_FWD_CAUSAL, FA2_BWD = [309, 350, 362, 368, 370, 370], [191, 260, 298, 319, 333, 335], [214, 260, 291, 310, 318, 322]
+FA3_FWD, FA3_FWD_CAUSAL, FA3_BWD = [467, 565, 625, 638, 646, 648], [292, 423, 521, 579, 602, 616], [316, 424, 501, 542, 559, 561]
+H100_BF16_PEAK = 989.0
+
+
+def fit(seqs, tflops, e_inf=None):
+    """(a, e_inf, rms of log error) minimising the squared log error over a in steps of 4 tokens."""
+    best = None
+    for a in range(0, 8000, 4):
+        g = [s / (s + a) for s in seqs]
+        e = e_inf or math.exp(sum(math.log(y / x) for y, x in zip(tflops, g)) / len(seqs))
+        err = sum(math.log(y / (e * x)) ** 2 for y, x in zip(tflops, g))
+        if best is None or err < best[0] - 1e-15:
+            best = (err, a, e)
+    return best[1], best[2], math.sqrt(best[0] / len(seqs))
+
+
+def causal_from_ratio(a, noncausal, causal, s=8192):
+    """c from one non-causal / causal pair at length s: (s + c) / (s + a) = noncausal / causal."""
+    return round((s + a) * noncausal / causal - s)
+
+
+def fig(value, how, source, rng=None, range_source=None):
+    f = {"value": value, "how": how, "source": source}
+    if rng:
+        f["range"], f["range_source"] = list(rng), range_source
+    return f
+
+
+def shapes():
+    """Per kernel: forward/backward e_inf (TFLOP/s on the measured GPU), a and c (tokens), with sources."""
+    out = {}
+    for name, fwd, fwd_c, bwd, bwd_nc, bwd_causal in (("fa2", FA2_FWD, FA2_FWD_CAUSAL, FA2_BWD, 290.6, 287.1),
+                                                      ("fa3", FA3_FWD, FA3_FWD_CAUSAL, FA3_BWD, 553.9, 531.6)):
+        af, ef, rf = fit(SEQ, fwd)
+        cf, _, rcf = fit(SEQ, fwd_c, ef)
+        ab, eb, rb = fit(SEQ, bwd)
+        cb = causal_from_ratio(ab, bwd_nc, bwd_causal)
+        label = "FlashAttention-2" if name == "fa2" else "FlashAttention-3"
+        fit_src = ("fitted e_inf x s / (s + a) to the %s bars of %s: forward e_inf %.1f TFLOP/s, a %d tokens (rms %.1f%%), "
+                   "causal c %d (rms %.1f%%); backward e_inf %.1f, a %d (rms %.1f%%)"
+                   % (label, FA3_PAPER, ef, af, 100 * rf, cf, 100 * rcf, eb, ab, 100 * rb))
+        out[name] = {"fwd_e": ef, "bwd_e": eb, "fwd_a": af, "fwd_c": cf, "bwd_a": ab, "bwd_c": cb, "src": fit_src,
+                     "bwd_c_src": "backward causal c from one pair at seq 8192 with the fitted a: " + FA2_CAUSAL_BWD,
+                     "fwd_bars": fwd, "bwd_bars": bwd}
+    s4 = [1024, 2048, 4096, 8192, 16384]
+    a4, e4, r4 = fit(s4, [1540, 1706, 1796, 1837, 1882])
+    c4, _, rc4 = fit([1024, 2048, 4096], [829, 1172, 1431], e4)
+    ab4 = out["fa3"]["bwd_a"]
+    out["fa4"] = {"fwd_a": a4, "fwd_c": c4, "bwd_a": ab4, "bwd_c": causal_from_ratio(ab4, 1247.5, 1117.9),
+                  "src": "fitted e_inf x s / (s + a) to " + FA4_TABLE + ": a %d tokens (rms %.1f%%), causal c %d (rms %.1f%%)"
+                         % (a4, 100 * r4, c4, 100 * rc4),
+                  "bwd_src": "backward a assumed FlashAttention-3's on Hopper (%d; no B200 backward sweep found), c from one pair "
+                             "at seq 8192: %s" % (ab4, FA4_BWD)}
+    return out
+
+
+def shape_figures(prefix, s, how, why):
+    """The four overhead figures of one kernel from shape s ('fa2', 'fa3' or 'fa4' entry)."""
+    src_f = s["src"]
+    src_b = s.get("bwd_src") or s["src"]
+    src_bc = s.get("bwd_c_src") or s.get("bwd_src")
+    pre = (why + ": ") if how == "assumed" else ""
+    return {prefix + "fwd_seq_overhead": fig(s["fwd_a"], how, pre + src_f),
+            prefix + "bwd_seq_overhead": fig(s["bwd_a"], how, pre + src_b),
+            prefix + "fwd_causal_overhead": fig(s["fwd_c"], how, pre + src_f),
+            prefix + "bwd_causal_overhead": fig(s["bwd_c"], how, pre + src_bc)}
+
+
+def spread(bars, a, peak):
+    """Each bar read as the asymptote (bar x (s + a) / s): the range of e_inf the figure spans."""
+    v = [y * (s + a) / s / peak for y, s in zip(bars, SEQ)]
+    return round(min(v), 4), round(max(v), 4)
+
+
+def hopper(c, sh, assumed_gpu):
+    fa2, fa3 = sh["fa2"], sh["fa3"]
+    how = "assumed" if assumed_gpu else "fitted"
+    why = "assumed: the H100 fit (same GH100 die, SMs and clocks)"
+    ef, eb = round(fa2["fwd_e"] / H100_BF16_PEAK, 4), round(fa2["bwd_e"] / H100_BF16_PEAK, 4)
+    pre = (why + "; ") if assumed_gpu else ""
+    c["attention_fwd_efficiency"] = fig(ef, how, pre + "FlashAttention-2 forward asymptote %.1f of %g TFLOP/s: %s"
+                                        % (fa2["fwd_e"], H100_BF16_PEAK, fa2["src"]), spread(fa2["fwd_bars"], fa2["fwd_a"], H100_BF16_PEAK),
+                                        "each bar of the figure read as the asymptote")
+    c["attention_bwd_efficiency"] = fig(eb, how, pre + "FlashAttention-2 backward asymptote %.1f of %g TFLOP/s: %s"
+                                        % (fa2["bwd_e"], H100_BF16_PEAK, fa2["src"]), spread(fa2["bwd_bars"], fa2["bwd_a"], H100_BF16_PEAK),
+                                        "each bar of the figure read as the asymptote")
+    c.update(shape_figures("attention_", fa2, how, why))
+    k = c["attention_kernels"]
+    f3f, f3b = round(fa3["fwd_e"] / H100_BF16_PEAK, 4), round(fa3["bwd_e"] / H100_BF16_PEAK, 4)
+    k["flash3"]["fwd_efficiency"] = fig(f3f, how, pre + "FlashAttention-3 forward asymptote %.1f TFLOP/s: %s" % (fa3["fwd_e"], fa3["src"]),
+                                        spread(fa3["fwd_bars"], fa3["fwd_a"], H100_BF16_PEAK), "each bar of the figure read as the asymptote")
+    k["flash3"]["bwd_efficiency"] = fig(f3b, how, pre + "FlashAttention-3 backward asymptote %.1f TFLOP/s: %s" % (fa3["bwd_e"], fa3["src"]),
+                                        spread(fa3["bwd_bars"], fa3["bwd_a"], H100_BF16_PEAK), "each bar of the figure read as the asymptote")
+    k["flash3"].update(shape_figures("", fa3, how, why))
+    triton(k, ef, eb, fa2)
+
+
+def triton(k, ef, eb, fa2):
+    """llm-foundry's Triton FlashAttention (FlashAttention-1 algorithm): FlashAttention-2's asymptotes over the ratios
+    Dao 2023 measured on A100, FlashAttention-2's shape."""
+    ratios = ("assumed: Dao 2023 'FlashAttention-2' section 4.1 ratios measured on A100 (Triton kernel 1.3-1.5x slower forward, "
+              "about 2x slower backward than FlashAttention-2) applied to this profile's FlashAttention-2 asymptotes "
+              "(attention_fwd_efficiency / 1.4, attention_bwd_efficiency / 2); no Hopper measurement of the Triton kernel found")
+    k["triton"]["fwd_efficiency"] = fig(round(ef / 1.4, 4), "assumed", ratios, (round(ef / 1.5, 4), round(ef / 1.3, 4)),
+                                        "the paper's 1.3-1.5x forward ratio")
+    k["triton"]["bwd_efficiency"] = fig(round(eb / 2, 4), "assumed", ratios)
+    k["triton"].update(shape_figures("", fa2, "assumed", "assumed: FlashAttention-2's shape (the same tiling per query block)"))
+
+
+def ampere(c, sh):
+    fa2 = sh["fa2"]
+    ratio = fa2["bwd_e"] / fa2["fwd_e"]
+    paper = ("Dao 2023, 'FlashAttention-2' (arXiv:2307.08691), abstract and section 4.1: up to 73% of the A100's peak "
+             "(forward, long non-causal sequences)")
+    c["attention_fwd_efficiency"] = fig(0.73, "published", paper + ": the asymptote", (0.5, 0.73),
+                                        "the paper's 50-73% of peak across sequence lengths and head dims")
+    eb = round(0.73 * ratio, 4)
+    c["attention_bwd_efficiency"] = fig(eb, "assumed", "assumed: the forward asymptote times FlashAttention-2's backward/forward "
+                                        "asymptote ratio on H100 (%.1f / %.1f = %.3f; the same kernel code): %s; %s"
+                                        % (fa2["bwd_e"], fa2["fwd_e"], ratio, paper, fa2["src"]), (0.5, eb),
+                                        "from the paper's low end to the derived asymptote")
+    c.update(shape_figures("attention_", fa2, "assumed", "assumed: FlashAttention-2's H100 shape (the same kernel code and tiles; "
+                                                          "no A100 sweep with causal masking found)"))
+    triton(c["attention_kernels"], 0.73, eb, fa2)
+
+
+def blackwell_default(c, sh):
+    fa2 = sh["fa2"]
+    why = ("assumed: FlashAttention-2's Ampere-style kernels taken at their H100 fit (no published FlashAttention-2 sweep on "
+           "Blackwell found)")
+    c["attention_fwd_efficiency"] = fig(round(fa2["fwd_e"] / H100_BF16_PEAK, 4), "assumed", why + "; " + fa2["src"])
+    c["attention_bwd_efficiency"] = fig(round(fa2["bwd_e"] / H100_BF16_PEAK, 4), "assumed", why + "; " + fa2["src"])
+    c.update(shape_figures("attention_", fa2, "assumed", why))
+
+
+def cudnn_shape(sh, measured_gpu):
+    """The four overhead figures of Blackwell's cuDNN kernel (FlashAttention-4's shape)."""
+    return shape_figures("", sh["fa4"], "assumed",
+                         "assumed: FlashAttention-4's shape for cuDNN's Blackwell kernel (both tcgen05 kernels with two "
+                         "query tiles per CTA)" + ("" if measured_gpu else "; the B200 measurement (same SMs)"))
+
+
+def main():
+    sh = shapes()
+    for name, kind in (("a100-sxm4-40g", "ampere"), ("a100-sxm4-80g", "ampere"), ("h100-sxm5-80g", "h100"),
+                       ("h200-sxm-141g", "h200"), ("b200-sxm-180g", "b200")):
+        path = os.path.join(PROFILES, name + ".json")
+        p = json.load(open(path))
+        c = p["compute"]
+        if kind == "ampere":
+            ampere(c, sh)
+        elif kind in ("h100", "h200"):
+            hopper(c, sh, kind == "h200")
+        else:
+            blackwell_default(c, sh)
+        json.dump(p, open(path, "w"), indent=1, ensure_ascii=False)
+        open(path, "a").write("\n")
+        print("wrote", os.path.relpath(path, ROOT))
+
+
+if __name__ == "__main__":
+    main()
