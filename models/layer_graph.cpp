@@ -186,6 +186,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   attn.flops = 2 * score_flops * 0.5;  // causal: about half the score matrix is computed
   attn.seq = sh.seq_len;
   attn.cp = sh.cp;
+  attn.head_dim = m.head_dim();
   if (sh.flash_attention) {
     af.kernels.push_back(attn);
   } else {

@@ -25,8 +25,8 @@ struct Kernel {
   double bytes = 0;        // HBM traffic for memory-bound kernels
   bool backward = false;
   bool sixteen_bit = false;  // a GEMM an FP8 recipe keeps in 16-bit (the output layer)
-  // Fused attention: the sequence length and the context-parallel ranks it is split over.
-  std::int64_t seq = 0, cp = 1;
+  // Fused attention: the sequence length, the context-parallel ranks it is split over, the head dim.
+  std::int64_t seq = 0, cp = 1, head_dim = 0;
 };
 
 struct Block {

@@ -7,7 +7,7 @@ namespace parasim {
 double kernel_seconds(const CostModel& c, const Kernel& k) {
   switch (k.kind) {
     case KernelKind::Gemm: return k.sixteen_bit ? c.gemm16_s(k.m, k.n, k.k, k.batch) : c.gemm_s(k.m, k.n, k.k, k.batch);
-    case KernelKind::Attention: return c.attention_s(k.flops, k.backward, static_cast<double>(k.seq), k.cp);
+    case KernelKind::Attention: return c.attention_s(k.flops, k.backward, static_cast<double>(k.seq), k.cp, static_cast<double>(k.head_dim));
     case KernelKind::Memory: return c.memory_s(k.bytes);
   }
   return 0;

@@ -57,7 +57,8 @@ std::vector<std::pair<std::string, Figure>> figures(const Profile& p) {
     for (const auto& [k, f] : std::initializer_list<std::pair<const char*, const Figure*>>{
              {"fwd_efficiency", &a.fwd_efficiency}, {"bwd_efficiency", &a.bwd_efficiency},
              {"fwd_seq_overhead", &a.fwd_seq_overhead}, {"bwd_seq_overhead", &a.bwd_seq_overhead},
-             {"fwd_causal_overhead", &a.fwd_causal_overhead}, {"bwd_causal_overhead", &a.bwd_causal_overhead}})
+             {"fwd_causal_overhead", &a.fwd_causal_overhead}, {"bwd_causal_overhead", &a.bwd_causal_overhead},
+             {"fwd_head_dim_overhead", &a.fwd_head_dim_overhead}, {"bwd_head_dim_overhead", &a.bwd_head_dim_overhead}})
       out.push_back({prefix + k, *f});
   };
   if (p.has_fused_attention) attention("attention_", p.attention);

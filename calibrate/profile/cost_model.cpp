@@ -28,10 +28,12 @@ double CostModel::memory_s(double bytes) const {
   return bytes / (p_.hbm_gbps.value * 1e9 * p_.hbm_efficiency.value) + p_.kernel_overhead_us.value * 1e-6;
 }
 
-double CostModel::attention_s(double flops, bool backward, double seq_len, std::int64_t cp) const {
+double CostModel::attention_s(double flops, bool backward, double seq_len, std::int64_t cp, double head_dim) const {
   if (!attention_) p_.attention_kernel(kAttentionDefault);  // throws: the profile prices no fused attention
   const Profile::AttentionKernel& a = *attention_;
-  const double eff = (backward ? a.bwd_efficiency : a.fwd_efficiency).value;
+  const double h = (backward ? a.bwd_head_dim_overhead : a.fwd_head_dim_overhead).value;
+  const double d = std::min(head_dim, kAttentionHeadDim);
+  const double eff = (backward ? a.bwd_efficiency : a.fwd_efficiency).value * (d / (d + h)) / (kAttentionHeadDim / (kAttentionHeadDim + h));
   const double seq_oh = (backward ? a.bwd_seq_overhead : a.fwd_seq_overhead).value;
   const double causal_oh = (backward ? a.bwd_causal_overhead : a.fwd_causal_overhead).value;
   // Causal attention over the whole sequence, or context parallel's load-balanced ring (each rank

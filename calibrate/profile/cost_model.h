@@ -58,9 +58,9 @@ class CostModel {
   // dtype is fp8, else exactly as gemm_s.
   double gemm16_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1, bool* measured = nullptr) const;
   // A fused attention kernel over `flops` of causal attention (the executed half of the score
-  // matrix) for sequences of seq_len tokens, split over cp context-parallel ranks; see
-  // Profile::AttentionKernel for how the sequence length sets the kernel's efficiency.
-  double attention_s(double flops, bool backward, double seq_len, std::int64_t cp = 1) const;
+  // matrix) for sequences of seq_len tokens, split over cp context-parallel ranks, with heads of
+  // head_dim; see Profile::AttentionKernel for how both set the kernel's efficiency.
+  double attention_s(double flops, bool backward, double seq_len, std::int64_t cp = 1, double head_dim = kAttentionHeadDim) const;
   double memory_s(double bytes) const;
   // Elementwise update over `bytes` of optimizer state traffic.
   double optimizer_s(double bytes) const { return memory_s(bytes); }

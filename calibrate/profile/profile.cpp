@@ -204,11 +204,13 @@ Profile parse_profile(const Json& j, const std::string& file) {
       a.bwd_seq_overhead = figure(o, prefix + "bwd_seq_overhead", 0, 1e6);
       a.fwd_causal_overhead = figure(o, prefix + "fwd_causal_overhead", 0, 1e6);
       a.bwd_causal_overhead = figure(o, prefix + "bwd_causal_overhead", 0, 1e6);
+      a.fwd_head_dim_overhead = figure(o, prefix + "fwd_head_dim_overhead", 0, 1e4);
+      a.bwd_head_dim_overhead = figure(o, prefix + "bwd_head_dim_overhead", 0, 1e4);
       return a;
     };
     p.has_fused_attention = false;
     for (const char* k : {"fwd_efficiency", "bwd_efficiency", "fwd_seq_overhead", "bwd_seq_overhead", "fwd_causal_overhead",
-                          "bwd_causal_overhead"})
+                          "bwd_causal_overhead", "fwd_head_dim_overhead", "bwd_head_dim_overhead"})
       p.has_fused_attention = p.has_fused_attention || c.has(std::string("attention_") + k);
     if (p.has_fused_attention) p.attention = attention_figures(c, "attention_");
     if (auto ak = c.object_opt("attention_kernels")) {

@@ -17,6 +17,8 @@ inline constexpr const char* kAttentionDefault = "flash";
 // Kernels a scenario may name (training.attention_kernel); a profile prices the default and those
 // listed in its compute.attention_kernels.
 inline const std::vector<std::string> kAttentionKernels = {"flash", "flash3", "cudnn", "triton"};
+// The head dimension a profile's fused-attention efficiencies are stated at (Profile::AttentionKernel).
+inline constexpr double kAttentionHeadDim = 128;
 // FP8 GEMM dtypes: per-tensor scaled FP8 and MXFP8 (32-element block scales, Blackwell tensor cores).
 inline bool is_fp8(const std::string& dtype) { return dtype == "fp8" || dtype == "mxfp8"; }
 
@@ -114,11 +116,16 @@ struct Profile {
   // length a (seq_overhead, tokens), non-causal attention over keys of length s runs at
   // efficiency x s / (s + a); causal attention at efficiency x s / (s + c) (causal_overhead: the
   // fixed cost is spread over half as many tiles, the diagonal tiles are computed whole and
-  // masked). CostModel::attention_s applies them.
+  // masked). The efficiencies are at head dimension kAttentionHeadDim (128); a smaller head dim d
+  // does less matrix work per score element for the same softmax work, so its efficiency scales
+  // by d / (d + h) over 128 / (128 + h), h the softmax cost in head-dim units (head_dim_overhead).
+  // Larger head dims are priced at 128's: kernels switch to smaller tiles there (FlashAttention-2
+  // runs slower at 256, FlashAttention-3 faster). CostModel::attention_s applies them.
   struct AttentionKernel {
     Figure fwd_efficiency, bwd_efficiency;
-    Figure fwd_seq_overhead, bwd_seq_overhead;        // a, tokens
-    Figure fwd_causal_overhead, bwd_causal_overhead;  // c, tokens
+    Figure fwd_seq_overhead, bwd_seq_overhead;            // a, tokens
+    Figure fwd_causal_overhead, bwd_causal_overhead;      // c, tokens
+    Figure fwd_head_dim_overhead, bwd_head_dim_overhead;  // h, head-dim units
   };
   // The default kernel (compute.attention_fwd_efficiency, ..._seq_overhead, ..._causal_overhead).
   AttentionKernel attention;

@@ -126,6 +126,18 @@ TEST(AttentionKernels, SequenceLengthSetsTheKernelsEfficiency) {
     EXPECT_LT(last, 989 * (bwd ? a.bwd_efficiency.value : a.fwd_efficiency.value));
     EXPECT_GT(last, 0.98 * 989 * (bwd ? a.bwd_efficiency.value : a.fwd_efficiency.value));
   }
+  // Head dim 64 with the default kernel (FlashAttention-2): the same paper's causal forward bars at
+  // head dim 64, within 10 % (the sequence shape is head dim 128's; the asymptote scales by
+  // d / (d + h) over 128 / (128 + h)); head dims above 128 are priced at 128's.
+  const CostModel fa2(p, "bf16");
+  const auto fa2_tflops = [&](double s, double d) {
+    return flops / (fa2.attention_s(flops, false, s, 1, d) - launch) / p.sustained_clock_ratio.value / 1e12;
+  };
+  const std::vector<std::pair<double, double>> causal_fwd_64 = {{512, 180}, {1024, 229}, {2048, 262}, {4096, 284}, {8192, 295}, {16384, 299}};
+  for (const auto& [s, measured] : causal_fwd_64) EXPECT_NEAR(fa2_tflops(s, 64) / measured, 1.0, 0.10) << s;
+  const double h = p.attention.fwd_head_dim_overhead.value;
+  EXPECT_NEAR(fa2_tflops(4096, 64) / fa2_tflops(4096, 128), (64 / (64 + h)) / (128 / (128 + h)), 1e-12);
+  EXPECT_DOUBLE_EQ(fa2.attention_s(flops, true, 4096, 1, 256), fa2.attention_s(flops, true, 4096, 1, 128));
   // Context parallel over cp ranks (load-balanced ring): one causal step over s/cp tokens and cp-1
   // unmasked steps, half against keys s/cp and half s/(2 cp) long, equal work each.
   const auto& a = p.attention_kernel("flash3");

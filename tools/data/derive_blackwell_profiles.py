@@ -154,6 +154,7 @@ def main():
                        ("attention_fwd_efficiency", "same SMs"), ("attention_bwd_efficiency", "same SMs"),
                        ("attention_fwd_seq_overhead", "same SMs"), ("attention_bwd_seq_overhead", "same SMs"),
                        ("attention_fwd_causal_overhead", "same SMs"), ("attention_bwd_causal_overhead", "same SMs"),
+                       ("attention_fwd_head_dim_overhead", "same SMs"), ("attention_bwd_head_dim_overhead", "same SMs"),
                        ("kernel_overhead_us", "same runtime"), ("overlap_compute_slowdown", "no Blackwell measurement")):
             if c[k]["how"] != "assumed":
                 c[k] = carried(c[k], why)

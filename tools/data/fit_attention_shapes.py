@@ -41,9 +41,15 @@ FA4_BWD = ("flash-attention PR #2280 (github.com/Dao-AILab/flash-attention/pull/
            "head dim 128, seq 8192 (1-CTA kernel): 1247.5 TFLOP/s non-causal, 1117.9 causal")
 
 SEQ = [512, 1024, 2048, 4096, 8192, 16384]
+HEAD_DIM = 128  # the head dimension the efficiencies are stated at (kAttentionHeadDim in calibrate/profile/profile.h)
 # FA3 paper, head dim 128: FlashAttention-2 and FlashAttention-3 bars (TFLOP/s).
 FA2_FWD, FA2_FWD_CAUSAL, FA2_BWD = [309, 350, 362, 368, 370, 370], [191, 260, 298, 319, 333, 335], [214, 260, 291, 310, 318, 322]
 FA3_FWD, FA3_FWD_CAUSAL, FA3_BWD = [467, 565, 625, 638, 646, 648], [292, 423, 521, 579, 602, 616], [316, 424, 501, 542, 559, 561]
+# The same figures at head dim 64 (non-causal forward and backward).
+FA2_FWD_64, FA2_BWD_64 = [282, 306, 318, 321, 322, 324], [198, 238, 264, 279, 287, 291]
+FA3_FWD_64, FA3_BWD_64 = [333, 392, 460, 476, 496, 497], [272, 363, 422, 453, 472, 474]
+FA4_FWD_64 = ("flash-attention PR #2605, the same table at head dim 64: 1087 / 1167 / 1213 / 1229 / 1243 TFLOP/s non-causal at "
+              "seq 1k-16k", [1087, 1167, 1213, 1229, 1243])
 H100_BF16_PEAK = 989.0
 
 
@@ -64,6 +70,12 @@ def causal_from_ratio(a, noncausal, causal, s=8192):
     return round((s + a) * noncausal / causal - s)
 
 
+def head_dim_overhead(e64, e128):
+    """h with e(64) / e(128) = [64 / (64 + h)] / [128 / (128 + h)]: the softmax work per score element in head-dim units."""
+    r = e64 / e128
+    return round(HEAD_DIM * (1 - r) / (2 * r - 1), 1)
+
+
 def fig(value, how, source, rng=None, range_source=None):
     f = {"value": value, "how": how, "source": source}
     if rng:
@@ -74,24 +86,34 @@ def fig(value, how, source, rng=None, range_source=None):
 def shapes():
     """Per kernel: forward/backward e_inf (TFLOP/s on the measured GPU), a and c (tokens), with sources."""
     out = {}
-    for name, fwd, fwd_c, bwd, bwd_nc, bwd_causal in (("fa2", FA2_FWD, FA2_FWD_CAUSAL, FA2_BWD, 290.6, 287.1),
-                                                      ("fa3", FA3_FWD, FA3_FWD_CAUSAL, FA3_BWD, 553.9, 531.6)):
+    for name, fwd, fwd_c, bwd, bwd_nc, bwd_causal, fwd64, bwd64 in (
+            ("fa2", FA2_FWD, FA2_FWD_CAUSAL, FA2_BWD, 290.6, 287.1, FA2_FWD_64, FA2_BWD_64),
+            ("fa3", FA3_FWD, FA3_FWD_CAUSAL, FA3_BWD, 553.9, 531.6, FA3_FWD_64, FA3_BWD_64)):
         af, ef, rf = fit(SEQ, fwd)
         cf, _, rcf = fit(SEQ, fwd_c, ef)
         ab, eb, rb = fit(SEQ, bwd)
         cb = causal_from_ratio(ab, bwd_nc, bwd_causal)
+        ef64, eb64 = fit(SEQ, fwd64)[1], fit(SEQ, bwd64)[1]
         label = "FlashAttention-2" if name == "fa2" else "FlashAttention-3"
         fit_src = ("fitted e_inf x s / (s + a) to the %s bars of %s: forward e_inf %.1f TFLOP/s, a %d tokens (rms %.1f%%), "
                    "causal c %d (rms %.1f%%); backward e_inf %.1f, a %d (rms %.1f%%)"
                    % (label, FA3_PAPER, ef, af, 100 * rf, cf, 100 * rcf, eb, ab, 100 * rb))
+        hd_src = ("from the asymptotes of the %s bars of %s at head dim 64 (forward %.1f, backward %.1f TFLOP/s) and 128 "
+                  "(%.1f, %.1f)" % (label, FA3_PAPER, ef64, eb64, ef, eb))
         out[name] = {"fwd_e": ef, "bwd_e": eb, "fwd_a": af, "fwd_c": cf, "bwd_a": ab, "bwd_c": cb, "src": fit_src,
                      "bwd_c_src": "backward causal c from one pair at seq 8192 with the fitted a: " + FA2_CAUSAL_BWD,
+                     "fwd_h": head_dim_overhead(ef64, ef), "bwd_h": head_dim_overhead(eb64, eb), "h_src": hd_src,
                      "fwd_bars": fwd, "bwd_bars": bwd}
     s4 = [1024, 2048, 4096, 8192, 16384]
     a4, e4, r4 = fit(s4, [1540, 1706, 1796, 1837, 1882])
     c4, _, rc4 = fit([1024, 2048, 4096], [829, 1172, 1431], e4)
     ab4 = out["fa3"]["bwd_a"]
+    e4_64 = fit(s4, FA4_FWD_64[1])[1]
     out["fa4"] = {"fwd_a": a4, "fwd_c": c4, "bwd_a": ab4, "bwd_c": causal_from_ratio(ab4, 1247.5, 1117.9),
+                  "fwd_h": head_dim_overhead(e4_64, e4), "bwd_h": out["fa3"]["bwd_h"],
+                  "h_src": "forward from the asymptotes at head dim 64 (%.1f TFLOP/s; %s) and 128 (%.1f; %s); backward assumed "
+                           "FlashAttention-3's on Hopper (no B200 backward sweep at head dim 64 found): %s"
+                           % (e4_64, FA4_FWD_64[0], e4, FA4_TABLE, out["fa3"]["h_src"]),
                   "src": "fitted e_inf x s / (s + a) to " + FA4_TABLE + ": a %d tokens (rms %.1f%%), causal c %d (rms %.1f%%)"
                          % (a4, 100 * r4, c4, 100 * rc4),
                   "bwd_src": "backward a assumed FlashAttention-3's on Hopper (%d; no B200 backward sweep found), c from one pair "
@@ -108,7 +130,9 @@ def shape_figures(prefix, s, how, why):
     return {prefix + "fwd_seq_overhead": fig(s["fwd_a"], how, pre + src_f),
             prefix + "bwd_seq_overhead": fig(s["bwd_a"], how, pre + src_b),
             prefix + "fwd_causal_overhead": fig(s["fwd_c"], how, pre + src_f),
-            prefix + "bwd_causal_overhead": fig(s["bwd_c"], how, pre + src_bc)}
+            prefix + "bwd_causal_overhead": fig(s["bwd_c"], how, pre + src_bc),
+            prefix + "fwd_head_dim_overhead": fig(s["fwd_h"], how, pre + s["h_src"]),
+            prefix + "bwd_head_dim_overhead": fig(s["bwd_h"], how, pre + s["h_src"])}
 
 
 def spread(bars, a, peak):
