@@ -1,6 +1,7 @@
 #include "sim/simulation.h"
 
 #include <set>
+#include <string_view>
 
 #include "sim/network/flow_network.h"
 
@@ -65,10 +66,10 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
     const Profile::AttentionKernel& a = p.attention_kernel(sc.training.attention_kernel);
     const bool dflt = sc.training.attention_kernel == kAttentionDefault;
     const std::string k = dflt ? "attention_" : "attention_kernels." + sc.training.attention_kernel + ".";
-    if (a.fwd_efficiency.how == "assumed" || a.bwd_efficiency.how == "assumed") assumed.insert(dflt ? "attention_efficiency" : k + "efficiency");
-    for (const Figure* f : {&a.fwd_seq_overhead, &a.bwd_seq_overhead, &a.fwd_causal_overhead, &a.bwd_causal_overhead,
-                            &a.fwd_head_dim_overhead, &a.bwd_head_dim_overhead})
-      if (f->how == "assumed") assumed.insert(k + "overheads");
+    // One entry for the kernel's efficiencies and one for its sequence and head-dim overheads.
+    for (const auto& f : Profile::kAttentionFigures)
+      if ((a.*f.member).how == "assumed")
+        assumed.insert(std::string_view(f.name).ends_with("efficiency") ? (dflt ? "attention_efficiency" : k + "efficiency") : k + "overheads");
   }
   if (sc.cluster.gpus_per_node > 1 && p.intra_bus_efficiency.how == "assumed") assumed.insert("intra_bus_efficiency");
   if (sc.cluster.nodes > 1 && p.inter_bus_efficiency.how == "assumed") assumed.insert("inter_bus_efficiency");

@@ -54,12 +54,7 @@ std::vector<std::pair<std::string, Figure>> figures(const Profile& p) {
            {"node_nic_gbps", &p.node_nic_gbps}})
     out.push_back({k, *f});
   const auto attention = [&](const std::string& prefix, const Profile::AttentionKernel& a) {
-    for (const auto& [k, f] : std::initializer_list<std::pair<const char*, const Figure*>>{
-             {"fwd_efficiency", &a.fwd_efficiency}, {"bwd_efficiency", &a.bwd_efficiency},
-             {"fwd_seq_overhead", &a.fwd_seq_overhead}, {"bwd_seq_overhead", &a.bwd_seq_overhead},
-             {"fwd_causal_overhead", &a.fwd_causal_overhead}, {"bwd_causal_overhead", &a.bwd_causal_overhead},
-             {"fwd_head_dim_overhead", &a.fwd_head_dim_overhead}, {"bwd_head_dim_overhead", &a.bwd_head_dim_overhead}})
-      out.push_back({prefix + k, *f});
+    for (const auto& f : Profile::kAttentionFigures) out.push_back({prefix + f.name, a.*f.member});
   };
   if (p.has_fused_attention) attention("attention_", p.attention);
   for (const auto& [k, a] : p.attention_kernels) attention("attention_kernels." + k + ".", a);

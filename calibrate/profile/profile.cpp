@@ -198,20 +198,12 @@ Profile parse_profile(const Json& j, const std::string& file) {
     // One kernel's figures, named prefix + fwd_efficiency, ... (prefix "attention_" for the default).
     const auto attention_figures = [&](const JsonObject& o, const std::string& prefix) {
       Profile::AttentionKernel a;
-      a.fwd_efficiency = figure(o, prefix + "fwd_efficiency", 0.01, 1.0);
-      a.bwd_efficiency = figure(o, prefix + "bwd_efficiency", 0.01, 1.0);
-      a.fwd_seq_overhead = figure(o, prefix + "fwd_seq_overhead", 0, 1e6);
-      a.bwd_seq_overhead = figure(o, prefix + "bwd_seq_overhead", 0, 1e6);
-      a.fwd_causal_overhead = figure(o, prefix + "fwd_causal_overhead", 0, 1e6);
-      a.bwd_causal_overhead = figure(o, prefix + "bwd_causal_overhead", 0, 1e6);
-      a.fwd_head_dim_overhead = figure(o, prefix + "fwd_head_dim_overhead", 0, 1e4);
-      a.bwd_head_dim_overhead = figure(o, prefix + "bwd_head_dim_overhead", 0, 1e4);
+      for (const auto& f : Profile::kAttentionFigures) a.*f.member = figure(o, prefix + f.name, f.min, f.max);
       return a;
     };
     p.has_fused_attention = false;
-    for (const char* k : {"fwd_efficiency", "bwd_efficiency", "fwd_seq_overhead", "bwd_seq_overhead", "fwd_causal_overhead",
-                          "bwd_causal_overhead", "fwd_head_dim_overhead", "bwd_head_dim_overhead"})
-      p.has_fused_attention = p.has_fused_attention || c.has(std::string("attention_") + k);
+    for (const auto& f : Profile::kAttentionFigures)
+      p.has_fused_attention = p.has_fused_attention || c.has(std::string("attention_") + f.name);
     if (p.has_fused_attention) p.attention = attention_figures(c, "attention_");
     if (auto ak = c.object_opt("attention_kernels")) {
       if (ak->has(kAttentionDefault))

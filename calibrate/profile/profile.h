@@ -127,6 +127,23 @@ struct Profile {
     Figure fwd_causal_overhead, bwd_causal_overhead;      // c, tokens
     Figure fwd_head_dim_overhead, bwd_head_dim_overhead;  // h, head-dim units
   };
+  // Each AttentionKernel figure: its JSON name (the default kernel's carry an "attention_" prefix),
+  // the member, and the bounds the loader accepts.
+  struct AttentionFigure {
+    const char* name;
+    Figure AttentionKernel::*member;
+    double min, max;
+  };
+  static constexpr std::array<AttentionFigure, 8> kAttentionFigures = {{
+      {"fwd_efficiency", &AttentionKernel::fwd_efficiency, 0.01, 1.0},
+      {"bwd_efficiency", &AttentionKernel::bwd_efficiency, 0.01, 1.0},
+      {"fwd_seq_overhead", &AttentionKernel::fwd_seq_overhead, 0, 1e6},
+      {"bwd_seq_overhead", &AttentionKernel::bwd_seq_overhead, 0, 1e6},
+      {"fwd_causal_overhead", &AttentionKernel::fwd_causal_overhead, 0, 1e6},
+      {"bwd_causal_overhead", &AttentionKernel::bwd_causal_overhead, 0, 1e6},
+      {"fwd_head_dim_overhead", &AttentionKernel::fwd_head_dim_overhead, 0, 1e4},
+      {"bwd_head_dim_overhead", &AttentionKernel::bwd_head_dim_overhead, 0, 1e4},
+  }};
   // The default kernel (compute.attention_fwd_efficiency, ..._seq_overhead, ..._causal_overhead).
   AttentionKernel attention;
   // False when the profile lists none of its figures: no fused attention kernel runs on the GPU
