@@ -141,27 +141,26 @@ def spread(bars, a, peak):
     return round(min(v), 4), round(max(v), 4)
 
 
+def asymptote(s, label, direction, how, pre):
+    """One efficiency figure of an H100 fit: the asymptote as a fraction of peak, its source and its spread."""
+    e = s[direction + "_e"]
+    return fig(round(e / H100_BF16_PEAK, 4), how, pre + "%s %s asymptote %.1f of %g TFLOP/s: %s"
+               % (label, "forward" if direction == "fwd" else "backward", e, H100_BF16_PEAK, s["src"]),
+               spread(s[direction + "_bars"], s[direction + "_a"], H100_BF16_PEAK), "each bar of the figure read as the asymptote")
+
+
 def hopper(c, sh, assumed_gpu):
     fa2, fa3 = sh["fa2"], sh["fa3"]
     how = "assumed" if assumed_gpu else "fitted"
     why = "assumed: the H100 fit (same GH100 die, SMs and clocks)"
-    ef, eb = round(fa2["fwd_e"] / H100_BF16_PEAK, 4), round(fa2["bwd_e"] / H100_BF16_PEAK, 4)
     pre = (why + "; ") if assumed_gpu else ""
-    c["attention_fwd_efficiency"] = fig(ef, how, pre + "FlashAttention-2 forward asymptote %.1f of %g TFLOP/s: %s"
-                                        % (fa2["fwd_e"], H100_BF16_PEAK, fa2["src"]), spread(fa2["fwd_bars"], fa2["fwd_a"], H100_BF16_PEAK),
-                                        "each bar of the figure read as the asymptote")
-    c["attention_bwd_efficiency"] = fig(eb, how, pre + "FlashAttention-2 backward asymptote %.1f of %g TFLOP/s: %s"
-                                        % (fa2["bwd_e"], H100_BF16_PEAK, fa2["src"]), spread(fa2["bwd_bars"], fa2["bwd_a"], H100_BF16_PEAK),
-                                        "each bar of the figure read as the asymptote")
-    c.update(shape_figures("attention_", fa2, how, why))
     k = c["attention_kernels"]
-    f3f, f3b = round(fa3["fwd_e"] / H100_BF16_PEAK, 4), round(fa3["bwd_e"] / H100_BF16_PEAK, 4)
-    k["flash3"]["fwd_efficiency"] = fig(f3f, how, pre + "FlashAttention-3 forward asymptote %.1f TFLOP/s: %s" % (fa3["fwd_e"], fa3["src"]),
-                                        spread(fa3["fwd_bars"], fa3["fwd_a"], H100_BF16_PEAK), "each bar of the figure read as the asymptote")
-    k["flash3"]["bwd_efficiency"] = fig(f3b, how, pre + "FlashAttention-3 backward asymptote %.1f TFLOP/s: %s" % (fa3["bwd_e"], fa3["src"]),
-                                        spread(fa3["bwd_bars"], fa3["bwd_a"], H100_BF16_PEAK), "each bar of the figure read as the asymptote")
+    for d in ("fwd", "bwd"):
+        c["attention_%s_efficiency" % d] = asymptote(fa2, "FlashAttention-2", d, how, pre)
+        k["flash3"]["%s_efficiency" % d] = asymptote(fa3, "FlashAttention-3", d, how, pre)
+    c.update(shape_figures("attention_", fa2, how, why))
     k["flash3"].update(shape_figures("", fa3, how, why))
-    triton(k, ef, eb, fa2)
+    triton(k, c["attention_fwd_efficiency"]["value"], c["attention_bwd_efficiency"]["value"], fa2)
 
 
 def triton(k, ef, eb, fa2):
