@@ -213,6 +213,10 @@ SOURCE_CONVENTIONS = {
                          "grad_acc_unfused": "Megatron-DeepSpeed (2022) runs the DeepSpeed engine, whose gradient hooks add "
                                              "each microbatch's weight gradient into its gradient buffers with a separate kernel",
                          "zero_impl": "deepspeed",
+                         "position_embedding": "alibi",
+                         "pos_why": "alibi: BLOOM's attention bias, no position parameters and no rotary kernels; the "
+                                    "176B run's script passes --position-embedding-type alibi "
+                                    "(train/tr11-176B-ml/tr11-176B-ml.slurm)",
                          "pipeline_impl": "deepspeed",
                          "pipeline_why": "deepspeed: Megatron-DeepSpeed runs DeepSpeed's PipelineEngine (the row's 'DeepSpeed pipeline "
                                          "(1F1B)'), whose pipe_buffers['outputs'] keep each forward's output until that microbatch's "
@@ -551,6 +555,9 @@ def convert(r):
     elif conv.get("position_embedding") == "learned":
         model["position_embedding"] = "learned"
         model["max_positions"] = conv.get("max_positions", m["seq_len"])
+        ci["model.position_embedding"] = conv["pos_why"]
+    elif conv.get("position_embedding") == "alibi" and not swiglu:
+        model["position_embedding"] = "alibi"
         ci["model.position_embedding"] = conv["pos_why"]
     else:
         ci["model.position_embedding"] = "rope/alibi-like (no position parameters counted)"
