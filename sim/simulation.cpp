@@ -30,7 +30,9 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
   const LayerGraph graph = build_layer_graph(sc.model, layer_shape(sc));
   const CostModel cost(sc.profile, sc.training.gemm_dtype(), sc.training.priced_attention_kernel());
   const auto own = network ? nullptr : make_network(sc.network, sc.profile, sc.cluster);
-  const LoweringInput in{sc, graph, cost, network ? *network : *own};
+  const NetworkModel& base = network ? *network : *own;
+  const ScaledNetwork scaled(base, sc.profile.time_scale.network);
+  const LoweringInput in{sc, graph, cost, sc.profile.time_scale.network != 1.0 ? scaled : base};
   EngineOptions eo;
   eo.overlap_compute_slowdown = sc.profile.overlap_compute_slowdown.value;
   try {

@@ -1,6 +1,7 @@
 #include "sim/uncertainty.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace parasim {
 
@@ -71,6 +72,19 @@ Interval predict_interval(const Scenario& sc, const Registries& reg, std::int64_
   iv.step_time_p90_s = q(0.90);
   iv.samples = samples;
   return iv;
+}
+
+TimeShares time_shares(const Scenario& sc, const Registries& reg, double step_s) {
+  constexpr double kStep = 1.02;
+  TimeShares out{};
+  for (size_t i = 0; i < kTimeClasses.size(); ++i) {
+    Scenario s = sc;
+    Profile::TimeScale& t = s.profile.time_scale;
+    double* const scales[] = {&t.gemm, &t.attention, &t.memory, &t.network};
+    *scales[i] = kStep;
+    out[i] = std::log(simulate(s, reg).result.step_time_s / step_s) / std::log(kStep);
+  }
+  return out;
 }
 
 }  // namespace parasim

@@ -2,6 +2,7 @@
 // (uniformly, independently, from a fixed-seed generator so the interval is reproducible bit for
 // bit) and the scenario re-simulated; the interval is the p10..p90 of the sampled step times.
 #pragma once
+#include <array>
 #include <vector>
 
 #include "sim/simulation.h"
@@ -15,5 +16,14 @@ struct Interval {
 };
 
 Interval predict_interval(const Scenario& sc, const Registries& reg, std::int64_t samples = 32, std::uint64_t seed = 1);
+
+// The classes of priced time (Profile::TimeScale), in this order everywhere.
+inline constexpr std::array<const char*, 4> kTimeClasses = {"gemm", "attention", "memory", "network"};
+using TimeShares = std::array<double, kTimeClasses.size()>;
+// How much of the predicted step each class carries on the critical path: the step's elasticity
+// d ln(step) / d ln(class time), from re-simulating with that class's time 2 % longer (overlap
+// and pipeline waits included: hidden communication carries no share). A class the step does not
+// run has share 0; the shares of a purely additive step sum to 1.
+TimeShares time_shares(const Scenario& sc, const Registries& reg, double step_s);
 
 }  // namespace parasim

@@ -51,6 +51,7 @@ void add_check_commands(CLI::App& app, Context& ctx) {
     double max_mape = 0;
     double max_memory_mape = 0;
     std::string out;
+    bool no_attribution = false;
   };
   auto vo = std::make_shared<ValOpts>();
   CLI::App* val = app.add_subcommand("validate", "accuracy report over a directory of measured runs (Markdown, or --json)");
@@ -59,9 +60,11 @@ void add_check_commands(CLI::App& app, Context& ctx) {
   val->add_option("--max-throughput-mape", vo->max_mape, "exit 1 when the throughput MAPE exceeds this fraction (a ratchet for CI)");
   val->add_option("--max-memory-mape", vo->max_memory_mape, "exit 1 when the peak-memory MAPE exceeds this fraction (a ratchet for CI)");
   val->add_option("-o,--output", vo->out, "write the report to this file instead of stdout");
+  val->add_flag("--no-attribution", vo->no_attribution,
+                "skip the error attribution (each run's time shares: four more simulations per run)");
   val->callback([vo, &ctx]() {
     ctx.exit_code = run_guarded([&]() {
-      const ValidationReport rep = validate_dir(vo->dir, ctx.data_dir, ctx.registries);
+      const ValidationReport rep = validate_dir(vo->dir, ctx.data_dir, ctx.registries, 16, !vo->no_attribution);
       std::ofstream file;
       if (!vo->out.empty()) {
         file.open(vo->out);

@@ -16,7 +16,8 @@ double Tolerances::of(const std::string& figure) const {
   return it == per_figure.end() ? default_tolerance : it->second;
 }
 
-RunCheck check_run(const MeasuredRun& run, const Registries& reg, const Tolerances& tol, std::int64_t interval_samples) {
+RunCheck check_run(const MeasuredRun& run, const Registries& reg, const Tolerances& tol, std::int64_t interval_samples,
+                   bool shares) {
   RunCheck c;
   c.file = run.file;
   c.id = run.id;
@@ -73,6 +74,10 @@ RunCheck check_run(const MeasuredRun& run, const Registries& reg, const Toleranc
     c.oom_predicted = !r.fits_in_memory;
     c.pass = c.pass && c.oom_measured == c.oom_predicted;
   }
+  if (shares) {
+    c.has_shares = true;
+    c.shares = time_shares(run.scenario, reg, r.step_time_s);
+  }
   if (interval_samples > 0) {
     const Interval iv = predict_interval(run.scenario, reg, interval_samples);
     c.has_interval = true;
@@ -126,6 +131,11 @@ Json checks_json(const std::vector<RunCheck>& checks) {
                       {"error", cmp.error}, {"abs_error", std::abs(cmp.error)}, {"tolerance", cmp.tolerance}, {"pass", cmp.pass}});
     Json j = {{"id", c.id}, {"file", c.file}, {"pass", c.pass}, {"comparisons", cmps}};
     if (c.oom_known) j["oom"] = {{"measured", c.oom_measured}, {"predicted", c.oom_predicted}};
+    if (c.has_shares) {
+      Json sh = Json::object();
+      for (size_t k = 0; k < kTimeClasses.size(); ++k) sh[kTimeClasses[k]] = c.shares[k];
+      j["time_shares"] = sh;
+    }
     arr.push_back(j);
   }
   return {{"schema", "parasim.check/1"}, {"runs", arr}};
@@ -151,7 +161,7 @@ ErrorStats error_stats(const std::vector<double>& e) {
 }
 
 ValidationReport validate_dir(const std::string& dir, const std::string& data_dir, const Registries& reg,
-                              std::int64_t interval_samples) {
+                              std::int64_t interval_samples, bool shares) {
   ValidationReport rep;
   rep.dir = dir;
   std::vector<std::string> files;
@@ -166,7 +176,7 @@ ValidationReport validate_dir(const std::string& dir, const std::string& data_di
   for (const auto& f : files) {
     try {
       const MeasuredRun run = load_measured(f, data_dir);
-      RunCheck c = check_run(run, reg, Tolerances{}, interval_samples);
+      RunCheck c = check_run(run, reg, Tolerances{}, interval_samples, shares);
       if (c.has_interval && throughput_comparison(c)) {
         ++rep.with_interval;
         rep.inside += c.throughput_inside;
@@ -185,6 +195,101 @@ ValidationReport validate_dir(const std::string& dir, const std::string& data_di
   rep.throughput = error_stats(thr);
   rep.memory = error_stats(mem);
   return rep;
+}
+
+namespace {
+
+// Solves (S^T S + ridge I) x = S^T y over the columns `cols` of the rows' shares (Gaussian
+// elimination with partial pivoting; the ridge keeps it regular).
+TimeShares ridge_fit(const std::vector<std::pair<TimeShares, double>>& rows, const std::vector<size_t>& cols, double ridge) {
+  const size_t m = cols.size();
+  std::vector<std::vector<double>> A(m, std::vector<double>(m + 1, 0.0));
+  for (const auto& [sh, y] : rows)
+    for (size_t i = 0; i < m; ++i) {
+      for (size_t j = 0; j < m; ++j) A[i][j] += sh[cols[i]] * sh[cols[j]];
+      A[i][m] += sh[cols[i]] * y;
+    }
+  for (size_t i = 0; i < m; ++i) A[i][i] += ridge;
+  for (size_t i = 0; i < m; ++i) {
+    size_t piv = i;
+    for (size_t r = i + 1; r < m; ++r)
+      if (std::abs(A[r][i]) > std::abs(A[piv][i])) piv = r;
+    std::swap(A[i], A[piv]);
+    for (size_t r = 0; r < m; ++r) {
+      if (r == i) continue;
+      const double f = A[r][i] / A[i][i];
+      for (size_t j = i; j <= m; ++j) A[r][j] -= f * A[i][j];
+    }
+  }
+  TimeShares x{};
+  for (size_t i = 0; i < m; ++i) x[cols[i]] = A[i][m] / A[i][i];
+  return x;
+}
+
+double fitted(const TimeShares& sh, const TimeShares& x) {
+  double f = 0;
+  for (size_t k = 0; k < sh.size(); ++k) f += sh[k] * x[k];
+  return f;
+}
+
+}  // namespace
+
+Attribution attribute(const std::string& group, const std::vector<const RunCheck*>& runs) {
+  constexpr size_t K = kTimeClasses.size();
+  Attribution a;
+  a.group = group;
+  std::vector<std::pair<TimeShares, double>> rows;  // shares, ln(measured step / predicted step)
+  for (const RunCheck* c : runs) {
+    const Comparison* t = throughput_comparison(*c);
+    if (!c->has_shares || !t || !(t->throughput_error > -1)) continue;
+    rows.push_back({c->shares, std::log1p(t->throughput_error)});
+    for (size_t k = 0; k < K; ++k) a.mean_share[k] += c->shares[k];
+  }
+  a.n = static_cast<std::int64_t>(rows.size());
+  if (rows.empty()) return a;
+  const double n = static_cast<double>(a.n);
+  for (double& m : a.mean_share) m /= n;
+  std::vector<size_t> cols;
+  for (size_t k = 0; k < K; ++k)
+    if (a.mean_share[k] >= kAttributionMinShare) cols.push_back(k);
+  // A group tells apart at most half as many classes as it has runs: the largest shares are kept.
+  std::stable_sort(cols.begin(), cols.end(), [&](size_t i, size_t j) { return a.mean_share[i] > a.mean_share[j]; });
+  cols.resize(std::min(cols.size(), rows.size() / 2));
+  std::sort(cols.begin(), cols.end());
+  // Empirical Bayes: the least-squares fit's residual variance over the prior's spread sets the
+  // ridge (a ln-multiplier prior N(0, kAttributionPriorSpread^2) under residual noise N(0, tau^2)).
+  const TimeShares x0 = ridge_fit(rows, cols, 1e-9 * n);
+  double rss = 0;
+  for (const auto& [sh, y] : rows) rss += (y - fitted(sh, x0)) * (y - fitted(sh, x0));
+  const double dof = std::max(1.0, n - static_cast<double>(cols.size()));
+  const double ridge = rss / dof / (kAttributionPriorSpread * kAttributionPriorSpread);
+  const TimeShares x = ridge_fit(rows, cols, std::max(ridge, 1e-9 * n));
+  for (size_t k : cols) {
+    a.fitted[k] = true;
+    a.multiplier[k] = std::exp(x[k]);
+  }
+  for (const auto& [sh, y] : rows) {
+    a.mape_before += std::abs(std::expm1(y));
+    a.mape_after += std::abs(std::expm1(y - fitted(sh, x)));
+  }
+  a.mape_before /= n;
+  a.mape_after /= n;
+  return a;
+}
+
+std::vector<Attribution> attribution_by_source(const ValidationReport& r) {
+  std::map<std::string, std::vector<const RunCheck*>> by;
+  std::vector<const RunCheck*> all;
+  for (const auto& c : r.runs)
+    if (c.has_shares && throughput_comparison(c)) {
+      by[c.source].push_back(&c);
+      all.push_back(&c);
+    }
+  std::vector<Attribution> out;
+  if (all.empty()) return out;
+  for (const auto& [k, v] : by) out.push_back(attribute(k, v));
+  out.push_back(attribute("all runs", all));
+  return out;
 }
 
 namespace {
@@ -246,6 +351,28 @@ void print_validation_markdown(std::ostream& os, const ValidationReport& r, cons
   std::sort(worst.begin(), worst.end(), [](auto* a, auto* b) {
     return std::abs(throughput_comparison(*a)->throughput_error) > std::abs(throughput_comparison(*b)->throughput_error);
   });
+  if (const auto at = attribution_by_source(r); !at.empty()) {
+    fmt::print(os, "\n## Error attribution\n\nEach run is simulated again with one class of priced time 2 % longer: GEMMs "
+                   "(with the unfused attention's batched GEMMs), fused attention, memory-bound kernels, and collectives and "
+                   "transfers; the change in the predicted step is that class's share of the step on the critical path "
+                   "(hidden communication has none). Per source, a least-squares fit of ln(measured / predicted step) = sum of "
+                   "share x ln(multiplier) gives the multiplier on each class's time that "
+                   "the measurements imply: above 1, parasim prices that class faster than these runs ran it. The fit is a ridge "
+                   "regression toward 1 whose weight is the residual variance over a prior spread of {} in ln(multiplier) "
+                   "(empirical Bayes), so classes a source's runs cannot tell apart stay near 1. Classes with a mean share under "
+                   "{:.0f}% are not fitted (-), nor more classes than half the source's runs (the largest shares are kept). In-sample: "
+                   "read it as where the error sits, not as a correction.\n\n"
+                   "| source | runs | GEMM share | attention share | memory share | network share | GEMM x | attention x | "
+                   "memory x | network x | MAPE | MAPE with the multipliers |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+               kAttributionPriorSpread, 100 * kAttributionMinShare);
+    for (const auto& a : at) {
+      fmt::print(os, "| {} | {} |", a.group, a.n);
+      for (double m : a.mean_share) fmt::print(os, " {} |", pct(m));
+      for (size_t k = 0; k < kTimeClasses.size(); ++k)
+        fmt::print(os, " {} |", a.fitted[k] ? fmt::format("{:.3f}", a.multiplier[k]) : std::string("-"));
+      fmt::print(os, " {} | {} |\n", pct(a.mape_before), pct(a.mape_after));
+    }
+  }
   fmt::print(os, "\n## Largest throughput errors\n\n| run | figure | measured | predicted | throughput error |\n|---|---|---|---|---|\n");
   for (size_t i = 0; i < std::min<size_t>(15, worst.size()); ++i) {
     const Comparison* t = throughput_comparison(*worst[i]);
@@ -260,10 +387,20 @@ Json validation_json(const ValidationReport& r) {
     per[k] = {{"throughput", stats(error_stats(v.first))}, {"memory", stats(error_stats(v.second))}};
   Json fails = Json::array();
   for (const auto& f : r.failures) fails.push_back({{"file", f.file}, {"reason", f.reason}});
+  Json attribution = Json::array();
+  for (const auto& a : attribution_by_source(r)) {
+    Json share = Json::object(), mult = Json::object();
+    for (size_t k = 0; k < kTimeClasses.size(); ++k) {
+      share[kTimeClasses[k]] = a.mean_share[k];
+      mult[kTimeClasses[k]] = a.fitted[k] ? Json(a.multiplier[k]) : Json(nullptr);
+    }
+    attribution.push_back({{"group", a.group}, {"runs", a.n}, {"mean_share", share}, {"multiplier", mult},
+                           {"mape", a.mape_before}, {"mape_with_multipliers", a.mape_after}});
+  }
   return {{"schema", "parasim.validation/1"}, {"runs", r.runs.size()}, {"throughput", stats(r.throughput)},
           {"interval", {{"inside", r.inside}, {"with_interval", r.with_interval}}},
           {"memory", stats(r.memory)}, {"oom", {{"agree", r.oom_agree}, {"total", r.oom_total}}}, {"by_source", per},
-          {"load_failures", fails}, {"checks", checks_json(r.runs)["runs"]}};
+          {"attribution", attribution}, {"load_failures", fails}, {"checks", checks_json(r.runs)["runs"]}};
 }
 
 }  // namespace parasim

@@ -8,6 +8,7 @@
 
 #include "sim/scenario/measured.h"
 #include "sim/simulation.h"
+#include "sim/uncertainty.h"
 
 namespace parasim {
 
@@ -31,6 +32,8 @@ struct RunCheck {
   bool has_interval = false;
   double step_p10_s = 0, step_p90_s = 0;  // prediction interval from the profile's spread
   bool throughput_inside = false;         // the measured throughput figure falls inside it
+  bool has_shares = false;
+  TimeShares shares{};                    // of the predicted step, per class of priced time
 };
 
 struct Tolerances {
@@ -39,7 +42,9 @@ struct Tolerances {
   double of(const std::string& figure) const;
 };
 
-RunCheck check_run(const MeasuredRun& run, const Registries& reg, const Tolerances& tol, std::int64_t interval_samples = 0);
+// interval_samples > 0: also the p10..p90 interval; shares: also the time shares (time_shares).
+RunCheck check_run(const MeasuredRun& run, const Registries& reg, const Tolerances& tol, std::int64_t interval_samples = 0,
+                   bool shares = false);
 void print_checks(std::ostream& os, const std::vector<RunCheck>& checks);
 Json checks_json(const std::vector<RunCheck>& checks);
 
@@ -66,7 +71,30 @@ struct ValidationReport {
   std::int64_t inside = 0, with_interval = 0;  // measured throughput inside the p10..p90 interval
 };
 ValidationReport validate_dir(const std::string& dir, const std::string& data_dir, const Registries& reg,
-                              std::int64_t interval_samples = 16);
+                              std::int64_t interval_samples = 16, bool shares = true);
+
+// Error attribution over a group of runs with time shares and a throughput comparison: the
+// multiplier m_c on each class's priced time that best explains the measured step times, from
+// least squares of ln(measured / predicted step) = sum over classes of share_c x ln(m_c). It is a
+// ridge regression toward m_c = 1 whose weight is the residual variance of the plain fit over
+// kAttributionPriorSpread^2 (empirical Bayes: each ln(m_c) a priori N(0, 0.25^2)), so a class the
+// runs cannot tell from another stays near 1 while exact data are fitted exactly. Classes whose
+// mean share is under kAttributionMinShare stay at 1 (not fitted), and at most half as many
+// classes as runs are fitted (those with the largest shares). In-sample: it says which class
+// of work the measurements disagree with, not a correction to apply.
+inline constexpr double kAttributionPriorSpread = 0.25;
+inline constexpr double kAttributionMinShare = 0.02;
+struct Attribution {
+  std::string group;
+  std::int64_t n = 0;
+  TimeShares mean_share{};
+  TimeShares multiplier{1, 1, 1, 1};
+  std::array<bool, kTimeClasses.size()> fitted{};
+  double mape_before = 0, mape_after = 0;  // throughput MAPE, and with the multipliers applied
+};
+Attribution attribute(const std::string& group, const std::vector<const RunCheck*>& runs);
+// One per source, then one over all runs ("all runs"); empty when no run has shares.
+std::vector<Attribution> attribution_by_source(const ValidationReport& r);
 void print_validation_markdown(std::ostream& os, const ValidationReport& r, const std::string& command);
 Json validation_json(const ValidationReport& r);
 

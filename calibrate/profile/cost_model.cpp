@@ -25,7 +25,7 @@ double CostModel::gemm16_s(std::int64_t m, std::int64_t n, std::int64_t k, std::
 }
 
 double CostModel::memory_s(double bytes) const {
-  return bytes / (p_.hbm_gbps.value * 1e9 * p_.hbm_efficiency.value) + p_.kernel_overhead_us.value * 1e-6;
+  return p_.time_scale.memory * (bytes / (p_.hbm_gbps.value * 1e9 * p_.hbm_efficiency.value) + p_.kernel_overhead_us.value * 1e-6);
 }
 
 double CostModel::attention_s(double flops, bool backward, double seq_len, std::int64_t cp, double head_dim) const {
@@ -42,11 +42,12 @@ double CostModel::attention_s(double flops, bool backward, double seq_len, std::
   // query) lengths s/cp and s/(2 cp), for half the ranks each: a mean of 1.5 a cp / s extra.
   const double cpd = static_cast<double>(cp), local = seq_len / cpd;
   const double stretch = (1.0 / cpd) * (local + causal_oh) / local + ((cpd - 1.0) / cpd) * (1.0 + 1.5 * seq_oh / local);
-  return flops * stretch / (attention_peak_ * eff * p_.sustained_clock_ratio.value) + p_.kernel_overhead_us.value * 1e-6;
+  return p_.time_scale.attention *
+         (flops * stretch / (attention_peak_ * eff * p_.sustained_clock_ratio.value) + p_.kernel_overhead_us.value * 1e-6);
 }
 
 double CostModel::gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, bool* measured) const {
-  return benchmark_gemm_s(m, n, k, batch, measured) / p_.sustained_clock_ratio.value;
+  return p_.time_scale.gemm * benchmark_gemm_s(m, n, k, batch, measured) / p_.sustained_clock_ratio.value;
 }
 
 double CostModel::benchmark_gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, bool* measured) const {

@@ -176,6 +176,15 @@ struct Profile {
   std::vector<GemmPoint> gemm_points;
   std::vector<CollectivePoint> collective_points;
   NcclTuning nccl;
+  // Multipliers on the priced time of each class of work. Not a profile figure (never read from
+  // JSON): 1 in every prediction; `parasim validate` sets one at a time to measure how much of a
+  // run's step each class carries (sim/uncertainty.h time_shares).
+  struct TimeScale {
+    double gemm = 1.0;       // GEMMs (the unfused attention's batched GEMMs included)
+    double attention = 1.0;  // fused attention kernels
+    double memory = 1.0;     // memory-bound kernels (elementwise, norms, optimizer, copies)
+    double network = 1.0;    // collectives and point-to-point transfers
+  } time_scale;
 
   double peak_flops(const std::string& dtype) const;  // FLOP/s; throws ProfileError if absent
   double gemm_efficiency(const std::string& dtype) const;  // throws ProfileError if absent

@@ -37,6 +37,19 @@ class NetworkModel {
   virtual std::string algorithm(const CollectiveSpec& c) const = 0;
 };
 
+// Another model's times times a factor (Profile::time_scale.network, for error attribution).
+class ScaledNetwork final : public NetworkModel {
+ public:
+  ScaledNetwork(const NetworkModel& inner, double scale) : inner_(inner), scale_(scale) {}
+  std::string name() const override { return inner_.name(); }
+  double time_s(const CollectiveSpec& c) const override { return scale_ * inner_.time_s(c); }
+  std::string algorithm(const CollectiveSpec& c) const override { return inner_.algorithm(c); }
+
+ private:
+  const NetworkModel& inner_;
+  double scale_;
+};
+
 // Analytical (no contention): measured single-node collective points of the same group size are
 // interpolated (log-log, by per-rank chunk) when NCCL's own choice is asked for; otherwise NCCL's
 // tuner prices ring, tree, NVLS, hierarchical, direct and p2p from the profile's tables and picks.

@@ -124,6 +124,22 @@ TEST(Validate, RatchetsFailOnTheirOwnMape) {
   EXPECT_EQ(out.code, 1) << out.out;
   EXPECT_NE(out.out.find("FAIL: peak-memory MAPE 33.33% is above the ratchet 30.00%"), std::string::npos) << out.out;
   EXPECT_EQ(out.out.find("FAIL: throughput"), std::string::npos) << out.out;
+  // The report attributes the error by class of priced time unless told not to; the JSON carries
+  // each run's time shares and the per-source fit.
+  auto slurp = [](const std::string& f) {
+    std::ifstream in(f);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_NE(slurp(dir + "/report.md").find("## Error attribution"), std::string::npos);
+  ASSERT_EQ(cli("validate " + dir + " --no-attribution -o " + dir + "/plain.md").code, 0);
+  EXPECT_EQ(slurp(dir + "/plain.md").find("## Error attribution"), std::string::npos);
+  ASSERT_EQ(cli("validate " + dir + " --json -o " + dir + "/report.json").code, 0);
+  const Json rep = read_json_file(dir + "/report.json");
+  ASSERT_EQ(rep["attribution"].size(), 2u);  // the source "test", then all runs
+  EXPECT_EQ(rep["attribution"][1]["group"], "all runs");
+  double sum = 0;
+  for (const char* k : kTimeClasses) sum += rep["checks"][0]["time_shares"][k].get<double>();
+  EXPECT_GT(sum, 0.5);
 }
 
 TEST(Validate, ErrorStatsAreMeanMedianMaxBias) {
@@ -179,6 +195,92 @@ TEST(Check, ComponentsAreComparedAndReportedButDoNotDecide) {
   EXPECT_LT(c.comparisons[1].error, -0.9);
   EXPECT_TRUE(c.comparisons[1].pass);  // components inform, the step time decides
   EXPECT_FALSE(c.pass);                // 100 s measured step is far off
+}
+
+}  // namespace
+}  // namespace parasim
+
+namespace parasim {
+namespace {
+
+// Scenarios that mix the classes of priced time differently: sequence length (attention), the
+// unfused attention path (memory-bound softmax), data parallel over nodes (collectives); twice as
+// many runs as classes, so that the fit may tell all four apart.
+std::vector<Scenario> attribution_scenarios() {
+  std::vector<Scenario> out;
+  for (int seq : {1024, 4096, 8192, 16384}) {
+    Json j = test::base_scenario();
+    j["training"]["seq_len"] = seq;
+    j["training"]["global_batch"] = 8 * 16384 / seq;
+    out.push_back(test::scenario_from(j));
+  }
+  for (int seq : {1024, 2048}) {
+    Json unfused = test::base_scenario();
+    unfused["training"]["flash_attention"] = false;
+    unfused["training"]["seq_len"] = seq;
+    out.push_back(test::scenario_from(unfused));
+  }
+  for (int nodes : {2, 4, 16}) {
+    Json j = test::base_scenario();
+    j["cluster"]["nodes"] = nodes;
+    j["parallel"]["dp"] = 8 * nodes;
+    j["training"]["global_batch"] = 8 * nodes;
+    j["training"]["seq_len"] = 1024;
+    j["parallel"]["zero_stage"] = 3;
+    out.push_back(test::scenario_from(j));
+  }
+  return out;
+}
+
+TEST(Attribution, SharesOfAStepWithoutCommunicationSumToOne) {
+  Json j = test::base_scenario();
+  j["cluster"]["gpus_per_node"] = 1;
+  j["parallel"]["dp"] = 1;
+  j["training"]["global_batch"] = 2;
+  const Scenario sc = test::scenario_from(j);
+  const Registries reg;
+  const TimeShares s = time_shares(sc, reg, simulate(sc, reg).result.step_time_s);
+  EXPECT_EQ(s[3], 0.0);  // no collective, no transfer
+  for (double x : s) EXPECT_GE(x, 0.0);
+  EXPECT_GT(s[1], 0.0);  // the fused attention kernels run
+  // Each class's time adds to the step: the elasticities are the classes' fractions f of it, up to
+  // ln(1 + 0.02 f) / ln 1.02 against f (at most 0.25 % over for any f).
+  EXPECT_NEAR(s[0] + s[1] + s[2], 1.0, 0.005);
+}
+
+TEST(Attribution, RecoversTheMultipliersThatMadeTheMeasurements) {
+  // "Measured" step times simulated with known multipliers on each class of priced time; the fit
+  // over the runs' time shares must give them back and explain the error.
+  const Registries reg;
+  const TimeShares truth = {1.15, 0.90, 1.20, 1.30};
+  std::vector<RunCheck> runs;
+  for (const Scenario& sc : attribution_scenarios()) {
+    const double predicted = simulate(sc, reg).result.step_time_s;
+    Scenario measured = sc;
+    measured.profile.time_scale = {truth[0], truth[1], truth[2], truth[3]};
+    const double step = simulate(measured, reg).result.step_time_s;
+    RunCheck c;
+    c.has_shares = true;
+    c.shares = time_shares(sc, reg, predicted);
+    Comparison t;
+    t.figure = "step_time_s";
+    t.measured = step;
+    t.predicted = predicted;
+    t.throughput_error = step / predicted - 1.0;
+    c.comparisons.push_back(t);
+    runs.push_back(c);
+  }
+  std::vector<const RunCheck*> ptrs;
+  for (const auto& c : runs) ptrs.push_back(&c);
+  const Attribution a = attribute("synthetic", ptrs);
+  ASSERT_EQ(a.n, static_cast<std::int64_t>(runs.size()));
+  for (size_t k = 0; k < kTimeClasses.size(); ++k) {
+    SCOPED_TRACE(kTimeClasses[k]);
+    ASSERT_TRUE(a.fitted[k]) << "mean share " << a.mean_share[k];
+    EXPECT_NEAR(a.multiplier[k], truth[k], 0.05 * truth[k]);
+  }
+  EXPECT_GT(a.mape_before, 0.10);
+  EXPECT_LT(a.mape_after, 0.25 * a.mape_before);
 }
 
 }  // namespace
