@@ -277,12 +277,12 @@ Attribution attribute(const std::string& group, const std::vector<const RunCheck
   return a;
 }
 
-std::vector<Attribution> attribution_by_source(const ValidationReport& r) {
+std::vector<Attribution> attribution_by(const ValidationReport& r, const std::function<std::string(const RunCheck&)>& key) {
   std::map<std::string, std::vector<const RunCheck*>> by;
   std::vector<const RunCheck*> all;
   for (const auto& c : r.runs)
     if (c.has_shares && throughput_comparison(c)) {
-      by[c.source].push_back(&c);
+      by[key(c)].push_back(&c);
       all.push_back(&c);
     }
   std::vector<Attribution> out;
@@ -291,6 +291,9 @@ std::vector<Attribution> attribution_by_source(const ValidationReport& r) {
   out.push_back(attribute("all runs", all));
   return out;
 }
+
+std::string attribution_source(const RunCheck& c) { return c.source; }
+std::string attribution_gpu(const RunCheck& c) { return c.gpu; }
 
 namespace {
 
@@ -351,26 +354,30 @@ void print_validation_markdown(std::ostream& os, const ValidationReport& r, cons
   std::sort(worst.begin(), worst.end(), [](auto* a, auto* b) {
     return std::abs(throughput_comparison(*a)->throughput_error) > std::abs(throughput_comparison(*b)->throughput_error);
   });
-  if (const auto at = attribution_by_source(r); !at.empty()) {
+  if (const auto at = attribution_by(r, attribution_source); !at.empty()) {
     fmt::print(os, "\n## Error attribution\n\nEach run is simulated again with one class of priced time 2 % longer: GEMMs "
                    "(with the unfused attention's batched GEMMs), fused attention, memory-bound kernels, and collectives and "
                    "transfers; the change in the predicted step is that class's share of the step on the critical path "
-                   "(hidden communication has none). Per source, a least-squares fit of ln(measured / predicted step) = sum of "
-                   "share x ln(multiplier) gives the multiplier on each class's time that "
+                   "(hidden communication has none). Per group of runs, a least-squares fit of ln(measured / predicted step) = "
+                   "sum of share x ln(multiplier) gives the multiplier on each class's time that "
                    "the measurements imply: above 1, parasim prices that class faster than these runs ran it. The fit is a ridge "
                    "regression toward 1 whose weight is the residual variance over a prior spread of {} in ln(multiplier) "
-                   "(empirical Bayes), so classes a source's runs cannot tell apart stay near 1. Classes with a mean share under "
-                   "{:.0f}% are not fitted (-), nor more classes than half the source's runs (the largest shares are kept). In-sample: "
-                   "read it as where the error sits, not as a correction.\n\n"
-                   "| source | runs | GEMM share | attention share | memory share | network share | GEMM x | attention x | "
-                   "memory x | network x | MAPE | MAPE with the multipliers |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+                   "(empirical Bayes), so classes a group's runs cannot tell apart stay near 1. Classes with a mean share under "
+                   "{:.0f}% are not fitted (-), nor more classes than half the group's runs (the largest shares are kept). "
+                   "In-sample: read it as where the error sits, not as a correction.\n",
                kAttributionPriorSpread, 100 * kAttributionMinShare);
-    for (const auto& a : at) {
-      fmt::print(os, "| {} | {} |", a.group, a.n);
-      for (double m : a.mean_share) fmt::print(os, " {} |", pct(m));
-      for (size_t k = 0; k < kTimeClasses.size(); ++k)
-        fmt::print(os, " {} |", a.fitted[k] ? fmt::format("{:.3f}", a.multiplier[k]) : std::string("-"));
-      fmt::print(os, " {} | {} |\n", pct(a.mape_before), pct(a.mape_after));
+    const std::pair<const char*, std::vector<Attribution>> tables[] = {{"source", at}, {"GPU", attribution_by(r, attribution_gpu)}};
+    for (const auto& [what, rows] : tables) {
+      fmt::print(os, "\n### By {}\n\n| {} | runs | GEMM share | attention share | memory share | network share | GEMM x | "
+                     "attention x | memory x | network x | MAPE | MAPE with the multipliers |\n"
+                     "|---|---|---|---|---|---|---|---|---|---|---|---|\n", what, what);
+      for (const auto& a : rows) {
+        fmt::print(os, "| {} | {} |", a.group, a.n);
+        for (double m : a.mean_share) fmt::print(os, " {} |", pct(m));
+        for (size_t k = 0; k < kTimeClasses.size(); ++k)
+          fmt::print(os, " {} |", a.fitted[k] ? fmt::format("{:.3f}", a.multiplier[k]) : std::string("-"));
+        fmt::print(os, " {} | {} |\n", pct(a.mape_before), pct(a.mape_after));
+      }
     }
   }
   fmt::print(os, "\n## Largest throughput errors\n\n| run | figure | measured | predicted | throughput error |\n|---|---|---|---|---|\n");
@@ -387,15 +394,21 @@ Json validation_json(const ValidationReport& r) {
     per[k] = {{"throughput", stats(error_stats(v.first))}, {"memory", stats(error_stats(v.second))}};
   Json fails = Json::array();
   for (const auto& f : r.failures) fails.push_back({{"file", f.file}, {"reason", f.reason}});
-  Json attribution = Json::array();
-  for (const auto& a : attribution_by_source(r)) {
-    Json share = Json::object(), mult = Json::object();
-    for (size_t k = 0; k < kTimeClasses.size(); ++k) {
-      share[kTimeClasses[k]] = a.mean_share[k];
-      mult[kTimeClasses[k]] = a.fitted[k] ? Json(a.multiplier[k]) : Json(nullptr);
+  Json attribution = Json::object();
+  using KeyFn = std::string (*)(const RunCheck&);
+  for (const auto& [what, key] : {std::pair<const char*, KeyFn>{"by_source", attribution_source},
+                                  std::pair<const char*, KeyFn>{"by_gpu", attribution_gpu}}) {
+    Json rows = Json::array();
+    for (const auto& a : attribution_by(r, key)) {
+      Json share = Json::object(), mult = Json::object();
+      for (size_t k = 0; k < kTimeClasses.size(); ++k) {
+        share[kTimeClasses[k]] = a.mean_share[k];
+        mult[kTimeClasses[k]] = a.fitted[k] ? Json(a.multiplier[k]) : Json(nullptr);
+      }
+      rows.push_back({{"group", a.group}, {"runs", a.n}, {"mean_share", share}, {"multiplier", mult},
+                      {"mape", a.mape_before}, {"mape_with_multipliers", a.mape_after}});
     }
-    attribution.push_back({{"group", a.group}, {"runs", a.n}, {"mean_share", share}, {"multiplier", mult},
-                           {"mape", a.mape_before}, {"mape_with_multipliers", a.mape_after}});
+    attribution[what] = rows;
   }
   return {{"schema", "parasim.validation/1"}, {"runs", r.runs.size()}, {"throughput", stats(r.throughput)},
           {"interval", {{"inside", r.inside}, {"with_interval", r.with_interval}}},

@@ -1,6 +1,7 @@
 // Predicted vs measured: `parasim check` (pass/fail per run, for users' CI) and
 // `parasim validate` (accuracy report over a directory of measured runs).
 #pragma once
+#include <functional>
 #include <map>
 #include <ostream>
 #include <string>
@@ -93,8 +94,11 @@ struct Attribution {
   double mape_before = 0, mape_after = 0;  // throughput MAPE, and with the multipliers applied
 };
 Attribution attribute(const std::string& group, const std::vector<const RunCheck*>& runs);
-// One per source, then one over all runs ("all runs"); empty when no run has shares.
-std::vector<Attribution> attribution_by_source(const ValidationReport& r);
+// One per group of runs (key: the run's source, GPU profile, ...), then one over all runs ("all
+// runs"); empty when no run has shares.
+std::vector<Attribution> attribution_by(const ValidationReport& r, const std::function<std::string(const RunCheck&)>& key);
+std::string attribution_source(const RunCheck& c);
+std::string attribution_gpu(const RunCheck& c);
 void print_validation_markdown(std::ostream& os, const ValidationReport& r, const std::string& command);
 Json validation_json(const ValidationReport& r);
 

@@ -135,8 +135,11 @@ TEST(Validate, RatchetsFailOnTheirOwnMape) {
   EXPECT_EQ(slurp(dir + "/plain.md").find("## Error attribution"), std::string::npos);
   ASSERT_EQ(cli("validate " + dir + " --json -o " + dir + "/report.json").code, 0);
   const Json rep = read_json_file(dir + "/report.json");
-  ASSERT_EQ(rep["attribution"].size(), 2u);  // the source "test", then all runs
-  EXPECT_EQ(rep["attribution"][1]["group"], "all runs");
+  for (const char* by : {"by_source", "by_gpu"}) {
+    ASSERT_EQ(rep["attribution"][by].size(), 2u) << by;  // the run's group, then all runs
+    EXPECT_EQ(rep["attribution"][by][1]["group"], "all runs");
+  }
+  EXPECT_EQ(rep["attribution"]["by_gpu"][0]["group"], "a100-sxm4-80g");
   double sum = 0;
   for (const char* k : kTimeClasses) sum += rep["checks"][0]["time_shares"][k].get<double>();
   EXPECT_GT(sum, 0.5);
