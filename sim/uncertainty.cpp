@@ -77,6 +77,7 @@ Interval predict_interval(const Scenario& sc, const Registries& reg, std::int64_
 TimeShares time_shares(const Scenario& sc, const Registries& reg, double step_s) {
   constexpr double kStep = 1.02;
   TimeShares out{};
+  if (!(step_s > 0)) return out;
   for (size_t i = 0; i < kTimeClasses.size(); ++i) {
     Scenario s = sc;
     Profile::TimeScale& t = s.profile.time_scale;

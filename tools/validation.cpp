@@ -260,7 +260,10 @@ Attribution attribute(const std::string& group, const std::vector<const RunCheck
   // ridge (a ln-multiplier prior N(0, kAttributionPriorSpread^2) under residual noise N(0, tau^2)).
   const TimeShares x0 = ridge_fit(rows, cols, 1e-9 * n);
   double rss = 0;
-  for (const auto& [sh, y] : rows) rss += (y - fitted(sh, x0)) * (y - fitted(sh, x0));
+  for (const auto& [sh, y] : rows) {
+    const double r = y - fitted(sh, x0);
+    rss += r * r;
+  }
   const double dof = std::max(1.0, n - static_cast<double>(cols.size()));
   const double ridge = rss / dof / (kAttributionPriorSpread * kAttributionPriorSpread);
   const TimeShares x = ridge_fit(rows, cols, std::max(ridge, 1e-9 * n));
@@ -292,10 +295,18 @@ std::vector<Attribution> attribution_by(const ValidationReport& r, const std::fu
   return out;
 }
 
-std::string attribution_source(const RunCheck& c) { return c.source; }
-std::string attribution_gpu(const RunCheck& c) { return c.gpu; }
-
 namespace {
+
+// How the error attribution groups runs: title in the Markdown report, key in the JSON.
+struct AttributionGrouping {
+  const char* title;
+  const char* json;
+  std::string (*key)(const RunCheck&);
+};
+const AttributionGrouping kAttributionGroupings[] = {
+    {"source", "by_source", [](const RunCheck& c) { return c.source; }},
+    {"GPU", "by_gpu", [](const RunCheck& c) { return c.gpu; }},
+};
 
 using Groups = std::map<std::string, std::pair<std::vector<double>, std::vector<double>>>;
 
@@ -348,13 +359,7 @@ void print_validation_markdown(std::ostream& os, const ValidationReport& r, cons
   print_group_table(os, "parallelism", group_by(r, [](const RunCheck& c) { return c.family; }));
   // The source's own transcription confidence: "low" rows are values read off figures.
   print_group_table(os, "confidence", group_by(r, [](const RunCheck& c) { return c.confidence.empty() ? std::string("unstated") : c.confidence; }));
-  std::vector<const RunCheck*> worst;
-  for (const auto& c : r.runs)
-    if (throughput_comparison(c)) worst.push_back(&c);
-  std::sort(worst.begin(), worst.end(), [](auto* a, auto* b) {
-    return std::abs(throughput_comparison(*a)->throughput_error) > std::abs(throughput_comparison(*b)->throughput_error);
-  });
-  if (const auto at = attribution_by(r, attribution_source); !at.empty()) {
+  if (std::any_of(r.runs.begin(), r.runs.end(), [](const RunCheck& c) { return c.has_shares; })) {
     fmt::print(os, "\n## Error attribution\n\nEach run is simulated again with one class of priced time 2 % longer: GEMMs "
                    "(with the unfused attention's batched GEMMs), fused attention, memory-bound kernels, and collectives and "
                    "transfers; the change in the predicted step is that class's share of the step on the critical path "
@@ -366,12 +371,11 @@ void print_validation_markdown(std::ostream& os, const ValidationReport& r, cons
                    "{:.0f}% are not fitted (-), nor more classes than half the group's runs (the largest shares are kept). "
                    "In-sample: read it as where the error sits, not as a correction.\n",
                kAttributionPriorSpread, 100 * kAttributionMinShare);
-    const std::pair<const char*, std::vector<Attribution>> tables[] = {{"source", at}, {"GPU", attribution_by(r, attribution_gpu)}};
-    for (const auto& [what, rows] : tables) {
+    for (const auto& g : kAttributionGroupings) {
       fmt::print(os, "\n### By {}\n\n| {} | runs | GEMM share | attention share | memory share | network share | GEMM x | "
                      "attention x | memory x | network x | MAPE | MAPE with the multipliers |\n"
-                     "|---|---|---|---|---|---|---|---|---|---|---|---|\n", what, what);
-      for (const auto& a : rows) {
+                     "|---|---|---|---|---|---|---|---|---|---|---|---|\n", g.title, g.title);
+      for (const auto& a : attribution_by(r, g.key)) {
         fmt::print(os, "| {} | {} |", a.group, a.n);
         for (double m : a.mean_share) fmt::print(os, " {} |", pct(m));
         for (size_t k = 0; k < kTimeClasses.size(); ++k)
@@ -380,6 +384,12 @@ void print_validation_markdown(std::ostream& os, const ValidationReport& r, cons
       }
     }
   }
+  std::vector<const RunCheck*> worst;
+  for (const auto& c : r.runs)
+    if (throughput_comparison(c)) worst.push_back(&c);
+  std::sort(worst.begin(), worst.end(), [](auto* a, auto* b) {
+    return std::abs(throughput_comparison(*a)->throughput_error) > std::abs(throughput_comparison(*b)->throughput_error);
+  });
   fmt::print(os, "\n## Largest throughput errors\n\n| run | figure | measured | predicted | throughput error |\n|---|---|---|---|---|\n");
   for (size_t i = 0; i < std::min<size_t>(15, worst.size()); ++i) {
     const Comparison* t = throughput_comparison(*worst[i]);
@@ -395,11 +405,9 @@ Json validation_json(const ValidationReport& r) {
   Json fails = Json::array();
   for (const auto& f : r.failures) fails.push_back({{"file", f.file}, {"reason", f.reason}});
   Json attribution = Json::object();
-  using KeyFn = std::string (*)(const RunCheck&);
-  for (const auto& [what, key] : {std::pair<const char*, KeyFn>{"by_source", attribution_source},
-                                  std::pair<const char*, KeyFn>{"by_gpu", attribution_gpu}}) {
+  for (const auto& g : kAttributionGroupings) {
     Json rows = Json::array();
-    for (const auto& a : attribution_by(r, key)) {
+    for (const auto& a : attribution_by(r, g.key)) {
       Json share = Json::object(), mult = Json::object();
       for (size_t k = 0; k < kTimeClasses.size(); ++k) {
         share[kTimeClasses[k]] = a.mean_share[k];
@@ -408,7 +416,7 @@ Json validation_json(const ValidationReport& r) {
       rows.push_back({{"group", a.group}, {"runs", a.n}, {"mean_share", share}, {"multiplier", mult},
                       {"mape", a.mape_before}, {"mape_with_multipliers", a.mape_after}});
     }
-    attribution[what] = rows;
+    attribution[g.json] = rows;
   }
   return {{"schema", "parasim.validation/1"}, {"runs", r.runs.size()}, {"throughput", stats(r.throughput)},
           {"interval", {{"inside", r.inside}, {"with_interval", r.with_interval}}},

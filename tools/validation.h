@@ -97,8 +97,6 @@ Attribution attribute(const std::string& group, const std::vector<const RunCheck
 // One per group of runs (key: the run's source, GPU profile, ...), then one over all runs ("all
 // runs"); empty when no run has shares.
 std::vector<Attribution> attribution_by(const ValidationReport& r, const std::function<std::string(const RunCheck&)>& key);
-std::string attribution_source(const RunCheck& c);
-std::string attribution_gpu(const RunCheck& c);
 void print_validation_markdown(std::ostream& os, const ValidationReport& r, const std::string& command);
 Json validation_json(const ValidationReport& r);
 
