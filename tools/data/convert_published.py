@@ -251,6 +251,11 @@ SOURCE_CONVENTIONS = {
                 "activations_checkpoint_granularity: null"),
         "sequence_parallel": True,
         "sp_why": "true: the launcher's Llama and GPT-3 configs set sequence_parallel: true",
+        "p2p_overlap_vpp": True,
+        "p2p_why": ("false: with virtual pipeline stages the launcher's configs (conf/training/llama/llama2_70b.yaml, "
+                    "llama3_70b.yaml, gpt3/175b.yaml) set overlap_p2p_comm: true and batch_p2p_comm: false, so Megatron-Core's "
+                    "interleaved schedule posts each stage's sends and receives without waiting and waits for them only "
+                    "where their data is needed"),
         "tp_comm_overlap": True,
         "tp_overlap_why": ("true: the launcher's llama3_70b.yaml and gpt3/175b.yaml set ub_tp_comm_overlap: true (userbuffers "
                            "overlap of the tensor-parallel all-gather / reduce-scatter with the GEMMs)"),
@@ -323,6 +328,11 @@ SOURCE_CONVENTIONS = {
         # Rows whose plan is one of Megatron-Bridge's performance presets: (model, profile, tp, pp, vpp, cp, precision)
         # -> what the preset and the recipe behind it set. Other rows keep their missing fields (skipped).
         "presets": mb_presets(),
+        "p2p_overlap_vpp": True,
+        "p2p_why": ("false: with virtual pipeline stages Megatron-Bridge sets overlap_p2p_comm = True and batch_p2p_comm = "
+                    "False (src/megatron/bridge/training/comm_overlap.py, the pipeline-overlap defaults), so Megatron-Core's "
+                    "interleaved schedule posts each stage's sends and receives without waiting and waits for them only "
+                    "where their data is needed"),
         "fp8_recipe": "current",
         "fp8_recipe_why": ("current: Megatron-Bridge's performance scripts run 'FP8' as per-tensor current scaling: their "
                            "compute dtypes are bf16, fp8_cs, fp8_mx and nvfp4 (scripts/performance/utils/precision.py), and "
@@ -599,6 +609,9 @@ def convert(r):
         ci["parallel.sequence_parallel"] = conv["sp_why"]
     elif p.get("sequence_parallel") is None and tp > 1:
         ci["parallel.sequence_parallel"] = "false (not stated)"
+    if conv.get("p2p_overlap_vpp") and pp > 1 and vpp > 1:
+        par["p2p_sync"] = False
+        ci["parallel.p2p_sync"] = conv["p2p_why"]
     if (conv.get("tp_comm_overlap") or preset) and tp > 1:
         par["tp_comm_overlap"] = True
         if not preset:
