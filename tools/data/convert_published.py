@@ -140,6 +140,9 @@ def sharding_of(s, gpus, tp, pp):
     raise ValueError("unknown sharding '%s'" % s)
 
 
+P2P_OVERLAP = (", so Megatron-Core's interleaved schedule posts each stage's sends and receives without waiting and "
+               "waits for them only where their data is needed")
+
 HOPPER_KERNEL_WHY = ("flash3 (cuDNN fused attention): Transformer Engine prefers cuDNN flash attention on Hopper and Tri "
                      "Dao's FlashAttention on Ampere (NVIDIA NeMo docs, memory_optimizations.rst, \"Flash Attention\")")
 
@@ -253,9 +256,7 @@ SOURCE_CONVENTIONS = {
         "sp_why": "true: the launcher's Llama and GPT-3 configs set sequence_parallel: true",
         "p2p_overlap_vpp": True,
         "p2p_why": ("false: with virtual pipeline stages the launcher's configs (conf/training/llama/llama2_70b.yaml, "
-                    "llama3_70b.yaml, gpt3/175b.yaml) set overlap_p2p_comm: true and batch_p2p_comm: false, so Megatron-Core's "
-                    "interleaved schedule posts each stage's sends and receives without waiting and waits for them only "
-                    "where their data is needed"),
+                    "llama3_70b.yaml, gpt3/175b.yaml) set overlap_p2p_comm: true and batch_p2p_comm: false" + P2P_OVERLAP),
         "tp_comm_overlap": True,
         "tp_overlap_why": ("true: the launcher's llama3_70b.yaml and gpt3/175b.yaml set ub_tp_comm_overlap: true (userbuffers "
                            "overlap of the tensor-parallel all-gather / reduce-scatter with the GEMMs)"),
@@ -330,9 +331,7 @@ SOURCE_CONVENTIONS = {
         "presets": mb_presets(),
         "p2p_overlap_vpp": True,
         "p2p_why": ("false: with virtual pipeline stages Megatron-Bridge sets overlap_p2p_comm = True and batch_p2p_comm = "
-                    "False (src/megatron/bridge/training/comm_overlap.py, the pipeline-overlap defaults), so Megatron-Core's "
-                    "interleaved schedule posts each stage's sends and receives without waiting and waits for them only "
-                    "where their data is needed"),
+                    "False (src/megatron/bridge/training/comm_overlap.py, the pipeline-overlap defaults)" + P2P_OVERLAP),
         "fp8_recipe": "current",
         "fp8_recipe_why": ("current: Megatron-Bridge's performance scripts run 'FP8' as per-tensor current scaling: their "
                            "compute dtypes are bf16, fp8_cs, fp8_mx and nvfp4 (scripts/performance/utils/precision.py), and "
