@@ -80,9 +80,7 @@ TimeShares time_shares(const Scenario& sc, const Registries& reg, double step_s)
   if (!(step_s > 0)) return out;
   for (size_t i = 0; i < kTimeClasses.size(); ++i) {
     Scenario s = sc;
-    Profile::TimeScale& t = s.profile.time_scale;
-    double* const scales[] = {&t.gemm, &t.attention, &t.memory, &t.network};
-    *scales[i] = kStep;
+    s.profile.time_scale.*kTimeClasses[i].member = kStep;
     out[i] = std::log(simulate(s, reg).result.step_time_s / step_s) / std::log(kStep);
   }
   return out;

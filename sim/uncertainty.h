@@ -17,8 +17,8 @@ struct Interval {
 
 Interval predict_interval(const Scenario& sc, const Registries& reg, std::int64_t samples = 32, std::uint64_t seed = 1);
 
-// The classes of priced time (Profile::TimeScale), in this order everywhere.
-inline constexpr std::array<const char*, 4> kTimeClasses = {"gemm", "attention", "memory", "network"};
+// The classes of priced time: Profile::TimeScale::kClasses (shares are indexed in its order).
+inline constexpr const auto& kTimeClasses = Profile::TimeScale::kClasses;
 using TimeShares = std::array<double, kTimeClasses.size()>;
 // How much of the predicted step each class carries on the critical path: the step's elasticity
 // d ln(step) / d ln(class time), from re-simulating with that class's time 2 % longer (overlap

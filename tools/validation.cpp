@@ -133,7 +133,7 @@ Json checks_json(const std::vector<RunCheck>& checks) {
     if (c.oom_known) j["oom"] = {{"measured", c.oom_measured}, {"predicted", c.oom_predicted}};
     if (c.has_shares) {
       Json sh = Json::object();
-      for (size_t k = 0; k < kTimeClasses.size(); ++k) sh[kTimeClasses[k]] = c.shares[k];
+      for (size_t k = 0; k < kTimeClasses.size(); ++k) sh[kTimeClasses[k].name] = c.shares[k];
       j["time_shares"] = sh;
     }
     arr.push_back(j);
@@ -410,8 +410,8 @@ Json validation_json(const ValidationReport& r) {
     for (const auto& a : attribution_by(r, g.key)) {
       Json share = Json::object(), mult = Json::object();
       for (size_t k = 0; k < kTimeClasses.size(); ++k) {
-        share[kTimeClasses[k]] = a.mean_share[k];
-        mult[kTimeClasses[k]] = a.fitted[k] ? Json(a.multiplier[k]) : Json(nullptr);
+        share[kTimeClasses[k].name] = a.mean_share[k];
+        mult[kTimeClasses[k].name] = a.fitted[k] ? Json(a.multiplier[k]) : Json(nullptr);
       }
       rows.push_back({{"group", a.group}, {"runs", a.n}, {"mean_share", share}, {"multiplier", mult},
                       {"mape", a.mape_before}, {"mape_with_multipliers", a.mape_after}});

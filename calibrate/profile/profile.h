@@ -184,6 +184,17 @@ struct Profile {
     double attention = 1.0;  // fused attention kernels
     double memory = 1.0;     // memory-bound kernels (elementwise, norms, optimizer, copies)
     double network = 1.0;    // collectives and point-to-point transfers
+    // Each class: its name in reports and JSON, and its member.
+    struct Class {
+      const char* name;
+      double TimeScale::*member;
+    };
+    static constexpr std::array<Class, 4> kClasses = {{
+        {"gemm", &TimeScale::gemm},
+        {"attention", &TimeScale::attention},
+        {"memory", &TimeScale::memory},
+        {"network", &TimeScale::network},
+    }};
   } time_scale;
 
   double peak_flops(const std::string& dtype) const;  // FLOP/s; throws ProfileError if absent

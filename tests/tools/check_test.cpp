@@ -141,7 +141,7 @@ TEST(Validate, RatchetsFailOnTheirOwnMape) {
   }
   EXPECT_EQ(rep["attribution"]["by_gpu"][0]["group"], "a100-sxm4-80g");
   double sum = 0;
-  for (const char* k : kTimeClasses) sum += rep["checks"][0]["time_shares"][k].get<double>();
+  for (const auto& k : kTimeClasses) sum += rep["checks"][0]["time_shares"][k.name].get<double>();
   EXPECT_GT(sum, 0.5);
 }
 
@@ -260,7 +260,7 @@ TEST(Attribution, RecoversTheMultipliersThatMadeTheMeasurements) {
   for (const Scenario& sc : attribution_scenarios()) {
     const double predicted = simulate(sc, reg).result.step_time_s;
     Scenario measured = sc;
-    measured.profile.time_scale = {truth[0], truth[1], truth[2], truth[3]};
+    for (size_t k = 0; k < kTimeClasses.size(); ++k) measured.profile.time_scale.*kTimeClasses[k].member = truth[k];
     const double step = simulate(measured, reg).result.step_time_s;
     RunCheck c;
     c.has_shares = true;
@@ -278,7 +278,7 @@ TEST(Attribution, RecoversTheMultipliersThatMadeTheMeasurements) {
   const Attribution a = attribute("synthetic", ptrs);
   ASSERT_EQ(a.n, static_cast<std::int64_t>(runs.size()));
   for (size_t k = 0; k < kTimeClasses.size(); ++k) {
-    SCOPED_TRACE(kTimeClasses[k]);
+    SCOPED_TRACE(kTimeClasses[k].name);
     ASSERT_TRUE(a.fitted[k]) << "mean share " << a.mean_share[k];
     EXPECT_NEAR(a.multiplier[k], truth[k], 0.05 * truth[k]);
   }
