@@ -56,6 +56,13 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
   // PyTorch), or the 16-bit gradient a fused kernel writes over the logits.
   const double per_logit = sh.loss == LossImpl::Fused ? e : 4.0;
   out.head = (e + eager_norm) * sbh / sp + per_logit * s * b * v_local;
+  // The loss's backward (the kernels of add_loss in models/layer_graph.cpp) allocates beside the
+  // saved logits: eager PyTorch's nll_loss_backward an fp32 gradient (zeros, then the scatter) and
+  // log_softmax_backward a new fp32 input gradient while both are alive (8 bytes per logit; the
+  // downcast's 4 + e after them is smaller); Megatron's kernel works in place on its saved softmax
+  // and only the downcast to the 16-bit gradient is new (e); a fused kernel writes over the logits.
+  const double working_per_logit = sh.loss == LossImpl::Eager ? 8.0 : sh.loss == LossImpl::Megatron && e != 4.0 ? e : 0.0;
+  out.head_working = working_per_logit * s * b * v_local;
   return out;
 }
 

@@ -13,6 +13,7 @@ struct ActivationBytes {
   double layer_working = 0;  // a layer's full set, alive while it is recomputed (full recompute)
   double embed = 0;          // first stage, per microbatch
   double head = 0;           // last stage, per microbatch (fp32 logits for the loss)
+  double head_working = 0;   // last stage: the loss's gradient buffers, alive during its backward
 };
 
 // recompute: "none" | "selective" | "full" | "selective_op".

@@ -236,8 +236,9 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
   const double w_attn = split ? t_.attn_w : 0, w_mlp = split ? t_.mlp_w : 0, w_head = split ? t_.head_w : 0;
   if (last)
     add(Phase::Backward, "head bwd", t_.head_b - w_head, 2 * t_.head_f_flops * (t_.head_b - w_head) / std::max(t_.head_b, 1e-30),
-        2 * t_.head_f_flops * (t_.head_b - w_head) / std::max(t_.head_b, 1e-30), none,
-        split ? none : MemDelta{MemCat::Activations, -static_cast<Bytes>(act_.head)});
+        2 * t_.head_f_flops * (t_.head_b - w_head) / std::max(t_.head_b, 1e-30),
+        MemDelta{MemCat::Activations, static_cast<Bytes>(act_.head_working)},
+        MemDelta{MemCat::Activations, -static_cast<Bytes>(act_.head_working + (split ? 0.0 : act_.head))});
   for (std::int64_t l = layers - 1; l >= 0; --l) {
     if (pre) {
       auto extra = pre(Action::B, l);

@@ -33,8 +33,29 @@ TEST(ActivationsInFlight, OneFOneBFirstStageHoldsP) {
   const Scenario sc = pipe(p, m, "1f1b");
   for (std::int32_t i = 0; i < p - 1; ++i)
     EXPECT_DOUBLE_EQ(peak_activations(sc, i), static_cast<double>(std::min(p - i, m)) * per_microbatch(sc, false)) << "stage " << i;
-  // The last stage runs F then B per microbatch: one in flight (plus its logits).
-  EXPECT_DOUBLE_EQ(peak_activations(sc, p - 1), per_microbatch(sc, true));
+  // The last stage runs F then B per microbatch: one in flight (plus its logits, and the loss's
+  // gradient buffers while the loss runs backward).
+  const ActivationBytes a = activation_bytes(sc.model, layer_shape(sc), "none");
+  EXPECT_DOUBLE_EQ(peak_activations(sc, p - 1), per_microbatch(sc, true) + static_cast<double>(static_cast<Bytes>(a.head_working)));
+}
+
+TEST(ActivationsInFlight, LossBackwardBuffersPerImplementation) {
+  // Peak on one GPU = all layers' stored activations + the saved logits + the loss backward's new
+  // buffers per logit: eager PyTorch (nll_loss_backward's fp32 gradient and log_softmax_backward's
+  // fp32 input gradient) 8 bytes, Megatron (in place on its saved softmax; the bf16 downcast) 2,
+  // a fused kernel (in place on the logits) 0. Measured on an H200 with eager PyTorch
+  // (calibrate/measurements/h200-sxm-141g-2026-11-30): 12 bytes per logit in all, as here.
+  for (const auto& [impl, per_logit] : {std::pair<std::string, double>{"eager", 8.0}, {"megatron", 2.0}, {"fused", 0.0}}) {
+    Json j = test::base_scenario();
+    j["model"] = {{"name", "eq"}, {"layers", 4}, {"hidden", 1024}, {"heads", 8}, {"vocab", 32000}};
+    j["cluster"] = {{"gpu", "a100-sxm4-80g"}, {"nodes", 1}, {"gpus_per_node", 1}};
+    j["training"] = {{"global_batch", 2}, {"micro_batch", 2}, {"seq_len", 1024}, {"loss_impl", impl}};
+    j["parallel"] = {{"dp", 1}};
+    const Scenario sc = test::scenario_from(j);
+    const ActivationBytes a = activation_bytes(sc.model, layer_shape(sc), "none");
+    EXPECT_DOUBLE_EQ(a.head_working, per_logit * 1024 * 2 * 32000) << impl;
+    EXPECT_DOUBLE_EQ(peak_activations(sc, 0), per_microbatch(sc, true) + static_cast<double>(static_cast<Bytes>(a.head_working))) << impl;
+  }
 }
 
 TEST(ActivationsInFlight, GPipeHoldsAllM) {
