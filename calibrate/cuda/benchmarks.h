@@ -14,6 +14,7 @@ struct GemmResult {
   Stats time;
   int algo_id = -1, tile_id = -1;
   bool correct = false;
+  bool supported = true;  // false: cuBLASLt has no algorithm for this shape and dtype (not timed)
 };
 // C[m,n] = A[m,k] * B[k,n] in PyTorch's linear layout (TN), cuBLASLt heuristic algorithm.
 GemmResult bench_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std::string& dtype, const Method& method);

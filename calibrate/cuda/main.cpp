@@ -160,11 +160,19 @@ int main(int argc, char** argv) {
                                            quick ? std::vector<std::int64_t>{4096} : std::vector<std::int64_t>{2048, 4096, 8192},
                                            quick ? 1024 : 256, quick ? 8192 : 16384);
     std::vector<MeasuredGemm> gemms;
-    for (const auto& dt : dtypes)
+    std::vector<std::string> notes;
+    for (const auto& dt : dtypes) {
+      int unsupported = 0;
       for (const auto& s : shapes) {
         const GemmResult r = bench_gemm(s.m, s.n, s.k, dt, m);
+        if (!r.supported) {
+          ++unsupported;
+          continue;
+        }
         gemms.push_back({s, dt, r.time.p10, r.time.p50, r.time.p90, r.algo_id, r.tile_id, r.correct});
       }
+      if (unsupported > 0) notes.push_back(fmt::format("{} of {} {} GEMM shapes skipped: cuBLASLt has no algorithm for them", unsupported, shapes.size(), dt));
+    }
     std::cerr << fmt::format("  {} GEMMs measured\n", gemms.size());
     std::vector<MeasuredBandwidth> bw;
     for (const auto& b : bench_memory(quick ? 1 << 30 : 4.0 * (1 << 30), m)) bw.push_back({b.what, b.gbps()});
@@ -188,7 +196,6 @@ int main(int argc, char** argv) {
     } else {
       std::cerr << "  one GPU visible: NCCL sweep skipped\n";
     }
-    std::vector<std::string> notes;
     if (ranks < 2) notes.push_back("NCCL sweep skipped: one GPU visible");
     Json extra = {{"attention_unfused", attn},
                   {"attention_note", "fused attention (cuDNN SDPA) is not measured yet; attention efficiencies are the base profile's"}};

@@ -51,11 +51,13 @@ TEST(MeasuredProfile, BuiltFromRecordedResultsLoadsAndIsUsed) {
   ctx.memory_bytes = 150754820096.0;
   ctx.date = "2026-11-29";
   ctx.command = "parasim-calibrate --quick (recorded test data)";
-  // Recorded: 8192^3 bf16 at 1.6 ms (687 TFLOP/s = 0.695 of 989), a smaller shape slower, and one
-  // wrong result that must be dropped.
+  // Recorded: 8192^3 bf16 at 1.6 ms (687 TFLOP/s = 0.695 of 989), a smaller shape slower, one
+  // wrong result that must be dropped, and a faster shape with n = 8190 (not a multiple of 8: the
+  // kernel model would read it as an unaligned leading dimension), which is not the best shape.
   std::vector<MeasuredGemm> g = {{{8192, 8192, 8192}, "bf16", 1.55e-3, 1.6e-3, 1.7e-3, 1, 20, true},
                                  {{1024, 1024, 1024}, "bf16", 9e-6, 1e-5, 1.1e-5, 2, 18, true},
-                                 {{4096, 4096, 4096}, "bf16", 1e-4, 1e-4, 1e-4, 3, 20, false}};
+                                 {{4096, 4096, 4096}, "bf16", 1e-4, 1e-4, 1e-4, 3, 20, false},
+                                 {{8192, 8190, 8192}, "bf16", 1.3e-3, 1.3e-3, 1.3e-3, 4, 20, true}};
   std::vector<MeasuredBandwidth> bw = {{"elementwise_triad", 4100}, {"h2d", 55.4}};
   std::vector<MeasuredCollective> c = {{"all_reduce", 8, 1 << 20, 4e-5, 4.5e-5, 5e-5}, {"all_reduce", 8, 1 << 30, 3.8e-3, 3.9e-3, 4e-3}};
   std::vector<std::string> notes;
@@ -63,10 +65,11 @@ TEST(MeasuredProfile, BuiltFromRecordedResultsLoadsAndIsUsed) {
   ASSERT_EQ(notes.size(), 2u);
   EXPECT_NE(notes[0].find("dropped bf16 4096x4096x4096"), std::string::npos);
   // Two good shapes are too few to fit the GEMM kernel model: the base profile's figures stay.
-  EXPECT_NE(notes[1].find("GEMM kernel model not fitted (2 bf16 shapes"), std::string::npos) << notes[1];
+  EXPECT_NE(notes[1].find("GEMM kernel model not fitted (3 bf16 shapes"), std::string::npos) << notes[1];
   const Profile p = parse_profile(prof, "h200-measured.json");
   EXPECT_EQ(p.device.how, "measured");
-  EXPECT_EQ(p.gemm_points.size(), 2u);
+  EXPECT_EQ(p.gemm_points.size(), 3u);
+  EXPECT_EQ(p.gemm_best_shape.at("bf16"), (std::array<std::int64_t, 3>{8192, 8192, 8192}));
   const double eff = 2.0 * 8192.0 * 8192 * 8192 / 1.6e-3 / 989e12;
   EXPECT_NEAR(p.gemm_efficiency("bf16"), eff, 1e-12);
   EXPECT_EQ(p.gemm_max_efficiency.at("bf16").how, "measured");
