@@ -64,9 +64,15 @@ void add_gemm_bwd(Block& b, const Kernel& f) {
 // same ops: weight multiply 2e, weight gradient (product, then the sum over tokens) 4e, gradient
 // upcast e+4, scale's input gradient 8, the rsqrt path's product and row sum 16, mean backward 4,
 // pow backward 12, the two paths summed 12, downcast 4+e.
-void add_norm(Block& b, const std::string& name, double elems, double e, bool eager, bool bwd) {
-  if (!eager) {
+void add_norm(Block& b, const std::string& name, double elems, double e, const LayerShape& sh, bool bwd) {
+  if (!sh.eager_norm) {
     b.kernels.push_back(mem(bwd ? name + ".bwd" : name, (bwd ? 3 : 2) * elems * e, bwd));
+    // Two-pass backward: the weight (and bias) gradient is a reduction over the tokens in its own
+    // kernel, reading x and dy again: PyTorch's layer_norm_backward_cuda launches
+    // layer_norm_grad_input_kernel and GammaBetaBackwardCUDAKernel (both seen per norm on an H200,
+    // calibrate/measurements/h200-sxm-141g-2026-11-30); Apex's HostLayerNormGradient runs
+    // cuComputePartGradGammaBeta before cuComputeGradInput, each reading dout and the input.
+    if (bwd && sh.two_pass_norm) b.kernels.push_back(mem(name + ".bwd.weight_grad", 2 * elems * e, bwd));
     return;
   }
   const std::vector<std::pair<const char*, double>> fwd_steps = {
@@ -167,7 +173,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   // --- attention block, forward
   Block& af = g.attn_fwd;
   const double act_elems = act / e;
-  add_norm(af, "norm1", act_elems, e, sh.eager_norm, false);
+  add_norm(af, "norm1", act_elems, e, sh, false);
   const Kernel qkv = gemm("qkv", T, (h + 2 * kv) / t, h);
   af.kernels.push_back(qkv);
   const double q_elems = Td * hd / static_cast<double>(t), k_elems = Td * static_cast<double>(kv) / static_cast<double>(t);
@@ -248,7 +254,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   }
   if (m.bias) ab.kernels.push_back(bias_grad(qkv.name, Td, static_cast<double>(qkv.n), e));
   add_gemm_bwd(ab, qkv);
-  add_norm(ab, "norm1", act_elems, e, sh.eager_norm, true);
+  add_norm(ab, "norm1", act_elems, e, sh, true);
 
   // --- MLP block
   const bool glu = m.activation == "swiglu";
@@ -261,7 +267,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   }
   const std::int64_t T_mlp = static_cast<std::int64_t>(Td * routed);
   Block& mf = g.mlp_fwd;
-  add_norm(mf, "norm2", act_elems, e, sh.eager_norm, false);
+  add_norm(mf, "norm2", act_elems, e, sh, false);
   const Kernel up = gemm(glu ? "mlp_gate_up" : "mlp_up", T_mlp, (glu ? 2 : 1) * mlp_ff, h);
   mf.kernels.push_back(up);
   const double ffb = static_cast<double>(T_mlp) * static_cast<double>(mlp_ff) * e;
@@ -278,20 +284,20 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   mb.kernels.push_back(mem(glu ? "swiglu.bwd" : "gelu.bwd", (glu ? 5 : 3) * ffb, true));
   if (m.bias) mb.kernels.push_back(bias_grad(up.name, static_cast<double>(T_mlp), static_cast<double>(up.n), e));
   add_gemm_bwd(mb, up);
-  add_norm(mb, "norm2", act_elems, e, sh.eager_norm, true);
+  add_norm(mb, "norm2", act_elems, e, sh, true);
 
   // --- embedding (first stage) and output layer (last stage)
   g.embed_fwd.kernels.push_back(mem("embedding", 2 * Td * hd * e / sp_div));
   g.embed_bwd.kernels.push_back(mem("embedding.bwd", 3 * Td * hd * e / sp_div, true));
   const std::int64_t v_local = m.vocab / t;
   const double logits = Td * static_cast<double>(v_local);  // logit elements on this rank
-  add_norm(g.head_fwd, "final_norm", act_elems, e, sh.eager_norm, false);
+  add_norm(g.head_fwd, "final_norm", act_elems, e, sh, false);
   Kernel lg = gemm("logits", T, v_local, h);
   lg.sixteen_bit = true;  // FP8 recipes convert the transformer layers' linears only
   g.head_fwd.kernels.push_back(lg);
   add_loss(g.head_fwd, g.head_bwd, logits, e, sh.loss);
   add_gemm_bwd(g.head_bwd, lg);
-  add_norm(g.head_bwd, "final_norm", act_elems, e, sh.eager_norm, true);
+  add_norm(g.head_bwd, "final_norm", act_elems, e, sh, true);
   if (sh.fp8_gemms) {
     // The transformer layers' linear GEMMs run in FP8; the output layer stays in 16-bit.
     for (auto [fwd, bwd, k] : {std::tuple{&g.attn_fwd, &g.attn_bwd, qkv}, std::tuple{&g.attn_fwd, &g.attn_bwd, proj},

@@ -53,6 +53,10 @@ struct LayerShape {
   // kernel through HBM (see layer_graph.cpp for the kernels and their bytes).
   bool eager_norm = false;
   bool eager_rope = false;
+  // Norms whose backward is two kernels, the input gradient and a weight-gradient reduction that
+  // reads the input and the output gradient again (PyTorch's native LayerNorm / RMSNorm, Apex's
+  // FusedLayerNorm), instead of one kernel doing both (Transformer Engine, Liger).
+  bool two_pass_norm = false;
   LossImpl loss = LossImpl::Megatron;
 };
 

@@ -20,6 +20,7 @@ LayerShape layer_shape(const Scenario& sc) {
   sh.fp8_cast_bytes = fp8_cast_bytes(sc.training.fp8_recipe);
   sh.fp8_saved_input_bytes = fp8_saved_input_bytes(sc.training.fp8_recipe);
   sh.eager_norm = sc.training.norm_impl == "eager";
+  sh.two_pass_norm = sc.training.norm_impl == "two_pass";
   sh.eager_rope = sc.training.rope_impl == "eager";
   sh.loss = sc.training.loss_impl == "eager" ? LossImpl::Eager : sc.training.loss_impl == "fused" ? LossImpl::Fused : LossImpl::Megatron;
   return sh;

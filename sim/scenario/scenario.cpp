@@ -85,7 +85,7 @@ TrainingSpec parse_training(const JsonObject& o) {
     o.fail("attention_kernel", "names a fused attention kernel, but flash_attention is false (unfused attention)");
   t.fp32_grad_accumulation = o.boolean("fp32_grad_accumulation", false);
   t.grad_accumulation_fusion = o.boolean("grad_accumulation_fusion", true);
-  t.norm_impl = o.choice("norm_impl", {"fused", "eager"}, "fused");
+  t.norm_impl = o.choice("norm_impl", {"fused", "two_pass", "eager"}, "fused");
   t.rope_impl = o.choice("rope_impl", {"fused", "eager"}, "fused");
   t.loss_impl = o.choice("loss_impl", {"megatron", "eager", "fused"}, "megatron");
   t.optimizer_impl = o.choice("optimizer_impl", {"fused", "unfused"}, "fused");

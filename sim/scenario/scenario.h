@@ -65,9 +65,12 @@ struct TrainingSpec {
   // and reading and writing the buffer. Sharded gradients (FSDP, ZeRO-3) accumulate 1/N of that;
   // not modelled.
   bool grad_accumulation_fusion = true;
-  // How the framework runs RMSNorm and RoPE: "fused" (one kernel per pass: Apex, Transformer
-  // Engine, Liger, torch.compile) or "eager" (the Llama reference code in eager PyTorch: RMSNorm as
-  // upcast / pow / mean / scale / downcast / weight kernels in fp32, RoPE as an fp32 complex multiply).
+  // How the framework runs its norms and RoPE: "fused" (one kernel per pass: Transformer Engine,
+  // Liger, torch.compile), "two_pass" (norms only: one forward kernel, a backward of two kernels, the
+  // input gradient and a weight-gradient reduction reading x and dy again: PyTorch's native
+  // LayerNorm / RMSNorm, Apex's FusedLayerNorm) or "eager" (the Llama reference code in eager
+  // PyTorch: RMSNorm as upcast / pow / mean / scale / downcast / weight kernels in fp32, RoPE as an
+  // fp32 complex multiply).
   std::string norm_impl = "fused";
   std::string rope_impl = "fused";
   // How the framework computes the cross-entropy loss over the logits (models/layer_graph.cpp has

@@ -202,6 +202,24 @@ TEST(LayerGraph, BiasGradientsAndDropoutTraffic) {
   }
 }
 
+// Two-pass norm backward (PyTorch's native LayerNorm, Apex): the input-gradient kernel (reads x and
+// dy, writes dx: 3 B x e per element) and a weight-gradient reduction reading x and dy again (2e):
+// one more kernel and 2e more bytes per norm in backward, the forward and the memory unchanged.
+TEST(LayerGraph, TwoPassNormBackwardRereadsInputAndGradient) {
+  const ModelSpec m = load_zoo_model(test::data_dir(), "mpt-7b", "test");
+  LayerShape fused, two;
+  fused.seq_len = two.seq_len = 2048;
+  two.two_pass_norm = true;
+  const LayerGraph a = build_layer_graph(m, fused), b = build_layer_graph(m, two);
+  const double per_norm = 2 * 2 * 2048 * static_cast<double>(m.hidden);  // 2e bytes x tokens x hidden
+  EXPECT_NEAR(block_bytes(b.attn_bwd) - block_bytes(a.attn_bwd), per_norm, 1e-3);
+  EXPECT_NEAR(block_bytes(b.mlp_bwd) - block_bytes(a.mlp_bwd), per_norm, 1e-3);
+  EXPECT_NEAR(block_bytes(b.head_bwd) - block_bytes(a.head_bwd), per_norm, 1e-3);
+  EXPECT_EQ(b.attn_bwd.kernels.size(), a.attn_bwd.kernels.size() + 1);
+  EXPECT_DOUBLE_EQ(block_bytes(b.attn_fwd), block_bytes(a.attn_fwd));
+  EXPECT_DOUBLE_EQ(activation_bytes(m, two, "none").layer_stored, activation_bytes(m, fused, "none").layer_stored);
+}
+
 // Eager RMSNorm (Llama reference code): forward upcast, pow, mean, scale, downcast and weight
 // multiply, 36 B per bf16 element in six kernels; backward 76 B in nine. Eager RoPE: upcast,
 // complex multiply and downcast, 20 B per query or key element each way. Fused: 4 / 6 and 4 B.

@@ -189,6 +189,10 @@ def mb_presets():
     return out
 
 
+NORM_TWO_PASS_APEX = ("two_pass: Megatron's MixedFusedLayerNorm (megatron/model/fused_layer_norm.py) runs the Apex-derived "
+                      "fused_mix_prec_layer_norm_cuda kernels (megatron/fused_kernels/layer_norm_cuda_kernel.cu), whose backward "
+                      "runs cuComputePartGradGammaBeta and then cuComputeGradInput, each reading the output gradient and the input")
+
 SOURCE_CONVENTIONS = {
     # prefix of source title -> conventions documented in shared/validation/README.md or the source
     "Narayanan et al., SC'21": { "megatron_vocab": "Megatron-LM","flops": "hardware", "recompute": "full", "flash": False, "dropout": True,
@@ -208,6 +212,7 @@ SOURCE_CONVENTIONS = {
                                                    "the list form of torch.distributed.all_gather, and reduce-scatter each gradient "
                                                    "tensor with the list form of reduce_scatter (deepspeed/runtime/zero/"
                                                    "partition_parameters.py _allgather_param, _reduce_scatter_gradient)",
+                                 "norm_impl": "two_pass", "norm_why": NORM_TWO_PASS_APEX,
                                  "position_embedding": "learned", "max_positions": 2048,
                                  "pos_why": "Megatron GPT's learned absolute position embeddings, --max-position-embeddings 2048 "
                                             "in examples/academic_paper_scripts/sc21/CONFIG.sh"},
@@ -216,6 +221,7 @@ SOURCE_CONVENTIONS = {
                          "grad_acc_unfused": "Megatron-DeepSpeed (2022) runs the DeepSpeed engine, whose gradient hooks add "
                                              "each microbatch's weight gradient into its gradient buffers with a separate kernel",
                          "zero_impl": "deepspeed",
+                         "norm_impl": "two_pass", "norm_why": NORM_TWO_PASS_APEX,
                          "position_embedding": "alibi",
                          "pos_why": "alibi: BLOOM's attention bias, no position parameters and no rotary kernels; the "
                                     "176B run's script passes --position-embedding-type alibi "
@@ -234,6 +240,7 @@ SOURCE_CONVENTIONS = {
                             "gradient buffer through a separate add kernel",
         "why": "full recompute: the table's TFLOP/s equal Megatron's count with the activation-checkpointing forward, "
                "96*B*s*l*h^2*(1+s/6h+V/12hl) per step (1B on 1 GPU: 152.8 vs 149.8 printed; without it 114.6)",
+        "norm_impl": "two_pass", "norm_why": NORM_TWO_PASS_APEX,
         "mb_per_replica": "micro batch = global batch / dp: Megatron-LM of 2020 (before pipeline parallelism) had no "
                           "gradient accumulation; --batch-size was the batch of each data-parallel replica (16)",
         "position_embedding": "learned",
@@ -295,6 +302,11 @@ SOURCE_CONVENTIONS = {
                              "fsdp_version": 1,
                              "fsdp_version_why": "FSDP1: Composer wraps the model in torch.distributed.fsdp.FullyShardedDataParallel "
                                                  "(flat parameters)",
+                             "norm_impl": "two_pass",
+                             "norm_why": "two_pass: MPT's norms are LPLayerNorm (llm-foundry/llmfoundry/models/layers/norm.py), "
+                                         "F.layer_norm on 16-bit tensors, PyTorch's native kernels: layer_norm_backward_cuda "
+                                         "launches layer_norm_grad_input_kernel and GammaBetaBackwardCUDAKernel, each reading the "
+                                         "output gradient and the input",
                              "loss_impl": "eager",
                              "loss_why": "eager PyTorch cross entropy: llm-foundry's ComposerMPTCausalLM.loss calls "
                                          "F.cross_entropy on the logits inside Composer's torch.autocast (amp_bf16), whose "
@@ -646,6 +658,9 @@ def convert(r):
         if model.get("position_embedding") == "rope":
             training["rope_impl"] = "eager"
             ci["training.rope_impl"] = conv["eager_why"]
+    if conv.get("norm_impl") and "norm_impl" not in training and not compiled:
+        training["norm_impl"] = conv["norm_impl"]
+        ci["training.norm_impl"] = conv["norm_why"]
     loss = conv.get("loss_impl_compiled") if compiled and conv.get("loss_impl_compiled") else conv.get("loss_impl")
     if loss:
         training["loss_impl"] = loss

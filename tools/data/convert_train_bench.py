@@ -40,7 +40,10 @@ def scenario_of(case, gpu_profile):
                      "loss_impl": "eager", "optimizer_impl": "fused",
                      # The gradients are kept between steps (zeroed, not freed), so autograd's
                      # AccumulateGrad adds each microbatch's weight gradients into them.
-                     "grad_accumulation_fusion": False},
+                     "grad_accumulation_fusion": False,
+                     # nn.LayerNorm / nn.RMSNorm: PyTorch's native kernels, two backward kernels per
+                     # norm (layer_norm_grad_input_kernel, GammaBetaBackwardCUDAKernel in the profile).
+                     "norm_impl": "two_pass"},
         "parallel": {"dp": 1, "tp": 1, "pp": 1, "schedule": "ddp", "recompute": "none"},
     }
 
