@@ -44,7 +44,7 @@ def scenario_of(case, gpu_profile):
                      # nn.LayerNorm / nn.RMSNorm: PyTorch's native kernels, two backward kernels per
                      # norm (layer_norm_grad_input_kernel, GammaBetaBackwardCUDAKernel in the profile).
                      "norm_impl": "two_pass"},
-        "parallel": {"dp": 1, "tp": 1, "pp": 1, "schedule": "ddp", "recompute": "none"},
+        "parallel": {"dp": 1, "tp": 1, "pp": 1, "schedule": "ddp", "recompute": case.get("recompute", "none")},
     }
 
 

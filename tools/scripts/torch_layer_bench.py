@@ -36,7 +36,7 @@ def gpu_context(torch):
     return ctx
 
 
-def build_block(torch, arch, h, heads, ffn):
+def build_block(torch, arch, h, heads, ffn, gate_split=False):
     nn = torch.nn
     F = torch.nn.functional
 
@@ -59,7 +59,13 @@ def build_block(torch, arch, h, heads, ffn):
             self.norm2 = nn.LayerNorm(h) if gpt else RMSNorm(h)
             self.qkv = nn.Linear(h, 3 * h, bias=gpt)
             self.proj = nn.Linear(h, h, bias=gpt)
-            self.up = nn.Linear(h, ffn if gpt else 2 * ffn, bias=gpt)
+            # Llama-style: one up projection of 2 x ffn split into gate and up halves (strided views:
+            # PyTorch runs their elementwise kernels unvectorized), or, with gate_split, separate
+            # gate and up linears as the Llama reference code, Hugging Face and torchtitan build them.
+            self.gate_split = gate_split and not gpt
+            self.up = nn.Linear(h, ffn if gpt or self.gate_split else 2 * ffn, bias=gpt)
+            if self.gate_split:
+                self.gate = nn.Linear(h, ffn, bias=False)
             self.down = nn.Linear(ffn, h, bias=gpt)
 
         def forward(self, x):
@@ -67,9 +73,12 @@ def build_block(torch, arch, h, heads, ffn):
             q, k, v = self.qkv(self.norm1(x)).view(b, s, 3, self.heads, h // self.heads).unbind(2)
             o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
             x = x + self.proj(o.transpose(1, 2).reshape(b, s, h))
-            u = self.up(self.norm2(x))
+            n2 = self.norm2(x)
+            u = self.up(n2)
             if self.gpt:
                 y = F.gelu(u)
+            elif self.gate_split:
+                y = F.silu(self.gate(n2)) * u
             else:
                 g, u2 = u.chunk(2, dim=-1)
                 y = F.silu(g) * u2
