@@ -19,10 +19,16 @@ Kernel gemm(const std::string& name, std::int64_t m, std::int64_t n, std::int64_
   g.flops = g.model_flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   return g;
 }
-Kernel mem(const std::string& name, double bytes, bool bwd = false) {
+Kernel mem(const std::string& name, double bytes, bool bwd = false, MemClass cls = MemClass::Stream) {
   Kernel g{name, KernelKind::Memory, 0, 0, 0, 1, 0, 0, bytes, bwd};
+  g.mem_class = cls;
   return g;
 }
+// A step named "upcast" or "downcast" is a dtype conversion (MemClass::Cast); others stream.
+MemClass cast_class(const std::string& step) {
+  return step == "upcast" || step == "downcast" ? MemClass::Cast : MemClass::Stream;
+}
+
 // FP8 quantization traffic of one linear layer y = x W (Transformer Engine's delayed-scaling recipe:
 // cast_transpose kernels): forward reads the bf16 input (2 B/element) and writes its FP8 copy and
 // the FP8 transpose the weight gradient needs (1 + 1 B); backward does the same for the output
@@ -37,7 +43,9 @@ Kernel fp8_cast(const std::string& name, std::int64_t rows, std::int64_t cols, b
 // linear layers run grad_output.sum(dim=0)). Transformer Engine folds it into a GEMM epilogue or
 // its cast kernels; that fusion is not credited.
 Kernel bias_grad(const std::string& name, double rows, double cols, double elem_bytes) {
-  return Kernel{name + ".bias_grad", KernelKind::Memory, 0, 0, 0, 1, 0, 0, rows * cols * elem_bytes, true};
+  Kernel g{name + ".bias_grad", KernelKind::Memory, 0, 0, 0, 1, 0, 0, rows * cols * elem_bytes, true};
+  g.mem_class = MemClass::Reduction;
+  return g;
 }
 
 // Hidden dropout on the residual branch (Megatron fuses bias, dropout and the residual add):
@@ -66,13 +74,13 @@ void add_gemm_bwd(Block& b, const Kernel& f) {
 // pow backward 12, the two paths summed 12, downcast 4+e.
 void add_norm(Block& b, const std::string& name, double elems, double e, const LayerShape& sh, bool bwd) {
   if (!sh.eager_norm) {
-    b.kernels.push_back(mem(bwd ? name + ".bwd" : name, (bwd ? 3 : 2) * elems * e, bwd));
+    b.kernels.push_back(mem(bwd ? name + ".bwd" : name, (bwd ? 3 : 2) * elems * e, bwd, MemClass::Norm));
     // Two-pass backward: the weight (and bias) gradient is a reduction over the tokens in its own
     // kernel, reading x and dy again: PyTorch's layer_norm_backward_cuda launches
     // layer_norm_grad_input_kernel and GammaBetaBackwardCUDAKernel (both seen per norm on an H200,
     // calibrate/measurements/h200-sxm-141g-2026-11-30); Apex's HostLayerNormGradient runs
     // cuComputePartGradGammaBeta before cuComputeGradInput, each reading dout and the input.
-    if (bwd && sh.two_pass_norm) b.kernels.push_back(mem(name + ".bwd.weight_grad", 2 * elems * e, bwd));
+    if (bwd && sh.two_pass_norm) b.kernels.push_back(mem(name + ".bwd.weight_grad", 2 * elems * e, bwd, MemClass::Norm));
     return;
   }
   const std::vector<std::pair<const char*, double>> fwd_steps = {
@@ -81,7 +89,7 @@ void add_norm(Block& b, const std::string& name, double elems, double e, const L
       {"weight", 2 * e}, {"weight_grad", 4 * e}, {"downcast", e + 4}, {"scale", 8}, {"rsqrt_path", 16},
       {"mean", 4},       {"pow", 12},           {"sum_paths", 12},    {"upcast", 4 + e}};
   for (const auto& [step, bytes] : bwd ? bwd_steps : fwd_steps)
-    b.kernels.push_back(mem(name + (bwd ? ".bwd." : ".") + step, bytes * elems, bwd));
+    b.kernels.push_back(mem(name + (bwd ? ".bwd." : ".") + step, bytes * elems, bwd, cast_class(step)));
 }
 
 // RoPE on `elems` query or key elements. Fused: one kernel reading and writing them. Eager (the Llama
@@ -95,7 +103,7 @@ void add_rope(Block& b, const std::string& tensor, double elems, double e, bool 
     return;
   }
   for (const auto& [step, bytes] : {std::pair<const char*, double>{"upcast", e + 4}, {"complex_mul", 8}, {"downcast", 4 + e}})
-    b.kernels.push_back(mem(name + "." + step, bytes * elems, bwd));
+    b.kernels.push_back(mem(name + "." + step, bytes * elems, bwd, cast_class(step)));
 }
 
 // Cross entropy over `elems` logits (tokens x local vocabulary) held in `e`-byte elements; bytes
@@ -137,8 +145,8 @@ void add_loss(Block& fwd, Block& bwd, double elems, double e, LossImpl impl) {
     f.insert(f.begin(), {"upcast", e + 4});
     b.push_back({"downcast", 4 + e});
   }
-  for (const auto& [step, bytes] : f) fwd.kernels.push_back(mem(std::string("cross_entropy.") + step, bytes * elems));
-  for (const auto& [step, bytes] : b) bwd.kernels.push_back(mem(std::string("cross_entropy.bwd.") + step, bytes * elems, true));
+  for (const auto& [step, bytes] : f) fwd.kernels.push_back(mem(std::string("cross_entropy.") + step, bytes * elems, false, cast_class(step)));
+  for (const auto& [step, bytes] : b) bwd.kernels.push_back(mem(std::string("cross_entropy.bwd.") + step, bytes * elems, true, cast_class(step)));
 }
 
 }  // namespace
@@ -271,7 +279,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   const Kernel up = gemm(glu ? "mlp_gate_up" : "mlp_up", T_mlp, (glu ? 2 : 1) * mlp_ff, h);
   mf.kernels.push_back(up);
   const double ffb = static_cast<double>(T_mlp) * static_cast<double>(mlp_ff) * e;
-  mf.kernels.push_back(mem(glu ? "swiglu" : "gelu", (glu ? 3 : 2) * ffb));
+  mf.kernels.push_back(mem(glu ? "swiglu" : "gelu", (glu ? 3 : 2) * ffb, false, MemClass::Activation));
   const Kernel down = gemm("mlp_down", T_mlp, h, mlp_ff);
   mf.kernels.push_back(down);
   mf.kernels.push_back(mem("residual2", 3 * act + drop_f));
@@ -281,7 +289,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   if (m.dropout) mb.kernels.push_back(mem("dropout2.bwd", drop_b, true));
   if (m.bias) mb.kernels.push_back(bias_grad(down.name, static_cast<double>(T_mlp) / sp_div, hd, e));
   add_gemm_bwd(mb, down);
-  mb.kernels.push_back(mem(glu ? "swiglu.bwd" : "gelu.bwd", (glu ? 5 : 3) * ffb, true));
+  mb.kernels.push_back(mem(glu ? "swiglu.bwd" : "gelu.bwd", (glu ? 5 : 3) * ffb, true, MemClass::Activation));
   if (m.bias) mb.kernels.push_back(bias_grad(up.name, static_cast<double>(T_mlp), static_cast<double>(up.n), e));
   add_gemm_bwd(mb, up);
   add_norm(mb, "norm2", act_elems, e, sh, true);

@@ -12,6 +12,12 @@ namespace parasim {
 
 enum class KernelKind : std::uint8_t { Gemm, Attention, Memory };
 
+// What a memory-bound kernel does, for its achieved bandwidth: streaming elementwise passes
+// (copies, adds, residuals, the loss's row passes), norms (forward, input and weight gradients),
+// activations (GELU, SwiGLU), column reductions (bias gradients) and dtype casts. Each class runs
+// at its own fraction of the streaming rate (memory.kernel_class_ratio in the profile).
+enum class MemClass : std::uint8_t { Stream, Norm, Activation, Reduction, Cast };
+
 // Cross-entropy implementations (see add_loss in layer_graph.cpp for their kernels).
 enum class LossImpl : std::uint8_t { Megatron, Eager, Fused };
 
@@ -25,6 +31,7 @@ struct Kernel {
   double bytes = 0;        // HBM traffic for memory-bound kernels
   bool backward = false;
   bool sixteen_bit = false;  // a GEMM an FP8 recipe keeps in 16-bit (the output layer)
+  MemClass mem_class = MemClass::Stream;  // memory-bound kernels: what kind of pass
   // Fused attention: the sequence length, the context-parallel ranks it is split over, the head dim.
   std::int64_t seq = 0, cp = 1, head_dim = 0;
 };

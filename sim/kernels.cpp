@@ -4,11 +4,22 @@
 
 namespace parasim {
 
+double class_ratio(const Profile& p, MemClass c) {
+  switch (c) {
+    case MemClass::Stream: return 1.0;
+    case MemClass::Norm: return p.norm_ratio.value;
+    case MemClass::Activation: return p.activation_ratio.value;
+    case MemClass::Reduction: return p.reduction_ratio.value;
+    case MemClass::Cast: return p.cast_ratio.value;
+  }
+  return 1.0;
+}
+
 double kernel_seconds(const CostModel& c, const Kernel& k) {
   switch (k.kind) {
     case KernelKind::Gemm: return k.sixteen_bit ? c.gemm16_s(k.m, k.n, k.k, k.batch) : c.gemm_s(k.m, k.n, k.k, k.batch);
     case KernelKind::Attention: return c.attention_s(k.flops, k.backward, static_cast<double>(k.seq), k.cp, static_cast<double>(k.head_dim));
-    case KernelKind::Memory: return c.memory_s(k.bytes);
+    case KernelKind::Memory: return c.memory_s(k.bytes, class_ratio(c.profile(), k.mem_class));
   }
   return 0;
 }

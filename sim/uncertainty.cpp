@@ -32,6 +32,8 @@ std::vector<std::pair<std::string, Figure*>> ranged(Profile& p, const TrainingSp
   }
   for (auto& [name, f] : std::initializer_list<std::pair<const char*, Figure*>>{
            {"hbm_efficiency", &p.hbm_efficiency}, {"kernel_overhead_us", &p.kernel_overhead_us},
+           {"kernel_class_ratio.norm", &p.norm_ratio}, {"kernel_class_ratio.activation", &p.activation_ratio},
+           {"kernel_class_ratio.reduction", &p.reduction_ratio}, {"kernel_class_ratio.cast", &p.cast_ratio},
            {"gemm_fixed_us", &p.gemm_fixed_us}, {"gemm_epilogue_gbps", &p.gemm_epilogue_gbps},
            {"gemm_unaligned_ratio", &p.gemm_unaligned_ratio}, {"overlap_compute_slowdown", &p.overlap_compute_slowdown},
            {"intra_bus_efficiency", &p.intra_bus_efficiency},

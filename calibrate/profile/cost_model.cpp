@@ -24,8 +24,9 @@ double CostModel::gemm16_s(std::int64_t m, std::int64_t n, std::int64_t k, std::
   return sixteen_bit_ ? sixteen_bit_->gemm_s(m, n, k, batch, measured) : gemm_s(m, n, k, batch, measured);
 }
 
-double CostModel::memory_s(double bytes) const {
-  return p_.time_scale.memory * (bytes / (p_.hbm_gbps.value * 1e9 * p_.hbm_efficiency.value) + p_.kernel_overhead_us.value * 1e-6);
+double CostModel::memory_s(double bytes, double class_ratio) const {
+  return p_.time_scale.memory *
+         (bytes / (p_.hbm_gbps.value * 1e9 * p_.hbm_efficiency.value * class_ratio) + p_.kernel_overhead_us.value * 1e-6);
 }
 
 double CostModel::attention_s(double flops, bool backward, double seq_len, std::int64_t cp, double head_dim) const {

@@ -61,7 +61,9 @@ class CostModel {
   // matrix) for sequences of seq_len tokens, split over cp context-parallel ranks, with heads of
   // head_dim; see Profile::AttentionKernel for how both set the kernel's efficiency.
   double attention_s(double flops, bool backward, double seq_len, std::int64_t cp = 1, double head_dim = kAttentionHeadDim) const;
-  double memory_s(double bytes) const;
+  // A memory-bound kernel moving `bytes` through HBM at the streaming rate times class_ratio (the
+  // profile's memory.kernel_class_ratio for the kernel's kind; 1 for streaming passes).
+  double memory_s(double bytes, double class_ratio = 1.0) const;
   // Elementwise update over `bytes` of optimizer state traffic.
   double optimizer_s(double bytes) const { return memory_s(bytes); }
 

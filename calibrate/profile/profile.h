@@ -153,6 +153,11 @@ struct Profile {
   // in Triton), each with its own figures; `attention` is kAttentionDefault.
   std::map<std::string, AttentionKernel> attention_kernels;
   Figure hbm_gbps, hbm_efficiency;
+  // Achieved bandwidth of each kind of memory-bound kernel over the streaming rate hbm_efficiency
+  // stands for (copies, adds): norms (forward and backward passes), activations (GELU, SwiGLU),
+  // column reductions (bias gradients), dtype casts (memory.kernel_class_ratio.<kind>). Optional:
+  // 1 when a profile omits them (every kind at the streaming rate).
+  Figure norm_ratio, activation_ratio, reduction_ratio, cast_ratio;
   Figure kernel_overhead_us;     // per-kernel launch and tail
   Figure runtime_reserved_gib;   // CUDA context, allocator and library workspaces
   Figure nvlink_gbps;            // per direction, per GPU (datasheet); scenario may override

@@ -8,6 +8,7 @@
 #include "../test_util.h"
 #include "calibrate/fit/calibration.h"
 #include "calibrate/profile/cost_model.h"
+#include "sim/kernels.h"
 
 namespace parasim {
 namespace {
@@ -230,6 +231,58 @@ TEST(Harness, MpiModeAbortsEveryRankCleanlyWithoutAGpu) {
 #else
   GTEST_SKIP() << "parasim-calibrate built without MPI (libopenmpi-dev not found at configure time)";
 #endif
+}
+
+TEST(MemoryKernelClasses, EachKindRunsAtItsRatioOfTheStreamingRate) {
+  // A memory-bound kernel of kind c moving B bytes takes B / (hbm x efficiency x ratio_c) plus the
+  // launch; streaming passes run at ratio 1; a profile without memory.kernel_class_ratio prices
+  // every kind at the streaming rate.
+  const Profile p = load_profile(test::data_dir(), "h200-sxm-141g", "test");
+  const CostModel cm(p, "bf16");
+  const double bytes = 1e9, launch = p.kernel_overhead_us.value * 1e-6;
+  const double stream = bytes / (p.hbm_gbps.value * 1e9 * p.hbm_efficiency.value);
+  Kernel k;
+  k.kind = KernelKind::Memory;
+  k.bytes = bytes;
+  EXPECT_NEAR(kernel_seconds(cm, k), stream + launch, 1e-15);
+  for (const auto& [cls, f] : {std::pair<MemClass, const Figure*>{MemClass::Norm, &p.norm_ratio}, {MemClass::Activation, &p.activation_ratio},
+                               {MemClass::Reduction, &p.reduction_ratio}, {MemClass::Cast, &p.cast_ratio}}) {
+    k.mem_class = cls;
+    EXPECT_EQ(f->how, "measured");
+    EXPECT_LT(f->value, 1.0);
+    EXPECT_NEAR(kernel_seconds(cm, k), stream / f->value + launch, 1e-15);
+  }
+  Json j = read_json_file(test::data_dir() + "/calibrate/profiles/h200-sxm-141g.json");
+  j["memory"].erase("kernel_class_ratio");
+  const Profile bare = parse_profile(j, "bare.json");
+  const CostModel cb(bare, "bf16");
+  EXPECT_NEAR(kernel_seconds(cb, k), stream + launch, 1e-15);
+  EXPECT_EQ(bare.cast_ratio.how, "assumed");
+}
+
+TEST(MemoryKernelClasses, TheLayerGraphTagsEachMemoryKernel) {
+  // Norm passes (the two-pass weight gradient too), activations, bias-gradient sums and the eager
+  // loss's casts carry their kinds; residual adds and the log-softmax passes stream.
+  const ModelSpec m = load_zoo_model(test::data_dir(), "megatron-gpt-1.7b", "test");  // GELU, biased linears
+  LayerShape sh;
+  sh.seq_len = 2048;
+  sh.two_pass_norm = true;
+  sh.loss = LossImpl::Eager;
+  const LayerGraph g = build_layer_graph(m, sh);
+  std::map<std::string, MemClass> seen;
+  for (const Block* b : {&g.attn_fwd, &g.attn_bwd, &g.mlp_fwd, &g.mlp_bwd, &g.head_fwd, &g.head_bwd})
+    for (const auto& k : b->kernels)
+      if (k.kind == KernelKind::Memory) seen[k.name] = k.mem_class;
+  EXPECT_EQ(seen.at("norm1"), MemClass::Norm);
+  EXPECT_EQ(seen.at("norm1.bwd"), MemClass::Norm);
+  EXPECT_EQ(seen.at("norm1.bwd.weight_grad"), MemClass::Norm);
+  EXPECT_EQ(seen.at("gelu"), MemClass::Activation);
+  EXPECT_EQ(seen.at("gelu.bwd"), MemClass::Activation);
+  EXPECT_EQ(seen.at("mlp_up.bias_grad"), MemClass::Reduction);
+  EXPECT_EQ(seen.at("cross_entropy.upcast"), MemClass::Cast);
+  EXPECT_EQ(seen.at("cross_entropy.bwd.downcast"), MemClass::Cast);
+  EXPECT_EQ(seen.at("cross_entropy.log_softmax"), MemClass::Stream);
+  EXPECT_EQ(seen.at("residual1"), MemClass::Stream);
 }
 
 }  // namespace

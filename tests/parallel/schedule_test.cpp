@@ -610,7 +610,7 @@ TEST(Recompute, OpLevelSacReplaysEveryOtherMatmulAndTheElementwiseOps) {
   double replay = 0;
   for (const Block* b : {&g.attn_fwd, &g.mlp_fwd})
     for (const auto& k : b->kernels) {
-      if (k.kind == KernelKind::Memory) replay += cost.memory_s(k.bytes);
+      if (k.kind == KernelKind::Memory) replay += kernel_seconds(cost, k);
       if (k.name == "qkv") replay += cost.gemm_s(k.m, k.n, k.k) / 3;  // h = kv: wk is a third
       if (k.name == "attn_out") replay += cost.gemm_s(k.m, k.n, k.k);
       if (k.name == "mlp_gate_up") replay += cost.gemm_s(k.m, k.n, k.k) / 2;
