@@ -7,10 +7,10 @@ namespace parasim {
 double class_ratio(const Profile& p, MemClass c) {
   switch (c) {
     case MemClass::Stream: return 1.0;
-    case MemClass::Norm: return p.norm_ratio.value;
-    case MemClass::Activation: return p.activation_ratio.value;
-    case MemClass::Reduction: return p.reduction_ratio.value;
-    case MemClass::Cast: return p.cast_ratio.value;
+    case MemClass::Norm: return p.kernel_class_ratio.norm.value;
+    case MemClass::Activation: return p.kernel_class_ratio.activation.value;
+    case MemClass::Reduction: return p.kernel_class_ratio.reduction.value;
+    case MemClass::Cast: return p.kernel_class_ratio.cast.value;
   }
   return 1.0;
 }

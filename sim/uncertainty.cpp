@@ -32,14 +32,13 @@ std::vector<std::pair<std::string, Figure*>> ranged(Profile& p, const TrainingSp
   }
   for (auto& [name, f] : std::initializer_list<std::pair<const char*, Figure*>>{
            {"hbm_efficiency", &p.hbm_efficiency}, {"kernel_overhead_us", &p.kernel_overhead_us},
-           {"kernel_class_ratio.norm", &p.norm_ratio}, {"kernel_class_ratio.activation", &p.activation_ratio},
-           {"kernel_class_ratio.reduction", &p.reduction_ratio}, {"kernel_class_ratio.cast", &p.cast_ratio},
            {"gemm_fixed_us", &p.gemm_fixed_us}, {"gemm_epilogue_gbps", &p.gemm_epilogue_gbps},
            {"gemm_unaligned_ratio", &p.gemm_unaligned_ratio}, {"overlap_compute_slowdown", &p.overlap_compute_slowdown},
            {"intra_bus_efficiency", &p.intra_bus_efficiency},
            {"inter_bus_efficiency", &p.inter_bus_efficiency}, {"inter_alpha_us", &p.inter_alpha_us},
            {"sustained_clock_ratio", &p.sustained_clock_ratio}})
     out.push_back({name, f});
+  for (const auto& f : Profile::kKernelClassFigures) out.push_back({std::string("kernel_class_ratio.") + f.name, &(p.kernel_class_ratio.*f.member)});
   std::erase_if(out, [](const auto& x) { return !x.second->has_range(); });
   return out;
 }

@@ -48,13 +48,12 @@ std::vector<std::pair<std::string, Figure>> figures(const Profile& p) {
            {"gemm_epilogue_gbps", &p.gemm_epilogue_gbps}, {"kernel_overhead_us", &p.kernel_overhead_us},
            {"overlap_compute_slowdown", &p.overlap_compute_slowdown}, {"sustained_clock_ratio", &p.sustained_clock_ratio},
            {"hbm_gbps", &p.hbm_gbps}, {"hbm_efficiency", &p.hbm_efficiency},
-           {"kernel_class_ratio.norm", &p.norm_ratio}, {"kernel_class_ratio.activation", &p.activation_ratio},
-           {"kernel_class_ratio.reduction", &p.reduction_ratio}, {"kernel_class_ratio.cast", &p.cast_ratio},
            {"runtime_reserved_gib", &p.runtime_reserved_gib}, {"pcie_gbps", &p.pcie_gbps}, {"nvlink_gbps", &p.nvlink_gbps},
            {"intra_bus_efficiency", &p.intra_bus_efficiency}, {"intra_alpha_us", &p.intra_alpha_us},
            {"inter_bus_efficiency", &p.inter_bus_efficiency}, {"inter_alpha_us", &p.inter_alpha_us}, {"node_nics", &p.node_nics},
            {"node_nic_gbps", &p.node_nic_gbps}})
     out.push_back({k, *f});
+  for (const auto& f : Profile::kKernelClassFigures) out.push_back({std::string("kernel_class_ratio.") + f.name, p.kernel_class_ratio.*f.member});
   const auto attention = [&](const std::string& prefix, const Profile::AttentionKernel& a) {
     for (const auto& f : Profile::kAttentionFigures) out.push_back({prefix + f.name, a.*f.member});
   };

@@ -247,17 +247,18 @@ Profile parse_profile(const Json& j, const std::string& file) {
     const JsonObject m = root.object("memory");
     p.hbm_gbps = figure(m, "hbm_gbps", 1, 1e6);
     p.hbm_efficiency = figure(m, "hbm_efficiency", 0.01, 1.0);
-    for (Figure* f : {&p.norm_ratio, &p.activation_ratio, &p.reduction_ratio, &p.cast_ratio}) {
-      f->value = f->low = f->high = 1.0;
-      f->how = "assumed";
-      f->source = "not in the profile: every memory-bound kernel at the streaming rate";
+    const auto classes = m.object_opt("kernel_class_ratio");
+    for (const auto& f : Profile::kKernelClassFigures) {
+      Figure& r = p.kernel_class_ratio.*f.member;
+      if (classes) {
+        r = figure(*classes, f.name, 0.05, 2.0);
+      } else {
+        r.value = r.low = r.high = 1.0;
+        r.how = "assumed";
+        r.source = "not in the profile: every memory-bound kernel at the streaming rate";
+      }
     }
-    if (auto k = m.object_opt("kernel_class_ratio")) {
-      for (const auto& [name, f] : {std::pair<const char*, Figure*>{"norm", &p.norm_ratio}, {"activation", &p.activation_ratio},
-                                    {"reduction", &p.reduction_ratio}, {"cast", &p.cast_ratio}})
-        *f = figure(*k, name, 0.05, 2.0);
-      k->finish();
-    }
+    if (classes) classes->finish();
     p.runtime_reserved_gib = figure(m, "runtime_reserved_gib", 0, 1e4);
     p.pcie_gbps = figure(m, "pcie_gbps", 0.1, 1e4);
     if (m.has("host_memory_gbps") || m.has("host_optimizer_efficiency")) {

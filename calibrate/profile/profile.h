@@ -157,7 +157,19 @@ struct Profile {
   // stands for (copies, adds): norms (forward and backward passes), activations (GELU, SwiGLU),
   // column reductions (bias gradients), dtype casts (memory.kernel_class_ratio.<kind>). Optional:
   // 1 when a profile omits them (every kind at the streaming rate).
-  Figure norm_ratio, activation_ratio, reduction_ratio, cast_ratio;
+  struct KernelClassRatio {
+    Figure norm, activation, reduction, cast;
+  };
+  KernelClassRatio kernel_class_ratio;
+  // Each of them: its JSON name under memory.kernel_class_ratio, and the member.
+  struct KernelClassFigure {
+    const char* name;
+    Figure KernelClassRatio::*member;
+  };
+  static constexpr std::array<KernelClassFigure, 4> kKernelClassFigures = {{{"norm", &KernelClassRatio::norm},
+                                                                             {"activation", &KernelClassRatio::activation},
+                                                                             {"reduction", &KernelClassRatio::reduction},
+                                                                             {"cast", &KernelClassRatio::cast}}};
   Figure kernel_overhead_us;     // per-kernel launch and tail
   Figure runtime_reserved_gib;   // CUDA context, allocator and library workspaces
   Figure nvlink_gbps;            // per direction, per GPU (datasheet); scenario may override

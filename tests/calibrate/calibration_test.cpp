@@ -245,8 +245,8 @@ TEST(MemoryKernelClasses, EachKindRunsAtItsRatioOfTheStreamingRate) {
   k.kind = KernelKind::Memory;
   k.bytes = bytes;
   EXPECT_NEAR(kernel_seconds(cm, k), stream + launch, 1e-15);
-  for (const auto& [cls, f] : {std::pair<MemClass, const Figure*>{MemClass::Norm, &p.norm_ratio}, {MemClass::Activation, &p.activation_ratio},
-                               {MemClass::Reduction, &p.reduction_ratio}, {MemClass::Cast, &p.cast_ratio}}) {
+  for (const auto& [cls, f] : {std::pair<MemClass, const Figure*>{MemClass::Norm, &p.kernel_class_ratio.norm}, {MemClass::Activation, &p.kernel_class_ratio.activation},
+                               {MemClass::Reduction, &p.kernel_class_ratio.reduction}, {MemClass::Cast, &p.kernel_class_ratio.cast}}) {
     k.mem_class = cls;
     EXPECT_EQ(f->how, "measured");
     EXPECT_LT(f->value, 1.0);
@@ -257,7 +257,7 @@ TEST(MemoryKernelClasses, EachKindRunsAtItsRatioOfTheStreamingRate) {
   const Profile bare = parse_profile(j, "bare.json");
   const CostModel cb(bare, "bf16");
   EXPECT_NEAR(kernel_seconds(cb, k), stream + launch, 1e-15);
-  EXPECT_EQ(bare.cast_ratio.how, "assumed");
+  EXPECT_EQ(bare.kernel_class_ratio.cast.how, "assumed");
 }
 
 TEST(MemoryKernelClasses, TheLayerGraphTagsEachMemoryKernel) {
