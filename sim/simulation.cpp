@@ -62,6 +62,8 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
            {"overlap_compute_slowdown", &p.overlap_compute_slowdown}, {"inter_alpha_us", &p.inter_alpha_us},
            {"pcie_gbps", &p.pcie_gbps}, {"sustained_clock_ratio", &p.sustained_clock_ratio}})
     if (f->how == "assumed") assumed.insert(name);
+  for (const auto& f : Profile::kKernelClassFigures)
+    if ((p.kernel_class_ratio.*f.member).how == "assumed") assumed.insert(std::string("kernel_class_ratio.") + f.name);
   // Figures only some plans use: listed when the plan depends on them.
   const std::string gd = sc.training.gemm_dtype();
   if (p.gemm_max_efficiency.count(gd) && p.gemm_max_efficiency.at(gd).how == "assumed") assumed.insert("gemm_max_efficiency." + gd);
