@@ -7,6 +7,7 @@
 #   train_bench.json   whole training steps in eager PyTorch (tools/scripts/torch_train_step.py)
 #   <gpu>.measured.json  parasim-calibrate --quick: cuBLASLt GEMMs, memory, unfused attention
 #   layer_bench.json   eager-PyTorch layers, their kernels and GEMMs (torch_layer_bench.py)
+#   memory_bench.json  PyTorch's memory-bound kernels alone, by kind (torch_memory_bench.py)
 #   run.log            every step's output
 # PARASIM_CALIBRATE=path uses a prebuilt harness (the device image has CUDA but not the
 # simulator's build dependencies; PARASIM_CALIBRATE_LIBS=dir[:dir] adds libraries it was built
@@ -64,15 +65,18 @@ if [ -n "$harness" ] && ldd "$harness" | grep -q "not found"; then
   LD_LIBRARY_PATH="$libs:${LD_LIBRARY_PATH:-}" ldd "$harness" | grep -E "not found|cublas|nccl|cudart|fmt"
 fi
 if [ -n "$harness" ]; then
-  LD_LIBRARY_PATH="$libs:${LD_LIBRARY_PATH:-}" timeout "${CALIBRATE_TIMEOUT:-240}" "$harness" --quick --data-dir . --base "$base" -o "$OUT/$base.measured.json" \
+  LD_LIBRARY_PATH="$libs:${LD_LIBRARY_PATH:-}" timeout "${CALIBRATE_TIMEOUT:-240}" "$harness" --quick --dtypes bf16 fp8 --data-dir . --base "$base" \
+    -o "$OUT/$base.measured.json" \
     || echo "parasim-calibrate exit $?"
 fi
-# 3. Layers alone, their kernels and GEMMs.
+# 3. Layers alone, their kernels and GEMMs; memory-bound kernels alone.
 if [ $have_torch = 1 ]; then
   echo "== layer bench $(date -u +%T)"
   timeout "${LAYER_TIMEOUT:-150}" python3 tools/scripts/torch_layer_bench.py -o "$OUT/layer_bench.json" || echo "layer bench exit $?"
+  echo "== memory bench $(date -u +%T)"
+  timeout "${MEMORY_TIMEOUT:-120}" python3 tools/scripts/torch_memory_bench.py -o "$OUT/memory_bench.json" || echo "memory bench exit $?"
 else
-  echo "no PyTorch on this machine: training-step and layer benchmarks skipped"
+  echo "no PyTorch on this machine: training-step, layer and memory-kernel benchmarks skipped"
 fi
 nvidia-smi -q -d CLOCK,POWER,PERFORMANCE >> "$OUT/context.txt" 2>&1 || true
 echo "== done $(date -u +%T)"
