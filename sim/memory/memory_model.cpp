@@ -78,8 +78,16 @@ StateBytesPerParam state_bytes(const std::string& dtype, const std::string& opti
   return b;
 }
 
-double optimizer_step_bytes(const StateBytesPerParam& b, const std::string& optimizer, const std::string& impl) {
-  if (impl != "unfused") return b.optimizer * 2 + b.grads + b.weights;  // read+write states, read grad, write param
+double optimizer_step_bytes(const StateBytesPerParam& b, const std::string& optimizer, const std::string& impl,
+                            bool master_copy, bool cast_grads) {
+  if (impl != "unfused") {
+    // Megatron-LM's Float16OptimizerWithFloat16Params.step (megatron/optimizer/optimizer.py):
+    // _copy_model_grads_to_main_grads (main_param.grad = main_grad.float(): read 2, write 4, and the
+    // Adam pass reads 4 instead of 2), Apex's FusedAdam over the fp32 main parameters, then
+    // _copy_main_params_to_model_params (multi_tensor_scale: read the master's 4 again, write 2).
+    const bool cast = cast_grads && b.grads < 4;
+    return b.optimizer * 2 + (cast ? 4.0 : b.grads) + b.weights + (cast ? b.grads + 4.0 : 0.0) + (master_copy ? 4.0 : 0.0);
+  }
   constexpr double f = 4;  // fp32 parameter, gradient and states
   if (optimizer == "adam") {
     // Composer's DecoupledAdamW.adamw (weight decay 0 in the MPT recipes): exp_avg.mul_(beta1) 2f;

@@ -30,7 +30,13 @@ StateBytesPerParam state_bytes(const std::string& dtype, const std::string& opti
 // parameter, gradient and states and writing parameter and states. "unfused": one elementwise
 // kernel per term of the update on fp32 tensors (PyTorch's for-loop / foreach Adam, Composer's
 // DecoupledAdamW), each reading its operands and writing its result.
-double optimizer_step_bytes(const StateBytesPerParam& b, const std::string& optimizer, const std::string& impl);
+// A fused step over a separate fp32 master copy (Megatron's and DeepSpeed's mixed-precision
+// optimizers; not FSDP, whose sharded parameters are the fp32 copy) ends with a second kernel that
+// copies the master into the 16-bit model weights (master_copy: the master is read again);
+// cast_grads: 16-bit gradients are first cast into fp32 main gradients in a kernel of their own,
+// which the Adam pass then reads in fp32.
+double optimizer_step_bytes(const StateBytesPerParam& b, const std::string& optimizer, const std::string& impl,
+                            bool master_copy = false, bool cast_grads = false);
 
 // How states are sharded over `nd` data-parallel ranks.
 struct Sharding {

@@ -317,7 +317,12 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
     // Optimizer on this rank's shard; ZeRO-1/2 then all-gather the updated parameters.
     const StageParams sp = stage_params(sc, s);
     const double opt_params = sp.total / (sh.optimizer ? nd : 1.0);
-    const double traffic = optimizer_step_bytes(sb, sc.training.optimizer, sc.training.optimizer_impl);
+    // A separate fp32 master (Megatron, DeepSpeed) is copied back into the 16-bit weights after the
+    // step; Megatron also casts 16-bit gradients into fp32 main gradients first (DeepSpeed's cast is
+    // priced below). FSDP's sharded parameters are themselves the fp32 copy.
+    const bool mixed = sc.training.dtype != "fp32";
+    const double traffic = optimizer_step_bytes(sb, sc.training.optimizer, sc.training.optimizer_impl, mixed && !par.fsdp,
+                                                mixed && !par.fsdp && par.zero_impl == "megatron");
     // DeepSpeed's ZeRO-1/2 step first flattens this rank's 16-bit gradient partition into a new
     // tensor and casts that into a new fp32 one (stage_1_and_2.py / stage2.py step():
     // self.flatten(self.averaged_gradients[i]).to(fp32)): the flat 16-bit copy (read and write

@@ -84,9 +84,12 @@ TEST(StaticMemory, DeepSpeedZeroStepAddsTheFlatAndFp32GradientPartitions) {
     const auto opt = static_cast<size_t>(MemCat::Optimizer);
     const double grown = static_cast<double>(b.timeline.memory[0].at_peak[opt] - a.timeline.memory[0].at_peak[opt]);
     EXPECT_NEAR(grown, 6 * psi / nd, 2.0) << "ZeRO-" << stage;
+    // Time: DeepSpeed's flatten and cast (10 B per element, a kernel of its own) against Megatron's
+    // cast of its 16-bit gradients into fp32 main gradients inside its step (read 2 B, write 4 B,
+    // and its Adam pass reading 4 B instead of 2: 8 B); both copy the master back afterwards.
     EXPECT_NEAR(b.result.breakdown.at("optimizer_s") - a.result.breakdown.at("optimizer_s"),
                 meg.profile.kernel_overhead_us.value * 1e-6 +
-                    10 * psi / nd / (meg.profile.hbm_gbps.value * 1e9 * meg.profile.hbm_efficiency.value),
+                    (10 - 8) * psi / nd / (meg.profile.hbm_gbps.value * 1e9 * meg.profile.hbm_efficiency.value),
                 1e-9)
         << "ZeRO-" << stage;
   }
