@@ -109,13 +109,8 @@ GemmResult bench_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std:
   cublasLtMatmulPreference_t pref;
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
-  cublasLtMatmulHeuristicResult_t heur{};
-  int found = 0;
-  // A shape this cuBLASLt has no kernel for (fp8 wants k and the leading dimensions in multiples
-  // of 16) is reported, not fatal: the sweep goes on without it.
-  const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 1, &heur, &found);
-  if (hs == CUBLAS_STATUS_NOT_SUPPORTED || (hs == CUBLAS_STATUS_SUCCESS && found == 0)) {
-    r.supported = false;
+  // Descriptors, stream and handle: released on both ways out.
+  auto release = [&] {
     CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
     CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(la));
     CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(lb));
@@ -123,6 +118,15 @@ GemmResult bench_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std:
     CUBLAS_CHECK(cublasLtMatmulDescDestroy(op));
     CUDA_CHECK(cudaStreamDestroy(st));
     CUBLAS_CHECK(cublasLtDestroy(lt));
+  };
+  cublasLtMatmulHeuristicResult_t heur{};
+  int found = 0;
+  // A shape this cuBLASLt has no kernel for (fp8 wants k and the leading dimensions in multiples
+  // of 16) is reported, not fatal: the sweep goes on without it.
+  const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 1, &heur, &found);
+  if (hs == CUBLAS_STATUS_NOT_SUPPORTED || (hs == CUBLAS_STATUS_SUCCESS && found == 0)) {
+    r.supported = false;
+    release();
     return r;
   }
   CUBLAS_CHECK(hs);
@@ -166,19 +170,13 @@ GemmResult bench_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std:
     const double got = to_float(host.data(), ty.cd);
     r.correct = r.correct && std::fabs(got - expected) <= 0.01 * (std::fabs(expected) + std::sqrt(squares));
   }
-  CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
-  CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(la));
-  CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(lb));
-  CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(lc));
-  CUBLAS_CHECK(cublasLtMatmulDescDestroy(op));
   CUDA_CHECK(cudaFree(ws));
   for (int s = 0; s < sets; ++s) {
     CUDA_CHECK(cudaFree(A[s]));
     CUDA_CHECK(cudaFree(B[s]));
     CUDA_CHECK(cudaFree(C[s]));
   }
-  CUDA_CHECK(cudaStreamDestroy(st));
-  CUBLAS_CHECK(cublasLtDestroy(lt));
+  release();
   return r;
 }
 

@@ -22,6 +22,19 @@ import sys
 import time
 
 
+def cuda_torch(prog):
+    """PyTorch with a CUDA device, or None after saying why (prog names the script)."""
+    try:
+        import torch
+    except ImportError:
+        print("%s: PyTorch is not installed here" % prog, file=sys.stderr)
+        return None
+    if not torch.cuda.is_available():
+        print("%s: no CUDA device" % prog, file=sys.stderr)
+        return None
+    return torch
+
+
 def gpu_context(torch):
     props = torch.cuda.get_device_properties(0)
     ctx = {"gpu": props.name, "sms": props.multi_processor_count, "memory_bytes": props.total_memory,
@@ -167,13 +180,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="two cases, fewer iterations")
     ap.add_argument("--iters", type=int, default=10)
     args = ap.parse_args()
-    try:
-        import torch
-    except ImportError:
-        print("torch_layer_bench: PyTorch is not installed here", file=sys.stderr)
-        return 2
-    if not torch.cuda.is_available():
-        print("torch_layer_bench: no CUDA device", file=sys.stderr)
+    torch = cuda_torch("torch_layer_bench")
+    if torch is None:
         return 2
     torch.backends.cuda.matmul.allow_tf32 = False
     cases = CASES[::2] if args.quick else CASES

@@ -19,7 +19,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_layer_bench import gpu_context  # noqa: E402  (same directory)
+from torch_layer_bench import cuda_torch, gpu_context  # noqa: E402  (same directory)
 
 SHAPES = [(8192, 1024), (16384, 2048), (16384, 4096), (8192, 8192), (32768, 2048)]
 
@@ -82,13 +82,8 @@ def main():
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--iters", type=int, default=20)
     args = ap.parse_args()
-    try:
-        import torch
-    except ImportError:
-        print("torch_memory_bench: PyTorch is not installed here", file=sys.stderr)
-        return 2
-    if not torch.cuda.is_available():
-        print("torch_memory_bench: no CUDA device", file=sys.stderr)
+    torch = cuda_torch("torch_memory_bench")
+    if torch is None:
         return 2
     result = {"schema": "parasim.memory_bench/1", "context": gpu_context(torch), "rows": []}
     t0 = time.time()

@@ -27,7 +27,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_layer_bench import build_block, gpu_context  # noqa: E402  (same directory)
+from torch_layer_bench import build_block, cuda_torch, gpu_context  # noqa: E402  (same directory)
 
 # llm-foundry's MPT widths (scripts/train/yamls/pretrain/mpt-<size>.yaml: d_model, n_heads,
 # n_layers, expansion_ratio 4, vocab 50368) and a Llama-style 1B (SwiGLU, Llama 3's vocabulary).
@@ -188,13 +188,8 @@ def main():
     ap.add_argument("--cases", nargs="*", help="case names (default: all of CASES)")
     ap.add_argument("--held-out", action="store_true", help="run HELD_OUT instead of CASES")
     args = ap.parse_args()
-    try:
-        import torch
-    except ImportError:
-        print("torch_train_step: PyTorch is not installed here", file=sys.stderr)
-        return 2
-    if not torch.cuda.is_available():
-        print("torch_train_step: no CUDA device", file=sys.stderr)
+    torch = cuda_torch("torch_train_step")
+    if torch is None:
         return 2
     torch.backends.cuda.matmul.allow_tf32 = False
     result = {"schema": "parasim.train_bench/1", "context": gpu_context(torch), "cases": []}
