@@ -122,6 +122,10 @@ void add_rope(Block& b, const std::string& tensor, double elems, double e, bool 
 //  Fused (Liger-Kernel, Transformer Engine's cross entropy, torch.compile): one pass over the 16-bit
 //   logits for the online max and sum, a second that writes the gradient in their place: 3e;
 //   backward scales that gradient by the output gradient in place: 2e.
+//  Xentropy (flash_attn.losses.cross_entropy.CrossEntropyLoss v1.x, the Apex-derived kernels of
+//   flash-attention's csrc/xentropy, on the 16-bit logits): the forward kernel reads each row once
+//   for its max and once for the sum of exponentials and writes one fp32 loss and log-sum-exp per
+//   row: 2e; the backward kernel reads the saved logits and writes a new 16-bit gradient: 2e.
 // With fp32 activations (e = 4) the casts are no-ops and are not listed.
 void add_loss(Block& fwd, Block& bwd, double elems, double e, LossImpl impl) {
   using Steps = std::vector<std::pair<const char*, double>>;
@@ -138,6 +142,10 @@ void add_loss(Block& fwd, Block& bwd, double elems, double e, LossImpl impl) {
       break;
     case LossImpl::Fused:
       fwd.kernels.push_back(mem("cross_entropy", 3 * e * elems));
+      bwd.kernels.push_back(mem("cross_entropy.bwd", 2 * e * elems, true));
+      return;
+    case LossImpl::Xentropy:
+      fwd.kernels.push_back(mem("cross_entropy", 2 * e * elems));
       bwd.kernels.push_back(mem("cross_entropy.bwd", 2 * e * elems, true));
       return;
   }

@@ -22,7 +22,10 @@ LayerShape layer_shape(const Scenario& sc) {
   sh.eager_norm = sc.training.norm_impl == "eager";
   sh.two_pass_norm = sc.training.norm_impl == "two_pass";
   sh.eager_rope = sc.training.rope_impl == "eager";
-  sh.loss = sc.training.loss_impl == "eager" ? LossImpl::Eager : sc.training.loss_impl == "fused" ? LossImpl::Fused : LossImpl::Megatron;
+  sh.loss = sc.training.loss_impl == "eager"      ? LossImpl::Eager
+            : sc.training.loss_impl == "fused"    ? LossImpl::Fused
+            : sc.training.loss_impl == "xentropy" ? LossImpl::Xentropy
+                                                  : LossImpl::Megatron;
   return sh;
 }
 

@@ -50,6 +50,7 @@ void add_check_commands(CLI::App& app, Context& ctx) {
     bool json = false;
     double max_mape = 0;
     double max_memory_mape = 0;
+    std::int64_t max_oom_disagreements = -1;
     std::string out;
     bool no_attribution = false;
   };
@@ -59,6 +60,8 @@ void add_check_commands(CLI::App& app, Context& ctx) {
   val->add_flag("--json", vo->json, "machine-readable output");
   val->add_option("--max-throughput-mape", vo->max_mape, "exit 1 when the throughput MAPE exceeds this fraction (a ratchet for CI)");
   val->add_option("--max-memory-mape", vo->max_memory_mape, "exit 1 when the peak-memory MAPE exceeds this fraction (a ratchet for CI)");
+  val->add_option("--max-oom-disagreements", vo->max_oom_disagreements,
+                  "exit 1 when more runs than this get the wrong out-of-memory verdict (a run that ran fit; a ratchet for CI)");
   val->add_option("-o,--output", vo->out, "write the report to this file instead of stdout");
   val->add_flag("--no-attribution", vo->no_attribution,
                 "skip the error attribution (each run's time shares: four more simulations per run)");
@@ -82,6 +85,11 @@ void add_check_commands(CLI::App& app, Context& ctx) {
           std::cerr << fmt::format("FAIL: {} MAPE {:.2f}% is above the ratchet {:.2f}%\n", what, 100 * stats.mape, 100 * limit);
           rc = 1;
         }
+      if (const std::int64_t wrong = rep.oom_total - rep.oom_agree; vo->max_oom_disagreements >= 0 && wrong > vo->max_oom_disagreements) {
+        std::cerr << fmt::format("FAIL: {} of {} out-of-memory verdicts disagree; the ratchet allows {}\n", wrong, rep.oom_total,
+                                 vo->max_oom_disagreements);
+        rc = 1;
+      }
       return rc;
     });
   });

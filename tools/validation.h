@@ -29,6 +29,8 @@ struct RunCheck {
   Result result;
   std::vector<Comparison> comparisons;
   bool oom_known = false, oom_measured = false, oom_predicted = false;
+  // No OOM flag in the file, but a measured step time or throughput: the run ran, so it fit.
+  bool oom_implied = false;
   bool pass = true;
   bool has_interval = false;
   double step_p10_s = 0, step_p90_s = 0;  // prediction interval from the profile's spread
@@ -68,7 +70,7 @@ struct ValidationReport {
   std::vector<LoadFailure> failures;
   Json converter_skipped;  // from skipped.json beside the runs, if present
   ErrorStats throughput, memory;
-  std::int64_t oom_agree = 0, oom_total = 0;
+  std::int64_t oom_agree = 0, oom_total = 0, oom_implied = 0;
   std::int64_t inside = 0, with_interval = 0;  // measured throughput inside the p10..p90 interval
 };
 ValidationReport validate_dir(const std::string& dir, const std::string& data_dir, const Registries& reg,

@@ -53,15 +53,21 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
   out.embed = mask * sbh / sp;
   const double v_local = static_cast<double>((m.vocab + sh.tp - 1) / sh.tp);
   // Final-norm input and the loss's saved logits: the fp32 softmax (Megatron) or log-softmax (eager
-  // PyTorch), or the 16-bit gradient a fused kernel writes over the logits.
-  const double per_logit = sh.loss == LossImpl::Fused ? e : 4.0;
+  // PyTorch), or the 16-bit logits a fused kernel writes its gradient over or the xentropy
+  // kernel reads again in backward.
+  const double per_logit = sh.loss == LossImpl::Fused || sh.loss == LossImpl::Xentropy ? e : 4.0;
   out.head = (e + eager_norm) * sbh / sp + per_logit * s * b * v_local;
   // The loss's backward (the kernels of add_loss in models/layer_graph.cpp) allocates beside the
   // saved logits: eager PyTorch's nll_loss_backward an fp32 gradient (zeros, then the scatter) and
   // log_softmax_backward a new fp32 input gradient while both are alive (8 bytes per logit; the
   // downcast's 4 + e after them is smaller); Megatron's kernel works in place on its saved softmax
-  // and only the downcast to the 16-bit gradient is new (e); a fused kernel writes over the logits.
-  const double working_per_logit = sh.loss == LossImpl::Eager ? 8.0 : sh.loss == LossImpl::Megatron && e != 4.0 ? e : 0.0;
+  // and only the downcast to the 16-bit gradient is new (e); a fused kernel writes over the logits;
+  // the xentropy backward writes a new 16-bit gradient beside them (e; FlashAttention's
+  // CrossEntropyLoss with its default inplace_backward=False).
+  const double working_per_logit = sh.loss == LossImpl::Eager                 ? 8.0
+                                   : sh.loss == LossImpl::Xentropy             ? e
+                                   : sh.loss == LossImpl::Megatron && e != 4.0 ? e
+                                                                               : 0.0;
   out.head_working = working_per_logit * s * b * v_local;
   return out;
 }

@@ -77,8 +77,9 @@ struct TrainingSpec {
   // the kernels and their bytes): "megatron" (Megatron-LM's vocab_parallel_cross_entropy on
   // output.float(): max, subtract, exp, sum and divide passes in fp32; the Megatron-LM default),
   // "eager" (PyTorch F.cross_entropy on fp32 logits: upcast, log_softmax, nll_loss; torchtitan,
-  // Hugging Face, llm-foundry) or "fused" (one kernel over the 16-bit logits that also writes their
-  // gradient: Liger-Kernel, Transformer Engine, torch.compile).
+  // Hugging Face) or "fused" (one kernel over the 16-bit logits that also writes their gradient:
+  // Liger-Kernel, Transformer Engine, torch.compile) or "xentropy" (FlashAttention's
+  // CrossEntropyLoss on the 16-bit logits, Apex's xentropy kernels: llm-foundry's default).
   std::string loss_impl = "megatron";
   // The optimizer step's kernels: "fused" (one multi-tensor kernel: apex/Megatron FusedAdam,
   // torch fused=True) or "unfused" (one elementwise kernel per term of the update: PyTorch's

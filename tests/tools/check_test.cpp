@@ -147,6 +147,35 @@ TEST(Validate, RatchetsFailOnTheirOwnMape) {
   EXPECT_GT(sum, 0.5);
 }
 
+TEST(Validate, ARunThatRanFitInMemory) {
+  // A measured step time means the run completed: a prediction of out-of-memory for it is a wrong
+  // verdict (printed as "no (ran)" against "yes"), counted by validate and held by its ratchet.
+  Json scenario = read_json_file(test::data_dir() + "/" + kScenario);
+  const Scenario sc = load_scenario(test::data_dir() + "/" + kScenario, test::data_dir());
+  const Result fits = simulate(sc, Registries{}).result;
+  ASSERT_TRUE(fits.fits_in_memory);
+  scenario["training"]["micro_batch"] = 64;  // one microbatch of 64 sequences per rank
+  scenario["training"]["global_batch"] = 64 * scenario["parallel"]["dp"].get<std::int64_t>();
+  scenario["parallel"]["recompute"] = "none";
+  const std::string dir = ::testing::TempDir() + "ran_runs";
+  std::filesystem::create_directories(dir);
+  Json j = {{"schema", "parasim.measured/1"}, {"id", "ran"}, {"scenario", scenario}, {"measured", {{"step_time_s", fits.step_time_s}}},
+            {"source", {{"title", "test"}}}};
+  std::ofstream(dir + "/ran.json") << j.dump();
+  Ran out = cli("check " + dir + "/ran.json --tolerance 10");
+  EXPECT_EQ(out.code, 1) << out.out;
+  EXPECT_NE(out.out.find("no (ran)"), std::string::npos) << out.out;
+  out = cli("validate " + dir + " --no-attribution --max-oom-disagreements 1 -o " + dir + "/report.md");
+  EXPECT_EQ(out.code, 0) << out.out;
+  out = cli("validate " + dir + " --no-attribution --max-oom-disagreements 0 -o " + dir + "/report.md");
+  EXPECT_EQ(out.code, 1) << out.out;
+  EXPECT_NE(out.out.find("FAIL: 1 of 1 out-of-memory verdicts disagree; the ratchet allows 0"), std::string::npos) << out.out;
+  // The same run at the micro batch that fits agrees.
+  j["scenario"] = read_json_file(test::data_dir() + "/" + kScenario);
+  std::ofstream(dir + "/ran.json") << j.dump();
+  EXPECT_EQ(cli("validate " + dir + " --no-attribution --max-oom-disagreements 0 -o " + dir + "/report.md").code, 0);
+}
+
 TEST(Validate, ErrorStatsAreMeanMedianMaxBias) {
   const ErrorStats s = error_stats({0.1, -0.3, 0.2});
   EXPECT_NEAR(s.mape, 0.2, 1e-12);

@@ -61,6 +61,22 @@ def network_of(hw):
     sysname = (hw.get("system") or "")
     inter = (hw.get("inter_node") or "")
     low = inter.lower()
+    if "omni-path" in low and "jean zay" in sysname.lower():
+        # Measured on this partition's A100 nodes by the same team: NCCL 2.10.3 over the OPA ports'
+        # verbs ran both ring channels through one port (hfi1 index 1: "via NET/IB/1" for every
+        # inter-node hop) and reached a bus bandwidth of 39.9 Gb/s = 4.98 GB/s (all-reduce of 4 GB
+        # fp32 over 16 ranks on 4 nodes, five trials 39.3-39.9 Gb/s); the README there: "we have an
+        # issue with nccl that doesn't fully utilize Intel OPA full bandwidth". The node's four
+        # ports stay (the training's concurrent data-parallel and pipeline communicators are not
+        # one ring), each at the rate that times the profile's inter_bus_efficiency (0.912) gives
+        # that one port's measured bus bandwidth.
+        return ({"nics_per_node": 4, "nic_gbps": round(4.98 / 0.912, 3)},
+                "NCCL's measured bandwidth on this cluster, not the OPA line rate: all_reduce_bench.py on Jean Zay "
+                "gpu_p5 A100 nodes with NCCL 2.10.3 reached a bus bandwidth of 39.9 Gb/s = 4.98 GB/s, every ring "
+                "channel through one OPA port (bigscience-workshop/bigscience experiments/bandwidth/"
+                "n4_a100_all_reduce_bench.txt; README there: 'an issue with nccl that doesn't fully utilize Intel "
+                "OPA full bandwidth'); the node's 4 ports each at 4.98 / 0.912 GB/s (0.912: the profile's inter_bus_efficiency), "
+                "the rate one port carried for one communicator (row: %s)" % inter)
     if "omni-path" in low:
         m = re.search(r"(\d+) links per node", low)
         if m:
@@ -307,10 +323,17 @@ SOURCE_CONVENTIONS = {
                                          "F.layer_norm on 16-bit tensors, PyTorch's native kernels: layer_norm_backward_cuda "
                                          "launches layer_norm_grad_input_kernel and GammaBetaBackwardCUDAKernel, each reading the "
                                          "output gradient and the input",
-                             "loss_impl": "eager",
-                             "loss_why": "eager PyTorch cross entropy: llm-foundry's ComposerMPTCausalLM.loss calls "
-                                         "F.cross_entropy on the logits inside Composer's torch.autocast (amp_bf16), whose "
-                                         "fp32 op list upcasts them for log_softmax and nll_loss",
+                             "loss_impl": "xentropy",
+                             "loss_why": "xentropy: ComposerMPTCausalLM's loss_fn defaults to 'fused_crossentropy', "
+                                         "flash_attn.losses.cross_entropy.CrossEntropyLoss on the 16-bit logits (the "
+                                         "xentropy-cuda-lib of flash-attention v1.0.x in llm-foundry's gpu extras); added as "
+                                         "the default of mosaicml/examples' mosaic_gpt on 2023-03-24 (examples PR #251, "
+                                         "'Add Fused CrossEntropy'), the default path of llm-foundry's modeling_mpt.py "
+                                         "__init__ in May 2023 (llm-foundry issue #236 traceback), before the v0.0.4 runs' "
+                                         "H100 fix (PR #261, xentropy v1.0.3 for sm_90, 2023-05-31). The runs' memory agrees: "
+                                         "PyTorch's F.cross_entropy under autocast would hold about 10 B per logit (fp32 "
+                                         "upcast, log-softmax, 16-bit logits), 27 GB for the A100-40GB 125M row's 26 x 2048 "
+                                         "tokens x 50,368 logits, which could not have fit beside its activations",
                              "position_embedding": "learned",
                              "pos_why": "learned positions of max_seq_len = seq_len (MPT learned_pos_emb): the NumParams column "
                                         "grows by (seq_len - 512) x d_model over the seq 512 row of the same model"},
