@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+
+#include "sim/config/json_reader.h"
 
 namespace parasim {
 
@@ -55,6 +58,7 @@ Interval predict_interval(const Scenario& sc, const Registries& reg, std::int64_
     const double t = simulate(sc, reg).result.step_time_s;
     iv.step_time_p10_s = iv.step_time_p90_s = t;
     iv.samples = 1;
+    iv.steps = {t};
     return iv;
   }
   SplitMix rng{seed};
@@ -63,16 +67,71 @@ Interval predict_interval(const Scenario& sc, const Registries& reg, std::int64_
     steps.push_back(simulate(s, reg).result.step_time_s);
   }
   std::sort(steps.begin(), steps.end());
-  auto q = [&](double p) {
-    const double x = p * static_cast<double>(steps.size() - 1);
-    const auto i = static_cast<size_t>(x);
-    const double w = x - static_cast<double>(i);
-    return i + 1 < steps.size() ? steps[i] * (1 - w) + steps[i + 1] * w : steps[i];
-  };
-  iv.step_time_p10_s = q(0.10);
-  iv.step_time_p90_s = q(0.90);
+  iv.step_time_p10_s = quantile_sorted(steps, 0.10);
+  iv.step_time_p90_s = quantile_sorted(steps, 0.90);
   iv.samples = samples;
+  iv.steps = std::move(steps);
   return iv;
+}
+
+double quantile_sorted(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0.0;
+  const double x = p * static_cast<double>(sorted.size() - 1);
+  const auto i = static_cast<size_t>(x);
+  const double w = x - static_cast<double>(i);
+  return i + 1 < sorted.size() ? sorted[i] * (1 - w) + sorted[i + 1] * w : sorted[i];
+}
+
+std::optional<ModelErrorBand> load_model_error(const std::string& data_dir) {
+  const std::string path = (std::filesystem::path(data_dir) / kModelErrorFile).string();
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  return read_model_error(path);
+}
+
+ModelErrorBand read_model_error(const std::string& path) {
+  const Json j = read_json_file(path);
+  const JsonObject o(j, path, "");
+  if (o.str("schema") != "parasim.model_error/1") o.fail("schema", "expected \"parasim.model_error/1\"");
+  ModelErrorBand me;
+  me.file = path;
+  me.p10 = o.number("p10", -5, 5);
+  me.p90 = o.number("p90", -5, 5);
+  me.held_out_coverage = o.number("held_out_coverage", 0, 1);
+  me.sources = o.integer("sources", 1, 1000000);
+  const Json& r = o.raw("log_ratios");
+  if (!r.is_array() || r.empty()) o.fail("log_ratios", "expected a non-empty array of numbers");
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (!r[i].is_number() || !std::isfinite(r[i].get<double>()) || std::abs(r[i].get<double>()) > 5)
+      throw_config(path, pointer_child(o.path("log_ratios"), std::to_string(i)), "expected a number within -5..5");
+    me.log_ratios.push_back(r[i].get<double>());
+  }
+  if (!std::is_sorted(me.log_ratios.begin(), me.log_ratios.end())) o.fail("log_ratios", "expected the values sorted ascending");
+  if (me.p10 > me.p90) o.fail("p10", "expected p10 <= p90");
+  o.finish({"what", "runs", "generated_by"});
+  return me;
+}
+
+Json model_error_json(const ModelErrorBand& me, const std::string& generated_by) {
+  return {{"schema", "parasim.model_error/1"},
+          {"what", "ln(measured step / predicted step) of each measured run with a throughput figure (positive: the run was "
+                   "slower than predicted); p10 and p90 of them; held_out_coverage: the fraction of runs inside the p10..p90 "
+                   "band of the other sources' runs"},
+          {"generated_by", generated_by},
+          {"runs", me.log_ratios.size()},
+          {"sources", me.sources},
+          {"p10", me.p10},
+          {"p90", me.p90},
+          {"held_out_coverage", me.held_out_coverage},
+          {"log_ratios", me.log_ratios}};
+}
+
+std::pair<double, double> combined_interval(const std::vector<double>& step_samples, const ModelErrorBand& me) {
+  std::vector<double> all;
+  all.reserve(step_samples.size() * me.log_ratios.size());
+  for (const double t : step_samples)
+    for (const double r : me.log_ratios) all.push_back(t * std::exp(r));
+  std::sort(all.begin(), all.end());
+  return {quantile_sorted(all, 0.10), quantile_sorted(all, 0.90)};
 }
 
 TimeShares time_shares(const Scenario& sc, const Registries& reg, double step_s) {

@@ -3,6 +3,9 @@
 // bit) and the scenario re-simulated; the interval is the p10..p90 of the sampled step times.
 #pragma once
 #include <array>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/simulation.h"
@@ -13,9 +16,35 @@ struct Interval {
   double step_time_p10_s = 0, step_time_p90_s = 0;  // p10 <= nominal <= p90 is not guaranteed
   std::int64_t samples = 0;
   std::vector<std::string> figures;  // the ranged figures that were sampled
+  std::vector<double> steps;         // the sampled step times, sorted (the nominal one without ranged figures)
 };
 
 Interval predict_interval(const Scenario& sc, const Registries& reg, std::int64_t samples = 32, std::uint64_t seed = 1);
+
+// The p-quantile (0..1) of sorted values, interpolated linearly between neighbours.
+double quantile_sorted(const std::vector<double>& sorted, double p);
+
+// parasim's own error on measured runs, as `parasim validate --write-model-error` wrote it
+// (calibrate/model_error.json): r = ln(measured step / predicted step) of each run with a measured
+// throughput, the band p10..p90 of r, and how often a run's r fell inside the band computed from
+// the other sources' runs alone (held out by source). The profile's spread says how far its own
+// figures may be off; this says how far the model has been off on real runs.
+struct ModelErrorBand {
+  std::string file;
+  std::vector<double> log_ratios;  // sorted
+  double p10 = 0, p90 = 0;
+  double held_out_coverage = 0;  // fraction of runs inside the band of the other sources
+  std::int64_t sources = 0;
+};
+inline constexpr const char* kModelErrorFile = "calibrate/model_error.json";
+// <data_dir>/calibrate/model_error.json, or std::nullopt when there is none; a malformed file is a
+// ConfigError naming it and the JSON path.
+std::optional<ModelErrorBand> load_model_error(const std::string& data_dir);
+ModelErrorBand read_model_error(const std::string& path);  // a missing file is a ConfigError too
+Json model_error_json(const ModelErrorBand& me, const std::string& generated_by);
+// p10..p90 of every sampled step time times exp(r) for every run's r: the profile's spread and
+// the model's measured error taken as independent.
+std::pair<double, double> combined_interval(const std::vector<double>& step_samples, const ModelErrorBand& me);
 
 // The classes of priced time: Profile::TimeScale::kClasses (shares are indexed in its order).
 inline constexpr const auto& kTimeClasses = Profile::TimeScale::kClasses;

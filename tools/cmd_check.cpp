@@ -1,3 +1,4 @@
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <tuple>
@@ -51,6 +52,7 @@ void add_check_commands(CLI::App& app, Context& ctx) {
     double max_mape = 0;
     double max_memory_mape = 0;
     std::int64_t max_oom_disagreements = -1;
+    std::string write_model_error, check_model_error;
     std::string out;
     bool no_attribution = false;
   };
@@ -62,6 +64,10 @@ void add_check_commands(CLI::App& app, Context& ctx) {
   val->add_option("--max-memory-mape", vo->max_memory_mape, "exit 1 when the peak-memory MAPE exceeds this fraction (a ratchet for CI)");
   val->add_option("--max-oom-disagreements", vo->max_oom_disagreements,
                   "exit 1 when more runs than this get the wrong out-of-memory verdict (a run that ran fit; a ratchet for CI)");
+  val->add_option("--write-model-error", vo->write_model_error,
+                  "write parasim's error on these runs (the model error band that `run --interval` reads) to this file");
+  val->add_option("--check-model-error", vo->check_model_error,
+                  "exit 1 when this model error file's band is more than 0.01 (in ln) from the one these runs give");
   val->add_option("-o,--output", vo->out, "write the report to this file instead of stdout");
   val->add_flag("--no-attribution", vo->no_attribution,
                 "skip the error attribution (each run's time shares: four more simulations per run)");
@@ -85,6 +91,21 @@ void add_check_commands(CLI::App& app, Context& ctx) {
           std::cerr << fmt::format("FAIL: {} MAPE {:.2f}% is above the ratchet {:.2f}%\n", what, 100 * stats.mape, 100 * limit);
           rc = 1;
         }
+      const ModelErrorBand me = model_error_of(rep);
+      if (!vo->write_model_error.empty()) {
+        std::ofstream f(vo->write_model_error);
+        if (!f) throw ConfigError(vo->write_model_error + ": cannot write");
+        f << model_error_json(me, "parasim validate " + vo->dir + " --write-model-error " + vo->write_model_error).dump(1) << "\n";
+      }
+      if (!vo->check_model_error.empty()) {
+        const ModelErrorBand have = read_model_error(vo->check_model_error);
+        if (std::abs(have.p10 - me.p10) > 0.01 || std::abs(have.p90 - me.p90) > 0.01) {
+          std::cerr << fmt::format("FAIL: {} holds the band {:+.3f}..{:+.3f}, these runs give {:+.3f}..{:+.3f}; regenerate it with "
+                                   "`parasim validate {} --write-model-error {}`\n",
+                                   vo->check_model_error, have.p10, have.p90, me.p10, me.p90, vo->dir, vo->check_model_error);
+          rc = 1;
+        }
+      }
       if (const std::int64_t wrong = rep.oom_total - rep.oom_agree; vo->max_oom_disagreements >= 0 && wrong > vo->max_oom_disagreements) {
         std::cerr << fmt::format("FAIL: {} of {} out-of-memory verdicts disagree; the ratchet allows {}\n", wrong, rep.oom_total,
                                  vo->max_oom_disagreements);

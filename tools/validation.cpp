@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -206,6 +207,34 @@ ValidationReport validate_dir(const std::string& dir, const std::string& data_di
   return rep;
 }
 
+ModelErrorBand model_error_of(const ValidationReport& r) {
+  ModelErrorBand me;
+  std::vector<std::pair<std::string, double>> runs;  // (source, r)
+  for (const auto& c : r.runs)
+    if (const Comparison* t = throughput_comparison(c)) runs.push_back({c.source, std::log1p(t->throughput_error)});
+  std::set<std::string> sources;
+  for (const auto& [s, x] : runs) {
+    me.log_ratios.push_back(x);
+    sources.insert(s);
+  }
+  std::sort(me.log_ratios.begin(), me.log_ratios.end());
+  me.sources = static_cast<std::int64_t>(sources.size());
+  me.p10 = quantile_sorted(me.log_ratios, 0.10);
+  me.p90 = quantile_sorted(me.log_ratios, 0.90);
+  std::int64_t inside = 0;
+  for (const auto& held : sources) {
+    std::vector<double> others;
+    for (const auto& [s, x] : runs)
+      if (s != held) others.push_back(x);
+    std::sort(others.begin(), others.end());
+    const double lo = quantile_sorted(others, 0.10), hi = quantile_sorted(others, 0.90);
+    for (const auto& [s, x] : runs)
+      if (s == held && !others.empty()) inside += x >= lo && x <= hi;
+  }
+  me.held_out_coverage = runs.empty() ? 0.0 : static_cast<double>(inside) / static_cast<double>(runs.size());
+  return me;
+}
+
 namespace {
 
 // Solves (S^T S + ridge I) x = S^T y over the columns `cols` of the rows' shares (Gaussian
@@ -358,6 +387,13 @@ void print_validation_markdown(std::ostream& os, const ValidationReport& r, cons
     fmt::print(os, "\nPrediction intervals (p10..p90 over the calibration profiles' published spread, fixed seed): the measured "
                    "throughput falls inside for {} of {} runs ({:.0f}%).\n", r.inside, r.with_interval,
                100.0 * static_cast<double>(r.inside) / static_cast<double>(r.with_interval));
+  if (const ModelErrorBand me = model_error_of(r); !me.log_ratios.empty())
+    fmt::print(os, "\nModel error band (parasim's own error on these runs, r = ln(measured step / predicted step)): p10..p90 of r "
+                   "= {:+.3f}..{:+.3f}, i.e. the measured step took {:.2f}x to {:.2f}x the predicted one for 80% of the {} runs. "
+                   "Held out by source (each run judged against the band of the other {} sources' runs), {} of runs fall inside "
+                   "({}); `parasim run --interval` combines this band with the profile's spread.\n",
+               me.p10, me.p90, std::exp(me.p10), std::exp(me.p90), me.log_ratios.size(), me.sources - 1,
+               pct(me.held_out_coverage), kModelErrorFile);
   fmt::print(os, "\n## Coverage\n\n{} measured runs simulated from `{}`; {} could not be loaded.\n", r.runs.size(), r.dir, r.failures.size());
   if (r.converter_skipped.is_object() && r.converter_skipped.contains("by_reason")) {
     fmt::print(os, "\nThe converter skipped {} of {} published rows (by missing feature):\n\n| rows | reason |\n|---|---|\n",
@@ -431,7 +467,14 @@ Json validation_json(const ValidationReport& r) {
   }
   return {{"schema", "parasim.validation/1"}, {"runs", r.runs.size()}, {"throughput", stats(r.throughput)},
           {"interval", {{"inside", r.inside}, {"with_interval", r.with_interval}}},
-          {"memory", stats(r.memory)}, {"oom", {{"agree", r.oom_agree}, {"total", r.oom_total}, {"implied", r.oom_implied}}}, {"by_source", per},
+          {"model_error", [&] {
+             const ModelErrorBand me = model_error_of(r);
+             return Json{{"p10", me.p10}, {"p90", me.p90}, {"runs", me.log_ratios.size()}, {"sources", me.sources},
+                         {"held_out_coverage", me.held_out_coverage}};
+           }()},
+          {"memory", stats(r.memory)},
+          {"oom", {{"agree", r.oom_agree}, {"total", r.oom_total}, {"implied", r.oom_implied}}},
+          {"by_source", per},
           {"attribution", attribution}, {"load_failures", fails}, {"checks", checks_json(r.runs)["runs"]}};
 }
 

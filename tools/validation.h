@@ -76,6 +76,11 @@ struct ValidationReport {
 ValidationReport validate_dir(const std::string& dir, const std::string& data_dir, const Registries& reg,
                               std::int64_t interval_samples = 16, bool shares = true);
 
+// parasim's error on the report's runs with a throughput figure: r = ln(measured step / predicted
+// step), the band p10..p90 of r, and the fraction of runs inside the band computed from the runs
+// of the other sources alone (held out by source; a source with all runs is its own fold).
+ModelErrorBand model_error_of(const ValidationReport& r);
+
 // Error attribution over a group of runs with time shares and a throughput comparison: the
 // multiplier m_c on each class's priced time that best explains the measured step times, from
 // least squares of ln(measured / predicted step) = sum over classes of share_c x ln(m_c). It is a

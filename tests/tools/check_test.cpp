@@ -176,6 +176,89 @@ TEST(Validate, ARunThatRanFitInMemory) {
   EXPECT_EQ(cli("validate " + dir + " --no-attribution --max-oom-disagreements 0 -o " + dir + "/report.md").code, 0);
 }
 
+// A report of runs from three sources with the given ln(measured / predicted step) each.
+ValidationReport report_of(const std::vector<std::pair<std::string, double>>& runs) {
+  ValidationReport rep;
+  for (const auto& [source, r] : runs) {
+    RunCheck c;
+    c.source = source;
+    Comparison cmp;
+    cmp.figure = "step_time_s";
+    cmp.throughput_error = std::expm1(r);
+    c.comparisons.push_back(cmp);
+    rep.runs.push_back(c);
+  }
+  return rep;
+}
+
+TEST(Validate, ModelErrorBandIsTheMiddleEightyPercentAndItsHeldOutCoverage) {
+  // Eleven runs from sources a (r = 0.00-0.04), b (0.05-0.09) and c (0.11).
+  std::vector<std::pair<std::string, double>> runs;
+  for (int i = 0; i < 10; ++i) runs.push_back({i < 5 ? "a" : "b", 0.01 * i});
+  runs.push_back({"c", 0.11});
+  const ModelErrorBand me = model_error_of(report_of(runs));
+  ASSERT_EQ(me.log_ratios.size(), 11u);
+  EXPECT_EQ(me.sources, 3);
+  EXPECT_NEAR(me.p10, 0.01, 1e-12);  // quantile 0.1 of 11 sorted values: the 2nd
+  EXPECT_NEAR(me.p90, 0.09, 1e-12);
+  // Held out: a's runs against b and c (p10..p90 = 0.055..0.10): none inside; b's against a and c
+  // (0.005..0.075): 0.05, 0.06 and 0.07 inside; c's against a and b (0.009..0.081): 0.11 outside.
+  EXPECT_NEAR(me.held_out_coverage, 3.0 / 11.0, 1e-12);
+}
+
+TEST(Validate, ModelErrorFileRoundTripsAndIsCheckedByValidate) {
+  const ModelErrorBand me = model_error_of(report_of({{"a", -0.1}, {"a", 0.0}, {"b", 0.1}, {"b", 0.2}, {"c", 0.3}}));
+  const std::string dir = ::testing::TempDir() + "model_error_data";
+  std::filesystem::create_directories(dir + "/calibrate");
+  std::ofstream(dir + "/" + kModelErrorFile) << model_error_json(me, "test").dump();
+  const std::optional<ModelErrorBand> back = load_model_error(dir);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->log_ratios, me.log_ratios);
+  EXPECT_DOUBLE_EQ(back->p10, me.p10);
+  EXPECT_DOUBLE_EQ(back->held_out_coverage, me.held_out_coverage);
+  EXPECT_FALSE(load_model_error(dir + "/none").has_value());
+  // Every sampled step time times exp(r) for every r: one sample of 2 s and r = ln 1 .. ln 3.
+  ModelErrorBand flat;
+  flat.log_ratios = {0.0, std::log(2.0), std::log(3.0)};
+  const auto [lo, hi] = combined_interval({2.0}, flat);
+  EXPECT_NEAR(lo, 2.0 * (1.0 + 0.2 * 1.0), 1e-9);  // quantile 0.1 of {2, 4, 6}: 2 + 0.2 x 2
+  EXPECT_NEAR(hi, 6.0 - 0.2 * 2.0, 1e-9);
+  // A malformed file names the file and the JSON path.
+  Json bad = model_error_json(me, "test");
+  bad["log_ratios"] = {0.2, "x"};
+  std::ofstream(dir + "/" + kModelErrorFile) << bad.dump();
+  try {
+    (void)load_model_error(dir);
+    ADD_FAILURE() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("model_error.json: /log_ratios/1: expected a number"), std::string::npos) << e.what();
+  }
+  bad["log_ratios"] = {0.2, 0.1};
+  std::ofstream(dir + "/" + kModelErrorFile) << bad.dump();
+  EXPECT_THROW((void)load_model_error(dir), ConfigError);
+  // validate writes the band of its runs and fails a check against a stale file.
+  const Scenario sc = load_scenario(test::data_dir() + "/" + kScenario, test::data_dir());
+  const Result r = simulate(sc, Registries{}).result;
+  const std::string runs = ::testing::TempDir() + "model_error_runs";
+  std::filesystem::create_directories(runs);
+  std::ofstream(runs + "/run.json") << Json{{"schema", "parasim.measured/1"}, {"id", "run"},
+                                            {"scenario", read_json_file(test::data_dir() + "/" + kScenario)},
+                                            {"measured", {{"step_time_s", 1.2 * r.step_time_s}}}, {"source", {{"title", "t"}}}}
+                                           .dump();
+  const std::string file = dir + "/" + kModelErrorFile;
+  ASSERT_EQ(cli("validate " + runs + " --no-attribution --write-model-error " + file + " -o " + runs + "/r.md").code, 0);
+  const ModelErrorBand written = read_model_error(file);
+  EXPECT_NEAR(written.p10, std::log(1.2), 1e-6);
+  EXPECT_EQ(cli("validate " + runs + " --no-attribution --check-model-error " + file + " -o " + runs + "/r.md").code, 0);
+  std::ofstream(runs + "/run.json") << Json{{"schema", "parasim.measured/1"}, {"id", "run"},
+                                            {"scenario", read_json_file(test::data_dir() + "/" + kScenario)},
+                                            {"measured", {{"step_time_s", 1.5 * r.step_time_s}}}, {"source", {{"title", "t"}}}}
+                                           .dump();
+  const Ran stale = cli("validate " + runs + " --no-attribution --check-model-error " + file + " -o " + runs + "/r.md");
+  EXPECT_EQ(stale.code, 1) << stale.out;
+  EXPECT_NE(stale.out.find("regenerate it with"), std::string::npos) << stale.out;
+}
+
 TEST(Validate, ErrorStatsAreMeanMedianMaxBias) {
   const ErrorStats s = error_stats({0.1, -0.3, 0.2});
   EXPECT_NEAR(s.mape, 0.2, 1e-12);
