@@ -48,6 +48,12 @@ FA3_FWD, FA3_FWD_CAUSAL, FA3_BWD = [467, 565, 625, 638, 646, 648], [292, 423, 52
 # The same figures at head dim 64 (non-causal forward and backward).
 FA2_FWD_64, FA2_BWD_64 = [282, 306, 318, 321, 322, 324], [198, 238, 264, 279, 287, 291]
 FA3_FWD_64, FA3_BWD_64 = [333, 392, 460, 476, 496, 497], [272, 363, 422, 453, 472, 474]
+# The cuDNN bars of the same figures (Transformer Engine's FusedAttention backend on Hopper), as transcribed from the
+# figure images by subtext.edge.nugit.net, whose FlashAttention-2 and -3 columns equal the ones above bar for bar.
+CUDNN_SRC = ("the cuDNN bars of " + FA3_PAPER.replace(", BF16, head dim 128", ", BF16") +
+             " (transcription of the figure images whose FlashAttention-2 and -3 columns match the ones this fit uses)")
+CUDNN_FWD, CUDNN_FWD_CAUSAL, CUDNN_BWD = [497, 574, 617, 609, 600, 595], [315, 410, 484, 518, 529, 539], [305, 408, 465, 499, 518, 516]
+CUDNN_FWD_64, CUDNN_BWD_64 = [335, 373, 395, 408, 412, 413], [266, 348, 395, 417, 432, 433]
 FA4_FWD_64 = ("flash-attention PR #2605, the same table at head dim 64: 1087 / 1167 / 1213 / 1229 / 1243 TFLOP/s non-causal at "
               "seq 1k-16k", [1087, 1167, 1213, 1229, 1243])
 H100_BF16_PEAK = 989.0
@@ -104,6 +110,22 @@ def shapes():
                      "bwd_c_src": "backward causal c from one pair at seq 8192 with the fitted a: " + FA2_CAUSAL_BWD,
                      "fwd_h": head_dim_overhead(ef64, ef), "bwd_h": head_dim_overhead(eb64, eb), "h_src": hd_src,
                      "fwd_bars": fwd, "bwd_bars": bwd}
+    # cuDNN: no causal backward bars were published; its causal c takes FlashAttention-3's causal / non-causal backward
+    # ratio at seq 8192 (the same tiling per key block), with cuDNN's own fitted a.
+    af, ef, rf = fit(SEQ, CUDNN_FWD)
+    cf, _, rcf = fit(SEQ, CUDNN_FWD_CAUSAL, ef)
+    ab, eb, rb = fit(SEQ, CUDNN_BWD)
+    ef64, eb64 = fit(SEQ, CUDNN_FWD_64)[1], fit(SEQ, CUDNN_BWD_64)[1]
+    out["cudnn"] = {"fwd_e": ef, "bwd_e": eb, "fwd_a": af, "fwd_c": cf, "bwd_a": ab, "bwd_c": causal_from_ratio(ab, 553.9, 531.6),
+                    "src": ("fitted e_inf x s / (s + a) to %s: forward e_inf %.1f TFLOP/s, a %d tokens (rms %.1f%%), causal c %d "
+                            "(rms %.1f%%); backward e_inf %.1f, a %d (rms %.1f%%)" % (CUDNN_SRC, ef, af, 100 * rf, cf, 100 * rcf, eb, ab,
+                                                                                    100 * rb)),
+                    "bwd_c_src": ("assumed: FlashAttention-3's causal / non-causal backward ratio at seq 8192 with cuDNN's fitted a "
+                                  "(no causal backward bars for cuDNN): " + FA2_CAUSAL_BWD),
+                    "fwd_h": head_dim_overhead(ef64, ef), "bwd_h": head_dim_overhead(eb64, eb),
+                    "h_src": ("from the asymptotes of %s at head dim 64 (forward %.1f, backward %.1f TFLOP/s) and 128 (%.1f, %.1f)"
+                              % (CUDNN_SRC, ef64, eb64, ef, eb)),
+                    "fwd_bars": CUDNN_FWD, "bwd_bars": CUDNN_BWD}
     s4 = [1024, 2048, 4096, 8192, 16384]
     a4, e4, r4 = fit(s4, [1540, 1706, 1796, 1837, 1882])
     c4, _, rc4 = fit([1024, 2048, 4096], [829, 1172, 1431], e4)
@@ -155,11 +177,17 @@ def hopper(c, sh, assumed_gpu):
     why = "assumed: the H100 fit (same GH100 die, SMs and clocks)"
     pre = (why + "; ") if assumed_gpu else ""
     k = c["attention_kernels"]
+    k.setdefault("cudnn", {})
     for d in ("fwd", "bwd"):
         c["attention_%s_efficiency" % d] = asymptote(fa2, "FlashAttention-2", d, how, pre)
         k["flash3"]["%s_efficiency" % d] = asymptote(fa3, "FlashAttention-3", d, how, pre)
+        k["cudnn"]["%s_efficiency" % d] = asymptote(sh["cudnn"], "cuDNN (Transformer Engine's FusedAttention)", d, how, pre)
     c.update(shape_figures("attention_", fa2, how, why))
     k["flash3"].update(shape_figures("", fa3, how, why))
+    k["cudnn"].update(shape_figures("", sh["cudnn"], how, why))
+    # shape_figures marks every figure of a fitted kernel "fitted"; cuDNN's backward causal overhead is assumed.
+    if not assumed_gpu:
+        k["cudnn"]["bwd_causal_overhead"]["how"] = "assumed"
     triton(k, c["attention_fwd_efficiency"]["value"], c["attention_bwd_efficiency"]["value"], fa2)
 
 
@@ -208,12 +236,22 @@ def cudnn_shape(sh, measured_gpu):
                          "query tiles per CTA)" + ("" if measured_gpu else "; the B200 measurement (same SMs)"))
 
 
+def keep_measured(old, new):
+    """Figures measured on the GPU itself (how == "measured") stay as they are: the fit only replaces what it derived."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        if old.get("how") == "measured" and "value" in old:
+            return old
+        return {k: keep_measured(old[k], v) if k in old else v for k, v in new.items()}
+    return new
+
+
 def main():
     sh = shapes()
     for name, kind in (("a100-sxm4-40g", "ampere"), ("a100-sxm4-80g", "ampere"), ("h100-sxm5-80g", "h100"),
                        ("h200-sxm-141g", "h200"), ("b200-sxm-180g", "b200")):
         path = os.path.join(PROFILES, name + ".json")
         p = json.load(open(path))
+        before = json.loads(json.dumps(p["compute"]))
         c = p["compute"]
         if kind == "ampere":
             ampere(c, sh)
@@ -221,6 +259,7 @@ def main():
             hopper(c, sh, kind == "h200")
         else:
             blackwell_default(c, sh)
+        p["compute"] = keep_measured(before, c)
         json.dump(p, open(path, "w"), indent=1, ensure_ascii=False)
         open(path, "a").write("\n")
         print("wrote", os.path.relpath(path, ROOT))
