@@ -93,7 +93,6 @@ ModelErrorBand read_model_error(const std::string& path) {
   const JsonObject o(j, path, "");
   if (o.str("schema") != "parasim.model_error/1") o.fail("schema", "expected \"parasim.model_error/1\"");
   ModelErrorBand me;
-  me.file = path;
   me.p10 = o.number("p10", -5, 5);
   me.p90 = o.number("p90", -5, 5);
   me.held_out_coverage = o.number("held_out_coverage", 0, 1);

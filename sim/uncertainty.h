@@ -30,7 +30,6 @@ double quantile_sorted(const std::vector<double>& sorted, double p);
 // the other sources' runs alone (held out by source). The profile's spread says how far its own
 // figures may be off; this says how far the model has been off on real runs.
 struct ModelErrorBand {
-  std::string file;
   std::vector<double> log_ratios;  // sorted
   double p10 = 0, p90 = 0;
   double held_out_coverage = 0;  // fraction of runs inside the band of the other sources

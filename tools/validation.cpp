@@ -71,10 +71,7 @@ RunCheck check_run(const MeasuredRun& run, const Registries& reg, const Toleranc
   }
   // A run that reports a step time or a throughput completed its steps: it fit in memory, and a
   // prediction of out-of-memory for it is as wrong as one for a run that stated it did not fit.
-  const bool ran = std::any_of(c.comparisons.begin(), c.comparisons.end(), [](const Comparison& x) {
-    return x.figure == "step_time_s" || x.figure == "tokens_per_s_per_gpu" || x.figure == "tflops_per_gpu" || x.figure == "mfu" ||
-           x.figure == "hfu";
-  });
+  const bool ran = throughput_comparison(c) != nullptr;
   if (run.has_oom || ran) {
     c.oom_known = true;
     c.oom_implied = !run.has_oom;
