@@ -100,6 +100,31 @@ def build_block(torch, arch, h, heads, ffn, gate_split=False):
     return Block
 
 
+def event_times_s(torch, fn, n):
+    """Each of n calls of fn bracketed by CUDA events and synchronised: its GPU time in seconds."""
+    out = []
+    for _ in range(n):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        torch.cuda.synchronize()
+        out.append(a.elapsed_time(b) / 1e3)
+    return out
+
+
+def profiled_kernels(prof, key="us", scale=1.0):
+    """The CUDA kernels a torch.profiler run recorded: name, calls and GPU time in us (times scale) under key."""
+    kernels = []
+    for e in prof.key_averages():
+        t = getattr(e, "device_time_total", None)
+        if t is None:
+            t = getattr(e, "cuda_time_total", 0)
+        if t and t > 0:
+            kernels.append({"name": e.key[:160], "calls": e.count, key: t * scale})
+    return kernels
+
+
 def time_ms(torch, fn, iters):
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     torch.cuda.synchronize()
@@ -138,13 +163,7 @@ def run_case(torch, c, iters):
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fwd_bwd()
         torch.cuda.synchronize()
-    kernels = []
-    for e in prof.key_averages():
-        t = getattr(e, "device_time_total", None)
-        if t is None:
-            t = getattr(e, "cuda_time_total", 0)
-        if t and t > 0:
-            kernels.append({"name": e.key[:160], "calls": e.count, "us_per_layer": t / layers})
+    kernels = profiled_kernels(prof, "us_per_layer", 1.0 / layers)
     out["kernels"] = sorted(kernels, key=lambda k: -k["us_per_layer"])[:60]
     # The layer's GEMMs alone: y[m, n] = x[m, k] @ w[k, n] in bf16, forward shapes.
     t = b * s

@@ -19,7 +19,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_layer_bench import cuda_torch, gpu_context  # noqa: E402  (same directory)
+from torch_layer_bench import cuda_torch, event_times_s, gpu_context  # noqa: E402  (same directory)
 
 SHAPES = [(8192, 1024), (16384, 2048), (16384, 4096), (8192, 8192), (32768, 2048)]
 
@@ -27,15 +27,7 @@ SHAPES = [(8192, 1024), (16384, 2048), (16384, 4096), (8192, 8192), (32768, 2048
 def median_ms(torch, fn, iters):
     for _ in range(3):
         fn()
-    times = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+    return 1e3 * statistics.median(event_times_s(torch, fn, iters))
 
 
 def ops_for(torch, t, h):

@@ -27,7 +27,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_layer_bench import build_block, cuda_torch, gpu_context  # noqa: E402  (same directory)
+from torch_layer_bench import build_block, cuda_torch, event_times_s, gpu_context, profiled_kernels  # noqa: E402  (same directory)
 
 # llm-foundry's MPT widths (scripts/train/yamls/pretrain/mpt-<size>.yaml: d_model, n_heads,
 # n_layers, expansion_ratio 4, vocab 50368) and a Llama-style 1B (SwiGLU, Llama 3's vocabulary).
@@ -136,15 +136,7 @@ def run_case(torch, c, steps):
         optimizer_step()
 
     def timed(fn, n):
-        out = []
-        for _ in range(n):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            b.record()
-            torch.cuda.synchronize()
-            out.append(a.elapsed_time(b) / 1e3)
-        return out
+        return event_times_s(torch, fn, n)
 
     with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
         optimizer_step()  # creates the Adam moments before the states are counted
@@ -162,13 +154,7 @@ def run_case(torch, c, steps):
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             step()
             torch.cuda.synchronize()
-    kernels = []
-    for e in prof.key_averages():
-        t = getattr(e, "device_time_total", None)
-        if t is None:
-            t = getattr(e, "cuda_time_total", 0)
-        if t and t > 0:
-            kernels.append({"name": e.key[:160], "calls": e.count, "us": t})
+    kernels = profiled_kernels(prof)
     out = dict(c)
     tokens = c["micro_batch"] * c["seq_len"] * c["accum"]
     med = statistics.median(step_s)
