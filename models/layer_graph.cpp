@@ -1,5 +1,7 @@
 #include "models/layer_graph.h"
 
+#include <algorithm>
+#include <cmath>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -55,11 +57,24 @@ constexpr double kDropoutMaskBytes = 1;
 
 // Forward GEMM y = x W with x [M,K], W [K,N] -> backward dgrad [M,N]x[N,K] and wgrad [K,M]x[M,N].
 // The gradient GEMMs run in the forward GEMM's precision (sixteen_bit carries over).
+// A batched (grouped) GEMM's gradients are batched the same way.
 void add_gemm_bwd(Block& b, const Kernel& f) {
   for (Kernel k : {gemm(f.name + ".dgrad", f.m, f.k, f.n, true), gemm(f.name + ".wgrad", f.k, f.n, f.m, true)}) {
     k.sixteen_bit = f.sixteen_bit;
+    k.batch = f.batch;
+    k.flops *= static_cast<double>(f.batch);
+    k.model_flops *= static_cast<double>(f.batch);
     b.kernels.push_back(std::move(k));
   }
+}
+
+// One GEMM per expert, run as a grouped GEMM (Transformer Engine's GroupedLinear, Megatron-Core's
+// grouped GEMM): `batch` experts each multiplying m x k by k x n, priced as one batched GEMM.
+Kernel grouped_gemm(const std::string& name, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k) {
+  Kernel g = gemm(name, m, n, k);
+  g.batch = batch;
+  g.flops = g.model_flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
+  return g;
 }
 
 
@@ -157,6 +172,71 @@ void add_loss(Block& fwd, Block& bwd, double elems, double e, LossImpl impl) {
   for (const auto& [step, bytes] : b) bwd.kernels.push_back(mem(std::string("cross_entropy.bwd.") + step, bytes * elems, true, cast_class(step)));
 }
 
+
+// The MLP block of a mixture-of-experts layer on one rank, as Megatron-Core runs it with the
+// all-to-all token dispatcher and balanced routing. The rank routes T_r tokens: its microbatch's T
+// (the experts split over etp = tp ranks, which all see the tokens of their tensor-parallel group,
+// like a dense MLP), or T / tp (etp = 1: the experts whole, the layer on its sequence-parallel
+// share). Forward, bytes per element of e bytes:
+//   norm2, then the router: a [T_r, h] x [h, E] GEMM (16-bit under FP8 recipes) and its softmax
+//   and top-k over the E logits (read the logits, write and re-read their fp32 scores: e + 8 B
+//   per logit); permute gathers each token's k copies into expert order (read + write T_r k h);
+//   all-to-all dispatch to the experts' ranks; the local E/ep experts' fc1 and fc2 as grouped GEMMs
+//   of T_r k ep / E tokens each (balanced), the activation between them; all-to-all combine back;
+//   unpermute sums each token's k weighted copies (read T_r k h, write T_r h); the residual add.
+// Backward mirrors it: unpermute's backward reads the output gradient and the saved expert outputs
+// (for the routing weights' gradient) and writes the k gradient copies (1 + 2k per T_r h); the
+// two all-to-alls again; the grouped GEMMs' data and weight gradients; permute's backward sums
+// the k copies back (k + 1 per T_r h); the router's softmax backward (8 + e per logit) and GEMMs.
+void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double act_elems, double act, double drop_f,
+                 double drop_b, std::vector<Kernel>& fp8_linears) {
+  const double e = sh.dtype_bytes;
+  const bool glu = m.activation == "swiglu";
+  const std::int64_t h = m.hidden, E = m.moe->experts, k = m.moe->top_k;
+  const std::int64_t T = sh.micro_batch * (sh.seq_len / sh.cp);
+  const bool sp_tokens = sh.etp == 1 && sh.tp > 1;
+  const std::int64_t T_r = sp_tokens ? T / sh.tp : T;
+  const std::int64_t ff = m.moe->expert_ffn_hidden / sh.etp;
+  const std::int64_t local_experts = E / sh.ep;
+  const double Tr = static_cast<double>(T_r), hd = static_cast<double>(h), Ed = static_cast<double>(E), kd = static_cast<double>(k);
+  const double copies = Tr * kd;  // routed token copies leaving (and returning to) this rank
+  const auto per_expert = std::max<std::int64_t>(1, std::llround(copies * static_cast<double>(sh.ep) / Ed));
+  g.ep_message_bytes = sh.ep > 1 ? copies * hd * e : 0.0;
+  g.mlp_tp_comm = !sp_tokens;
+
+  Block& mf = g.mlp_fwd;
+  add_norm(mf, "norm2", act_elems, e, sh, false);
+  Kernel router = gemm("router", T_r, E, h);
+  router.sixteen_bit = true;
+  mf.kernels.push_back(router);
+  mf.kernels.push_back(mem("router.softmax_topk", (e + 8) * Tr * Ed));
+  mf.kernels.push_back(mem("moe.permute", 2 * copies * hd * e));
+  const Kernel fc1 = grouped_gemm(glu ? "experts.gate_up" : "experts.up", local_experts, per_expert, (glu ? 2 : 1) * ff, h);
+  mf.kernels.push_back(fc1);
+  const double ffb = static_cast<double>(per_expert * local_experts) * static_cast<double>(ff) * e;
+  mf.kernels.push_back(mem(glu ? "experts.swiglu" : "experts.gelu", (glu ? 3 : 2) * ffb, false, MemClass::Activation));
+  const Kernel fc2 = grouped_gemm("experts.down", local_experts, per_expert, h, ff);
+  mf.kernels.push_back(fc2);
+  mf.kernels.push_back(mem("moe.unpermute", (kd + 1) * Tr * hd * e));
+  mf.kernels.push_back(mem("residual2", 3 * act + drop_f));
+
+  Block& mb = g.mlp_bwd;
+  mb.kernels.push_back(mem("residual2.bwd", 3 * act, true));
+  if (m.dropout) mb.kernels.push_back(mem("dropout2.bwd", drop_b, true));
+  mb.kernels.push_back(mem("moe.unpermute.bwd", (1 + 2 * kd) * Tr * hd * e, true));
+  const double rows = static_cast<double>(per_expert * local_experts);
+  if (m.bias) mb.kernels.push_back(bias_grad(fc2.name, rows, hd, e));
+  add_gemm_bwd(mb, fc2);
+  mb.kernels.push_back(mem(glu ? "experts.swiglu.bwd" : "experts.gelu.bwd", (glu ? 5 : 3) * ffb, true, MemClass::Activation));
+  if (m.bias) mb.kernels.push_back(bias_grad(fc1.name, rows, static_cast<double>(fc1.n), e));
+  add_gemm_bwd(mb, fc1);
+  mb.kernels.push_back(mem("moe.permute.bwd", (kd + 1) * Tr * hd * e, true));
+  mb.kernels.push_back(mem("router.softmax_topk.bwd", (e + 8) * Tr * Ed, true));
+  add_gemm_bwd(mb, router);
+  add_norm(mb, "norm2", act_elems, e, sh, true);
+  fp8_linears = {fc1, fc2};
+}
+
 }  // namespace
 
 double fp8_cast_bytes(const std::string& recipe) {
@@ -175,6 +255,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   const std::int64_t s_local = sh.seq_len / sh.cp;
   const std::int64_t T = sh.micro_batch * s_local;  // tokens on this rank
   const std::int64_t h = m.hidden;
+  const std::int64_t q = m.q_dim();  // query projection width (hidden unless head_dim is set)
   const std::int64_t kv = m.kv_dim();
   const std::int64_t f = m.ffn_hidden;
   const double Td = static_cast<double>(T), hd = static_cast<double>(h);
@@ -190,9 +271,14 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   Block& af = g.attn_fwd;
   const double act_elems = act / e;
   add_norm(af, "norm1", act_elems, e, sh, false);
-  const Kernel qkv = gemm("qkv", T, (h + 2 * kv) / t, h);
+  const Kernel qkv = gemm("qkv", T, (q + 2 * kv) / t, h);
   af.kernels.push_back(qkv);
-  const double q_elems = Td * hd / static_cast<double>(t), k_elems = Td * static_cast<double>(kv) / static_cast<double>(t);
+  const double q_elems = Td * static_cast<double>(q) / static_cast<double>(t), k_elems = Td * static_cast<double>(kv) / static_cast<double>(t);
+  // QK-norm: an RMSNorm over each head's query and key (one fused kernel each, like the block norms).
+  if (m.qk_norm) {
+    add_norm(af, "q_norm", q_elems, e, sh, false);
+    add_norm(af, "k_norm", k_elems, e, sh, false);
+  }
   if (m.position_embedding == "rope") {
     add_rope(af, "q", q_elems, e, sh.eager_rope, false);
     add_rope(af, "k", k_elems, e, sh.eager_rope, false);
@@ -223,7 +309,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     af.kernels.push_back(mem("softmax", 3 * 2 * b * heads_local * sq * s_kv * e));
     af.kernels.push_back(pv);
   }
-  const Kernel proj = gemm("attn_out", T, h, h / t);
+  const Kernel proj = gemm("attn_out", T, h, q / t);
   af.kernels.push_back(proj);
   // [T, h] elements on this rank outside the TP region (T/t of them with sequence parallel).
   const double elems = act / e;
@@ -268,39 +354,42 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     add_rope(ab, "q", q_elems, e, sh.eager_rope, true);
     add_rope(ab, "k", k_elems, e, sh.eager_rope, true);
   }
+  if (m.qk_norm) {
+    add_norm(ab, "q_norm", q_elems, e, sh, true);
+    add_norm(ab, "k_norm", k_elems, e, sh, true);
+  }
   if (m.bias) ab.kernels.push_back(bias_grad(qkv.name, Td, static_cast<double>(qkv.n), e));
   add_gemm_bwd(ab, qkv);
   add_norm(ab, "norm1", act_elems, e, sh, true);
 
-  // --- MLP block
+  // --- MLP block (dense, or the experts of a mixture-of-experts layer: add_moe_mlp)
   const bool glu = m.activation == "swiglu";
-  const std::int64_t f_local = f / t;
-  std::int64_t mlp_ff = f_local;
-  double routed = 1.0;  // MoE: each token visits top_k experts of expert_ffn_hidden
+  std::vector<Kernel> fp8_linears;  // forward GEMMs an FP8 recipe runs in FP8 (casts added below)
   if (m.moe) {
-    mlp_ff = m.moe->expert_ffn_hidden / t;
-    routed = static_cast<double>(m.moe->top_k);
-  }
-  const std::int64_t T_mlp = static_cast<std::int64_t>(Td * routed);
-  Block& mf = g.mlp_fwd;
-  add_norm(mf, "norm2", act_elems, e, sh, false);
-  const Kernel up = gemm(glu ? "mlp_gate_up" : "mlp_up", T_mlp, (glu ? 2 : 1) * mlp_ff, h);
-  mf.kernels.push_back(up);
-  const double ffb = static_cast<double>(T_mlp) * static_cast<double>(mlp_ff) * e;
-  mf.kernels.push_back(mem(glu ? "swiglu" : "gelu", (glu ? 3 : 2) * ffb, false, MemClass::Activation));
-  const Kernel down = gemm("mlp_down", T_mlp, h, mlp_ff);
-  mf.kernels.push_back(down);
-  mf.kernels.push_back(mem("residual2", 3 * act + drop_f));
+    add_moe_mlp(g, m, sh, act_elems, act, drop_f, drop_b, fp8_linears);
+  } else {
+    const std::int64_t f_local = f / t;
+    Block& mf = g.mlp_fwd;
+    add_norm(mf, "norm2", act_elems, e, sh, false);
+    const Kernel up = gemm(glu ? "mlp_gate_up" : "mlp_up", T, (glu ? 2 : 1) * f_local, h);
+    mf.kernels.push_back(up);
+    const double ffb = Td * static_cast<double>(f_local) * e;
+    mf.kernels.push_back(mem(glu ? "swiglu" : "gelu", (glu ? 3 : 2) * ffb, false, MemClass::Activation));
+    const Kernel down = gemm("mlp_down", T, h, f_local);
+    mf.kernels.push_back(down);
+    mf.kernels.push_back(mem("residual2", 3 * act + drop_f));
 
-  Block& mb = g.mlp_bwd;
-  mb.kernels.push_back(mem("residual2.bwd", 3 * act, true));
-  if (m.dropout) mb.kernels.push_back(mem("dropout2.bwd", drop_b, true));
-  if (m.bias) mb.kernels.push_back(bias_grad(down.name, static_cast<double>(T_mlp) / sp_div, hd, e));
-  add_gemm_bwd(mb, down);
-  mb.kernels.push_back(mem(glu ? "swiglu.bwd" : "gelu.bwd", (glu ? 5 : 3) * ffb, true, MemClass::Activation));
-  if (m.bias) mb.kernels.push_back(bias_grad(up.name, static_cast<double>(T_mlp), static_cast<double>(up.n), e));
-  add_gemm_bwd(mb, up);
-  add_norm(mb, "norm2", act_elems, e, sh, true);
+    Block& mb = g.mlp_bwd;
+    mb.kernels.push_back(mem("residual2.bwd", 3 * act, true));
+    if (m.dropout) mb.kernels.push_back(mem("dropout2.bwd", drop_b, true));
+    if (m.bias) mb.kernels.push_back(bias_grad(down.name, Td / sp_div, hd, e));
+    add_gemm_bwd(mb, down);
+    mb.kernels.push_back(mem(glu ? "swiglu.bwd" : "gelu.bwd", (glu ? 5 : 3) * ffb, true, MemClass::Activation));
+    if (m.bias) mb.kernels.push_back(bias_grad(up.name, Td, static_cast<double>(up.n), e));
+    add_gemm_bwd(mb, up);
+    add_norm(mb, "norm2", act_elems, e, sh, true);
+    fp8_linears = {up, down};
+  }
 
   // --- embedding (first stage) and output layer (last stage)
   g.embed_fwd.kernels.push_back(mem("embedding", 2 * Td * hd * e / sp_div));
@@ -315,11 +404,14 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   add_gemm_bwd(g.head_bwd, lg);
   add_norm(g.head_bwd, "final_norm", act_elems, e, sh, true);
   if (sh.fp8_gemms) {
-    // The transformer layers' linear GEMMs run in FP8; the output layer stays in 16-bit.
-    for (auto [fwd, bwd, k] : {std::tuple{&g.attn_fwd, &g.attn_bwd, qkv}, std::tuple{&g.attn_fwd, &g.attn_bwd, proj},
-                               std::tuple{&g.mlp_fwd, &g.mlp_bwd, up}, std::tuple{&g.mlp_fwd, &g.mlp_bwd, down}}) {
-      fwd->kernels.push_back(fp8_cast(k.name + ".fp8_cast", k.m, k.k, false, sh.fp8_cast_bytes));     // input x [M, K]
-      bwd->kernels.push_back(fp8_cast(k.name + ".fp8_cast.bwd", k.m, k.n, true, sh.fp8_cast_bytes));  // grad y [M, N]
+    // The transformer layers' linear GEMMs run in FP8 (an MoE layer's experts too, not its router);
+    // the output layer stays in 16-bit. A grouped expert GEMM quantizes all its experts' rows.
+    std::vector<std::tuple<Block*, Block*, Kernel>> linears = {{&g.attn_fwd, &g.attn_bwd, qkv}, {&g.attn_fwd, &g.attn_bwd, proj}};
+    for (const Kernel& k : fp8_linears) linears.emplace_back(&g.mlp_fwd, &g.mlp_bwd, k);
+    for (const auto& [fwd, bwd, k] : linears) {
+      const std::int64_t rows = k.m * k.batch;
+      fwd->kernels.push_back(fp8_cast(k.name + ".fp8_cast", rows, k.k, false, sh.fp8_cast_bytes));     // input x [M, K]
+      bwd->kernels.push_back(fp8_cast(k.name + ".fp8_cast.bwd", rows, k.n, true, sh.fp8_cast_bytes));  // grad y [M, N]
     }
   }
   return g;

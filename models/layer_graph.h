@@ -44,6 +44,9 @@ struct Block {
 struct LayerShape {
   std::int64_t tp = 1;
   std::int64_t cp = 1;
+  // Mixture of experts: expert-parallel ranks and expert tensor parallel (1 or tp).
+  std::int64_t ep = 1;
+  std::int64_t etp = 1;
   bool sequence_parallel = false;
   std::int64_t micro_batch = 1;
   std::int64_t seq_len = 2048;
@@ -92,6 +95,12 @@ struct LayerGraph {
   double p2p_bytes = 0;
   // Ring attention (context parallel): K/V bytes exchanged per step per layer in forward.
   double cp_kv_bytes = 0;
+  // Mixture of experts: bytes each rank sends in one all-to-all of the token dispatcher (its routed
+  // token copies, tokens x top_k x hidden; the combine sends the same back), and whether the MLP
+  // block keeps the tensor-parallel collectives of a dense MLP (experts split over etp = tp ranks)
+  // or runs on this rank's sequence-parallel tokens without them (etp = 1).
+  double ep_message_bytes = 0;
+  bool mlp_tp_comm = true;
 };
 
 LayerGraph build_layer_graph(const ModelSpec& model, const LayerShape& shape);

@@ -7,20 +7,30 @@
 
 namespace parasim {
 
+namespace {
+double mlp_params(const ModelSpec& m, double ff) {
+  const double h = static_cast<double>(m.hidden);
+  const double bias = m.bias ? 1.0 : 0.0;
+  return m.activation == "swiglu" ? 3 * h * ff + bias * (2 * ff + h) : 2 * h * ff + bias * (ff + h);
+}
+}  // namespace
+
+double expert_params_per_layer(const ModelSpec& m) {
+  return m.moe ? static_cast<double>(m.moe->experts) * mlp_params(m, static_cast<double>(m.moe->expert_ffn_hidden)) : 0.0;
+}
+
 ParamCount count_params(const ModelSpec& m) {
   const double h = static_cast<double>(m.hidden);
+  const double q = static_cast<double>(m.q_dim());
   const double kv = static_cast<double>(m.kv_dim());
   const double f = static_cast<double>(m.ffn_hidden);
   const double bias = m.bias ? 1.0 : 0.0;
   const double norm = m.norm == "layernorm" ? 2.0 * h : h;  // gain (+ bias for LayerNorm)
   ParamCount c;
-  const double attn = h * (h + 2 * kv) + h * h + bias * (h + 2 * kv + h);
-  auto mlp = [&](double ff) {
-    return m.activation == "swiglu" ? 3 * h * ff + bias * (2 * ff + h) : 2 * h * ff + bias * (ff + h);
-  };
-  double mlp_p = mlp(f);
-  if (m.moe) mlp_p = static_cast<double>(m.moe->experts) * mlp(static_cast<double>(m.moe->expert_ffn_hidden)) +
-                     h * static_cast<double>(m.moe->experts);
+  const double qk_norm = m.qk_norm ? 2.0 * static_cast<double>(m.head_dim()) : 0.0;  // one gain per head dim, q and k
+  const double attn = h * (q + 2 * kv) + q * h + bias * (q + 2 * kv + h) + qk_norm;
+  // MoE: the experts and the router (hidden x experts, no bias).
+  const double mlp_p = m.moe ? expert_params_per_layer(m) + h * static_cast<double>(m.moe->experts) : mlp_params(m, f);
   c.per_layer = attn + mlp_p + 2 * norm;
   c.embedding = static_cast<double>(m.vocab) * h +
                 (m.position_embedding == "learned" ? static_cast<double>(m.max_positions) * h : 0.0);
@@ -30,6 +40,7 @@ ParamCount count_params(const ModelSpec& m) {
 
 std::vector<double> layer_tensor_params(const ModelSpec& m) {
   const double h = static_cast<double>(m.hidden);
+  const double q = static_cast<double>(m.q_dim());
   const double kv = static_cast<double>(m.kv_dim());
   const bool glu = m.activation == "swiglu";
   std::vector<double> t;
@@ -46,8 +57,12 @@ std::vector<double> layer_tensor_params(const ModelSpec& m) {
     linear(ff, h);
   };
   norm();
-  linear(h, h + 2 * kv);
-  linear(h, h);
+  linear(h, q + 2 * kv);
+  if (m.qk_norm) {
+    t.push_back(static_cast<double>(m.head_dim()));
+    t.push_back(static_cast<double>(m.head_dim()));
+  }
+  linear(q, h);
   norm();
   if (m.moe) {
     t.push_back(h * static_cast<double>(m.moe->experts));  // router
@@ -75,6 +90,8 @@ ModelSpec parse_model(const JsonObject& o) {
   m.norm = o.choice("norm", {"layernorm", "rmsnorm"}, "layernorm");
   m.bias = o.boolean("bias", true);
   m.dropout = o.boolean("dropout", false);
+  m.qk_norm = o.boolean("qk_norm", false);
+  m.head_dim_override = o.integer("head_dim", 0, big, 0);
   if (auto moe = o.object_opt("moe")) {
     MoeSpec s;
     s.experts = moe->integer("experts", 1, 1 << 20);
@@ -87,8 +104,8 @@ ModelSpec parse_model(const JsonObject& o) {
   m.published_params_rounding = o.number("published_params_rounding", 0, 1e16, 0);
   m.source = o.str("source", "");
   o.finish({"schema", "description"});
-  if (m.hidden % m.heads != 0)
-    o.fail("hidden", "hidden (" + std::to_string(m.hidden) + ") must be divisible by heads (" + std::to_string(m.heads) + ")");
+  if (m.head_dim_override == 0 && m.hidden % m.heads != 0)
+    o.fail("hidden", "hidden (" + std::to_string(m.hidden) + ") must be divisible by heads (" + std::to_string(m.heads) + "), or give head_dim");
   if (m.heads % m.kv_heads != 0)
     o.fail("kv_heads", "heads (" + std::to_string(m.heads) + ") must be divisible by kv_heads (" + std::to_string(m.kv_heads) + ")");
   if (m.position_embedding == "learned" && m.max_positions == 0)

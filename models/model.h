@@ -9,6 +9,11 @@
 
 namespace parasim {
 
+// Mixture of experts: every transformer layer's MLP is `experts` expert MLPs of expert_ffn_hidden
+// and a router (a hidden x experts linear layer) that sends each token to top_k of them. Routing
+// is taken as balanced (every expert gets tokens * top_k / experts), as the published MoE
+// benchmarks force it (Megatron-Bridge's moe_router_force_load_balancing, AutoModel's fake
+// balanced gate). Shared experts and dense layers between MoE layers are not modelled.
 struct MoeSpec {
   std::int64_t experts = 0;
   std::int64_t top_k = 0;
@@ -30,12 +35,18 @@ struct ModelSpec {
   std::string norm = "layernorm";          // "layernorm" | "rmsnorm"
   bool bias = true;
   bool dropout = false;
+  // Per-head RMSNorm of the queries and keys after their projection (Qwen3, OLMo 2, Gemma 3).
+  bool qk_norm = false;
+  // Width of one attention head when it is not hidden / heads (Qwen3: 128 with hidden 2048 and 32
+  // heads, so the query projection is 4096 wide); 0 = hidden / heads.
+  std::int64_t head_dim_override = 0;
   std::optional<MoeSpec> moe;
   double published_params = 0;  // from the source, for tests; 0 if unknown
   double published_params_rounding = 0;  // the published figure was rounded to this (e.g. 0.1B)
   std::string source;
 
-  std::int64_t head_dim() const { return hidden / heads; }
+  std::int64_t head_dim() const { return head_dim_override > 0 ? head_dim_override : hidden / heads; }
+  std::int64_t q_dim() const { return heads * head_dim(); }  // query projection width (= hidden by default)
   std::int64_t kv_dim() const { return kv_heads * head_dim(); }
 };
 
@@ -47,6 +58,9 @@ struct ParamCount {
   double total(std::int64_t layers) const { return per_layer * static_cast<double>(layers) + embedding + head; }
 };
 ParamCount count_params(const ModelSpec& m);
+// The experts' parameters of one MoE layer (all experts' MLP weights and biases; not the router),
+// 0 for a dense model: the part expert parallelism splits over ep ranks.
+double expert_params_per_layer(const ModelSpec& m);
 // The parameter tensors of one transformer layer in Megatron's module layout, in forward order:
 // each norm's gain (and bias), fused QKV weight (and bias), attention projection, MLP input
 // (fused gate+up with SwiGLU; with MoE the router, then each expert's) and output weights (and

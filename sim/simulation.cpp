@@ -12,6 +12,8 @@ LayerShape layer_shape(const Scenario& sc) {
   sh.tp = sc.parallel.tp;
   sh.cp = sc.parallel.cp;
   sh.sequence_parallel = sc.parallel.sequence_parallel;
+  sh.ep = sc.parallel.ep;
+  sh.etp = sc.parallel.expert_tp();
   sh.micro_batch = sc.training.micro_batch;
   sh.seq_len = sc.training.seq_len;
   sh.dtype_bytes = sc.dtype_bytes();
@@ -91,7 +93,9 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
     for (const auto& a : assumed) s += " " + a;
     w.push_back(s);
   }
-  if (sc.model.moe) w.push_back("MoE: experts computed as top_k dense MLPs per token; expert parallelism and all-to-all are not modelled yet");
+  if (sc.model.moe)
+    w.push_back("MoE: routing taken as balanced (every expert gets tokens x top_k / experts), as benchmarks that force balance "
+                "run it; real routing is uneven and the busiest expert sets the pace");
   if (!out.result.fits_in_memory) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "out of memory: peak %.1f GiB exceeds the %.1f GiB of %s", out.result.peak_mem_gib,

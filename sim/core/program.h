@@ -23,12 +23,13 @@ const char* stream_name(Stream s);
 // What an op is for: used by metrics (where the time went) and the trace.
 enum class Phase : std::uint8_t {
   Forward, Backward, WeightGrad, Recompute, Optimizer,
-  DpComm, TpComm, PpComm, CpComm, FsdpGather, Other,
+  DpComm, TpComm, PpComm, CpComm, FsdpGather, EpComm, Other,
 };
-inline constexpr int kPhases = 11;
+inline constexpr int kPhases = 12;
 const char* phase_name(Phase p);
 inline bool phase_is_comm(Phase p) {
-  return p == Phase::DpComm || p == Phase::TpComm || p == Phase::PpComm || p == Phase::CpComm || p == Phase::FsdpGather;
+  return p == Phase::DpComm || p == Phase::TpComm || p == Phase::PpComm || p == Phase::CpComm || p == Phase::FsdpGather ||
+         p == Phase::EpComm;
 }
 
 enum class MemCat : std::uint8_t { Weights, Grads, Optimizer, Activations, GatheredParams, CommBuffers, Workspace };

@@ -27,8 +27,25 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
   const double replicated = (2 * e + li + li) * sbh + 2 * mask * sbh + 2 * eager_norm * sbh;
   //  split by t: Q (e*sbh), K and V (e*sb*kv each), attention-projection input (li*sbh);
   //  MLP: GeLU input and fc2 input (e + li per sbf), SwiGLU gate+up output and fc2 input (2e + li).
-  const double attn_split = (e + li) * sbh + 2 * e * s * b * kv;
-  const double mlp_split = ((m.activation == "swiglu" ? 2.0 : 1.0) * e + li) * s * b * f;
+  //  With head_dim set, Q and the attention-projection input are heads x head_dim wide, not h.
+  const double sbq = s * b * static_cast<double>(m.q_dim());
+  const double attn_split = (e + li) * sbq + 2 * e * s * b * kv;
+  double mlp_split = ((m.activation == "swiglu" ? 2.0 : 1.0) * e + li) * s * b * f;
+  //  Mixture of experts (the kernels of add_moe_mlp in models/layer_graph.cpp), on this rank's
+  //  routed tokens T_r (all of the TP group's with etp = tp, the sequence-parallel share with
+  //  etp = 1): the router's fp32 scores (4 E per token) for its softmax backward, and per routed
+  //  copy (top_k per token) the permuted fc1 input (li h), the fc1 output (e f, 2 e f with SwiGLU),
+  //  the fc2 input (li f) and the fc2 output unpermute's backward reads (e h), f the expert FFN
+  //  width on this rank. Already per rank: not divided by t below.
+  double moe = 0;
+  if (m.moe) {
+    const double tr = sh.etp == 1 && sh.tp > 1 ? s * b / t : s * b;
+    const double fe = static_cast<double>(m.moe->expert_ffn_hidden / sh.etp);
+    const double k = static_cast<double>(m.moe->top_k);
+    moe = tr * (4.0 * static_cast<double>(m.moe->experts) +
+                k * (li * h + (m.activation == "swiglu" ? 2.0 : 1.0) * e * fe + li * fe + e * h));
+    mlp_split = 0;
+  }
   //  attention matrix: softmax output (e), dropout mask (1), dropout output (e) per score;
   //  a fused (flash) kernel stores only the fp32 log-sum-exp per query row.
   const double s_kv = static_cast<double>(sh.seq_len);
@@ -36,7 +53,7 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
   if (recompute == "selective" && !sh.flash_attention) scores = 0;  // the attention core is recomputed
   const double sp = sh.sequence_parallel ? t : 1.0;
   ActivationBytes out;
-  const double full = replicated / sp + (attn_split + mlp_split + scores) / t;
+  const double full = replicated / sp + (attn_split + mlp_split + scores) / t + moe;
   out.layer_working = full;
   out.layer_stored = recompute == "full" ? e * sbh / sp : full;
   if (recompute == "selective_op") {

@@ -71,6 +71,8 @@ Layout make_layout(const Scenario& s) {
   l.dp = s.parallel.dp;
   l.pp = s.parallel.pp;
   l.gpus_per_node = s.cluster.gpus_per_node;
+  l.ep = s.parallel.ep;
+  l.etp = s.model.moe ? s.parallel.expert_tp() : 1;
   std::int64_t stride = 1;
   for (const auto& d : s.parallel.order) {
     std::int64_t& st = d == "tp" ? l.s_tp : d == "cp" ? l.s_cp : d == "dp" ? l.s_dp : l.s_pp;
@@ -128,15 +130,34 @@ BlockTimes block_times(const LoweringInput& in) {
       t.tp_comm_f = in.network.time_s(l.tp_group(CollOp::AllReduce, g.tp_message_bytes));
     }
     t.tp_comm_b = t.tp_comm_f;
+    t.mlp_tp_comm = g.mlp_tp_comm;
     if (in.scenario.parallel.tp_comm_overlap) {
       const double sd = c.profile().overlap_compute_slowdown.value;
       t.attn_f += overlap_extra(g_af, t.tp_comm_f, sd);
-      t.mlp_f += overlap_extra(g_mf, t.tp_comm_f, sd);
       t.attn_b += overlap_extra(g_ab, t.tp_comm_b, sd);
-      t.mlp_b += overlap_extra(g_mb, t.tp_comm_b, sd);
+      if (t.mlp_tp_comm) {
+        t.mlp_f += overlap_extra(g_mf, t.tp_comm_f, sd);
+        t.mlp_b += overlap_extra(g_mb, t.tp_comm_b, sd);
+      }
       t.tp_comm_hidden_f = t.tp_comm_f;
       t.tp_comm_hidden_b = t.tp_comm_b;
       t.tp_comm_f = t.tp_comm_b = 0;
+    }
+  }
+  if (g.ep_message_bytes > 0) {
+    // Megatron-Core's all-to-all token dispatcher: one all-to-all sends each routed token copy to
+    // its expert's rank, one brings the outputs back; backward runs both for the gradients. Each
+    // blocks the layer (no overlap with the experts' GEMMs modelled).
+    const double a2a = in.network.time_s(l.ep_group(CollOp::AllToAll, g.ep_message_bytes));
+    t.ep_comm_f = 2 * a2a;
+    t.ep_comm_b = 2 * a2a;
+    if (in.scenario.parallel.ep_comm_overlap) {
+      // Hidden under the layer's compute of the microbatch it is paired with (the same pass's
+      // layer stands in for it), which runs slower meanwhile; what does not fit stays exposed.
+      const double sd = c.profile().overlap_compute_slowdown.value;
+      t.mlp_f += overlap_extra(t.attn_f + t.mlp_f, t.ep_comm_f, sd);
+      t.mlp_b += overlap_extra(t.attn_b + t.mlp_b, t.ep_comm_b, sd);
+      t.ep_comm_f = t.ep_comm_b = 0;
     }
   }
   if (l.cp > 1) {
@@ -209,7 +230,8 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
     if (t_.tp_comm_f > 0) add(Phase::TpComm, "tp comm fwd", t_.tp_comm_f, 0, 0, MemCat::Activations);
     if (cp_op >= 0) deps.push_back(cp_op);
     add(Phase::Forward, "mlp fwd", t_.mlp_f, t_.mlp_f_flops, 0, MemCat::Activations);
-    if (t_.tp_comm_f > 0) add(Phase::TpComm, "tp comm fwd", t_.tp_comm_f, 0, 0, MemCat::Activations);
+    if (t_.ep_comm_f > 0) add(Phase::EpComm, "ep all-to-all fwd", t_.ep_comm_f, 0, 0, MemCat::Activations);
+    if (t_.tp_comm_f > 0 && t_.mlp_tp_comm) add(Phase::TpComm, "tp comm fwd", t_.tp_comm_f, 0, 0, MemCat::Activations);
     if (post) post(Action::F, l, r.last);
   }
   if (last) add(Phase::Forward, "head fwd", t_.head_f, t_.head_f_flops, static_cast<Bytes>(act_.head), MemCat::Activations);
@@ -247,7 +269,8 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
     const Bytes extra_working = static_cast<Bytes>(this->extra_working(l));
     if (recomputed(l)) {
       const double fl = t_.attn_f_flops + t_.mlp_f_flops;
-      const OpId id = add(Phase::Recompute, "recompute fwd", t_.attn_f + t_.mlp_f + 2 * t_.tp_comm_f, 0, 0,
+      const double tp = (t_.mlp_tp_comm ? 2 : 1) * t_.tp_comm_f;
+      const OpId id = add(Phase::Recompute, "recompute fwd", t_.attn_f + t_.mlp_f + tp + t_.ep_comm_f, 0, 0,
                           {MemCat::Activations, extra_working}, none);
       p_.ops[static_cast<size_t>(id)].hw_flops = fl;
     } else if (op_sac_) {
@@ -256,7 +279,8 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
     } else if (t_.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == "selective") {
       add(Phase::Recompute, "recompute attention", t_.attn_recompute_selective, 0, 0, none, none);
     }
-    if (t_.tp_comm_b > 0) add(Phase::TpComm, "tp comm bwd", t_.tp_comm_b, 0, 0, none, none);
+    if (t_.tp_comm_b > 0 && t_.mlp_tp_comm) add(Phase::TpComm, "tp comm bwd", t_.tp_comm_b, 0, 0, none, none);
+    if (t_.ep_comm_b > 0) add(Phase::EpComm, "ep all-to-all bwd", t_.ep_comm_b, 0, 0, none, none);
     const double mf = 2 * t_.mlp_f_flops * (t_.mlp_b - w_mlp) / std::max(t_.mlp_b, 1e-30);
     add(Phase::Backward, "mlp bwd", t_.mlp_b - w_mlp, mf, mf, none, none);
     OpId cp_op = -1;

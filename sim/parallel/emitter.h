@@ -22,6 +22,8 @@ struct BlockTimes {
   double op_sac_recompute = 0, op_sac_flops = 0;  // per layer, replayed under torchtitan's op-level SAC
   double attn_f_flops = 0, mlp_f_flops = 0, head_f_flops = 0;  // model FLOPs, forward
   double tp_comm_f = 0, tp_comm_b = 0;  // per block, on the critical path (0 when overlapped)
+  bool mlp_tp_comm = true;              // false: an MoE block on sequence-parallel tokens (etp = 1) has none
+  double ep_comm_f = 0, ep_comm_b = 0;  // per MoE layer: the dispatch and combine all-to-alls, on the critical path
   double tp_comm_hidden_f = 0, tp_comm_hidden_b = 0;  // per block, overlapped with its GEMMs
   double cp_comm_f = 0, cp_comm_b = 0;  // per layer, overlapped with attention
 };
@@ -37,6 +39,11 @@ struct Layout {
   CollectiveSpec tp_group(CollOp op, double bytes) const { return group(op, s_tp, tp, bytes); }
   CollectiveSpec cp_group(CollOp op, double bytes) const { return group(op, s_cp, cp, bytes); }
   CollectiveSpec dp_group(CollOp op, double bytes) const { return group(op, s_dp, dp, bytes); }
+  // Mixture of experts (default rank order): an expert-parallel group is ep ranks etp apart within
+  // a stage's tp*cp*dp ranks; the expert-data-parallel group is the rest, ep*etp apart.
+  std::int64_t ep = 1, etp = 1;
+  CollectiveSpec ep_group(CollOp op, double bytes) const { return group(op, etp, ep, bytes); }
+  CollectiveSpec edp_group(CollOp op, double bytes) const { return group(op, ep * etp, tp * cp * dp / (ep * etp), bytes); }
   // Megatron reduces gradients over the data- and context-parallel ranks together.
   CollectiveSpec dpcp_group(CollOp op, double bytes) const;
   // The innermost nd ranks of the dp x cp group (an HSDP shard group) and the replicas across them.

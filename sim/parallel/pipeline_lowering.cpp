@@ -16,9 +16,15 @@ namespace parasim {
 namespace {
 
 struct StageParams {
-  double layer = 0;  // one layer, this rank's TP shard
+  double layer = 0;  // one layer, this rank's TP shard (and, with MoE, its experts' share)
   double total = 0;  // everything on this stage, this rank's TP shard
   double extra = 0;  // embedding / head on this stage
+  // Mixture of experts: the experts' part of `layer` and `total` (on this rank: E / ep experts,
+  // each split over etp), whose gradients reduce and optimizer states shard over the
+  // expert-data-parallel group instead of dp x cp.
+  double expert_layer = 0;
+  double expert_total = 0;
+  double dense_total() const { return total - expert_total; }
 };
 
 StageParams stage_params(const Scenario& sc, std::int64_t stage) {
@@ -26,11 +32,15 @@ StageParams stage_params(const Scenario& sc, std::int64_t stage) {
   const double tp = static_cast<double>(sc.parallel.tp);
   const std::int64_t p = sc.parallel.pp;
   StageParams s;
-  s.layer = pc.per_layer / tp;
+  const double experts = expert_params_per_layer(sc.model);
+  s.expert_layer = experts / static_cast<double>(sc.parallel.ep * (sc.model.moe ? sc.parallel.expert_tp() : 1));
+  s.layer = (pc.per_layer - experts) / tp + s.expert_layer;
   if (stage == 0) s.extra += pc.embedding;
   if (stage == p - 1) s.extra += pc.head + (sc.model.tied_embeddings && p > 1 ? pc.embedding : 0.0);
   s.extra /= tp;
-  s.total = static_cast<double>(sc.layers_per_stage()[static_cast<size_t>(stage)]) * s.layer + s.extra;
+  const double layers = static_cast<double>(sc.layers_per_stage()[static_cast<size_t>(stage)]);
+  s.total = layers * s.layer + s.extra;
+  s.expert_total = layers * s.expert_layer;
   return s;
 }
 
@@ -92,8 +102,17 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
     r.count = L.tp * L.cp * L.dp;
     r.stage = s;
     r.role = p > 1 ? "stage " + std::to_string(s) : "every rank";
-    const double stage_total = stage_params(sc, s).total;
-    const ModelStates ms = model_states(stage_total, sb, sh);
+    const StageParams stp = stage_params(sc, s);
+    const double stage_total = stp.total;
+    ModelStates ms = model_states(stp.dense_total(), sb, sh);
+    if (stp.expert_total > 0) {  // expert states shard over the expert-data-parallel group
+      Sharding esh = sh;
+      esh.nd = par.expert_dp();
+      const ModelStates me = model_states(stp.expert_total, sb, esh);
+      ms.weights += me.weights;
+      ms.grads += me.grads;
+      ms.optimizer += me.optimizer;
+    }
     // Offloaded states stay on the host; the GPU holds gathered units only.
     r.static_mem[static_cast<size_t>(MemCat::Weights)] = static_cast<Bytes>(offload ? 0.0 : ms.weights);
     // DeepSpeed's BF16 optimizer also keeps an fp32 accumulation buffer for every local parameter.
@@ -134,13 +153,18 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
       const bool sync_here = grad_sync && !per_layer_sharded && i == last_grad[static_cast<size_t>(a.chunk)];
       // DDP / ZeRO-1/2 bucketed gradient sync, hung on the layer ops of the last backward.
       double bucket = 0;
+      double ebucket = 0;  // MoE: expert gradients, reduced over the expert-data-parallel group
       const double bucket_cap = par.bucket_mb * 1e6;
       const CollOp grad_op = sh.optimizer ? CollOp::ReduceScatter : CollOp::AllReduce;
       auto flush = [&](OpId after) {
-        if (bucket <= 0) return;
-        sync_ops.push_back(em.comm_op(s, Stream::Comm, Phase::DpComm, sh.optimizer ? "grad reduce-scatter" : "grad all-reduce",
-                                      dp_spec(grad_op, bucket), {after}, a.microbatch, a.chunk));
-        bucket = 0;
+        if (bucket > 0)
+          sync_ops.push_back(em.comm_op(s, Stream::Comm, Phase::DpComm, sh.optimizer ? "grad reduce-scatter" : "grad all-reduce",
+                                        dp_spec(grad_op, bucket), {after}, a.microbatch, a.chunk));
+        if (ebucket > 0 && par.expert_dp() > 1)
+          sync_ops.push_back(em.comm_op(s, Stream::Comm, Phase::DpComm,
+                                        sh.optimizer ? "expert grad reduce-scatter" : "expert grad all-reduce",
+                                        L.edp_group(grad_op, ebucket), {after}, a.microbatch, a.chunk));
+        bucket = ebucket = 0;
       };
       // FSDP / ZeRO-3: gather each layer's parameters before use, free after, reduce-scatter grads.
       std::vector<OpId> layer_done;
@@ -261,8 +285,9 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
         if (k != (split ? Action::W : Action::B)) return;
         const OpId ready = accumulate(sp.layer, op);
         if (!sync_here) return;
-        bucket += sp.layer * sb.grads;
-        if (bucket >= bucket_cap && par.overlap_grad_reduce) flush(ready);
+        bucket += (sp.layer - sp.expert_layer) * sb.grads;
+        ebucket += sp.expert_layer * sb.grads;
+        if (bucket + ebucket >= bucket_cap && par.overlap_grad_reduce) flush(ready);
       };
 
       std::vector<OpId> after_send;
@@ -316,7 +341,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
   for (std::int32_t s = 0; s < p; ++s) {
     // Optimizer on this rank's shard; ZeRO-1/2 then all-gather the updated parameters.
     const StageParams sp = stage_params(sc, s);
-    const double opt_params = sp.total / (sh.optimizer ? nd : 1.0);
+    const double opt_params = sh.optimizer ? sp.dense_total() / nd + sp.expert_total / static_cast<double>(par.expert_dp()) : sp.total;
     // A separate fp32 master (Megatron, DeepSpeed) is copied back into the 16-bit weights after the
     // step; Megatron also casts 16-bit gradients into fp32 main gradients first (DeepSpeed's cast is
     // priced below). FSDP's sharded parameters are themselves the fp32 copy.
@@ -339,7 +364,9 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
       prog.ops[static_cast<size_t>(opt)].at_end = {MemCat::Optimizer, -static_cast<Bytes>(fp32_grad_partition)};
     }
     if (sh.optimizer && !sh.weights && grad_sync)
-      em.comm_op(s, Stream::Comm, Phase::DpComm, "param all-gather", dp_spec(CollOp::AllGather, sp.total * sb.weights), {opt});
+      em.comm_op(s, Stream::Comm, Phase::DpComm, "param all-gather", dp_spec(CollOp::AllGather, sp.dense_total() * sb.weights), {opt});
+    if (sh.optimizer && sp.expert_total > 0 && par.expert_dp() > 1)
+      em.comm_op(s, Stream::Comm, Phase::DpComm, "expert param all-gather", L.edp_group(CollOp::AllGather, sp.expert_total * sb.weights), {opt});
   }
   // Wire p2p: forward input from the previous virtual stage, backward input from the next.
   for (std::int32_t vs = 0; vs < nvs; ++vs)

@@ -104,6 +104,8 @@ ParallelSpec parse_parallel(const JsonObject& o) {
   p.pp = o.integer("pp", 1, 1 << 16, 1);
   p.vpp = o.integer("vpp", 1, 1 << 10, 1);
   p.cp = o.integer("cp", 1, 1 << 16, 1);
+  p.ep = o.integer("ep", 1, 1 << 16, 1);
+  p.etp = o.integer("etp", 1, 1 << 16, p.tp);
   std::vector<std::string> all = kDpSchedules;
   all.insert(all.end(), kPipelineSchedules.begin(), kPipelineSchedules.end());
   p.schedule = o.choice("schedule", all, p.pp == 1 ? "ddp" : "1f1b");
@@ -154,6 +156,7 @@ ParallelSpec parse_parallel(const JsonObject& o) {
     p.order = dims;
   }
   p.tp_comm_overlap = o.boolean("tp_comm_overlap", false);
+  p.ep_comm_overlap = o.boolean("ep_comm_overlap", false);
   p.p2p_sync = o.boolean("p2p_sync", true);
   p.pipeline_impl = o.choice("pipeline_impl", {"megatron", "deepspeed"}, "megatron");
   o.finish();
@@ -178,8 +181,32 @@ void validate(const Scenario& s, const JsonObject& root) {
   if (m.heads % p.tp != 0) fail(par + "/tp", "model heads (" + itos(m.heads) + ") must be divisible by tp (" + itos(p.tp) + ")");
   if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0)
     fail(par + "/tp", "model kv_heads (" + itos(m.kv_heads) + ") and tp (" + itos(p.tp) + ") must divide one another");
-  if (m.ffn_hidden % p.tp != 0)
+  if (m.ffn_hidden % p.tp != 0 && !m.moe)
     fail(par + "/tp", "model ffn_hidden (" + itos(m.ffn_hidden) + ") must be divisible by tp (" + itos(p.tp) + ")");
+  if (m.head_dim_override > 0 && m.q_dim() % p.tp != 0)
+    fail(par + "/tp", "the query projection (heads x head_dim = " + itos(m.q_dim()) + ") must be divisible by tp (" + itos(p.tp) + ")");
+  if (p.ep > 1 && !m.moe) fail(par + "/ep", "expert parallelism (ep = " + itos(p.ep) + ") needs a mixture-of-experts model (model.moe)");
+  if (m.moe) {
+    const std::int64_t etp = p.expert_tp();
+    if (etp != 1 && etp != p.tp)
+      fail(par + "/etp", "expert tensor parallelism is modelled as 1 or tp (" + itos(p.tp) + "), got " + itos(etp));
+    if (m.moe->experts % p.ep != 0)
+      fail(par + "/ep", "model experts (" + itos(m.moe->experts) + ") must be divisible by ep (" + itos(p.ep) + ")");
+    if (m.moe->expert_ffn_hidden % etp != 0)
+      fail(par + "/etp", "model expert_ffn_hidden (" + itos(m.moe->expert_ffn_hidden) + ") must be divisible by etp (" + itos(etp) + ")");
+    if ((p.tp * p.cp * p.dp) % (p.ep * etp) != 0)
+      fail(par + "/ep", "ep * etp = " + itos(p.ep) + "*" + itos(etp) + " must divide tp*cp*dp = " + itos(p.tp * p.cp * p.dp) +
+                            " (the expert groups are carved out of each pipeline stage's ranks)");
+    if (etp == 1 && p.tp > 1 && !p.sequence_parallel)
+      fail(par + "/sequence_parallel", "Megatron-Core runs MoE layers with tensor parallelism (tp = " + itos(p.tp) +
+                                           ") and etp = 1 on sequence-parallel tokens: set sequence_parallel true");
+    if (p.fsdp || p.zero_stage >= 2)
+      fail(par + (p.fsdp ? "/fsdp" : "/zero_stage"), "mixture-of-experts layers are modelled with Megatron-Core's data parallelism "
+                                                    "(zero_stage 0 or 1, its distributed optimizer), not with FSDP or ZeRO-2/3");
+    if (p.ep_comm_overlap && p.ep == 1) fail(par + "/ep_comm_overlap", "needs expert parallelism (ep > 1)");
+    if (p.ep > 1 && p.order != std::vector<std::string>{"tp", "cp", "dp", "pp"})
+      fail(par + "/order", "expert parallelism is modelled with Megatron's default rank order tp-cp-dp-pp");
+  }
   if (t.seq_len % p.cp != 0) fail(par + "/cp", "seq_len (" + itos(t.seq_len) + ") must be divisible by cp (" + itos(p.cp) + ")");
   if (p.sequence_parallel && p.tp == 1) fail(par + "/sequence_parallel", "sequence_parallel needs tp > 1");
   const bool pipelined = p.pp > 1;
@@ -372,6 +399,8 @@ Json Scenario::resolved() const {
              {"position_embedding", model.position_embedding}, {"norm", model.norm}, {"bias", model.bias},
              {"dropout", model.dropout}};
   if (model.position_embedding == "learned") mj["max_positions"] = model.max_positions;
+  if (model.head_dim_override > 0) mj["head_dim"] = model.head_dim_override;
+  if (model.qk_norm) mj["qk_norm"] = true;
   if (model.moe) mj["moe"] = {{"experts", model.moe->experts}, {"top_k", model.moe->top_k}, {"expert_ffn_hidden", model.moe->expert_ffn_hidden}};
   j["model"] = mj;
   j["cluster"] = {{"gpu", cluster.gpu},
@@ -395,10 +424,11 @@ Json Scenario::resolved() const {
                    {"make_vocab_size_divisible_by", training.make_vocab_size_divisible_by}};
   if (training.dtype == "fp8") j["training"]["fp8_recipe"] = training.fp8_recipe;
   Json pj = {{"dp", parallel.dp}, {"tp", parallel.tp}, {"pp", parallel.pp}, {"vpp", parallel.vpp}, {"cp", parallel.cp},
+             {"ep", parallel.ep}, {"etp", parallel.expert_tp()},
              {"schedule", parallel.schedule}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", parallel.recompute},
              {"zero_stage", parallel.zero_stage}, {"zero_impl", parallel.zero_impl}, {"bucket_mb", parallel.bucket_mb}, {"overlap_grad_reduce", parallel.overlap_grad_reduce},
              {"stage_layers", parallel.stage_layers.size() > static_cast<size_t>(parallel.pp) ? parallel.stage_layers : layers_per_stage()},
-             {"tp_comm_overlap", parallel.tp_comm_overlap}, {"p2p_sync", parallel.p2p_sync},
+             {"tp_comm_overlap", parallel.tp_comm_overlap}, {"ep_comm_overlap", parallel.ep_comm_overlap}, {"p2p_sync", parallel.p2p_sync},
              {"pipeline_impl", parallel.pipeline_impl}};
   {
     std::string ord;

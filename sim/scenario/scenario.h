@@ -128,6 +128,16 @@ struct FsdpSpec {
 
 struct ParallelSpec {
   std::int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1;
+  // Mixture of experts (Megatron-Core's expert parallelism): the experts of every MoE layer are
+  // split over `ep` ranks, each expert's weights over `etp` ranks (expert tensor parallel; 1 or
+  // tp, Megatron's default being tp). The ep * etp ranks of an expert group are consecutive within
+  // the tp * cp * dp ranks of a pipeline stage (Megatron's expert rank order etp-ep-edp-pp), and
+  // the remaining tp*cp*dp / (ep*etp) form the expert-data-parallel group over which expert
+  // gradients are reduced and their optimizer states sharded.
+  std::int64_t ep = 1;
+  std::int64_t etp = 0;  // 0 = tp
+  std::int64_t expert_tp() const { return etp > 0 ? etp : tp; }
+  std::int64_t expert_dp() const { return tp * cp * dp / (ep * expert_tp()); }
   std::string schedule = "ddp";
   bool sequence_parallel = false;
   // none | selective (Megatron: the attention core) | full | selective_op (torchtitan's op-level
@@ -158,6 +168,11 @@ struct ParallelSpec {
   // Megatron/Transformer Engine comm-GEMM overlap: TP all-gather / reduce-scatter (or all-reduce)
   // hidden behind the block's GEMMs instead of sitting on the critical path.
   bool tp_comm_overlap = false;
+  // Megatron-Core's MoE all-to-all overlap (moe_a2a_overlap / overlap_moe_expert_parallel_comm):
+  // with interleaved pipelining, one microbatch's dispatch and combine all-to-alls run while
+  // another microbatch's layer computes (1F1B pairs a forward with a backward), instead of
+  // blocking the layer.
+  bool ep_comm_overlap = false;
   // Pipeline sends block the sending stage: Megatron's batched p2p (batch_p2p_comm with
   // batch_p2p_sync, its defaults unless overlap_p2p_comm) waits on every send and receive and
   // then calls torch.cuda.synchronize(), so a stage's next forward or backward starts only after

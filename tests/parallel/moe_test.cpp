@@ -1,0 +1,173 @@
+// Mixture of experts: expert parallelism (ep), expert tensor parallelism (etp), the all-to-all
+// token dispatcher, grouped expert GEMMs, and where expert states live.
+#include <gtest/gtest.h>
+
+#include "../test_util.h"
+#include "sim/memory/memory_model.h"
+#include "sim/network/flow_network.h"
+#include "sim/parallel/emitter.h"
+
+namespace parasim {
+namespace {
+
+// Qwen3-30B-A3B on two 8-GPU H100 nodes, 16-way expert parallel (Megatron-Bridge's H100 preset).
+Json moe_scenario() {
+  return Json::parse(R"({
+    "schema": "parasim.scenario/1", "name": "moe", "model": "qwen3-30b-a3b",
+    "cluster": {"gpu": "h100-sxm5-80g", "nodes": 2, "gpus_per_node": 8},
+    "training": {"global_batch": 64, "micro_batch": 1, "seq_len": 4096},
+    "parallel": {"dp": 16, "tp": 1, "pp": 1, "ep": 16, "schedule": "ddp", "zero_stage": 1}
+  })");
+}
+
+double sum_flops(const Block& b, const std::string& prefix) {
+  double f = 0;
+  for (const auto& k : b.kernels)
+    if (k.kind == KernelKind::Gemm && k.name.rfind(prefix, 0) == 0) f += k.flops;
+  return f;
+}
+
+TEST(MoE, ExpertGemmsDoTopKExpertMlpsPerTokenWhateverTheExpertParallelism) {
+  const Scenario sc = test::scenario_from(moe_scenario());
+  const ModelSpec& m = sc.model;
+  const double T = 4096, h = 2048, f = 768, k = 8;
+  for (std::int64_t ep : {1, 4, 16}) {
+    LayerShape sh;
+    sh.seq_len = 4096;
+    sh.ep = ep;
+    const LayerGraph g = build_layer_graph(m, sh);
+    // Balanced routing: the local experts together see every routed copy of the rank's tokens.
+    EXPECT_NEAR(sum_flops(g.mlp_fwd, "experts."), 2 * T * k * 3 * h * f, 1e-6) << "ep " << ep;
+    EXPECT_NEAR(sum_flops(g.mlp_bwd, "experts."), 2 * 2 * T * k * 3 * h * f, 1e-6) << "ep " << ep;
+    EXPECT_NEAR(sum_flops(g.mlp_fwd, "router"), 2 * T * 128 * h, 1e-6);
+    // Each all-to-all moves the rank's routed copies: tokens x top_k x hidden x 2 bytes.
+    EXPECT_DOUBLE_EQ(g.ep_message_bytes, ep > 1 ? T * k * h * 2 : 0.0);
+  }
+}
+
+TEST(MoE, HeadDimSetsTheQueryWidth) {
+  // Qwen3-30B-A3B: 32 heads of 128 over hidden 2048, so the query is 4096 wide and K, V 512.
+  const Scenario sc = test::scenario_from(moe_scenario());
+  const LayerGraph g = build_layer_graph(sc.model, LayerShape{});
+  for (const auto& k : g.attn_fwd.kernels) {
+    if (k.name == "qkv") {
+      EXPECT_EQ(k.n, 4096 + 2 * 512);
+    }
+    if (k.name == "attn_out") {
+      EXPECT_EQ(k.k, 4096);
+    }
+  }
+  // Per layer: QKV 2048 x 5120, projection 4096 x 2048, two 128-wide QK-norm gains, two RMSNorm
+  // gains, the router 2048 x 128 and 128 experts of 3 x 2048 x 768.
+  const double per_layer = 2048.0 * 5120 + 4096.0 * 2048 + 2 * 128 + 2 * 2048 + 2048.0 * 128 + 128 * 3 * 2048.0 * 768;
+  EXPECT_DOUBLE_EQ(count_params(sc.model).per_layer, per_layer);
+  EXPECT_DOUBLE_EQ(expert_params_per_layer(sc.model), 128 * 3 * 2048.0 * 768);
+}
+
+TEST(MoE, AllToAllsSitOnTheCriticalPathUnlessOverlapped) {
+  Json j = moe_scenario();
+  const auto real = simulate(test::scenario_from(j), Registries{});
+  const auto free = test::simulate_with(test::scenario_from(j), test::FreeNetwork{});
+  const double a2a = real.result.breakdown.at("ep_comm_s");
+  EXPECT_GT(a2a, 0.0);
+  EXPECT_EQ(free.result.breakdown.at("ep_comm_s"), 0.0);
+  // Two all-to-alls per layer forward and two backward, every microbatch, on the compute stream:
+  // with the gradient sync hidden, the step is longer by about their sum.
+  EXPECT_NEAR(real.result.step_time_s - free.result.step_time_s, a2a, 0.02 * real.result.step_time_s);
+  // 4 per layer per microbatch: 48 layers x 4 microbatches x 4.
+  const Scenario sc = test::scenario_from(j);
+  const auto net = make_network("analytical", sc.profile, sc.cluster);
+  const Layout l = make_layout(sc);
+  const double one = net->time_s(l.ep_group(CollOp::AllToAll, 4096.0 * 8 * 2048 * 2));
+  EXPECT_NEAR(a2a, 48 * 4 * 4 * one, 1e-6 * a2a);
+  j["parallel"]["ep_comm_overlap"] = true;
+  const auto hidden = simulate(test::scenario_from(j), Registries{});
+  EXPECT_EQ(hidden.result.breakdown.at("ep_comm_s"), 0.0);
+  EXPECT_LT(hidden.result.step_time_s, real.result.step_time_s);
+  EXPECT_GT(hidden.result.step_time_s, free.result.step_time_s);
+}
+
+TEST(MoE, ExpertStatesSplitOverEpAndShardOverTheExpertDataParallelGroup) {
+  // ZeRO-1 (Megatron's distributed optimizer): the dense part's optimizer shards over dp x cp,
+  // the experts' over the expert-data-parallel ranks (tp*cp*dp / (ep*etp)); weights and
+  // gradients hold this rank's experts whole.
+  for (std::int64_t ep : {2, 4, 16}) {
+    Json j = moe_scenario();
+    j["parallel"]["ep"] = ep;
+    const Scenario sc = test::scenario_from(j);
+    const auto out = test::simulate_with(sc, test::FreeNetwork{});
+    const ParamCount pc = count_params(sc.model);
+    const double experts = expert_params_per_layer(sc.model) * 48;
+    const double dense = pc.total(48) - experts;
+    const double edp = 16.0 / static_cast<double>(ep);  // expert-data-parallel ranks
+    const double gib = 1024.0 * 1024 * 1024;
+    const auto& r = out.program.ranks[0];
+    const double epd = static_cast<double>(ep);
+    EXPECT_NEAR(static_cast<double>(r.static_mem[static_cast<size_t>(MemCat::Weights)]) / gib, 2 * (dense + experts / epd) / gib, 1e-3);
+    EXPECT_NEAR(static_cast<double>(r.static_mem[static_cast<size_t>(MemCat::Optimizer)]) / gib,
+                12 * (dense / 16 + experts / epd / edp) / gib, 1e-3);
+  }
+}
+
+TEST(MoE, ExpertTensorParallelOneRunsTheExpertsOnSequenceParallelTokens) {
+  // tp 2 with etp 1 (Megatron-Bridge's Qwen3 presets): the MoE block routes the rank's half of
+  // the tokens through whole experts and has no tensor-parallel collectives of its own; with
+  // etp = tp it routes all of them through experts split in two, as a dense MLP would.
+  Json j = moe_scenario();
+  j["parallel"] = {{"dp", 8}, {"tp", 2}, {"ep", 8}, {"etp", 1}, {"sequence_parallel", true}, {"zero_stage", 1}};
+  const Scenario one = test::scenario_from(j);
+  j["parallel"]["etp"] = 2;
+  j["parallel"]["ep"] = 4;
+  const Scenario two = test::scenario_from(j);
+  const LayerGraph g1 = build_layer_graph(one.model, layer_shape(one));
+  const LayerGraph g2 = build_layer_graph(two.model, layer_shape(two));
+  EXPECT_FALSE(g1.mlp_tp_comm);
+  EXPECT_TRUE(g2.mlp_tp_comm);
+  EXPECT_DOUBLE_EQ(g1.ep_message_bytes, 2048.0 * 8 * 2048 * 2);
+  EXPECT_DOUBLE_EQ(g2.ep_message_bytes, 4096.0 * 8 * 2048 * 2);
+  EXPECT_NEAR(sum_flops(g1.mlp_fwd, "experts."), sum_flops(g2.mlp_fwd, "experts."), 1e-6 * sum_flops(g1.mlp_fwd, "experts."));
+  const auto a = simulate(one, Registries{});
+  const auto b = simulate(two, Registries{});
+  EXPECT_LT(a.result.breakdown.at("tp_comm_s"), 0.75 * b.result.breakdown.at("tp_comm_s"));
+}
+
+TEST(MoE, InvalidPlansAreRejectedWithTheJsonPath) {
+  auto err = [](const std::function<void(Json&)>& edit) {
+    Json j = moe_scenario();
+    edit(j);
+    return test::scenario_error(j);
+  };
+  EXPECT_NE(err([](Json& j) { j["model"] = "llama3-8b"; }).find("/parallel/ep: expert parallelism"), std::string::npos);
+  EXPECT_NE(err([](Json& j) { j["parallel"]["ep"] = 3; j["parallel"]["dp"] = 16; }).find("/parallel/ep"), std::string::npos);
+  EXPECT_NE(err([](Json& j) {
+              j["parallel"] = {{"dp", 4}, {"tp", 4}, {"ep", 2}, {"etp", 2}, {"sequence_parallel", true}};
+            }).find("/parallel/etp"),
+            std::string::npos);
+  EXPECT_NE(err([](Json& j) { j["parallel"] = {{"dp", 8}, {"tp", 2}, {"ep", 8}, {"etp", 1}}; }).find("/parallel/sequence_parallel"),
+            std::string::npos);
+  EXPECT_NE(err([](Json& j) { j["parallel"]["zero_stage"] = 0; j["parallel"]["fsdp"] = {{"sharding", "full"}}; }).find("/parallel/fsdp"),
+            std::string::npos);
+  EXPECT_NE(err([](Json& j) { j["parallel"]["ep"] = 1; j["parallel"]["ep_comm_overlap"] = true; }).find("/parallel/ep_comm_overlap"),
+            std::string::npos);
+  EXPECT_EQ(err([](Json&) {}), "(no error)");
+}
+
+TEST(MoE, ActivationsHoldTheRoutedCopies) {
+  // Per layer and microbatch, beyond a dense layer's attention part: the router's fp32 scores
+  // (4 E per token) and per routed copy the fc1 input (2 h), SwiGLU's fc1 output (2 x 2 f), the
+  // fc2 input (2 f) and its output (2 h).
+  const Scenario sc = test::scenario_from(moe_scenario());
+  LayerShape sh;
+  sh.seq_len = 4096;
+  const ActivationBytes a = activation_bytes(sc.model, sh, "none");
+  ModelSpec dense = sc.model;
+  dense.moe.reset();
+  dense.ffn_hidden = 1;  // a negligible dense MLP for the attention part
+  const ActivationBytes d = activation_bytes(dense, sh, "none");
+  const double dense_mlp = (2.0 * 2 + 2) * 4096 * 1;  // its SwiGLU terms at ffn_hidden 1
+  const double moe = 4096 * (4.0 * 128 + 8 * (2 * 2048 + 2 * 2 * 768 + 2 * 768 + 2 * 2048));
+  EXPECT_NEAR(a.layer_stored, d.layer_stored - dense_mlp + moe, 1.0);
+}
+
+}  // namespace
+}  // namespace parasim
