@@ -206,6 +206,39 @@ def mb_presets():
     return out
 
 
+# Mixture-of-experts rows: the model's dimensions come from the zoo file (its sources inside), the plan from
+# Megatron-Bridge's Qwen3 performance scripts.
+MOE_MODELS = {"Qwen3_30B_a3B": "qwen3-30b-a3b", "Qwen3_235B_a22B": "qwen3-235b-a22b"}
+MB_QWEN3 = ("Megatron-Bridge's Qwen3 MoE performance preset (scripts/performance/configs/qwen/qwen3_workload_base_configs.py: "
+            "expert_tensor_parallel_size = 1 in BASE_QWEN3_*_CONFIG; qwen3_llm_pretrain.py set_qwen3_common_configs: "
+            "recompute_granularity None, moe_router_force_load_balancing = True, grad_reduce_in_fp32 = False; the recipes "
+            "qwen3_30b_a3b / qwen3_235b_a22b_pretrain_config in src/megatron/bridge/recipes/qwen/qwen3_moe.py: "
+            "sequence_parallel = True, use_distributed_optimizer = True, moe_grouped_gemm and moe_permute_fusion on, "
+            "cross_entropy_fusion_impl 'te'%s); %s")
+
+
+def moe_preset(model, prof, tp):
+    """What Megatron-Bridge's Qwen3 preset sets for a row's plan (the rows' tp/pp/vp/ep are the preset's)."""
+    big = model == "Qwen3_235B_a22B"
+    h100 = prof.startswith("h100")
+    if big and h100:
+        comm = ("H100 235B: CommOverlapConfig(tp_comm_overlap=False), moe_token_dispatcher_type 'alltoall' with "
+                "moe_a2a_overlap = True (QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V1/V2): the all-to-alls overlap "
+                "another microbatch's compute")
+        tp_overlap, ep_overlap = False, True
+    elif h100:
+        comm = ("H100 30B: moe_a2a_overlap = False, flex dispatcher with the hybridep backend "
+                "(QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1): its all-to-alls block the layer")
+        tp_overlap, ep_overlap = True, False
+    else:
+        comm = ("Blackwell: CommOverlapConfig(tp_comm_overlap=True), flex dispatcher with the hybridep backend, no "
+                "moe_a2a_overlap: the all-to-alls block the layer")
+        tp_overlap, ep_overlap = True, False
+    split = ", account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split = True" if big else ""
+    return {"why": MB_QWEN3 % (split, comm), "account_split": big, "tp_comm_overlap": tp_overlap and tp > 1,
+            "ep_comm_overlap": ep_overlap}
+
+
 NORM_TWO_PASS_APEX = ("two_pass: Megatron's MixedFusedLayerNorm (megatron/model/fused_layer_norm.py) runs the Apex-derived "
                       "fused_mix_prec_layer_norm_cuda kernels (megatron/fused_kernels/layer_norm_cuda_kernel.cu), whose backward "
                       "runs cuComputePartGradGammaBeta and then cuComputeGradInput, each reading the output gradient and the input")
@@ -446,9 +479,18 @@ def convert(r):
     prec = (p.get("dtype") or "").upper()
     preset = conv.get("presets", {}).get((m.get("name"), gpu_profile(h.get("gpu")), p.get("tp"), p.get("pp"), p.get("vpp"),
                                           p.get("cp") or 1, prec))
+    moe_zoo = None
+    if p.get("ep") not in (None, 1) and title.startswith("NVIDIA Megatron-Bridge") and m.get("name") in MOE_MODELS \
+            and gpu_profile(h.get("gpu")):
+        moe_zoo = json.load(open(os.path.join(ROOT, "models", MOE_MODELS[m["name"]] + ".json")))
+        m = dict(m, **{k: moe_zoo[k] for k in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "activation")})
+        ci["model"] = "models/%s.json: %s" % (MOE_MODELS[r["model"]["name"]], moe_zoo["source"])
+        preset = moe_preset(r["model"]["name"], gpu_profile(h.get("gpu")), p.get("tp") or 1)
+        ci["parallel.etp/recompute/sequence_parallel/zero_stage/tp_comm_overlap/ep_comm_overlap, training.loss_impl"] = preset["why"]
     if preset:
         p = dict(p, recompute=p.get("recompute") or "none", sequence_parallel=p["tp"] > 1)
-        ci["parallel.recompute/sequence_parallel/tp_comm_overlap/zero_stage, training.make_vocab_size_divisible_by"] = preset["why"]
+        if not moe_zoo:
+            ci["parallel.recompute/sequence_parallel/tp_comm_overlap/zero_stage, training.make_vocab_size_divisible_by"] = preset["why"]
     g3 = next((v for k, v in conv.get("gpt3", {}).items() if m.get("name", "").startswith(k)), None)
     if g3:
         dims = {k: g3[k] for k in ("layers", "hidden", "heads") if k in g3 and m.get(k) is None}
@@ -467,8 +509,9 @@ def convert(r):
         p = dict(p, micro_batch=p["global_batch"] // p["dp"])
         ci["parallel.micro_batch"] = conv["mb_per_replica"]
     missing += ["parallel." + k for k in ("tp", "pp", "micro_batch", "global_batch") if p.get(k) is None]
-    if p.get("ep") not in (None, 1):
-        return None, "expert parallelism (MoE) is not modelled"
+    if p.get("ep") not in (None, 1) and not moe_zoo:
+        return None, "expert parallelism (MoE) is not modelled for this model (its architecture: MLA, shared experts, " \
+                     "hybrid Mamba layers or sliding-window attention, or no calibration profile or plan)"
     prof = gpu_profile(h.get("gpu"))
     dgx2 = "dgx-2" in (h.get("system") or "").lower() and "v100" in (h.get("gpu") or "").lower()
     if prof is None and dgx2:
@@ -589,13 +632,16 @@ def convert(r):
                                        "virtual stage, the first and the last one layer short" % (layers, pp, vpp, k))
     if layers % (pp * vpp) != 0 and not stage_layers:
         return None, "layers %d not divisible by pp*vpp = %d and no per-stage split given" % (layers, pp * vpp)
-    if m["heads"] % tp or ffn % tp or (kv % tp and tp % kv):
+    if m["heads"] % tp or (ffn % tp and not moe_zoo) or (kv % tp and tp % kv):
         return None, "heads/ffn not divisible by tp"
     model = {"name": m["name"], "layers": layers, "hidden": m["hidden"], "heads": m["heads"], "kv_heads": kv,
              "ffn_hidden": ffn, "vocab": m["vocab"], "activation": "swiglu" if swiglu else "gelu",
              "tied_embeddings": not swiglu, "position_embedding": "rope", "norm": "rmsnorm" if swiglu else "layernorm",
              "bias": not swiglu, "dropout": bool(conv.get("dropout", False))}
-    if g3:
+    if moe_zoo:
+        model = {k: v for k, v in moe_zoo.items() if k not in ("schema", "published_params", "published_params_rounding", "source")}
+        model["name"] = m["name"]
+    elif g3:
         model.update(dropout=True, position_embedding="learned", max_positions=2048)
     elif conv.get("position_embedding") == "learned":
         model["position_embedding"] = "learned"
@@ -614,6 +660,10 @@ def convert(r):
         schedule = "ddp"
     par = {"dp": dp, "tp": tp, "pp": pp, "vpp": vpp, "cp": cp, "schedule": schedule,
            "sequence_parallel": bool(p.get("sequence_parallel")), "recompute": rec, "zero_stage": zero, "fsdp": fsdp}
+    if moe_zoo:
+        par.update(ep=p["ep"], etp=1, zero_stage=1 if dp > 1 else 0)
+        if preset["ep_comm_overlap"]:
+            par["ep_comm_overlap"] = True
     if stage_layers:
         par["stage_layers"] = stage_layers
     if rec_layers is not None:
@@ -647,7 +697,7 @@ def convert(r):
     if conv.get("p2p_overlap_vpp") and pp > 1 and vpp > 1:
         par["p2p_sync"] = False
         ci["parallel.p2p_sync"] = conv["p2p_why"]
-    if (conv.get("tp_comm_overlap") or preset) and tp > 1:
+    if (conv.get("tp_comm_overlap") or preset) and tp > 1 and (preset or {}).get("tp_comm_overlap", True):
         par["tp_comm_overlap"] = True
         if not preset:
             ci["parallel.tp_comm_overlap"] = conv["tp_overlap_why"]
