@@ -208,7 +208,14 @@ def mb_presets():
 
 # Mixture-of-experts rows: the model's dimensions come from the zoo file (its sources inside), the plan from
 # Megatron-Bridge's Qwen3 performance scripts.
-MOE_MODELS = {"Qwen3_30B_a3B": "qwen3-30b-a3b", "Qwen3_235B_a22B": "qwen3-235b-a22b"}
+MOE_MODELS = {"qwen330ba3b": "qwen3-30b-a3b", "qwen3235ba22b": "qwen3-235b-a22b", "qwen3moe30b": "qwen3-30b-a3b",
+              "mixtral8x7b": "mixtral-8x7b", "mixtral8x22b": "mixtral-8x22b"}
+
+
+def moe_zoo_name(name):
+    """The zoo model a row's MoE model name refers to ('Qwen3_30B_a3B', 'Mixtral 8x7B v0.1'), or None."""
+    key = re.sub(r"[^a-z0-9]", "", (name or "").lower())
+    return next((v for k, v in MOE_MODELS.items() if key.startswith(k)), None)
 MB_QWEN3 = ("Megatron-Bridge's Qwen3 MoE performance preset (scripts/performance/configs/qwen/qwen3_workload_base_configs.py: "
             "expert_tensor_parallel_size = 1 in BASE_QWEN3_*_CONFIG; qwen3_llm_pretrain.py set_qwen3_common_configs: "
             "recompute_granularity None, moe_router_force_load_balancing = True, grad_reduce_in_fp32 = False; the recipes "
@@ -219,7 +226,7 @@ MB_QWEN3 = ("Megatron-Bridge's Qwen3 MoE performance preset (scripts/performance
 
 def moe_preset(model, prof, tp):
     """What Megatron-Bridge's Qwen3 preset sets for a row's plan (the rows' tp/pp/vp/ep are the preset's)."""
-    big = model == "Qwen3_235B_a22B"
+    big = moe_zoo_name(model) == "qwen3-235b-a22b"
     h100 = prof.startswith("h100")
     if big and h100:
         comm = ("H100 235B: CommOverlapConfig(tp_comm_overlap=False), moe_token_dispatcher_type 'alltoall' with "
@@ -479,12 +486,13 @@ def convert(r):
     prec = (p.get("dtype") or "").upper()
     preset = conv.get("presets", {}).get((m.get("name"), gpu_profile(h.get("gpu")), p.get("tp"), p.get("pp"), p.get("vpp"),
                                           p.get("cp") or 1, prec))
-    moe_zoo = None
-    if p.get("ep") not in (None, 1) and title.startswith("NVIDIA Megatron-Bridge") and m.get("name") in MOE_MODELS \
-            and gpu_profile(h.get("gpu")):
-        moe_zoo = json.load(open(os.path.join(ROOT, "models", MOE_MODELS[m["name"]] + ".json")))
+    moe_zoo, zoo_name = None, moe_zoo_name(m.get("name"))
+    mb_moe = title.startswith("NVIDIA Megatron-Bridge") and zoo_name in ("qwen3-30b-a3b", "qwen3-235b-a22b")
+    if zoo_name and (mb_moe or p.get("ep") in (None, 1) or not title.startswith(("NVIDIA Megatron-Bridge", "NVIDIA NeMo AutoModel"))):
+        moe_zoo = json.load(open(os.path.join(ROOT, "models", zoo_name + ".json")))
         m = dict(m, **{k: moe_zoo[k] for k in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "activation")})
-        ci["model"] = "models/%s.json: %s" % (MOE_MODELS[r["model"]["name"]], moe_zoo["source"])
+        ci["model"] = "models/%s.json: %s" % (zoo_name, moe_zoo["source"])
+    if mb_moe and gpu_profile(h.get("gpu")):
         preset = moe_preset(r["model"]["name"], gpu_profile(h.get("gpu")), p.get("tp") or 1)
         ci["parallel.etp/recompute/sequence_parallel/zero_stage/tp_comm_overlap/ep_comm_overlap, training.loss_impl"] = preset["why"]
     if preset:
@@ -660,10 +668,16 @@ def convert(r):
         schedule = "ddp"
     par = {"dp": dp, "tp": tp, "pp": pp, "vpp": vpp, "cp": cp, "schedule": schedule,
            "sequence_parallel": bool(p.get("sequence_parallel")), "recompute": rec, "zero_stage": zero, "fsdp": fsdp}
-    if moe_zoo:
+    if moe_zoo and mb_moe:
         par.update(ep=p["ep"], etp=1, zero_stage=1 if dp > 1 else 0)
         if preset["ep_comm_overlap"]:
             par["ep_comm_overlap"] = True
+    elif moe_zoo:
+        # Other sources: the row's expert parallelism; experts split like the dense layers (Megatron-Core's default
+        # expert_tensor_parallel_size = tp) unless the row's notes say otherwise.
+        par["ep"] = p.get("ep") or 1
+        if fsdp is not None or zero >= 2:
+            return None, "mixture of experts with FSDP or ZeRO-2/3 is not modelled"
     if stage_layers:
         par["stage_layers"] = stage_layers
     if rec_layers is not None:
