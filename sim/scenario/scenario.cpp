@@ -204,6 +204,8 @@ void validate(const Scenario& s, const JsonObject& root) {
       fail(par + (p.fsdp ? "/fsdp" : "/zero_stage"), "mixture-of-experts layers are modelled with Megatron-Core's data parallelism "
                                                     "(zero_stage 0 or 1, its distributed optimizer), not with FSDP or ZeRO-2/3");
     if (p.ep_comm_overlap && p.ep == 1) fail(par + "/ep_comm_overlap", "needs expert parallelism (ep > 1)");
+    if (p.ep > 1 && p.schedule == "dataparallel")
+      fail(par + "/ep", "expert parallelism needs a Megatron-style schedule (ddp or a pipeline schedule), not \"dataparallel\"");
     if (p.ep > 1 && p.order != std::vector<std::string>{"tp", "cp", "dp", "pp"})
       fail(par + "/order", "expert parallelism is modelled with Megatron's default rank order tp-cp-dp-pp");
   }

@@ -149,6 +149,11 @@ TEST(MoE, InvalidPlansAreRejectedWithTheJsonPath) {
             std::string::npos);
   EXPECT_NE(err([](Json& j) { j["parallel"]["ep"] = 1; j["parallel"]["ep_comm_overlap"] = true; }).find("/parallel/ep_comm_overlap"),
             std::string::npos);
+  EXPECT_NE(err([](Json& j) {
+              j["cluster"] = {{"gpu", "h100-sxm5-80g"}, {"nodes", 1}, {"gpus_per_node", 8}};
+              j["parallel"] = {{"dp", 8}, {"ep", 8}, {"schedule", "dataparallel"}};
+            }).find("/parallel/ep"),
+            std::string::npos);
   EXPECT_EQ(err([](Json&) {}), "(no error)");
 }
 
