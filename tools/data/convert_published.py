@@ -435,7 +435,9 @@ def conventions(title):
     return {}
 
 
-def family(tp, pp, cp, zero, fsdp):
+def family(tp, pp, cp, zero, fsdp, ep=1):
+    if ep > 1:
+        return "EP (MoE)"
     if pp > 1 and tp > 1:
         return "3D"
     if pp > 1:
@@ -808,7 +810,7 @@ def convert(r):
         return None, "no comparable measured figure"
     run = {"schema": "parasim.measured/1", "id": r["id"], "scenario": scen, "measured": out_meas,
            "source": r["source"], "hardware_note": "; ".join(str(x) for x in (h.get("gpu"), h.get("system"), h.get("intra_node"), h.get("inter_node")) if x),
-           "confidence": (r.get("confidence") or "").split(" ")[0] or None, "family": family(tp, pp, cp, zero, fsdp),
+           "confidence": (r.get("confidence") or "").split(" ")[0] or None, "family": family(tp, pp, cp, zero, fsdp, par.get("ep", 1)),
            "inferred_fields": r.get("inferred_fields", {}), "conversion_inferred": ci}
     if r.get("notes"):
         run["notes"] = r["notes"]
