@@ -173,6 +173,24 @@ void add_loss(Block& fwd, Block& bwd, double elems, double e, LossImpl impl) {
 }
 
 
+// The two-GEMM feed-forward chain a dense MLP and the experts share: up (fc1, gate and up fused for
+// SwiGLU), the activation over its output (ffb bytes per pass: GeLU reads and writes, 2; SwiGLU reads
+// gate and up and writes, 3; backward 3 and 5), down (fc2). Backward: down's bias gradient (over
+// down_rows tokens) and GEMMs, the activation's backward, up's bias gradient (over up_rows) and GEMMs.
+void add_ffn_fwd(Block& f, const Kernel& up, const Kernel& down, const std::string& act, bool glu, double ffb) {
+  f.kernels.push_back(up);
+  f.kernels.push_back(mem(act, (glu ? 3 : 2) * ffb, false, MemClass::Activation));
+  f.kernels.push_back(down);
+}
+void add_ffn_bwd(Block& b, const Kernel& up, const Kernel& down, const std::string& act, bool glu, double ffb, bool bias,
+                 double down_rows, double up_rows, double h, double e) {
+  if (bias) b.kernels.push_back(bias_grad(down.name, down_rows, h, e));
+  add_gemm_bwd(b, down);
+  b.kernels.push_back(mem(act + ".bwd", (glu ? 5 : 3) * ffb, true, MemClass::Activation));
+  if (bias) b.kernels.push_back(bias_grad(up.name, up_rows, static_cast<double>(up.n), e));
+  add_gemm_bwd(b, up);
+}
+
 // The MLP block of a mixture-of-experts layer on one rank, as Megatron-Core runs it with the
 // all-to-all token dispatcher and balanced routing. The rank routes T_r tokens: its microbatch's T
 // (the experts split over etp = tp ranks, which all see the tokens of their tensor-parallel group,
@@ -212,11 +230,11 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   mf.kernels.push_back(mem("router.softmax_topk", (e + 8) * Tr * Ed));
   mf.kernels.push_back(mem("moe.permute", 2 * copies * hd * e));
   const Kernel fc1 = grouped_gemm(glu ? "experts.gate_up" : "experts.up", local_experts, per_expert, (glu ? 2 : 1) * ff, h);
-  mf.kernels.push_back(fc1);
-  const double ffb = static_cast<double>(per_expert * local_experts) * static_cast<double>(ff) * e;
-  mf.kernels.push_back(mem(glu ? "experts.swiglu" : "experts.gelu", (glu ? 3 : 2) * ffb, false, MemClass::Activation));
   const Kernel fc2 = grouped_gemm("experts.down", local_experts, per_expert, h, ff);
-  mf.kernels.push_back(fc2);
+  const double rows = static_cast<double>(per_expert * local_experts);
+  const double ffb = rows * static_cast<double>(ff) * e;
+  const std::string act_name = glu ? "experts.swiglu" : "experts.gelu";
+  add_ffn_fwd(mf, fc1, fc2, act_name, glu, ffb);
   mf.kernels.push_back(mem("moe.unpermute", (kd + 1) * Tr * hd * e));
   mf.kernels.push_back(mem("residual2", 3 * act + drop_f));
 
@@ -224,12 +242,7 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   mb.kernels.push_back(mem("residual2.bwd", 3 * act, true));
   if (m.dropout) mb.kernels.push_back(mem("dropout2.bwd", drop_b, true));
   mb.kernels.push_back(mem("moe.unpermute.bwd", (1 + 2 * kd) * Tr * hd * e, true));
-  const double rows = static_cast<double>(per_expert * local_experts);
-  if (m.bias) mb.kernels.push_back(bias_grad(fc2.name, rows, hd, e));
-  add_gemm_bwd(mb, fc2);
-  mb.kernels.push_back(mem(glu ? "experts.swiglu.bwd" : "experts.gelu.bwd", (glu ? 5 : 3) * ffb, true, MemClass::Activation));
-  if (m.bias) mb.kernels.push_back(bias_grad(fc1.name, rows, static_cast<double>(fc1.n), e));
-  add_gemm_bwd(mb, fc1);
+  add_ffn_bwd(mb, fc1, fc2, act_name, glu, ffb, m.bias, rows, rows, hd, e);
   mb.kernels.push_back(mem("moe.permute.bwd", (kd + 1) * Tr * hd * e, true));
   mb.kernels.push_back(mem("router.softmax_topk.bwd", (e + 8) * Tr * Ed, true));
   add_gemm_bwd(mb, router);
@@ -372,21 +385,16 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     Block& mf = g.mlp_fwd;
     add_norm(mf, "norm2", act_elems, e, sh, false);
     const Kernel up = gemm(glu ? "mlp_gate_up" : "mlp_up", T, (glu ? 2 : 1) * f_local, h);
-    mf.kernels.push_back(up);
-    const double ffb = Td * static_cast<double>(f_local) * e;
-    mf.kernels.push_back(mem(glu ? "swiglu" : "gelu", (glu ? 3 : 2) * ffb, false, MemClass::Activation));
     const Kernel down = gemm("mlp_down", T, h, f_local);
-    mf.kernels.push_back(down);
+    const double ffb = Td * static_cast<double>(f_local) * e;
+    add_ffn_fwd(mf, up, down, glu ? "swiglu" : "gelu", glu, ffb);
     mf.kernels.push_back(mem("residual2", 3 * act + drop_f));
 
     Block& mb = g.mlp_bwd;
     mb.kernels.push_back(mem("residual2.bwd", 3 * act, true));
     if (m.dropout) mb.kernels.push_back(mem("dropout2.bwd", drop_b, true));
-    if (m.bias) mb.kernels.push_back(bias_grad(down.name, Td / sp_div, hd, e));
-    add_gemm_bwd(mb, down);
-    mb.kernels.push_back(mem(glu ? "swiglu.bwd" : "gelu.bwd", (glu ? 5 : 3) * ffb, true, MemClass::Activation));
-    if (m.bias) mb.kernels.push_back(bias_grad(up.name, Td, static_cast<double>(up.n), e));
-    add_gemm_bwd(mb, up);
+    // Row-parallel down bias: added after the TP reduction, over T/t tokens with sequence parallel.
+    add_ffn_bwd(mb, up, down, glu ? "swiglu" : "gelu", glu, ffb, m.bias, Td / sp_div, Td, hd, e);
     add_norm(mb, "norm2", act_elems, e, sh, true);
     fp8_linears = {up, down};
   }
