@@ -19,6 +19,13 @@ double expert_params_per_layer(const ModelSpec& m) {
   return m.moe ? static_cast<double>(m.moe->experts) * mlp_params(m, static_cast<double>(m.moe->expert_ffn_hidden)) : 0.0;
 }
 
+double active_params(const ModelSpec& m) {
+  const double total = count_params(m).total(m.layers);
+  if (!m.moe) return total;
+  const double idle = 1.0 - static_cast<double>(m.moe->top_k) / static_cast<double>(m.moe->experts);
+  return total - static_cast<double>(m.layers) * expert_params_per_layer(m) * idle;
+}
+
 ParamCount count_params(const ModelSpec& m) {
   const double h = static_cast<double>(m.hidden);
   const double q = static_cast<double>(m.q_dim());
@@ -102,6 +109,7 @@ ModelSpec parse_model(const JsonObject& o) {
   }
   m.published_params = o.number("published_params", 0, 1e16, 0);
   m.published_params_rounding = o.number("published_params_rounding", 0, 1e16, 0);
+  m.published_active_params = o.number("published_active_params", 0, 1e16, 0);
   m.source = o.str("source", "");
   o.finish({"schema", "description"});
   if (m.head_dim_override == 0 && m.hidden % m.heads != 0)

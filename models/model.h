@@ -42,6 +42,7 @@ struct ModelSpec {
   std::int64_t head_dim_override = 0;
   std::optional<MoeSpec> moe;
   double published_params = 0;  // from the source, for tests; 0 if unknown
+  double published_active_params = 0;  // MoE: parameters per token, from the source; 0 if unknown
   double published_params_rounding = 0;  // the published figure was rounded to this (e.g. 0.1B)
   std::string source;
 
@@ -61,6 +62,8 @@ ParamCount count_params(const ModelSpec& m);
 // The experts' parameters of one MoE layer (all experts' MLP weights and biases; not the router),
 // 0 for a dense model: the part expert parallelism splits over ep ranks.
 double expert_params_per_layer(const ModelSpec& m);
+// Parameters one token passes through: all of a dense model; of an MoE model, top_k of its experts.
+double active_params(const ModelSpec& m);
 // The parameter tensors of one transformer layer in Megatron's module layout, in forward order:
 // each norm's gain (and bias), fused QKV weight (and bias), attention projection, MLP input
 // (fused gate+up with SwiGLU; with MoE the router, then each expert's) and output weights (and

@@ -29,6 +29,15 @@ TEST(ModelZoo, ParameterCountsMatchPublished) {
     const double tol = std::max(0.01 * m.published_params, 0.5 * m.published_params_rounding);
     EXPECT_NEAR(ours, m.published_params, tol) << n;
     EXPECT_FALSE(m.source.empty()) << n << " names no source";
+    // Mixture of experts: the parameters a token passes through (top_k of the experts), within 2 %
+    // or half the published figure's rounding (the model cards round to 0.1B or 1B).
+    if (m.moe) {
+      ASSERT_GT(m.published_active_params, 0) << n << " has no published_active_params";
+      const double atol = std::max(0.02 * m.published_active_params, 0.05e9);
+      EXPECT_NEAR(active_params(m), m.published_active_params, atol) << n;
+    } else {
+      EXPECT_DOUBLE_EQ(active_params(m), ours) << n;
+    }
   }
 }
 
