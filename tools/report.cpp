@@ -72,9 +72,12 @@ Json kernels_json(const std::vector<KernelRow>& rows) {
 void print_summary(std::ostream& os, const Scenario& sc, const Result& r) {
   const auto& p = sc.parallel;
   fmt::print(os, "parasim: {}\n", sc.name);
-  fmt::print(os, "  model {} ({:.2f}B params), {} x {} GPUs ({}), dp={} tp={} pp={} vpp={} cp={}, schedule {}{}{}\n",
+  const std::string moe = sc.model.moe ? fmt::format(" ep={} etp={} (MoE: {} experts, top {}, {:.2f}B active)", p.ep, p.expert_tp(),
+                                                     sc.model.moe->experts, sc.model.moe->top_k, active_params(sc.model) / 1e9)
+                                       : std::string();
+  fmt::print(os, "  model {} ({:.2f}B params), {} x {} GPUs ({}), dp={} tp={} pp={} vpp={} cp={}{}, schedule {}{}{}\n",
              sc.model.name, count_params(sc.model).total(sc.model.layers) / 1e9, sc.cluster.nodes, sc.cluster.gpus_per_node,
-             sc.profile.device.name, p.dp, p.tp, p.pp, p.vpp, p.cp, p.schedule,
+             sc.profile.device.name, p.dp, p.tp, p.pp, p.vpp, p.cp, moe, p.schedule,
              p.zero_stage ? fmt::format(", ZeRO-{}", p.zero_stage) : "", p.fsdp ? ", FSDP " + p.fsdp->sharding : "");
   fmt::print(os, "  global batch {} x seq {} = {} tokens, micro batch {}, {} microbatches per pipeline, {}, recompute {}, attention {}\n\n",
              sc.training.global_batch, sc.training.seq_len, sc.training.global_batch * sc.training.seq_len,
