@@ -211,9 +211,8 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   const double e = sh.dtype_bytes;
   const bool glu = m.activation == "swiglu";
   const std::int64_t h = m.hidden, E = m.moe->experts, k = m.moe->top_k;
-  const std::int64_t T = sh.micro_batch * (sh.seq_len / sh.cp);
-  const bool sp_tokens = sh.etp == 1 && sh.tp > 1;
-  const std::int64_t T_r = sp_tokens ? T / sh.tp : T;
+  const std::int64_t T_r = sh.moe_tokens();
+  const bool sp_tokens = T_r < sh.micro_batch * (sh.seq_len / sh.cp);
   const std::int64_t ff = m.moe->expert_ffn_hidden / sh.etp;
   const std::int64_t local_experts = E / sh.ep;
   const double Tr = static_cast<double>(T_r), hd = static_cast<double>(h), Ed = static_cast<double>(E), kd = static_cast<double>(k);

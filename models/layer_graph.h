@@ -47,6 +47,12 @@ struct LayerShape {
   // Mixture of experts: expert-parallel ranks and expert tensor parallel (1 or tp).
   std::int64_t ep = 1;
   std::int64_t etp = 1;
+  // Tokens an MoE layer routes on this rank: the microbatch's tokens / cp, or with whole experts
+  // (etp 1) under tensor parallelism only this rank's sequence-parallel share of them.
+  std::int64_t moe_tokens() const {
+    const std::int64_t t = micro_batch * (seq_len / cp);
+    return etp == 1 && tp > 1 ? t / tp : t;
+  }
   bool sequence_parallel = false;
   std::int64_t micro_batch = 1;
   std::int64_t seq_len = 2048;

@@ -6,6 +6,7 @@
 
 #include "calibrate/profile/cost_model.h"
 #include "tools/commands.h"
+#include "tools/report.h"
 
 namespace parasim {
 
@@ -21,9 +22,7 @@ void add_list_command(CLI::App& app, Context& ctx) {
       } else if (*what == "models") {
         for (const auto& n : zoo_model_names(ctx.data_dir)) {
           const ModelSpec m = load_zoo_model(ctx.data_dir, n, "list");
-          const std::string moe = m.moe ? fmt::format("  MoE {} experts, top {}, {:.2f}B active", m.moe->experts, m.moe->top_k,
-                                                      active_params(m) / 1e9)
-                                        : std::string();
+          const std::string moe = m.moe ? "  MoE " + moe_summary(m) : std::string();
           fmt::print("{:<22} {:>9.2f}B params  layers {:>3}  hidden {:>5}  heads {:>3}/{:<3} {}{}\n", n,
                      count_params(m).total(m.layers) / 1e9, m.layers, m.hidden, m.heads, m.kv_heads, m.activation, moe);
         }

@@ -69,12 +69,14 @@ Json kernels_json(const std::vector<KernelRow>& rows) {
   return a;
 }
 
+std::string moe_summary(const ModelSpec& m) {
+  return m.moe ? fmt::format("{} experts, top {}, {:.2f}B active", m.moe->experts, m.moe->top_k, active_params(m) / 1e9) : std::string();
+}
+
 void print_summary(std::ostream& os, const Scenario& sc, const Result& r) {
   const auto& p = sc.parallel;
   fmt::print(os, "parasim: {}\n", sc.name);
-  const std::string moe = sc.model.moe ? fmt::format(" ep={} etp={} (MoE: {} experts, top {}, {:.2f}B active)", p.ep, p.expert_tp(),
-                                                     sc.model.moe->experts, sc.model.moe->top_k, active_params(sc.model) / 1e9)
-                                       : std::string();
+  const std::string moe = sc.model.moe ? fmt::format(" ep={} etp={} (MoE: {})", p.ep, p.expert_tp(), moe_summary(sc.model)) : std::string();
   fmt::print(os, "  model {} ({:.2f}B params), {} x {} GPUs ({}), dp={} tp={} pp={} vpp={} cp={}{}, schedule {}{}{}\n",
              sc.model.name, count_params(sc.model).total(sc.model.layers) / 1e9, sc.cluster.nodes, sc.cluster.gpus_per_node,
              sc.profile.device.name, p.dp, p.tp, p.pp, p.vpp, p.cp, moe, p.schedule,

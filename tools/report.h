@@ -21,4 +21,7 @@ Json kernels_json(const std::vector<KernelRow>& rows);
 // The lowered schedule of one simulated rank, one line per op.
 void dump_program(std::ostream& os, const Program& p, const Timeline& t, std::int32_t rank);
 
+// "128 experts, top 8, 3.35B active" for an MoE model; "" for a dense one.
+std::string moe_summary(const ModelSpec& m);
+
 }  // namespace parasim

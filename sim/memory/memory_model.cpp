@@ -39,7 +39,7 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
   //  width on this rank. Already per rank: not divided by t below.
   double moe = 0;
   if (m.moe) {
-    const double tr = sh.etp == 1 && sh.tp > 1 ? s * b / t : s * b;
+    const double tr = static_cast<double>(sh.moe_tokens());
     const double fe = static_cast<double>(m.moe->expert_ffn_hidden / sh.etp);
     const double k = static_cast<double>(m.moe->top_k);
     moe = tr * (4.0 * static_cast<double>(m.moe->experts) +
