@@ -254,10 +254,15 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
 double fp8_cast_bytes(const std::string& recipe) {
   if (recipe == "current") return 2 + 2 + 1 + 1;
   if (recipe == "mxfp8") return 2 + 1 + 1 + 2.0 / 32;
+  if (recipe == "nvfp4") return 2 + 2 + 2 * (0.5 + 1.0 / 16);
   return 2 + 1 + 1;  // delayed
 }
 
-double fp8_saved_input_bytes(const std::string& recipe) { return recipe == "mxfp8" ? 1 + 1.0 / 32 : 1; }
+double fp8_saved_input_bytes(const std::string& recipe) {
+  if (recipe == "mxfp8") return 1 + 1.0 / 32;
+  if (recipe == "nvfp4") return 0.5 + 1.0 / 16;
+  return 1;
+}
 
 LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   LayerGraph g;

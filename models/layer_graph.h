@@ -62,8 +62,8 @@ struct LayerShape {
   // output gradient in backward, both through HBM, at fp8_cast_bytes per element (fp8_cast_bytes()).
   bool fp8_gemms = false;
   double fp8_cast_bytes = 4;
-  // Bytes per element of the FP8 copy a linear layer saves of its input for the weight gradient
-  // (1; MXFP8 adds a 1-byte scale per 32 elements).
+  // Bytes per element of the FP8 / FP4 copy a linear layer saves of its input for the weight
+  // gradient (fp8_saved_input_bytes()).
   double fp8_saved_input_bytes = 1;
   // Eager-PyTorch RMSNorm and RoPE as in the Llama reference code: each elementwise step its own
   // kernel through HBM (see layer_graph.cpp for the kernels and their bytes).
@@ -83,9 +83,17 @@ struct LayerShape {
 //   mxfp8:   the cast computes each 32-element block's E8M0 scale in-register; it writes a
 //            row-wise and a column-wise FP8 copy (1 + 1 B) and one 1-byte scale per 32 elements
 //            of each (2 / 32 B).
+//   nvfp4:   the per-tensor FP32 scale needs the tensor's amax first (a read of 2 B; the
+//            column-wise copy's amax is taken after its Hadamard transform in the same pass), then
+//            the cast reads the 16-bit tensor again (2 B) and writes the row-wise and the column-wise
+//            FP4 copies, each 0.5 B plus one E4M3 scale per 16 elements (Transformer Engine's
+//            NVFP4BlockScaling builds both from the high-precision input; the column-wise copy of
+//            inputs and gradients, which the weight gradient reads, goes through the 16x16 random
+//            Hadamard transform in-register, gradients with stochastic rounding).
 double fp8_cast_bytes(const std::string& recipe);
-// Bytes per element of the FP8 copy of its input a linear layer saves for the weight gradient:
-// 1, and MXFP8's 1-byte scale per 32 elements.
+// Bytes per element of the low-precision copy of its input a linear layer saves for the weight
+// gradient: 1 for FP8, MXFP8 adds a 1-byte scale per 32 elements, NVFP4 0.5 B and one 1-byte
+// scale per 16 elements.
 double fp8_saved_input_bytes(const std::string& recipe);
 
 struct LayerGraph {

@@ -9,15 +9,15 @@ CostModel::CostModel(const Profile& profile, std::string dtype, const std::strin
     : p_(profile),
       dtype_(std::move(dtype)),
       peak_(profile.peak_flops(dtype_)),
-      // FP8 recipes (Transformer Engine, torchao float8) run the linear layers in FP8 and keep
-      // attention in 16-bit; fp32 training runs attention at the fp32/tf32 rate.
-      attention_peak_(profile.peak_flops(is_fp8(dtype_) ? "bf16" : dtype_)) {
+      // FP8 / FP4 recipes (Transformer Engine, torchao float8) run the linear layers in low precision
+      // and keep attention in 16-bit; fp32 training runs attention at the fp32/tf32 rate.
+      attention_peak_(profile.peak_flops(is_low_precision(dtype_) ? "bf16" : dtype_)) {
   gemm_ = gemm_kernel_model(profile, dtype_);  // fails early if the profile cannot price this dtype
   // A profile without fused attention prices unfused attention only (as GEMMs and memory passes):
   // attention_s then names the missing figures.
   if (attention_kernel != kAttentionDefault || profile.has_fused_attention)
     attention_ = &profile.attention_kernel(attention_kernel);
-  if (is_fp8(dtype_)) sixteen_bit_ = std::make_unique<CostModel>(profile, "bf16", attention_kernel);
+  if (is_low_precision(dtype_)) sixteen_bit_ = std::make_unique<CostModel>(profile, "bf16", attention_kernel);
 }
 
 double CostModel::gemm16_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, bool* measured) const {
@@ -111,8 +111,9 @@ GemmKernelModel gemm_kernel_model(const Profile& p, const std::string& dtype) {
   g.epilogue_bytes_per_s = p.gemm_epilogue_gbps.value * 1e9;
   const bool wide = dtype == "fp32" || dtype == "tf32";
   g.out_elem_bytes = wide ? 4.0 : 2.0;
-  g.in_elem_bytes = is_fp8(dtype) ? 1.0 : g.out_elem_bytes;
-  g.align_elems = 16.0 / g.in_elem_bytes;
+  g.in_elem_bytes = gemm_operand_bytes(dtype);
+  // 16-byte aligned rows of the operands' data (NVFP4: 32 elements; its scales live apart).
+  g.align_elems = dtype == "nvfp4" ? 32.0 : 16.0 / g.in_elem_bytes;
   g.unaligned_ratio = p.gemm_unaligned_ratio.value;
   const auto shape = p.gemm_best_shape.find(dtype);
   if (shape == p.gemm_best_shape.end()) return g;

@@ -173,11 +173,11 @@ Profile parse_profile(const Json& j, const std::string& file) {
   {
     const JsonObject c = root.object("compute");
     const JsonObject peaks = c.object("peak_tflops");
-    for (const auto& dt : {"bf16", "fp16", "fp8", "mxfp8", "tf32", "fp32"})
+    for (const auto& dt : kGemmDtypes)
       if (peaks.has(dt)) p.peak_tflops[dt] = figure(peaks, dt, 1e-3, 1e6);
     peaks.finish();
     const JsonObject effs = c.object("gemm_max_efficiency");
-    for (const auto& dt : {"bf16", "fp16", "fp8", "mxfp8", "tf32", "fp32"}) {
+    for (const auto& dt : kGemmDtypes) {
       if (!effs.has(dt)) continue;
       p.gemm_max_efficiency[dt] = figure(effs, dt, 0.01, 1.0, {"shape_mnk"});
       const JsonObject e = effs.object(dt);
@@ -234,7 +234,7 @@ Profile parse_profile(const Json& j, const std::string& file) {
         gp.m = g.integer("m", 1, 1LL << 40);
         gp.n = g.integer("n", 1, 1LL << 40);
         gp.k = g.integer("k", 1, 1LL << 40);
-        gp.dtype = g.choice("dtype", {"bf16", "fp16", "fp8", "mxfp8", "tf32", "fp32"});
+        gp.dtype = g.choice("dtype", kGemmDtypes);
         gp.time_s = g.number("time_s", 1e-12, 1e6);
         gp.source = g.str("source");
         g.finish({"algo", "p10_s", "p90_s", "tflops"});

@@ -19,8 +19,18 @@ inline constexpr const char* kAttentionDefault = "flash";
 inline const std::vector<std::string> kAttentionKernels = {"flash", "flash3", "cudnn", "triton"};
 // The head dimension a profile's fused-attention efficiencies are stated at (Profile::AttentionKernel).
 inline constexpr double kAttentionHeadDim = 128;
-// FP8 GEMM dtypes: per-tensor scaled FP8 and MXFP8 (32-element block scales, Blackwell tensor cores).
-inline bool is_fp8(const std::string& dtype) { return dtype == "fp8" || dtype == "mxfp8"; }
+// GEMM dtypes of the Transformer Engine low-precision recipes: FP8 (per-tensor scaled), MXFP8 and
+// NVFP4 (Blackwell's block-scaled FP8 and FP4 MMA). Their runs keep attention, the output layer and
+// everything outside the linear layers in 16-bit.
+inline bool is_low_precision(const std::string& dtype) { return dtype == "fp8" || dtype == "mxfp8" || dtype == "nvfp4"; }
+// Bytes per GEMM operand element in HBM: FP8 1; NVFP4 half a byte plus one E4M3 scale per
+// 16 elements (Transformer Engine's NVFP4BlockScaling); else the dtype's width.
+inline const std::vector<std::string> kGemmDtypes = {"bf16", "fp16", "fp8", "mxfp8", "nvfp4", "tf32", "fp32"};
+inline double gemm_operand_bytes(const std::string& dtype) {
+  if (dtype == "nvfp4") return 0.5 + 1.0 / 16;
+  if (dtype == "fp8" || dtype == "mxfp8") return 1.0;
+  return dtype == "fp32" || dtype == "tf32" ? 4.0 : 2.0;
+}
 
 struct Figure {
   double value = 0;

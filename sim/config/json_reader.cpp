@@ -10,12 +10,16 @@
 namespace parasim {
 
 Json read_json_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw ConfigError(path + ": is a directory, expected a JSON file");
   std::ifstream in(path);
   if (!in) throw ConfigError(path + ": cannot open file");
   try {
     return Json::parse(in);
   } catch (const Json::parse_error& e) {
     throw ConfigError(path + ": not valid JSON: " + e.what());
+  } catch (const std::ios_base::failure& e) {
+    throw ConfigError(path + ": cannot read file: " + e.what());
   }
 }
 

@@ -90,7 +90,7 @@ TrainingSpec parse_training(const JsonObject& o) {
   t.loss_impl = o.choice("loss_impl", {"megatron", "eager", "fused", "xentropy"}, "megatron");
   t.optimizer_impl = o.choice("optimizer_impl", {"fused", "unfused"}, "fused");
   t.make_vocab_size_divisible_by = o.integer("make_vocab_size_divisible_by", 1, 1 << 20, 1);
-  t.fp8_recipe = o.choice("fp8_recipe", {"delayed", "current", "mxfp8"}, "delayed");
+  t.fp8_recipe = o.choice("fp8_recipe", {"delayed", "current", "mxfp8", "nvfp4"}, "delayed");
   if (t.dtype != "fp8" && o.has("fp8_recipe"))
     o.fail("fp8_recipe", "applies to dtype \"fp8\" only (dtype is \"" + t.dtype + "\")");
   o.finish();
@@ -211,6 +211,11 @@ void validate(const Scenario& s, const JsonObject& root) {
   }
   if (t.seq_len % p.cp != 0) fail(par + "/cp", "seq_len (" + itos(t.seq_len) + ") must be divisible by cp (" + itos(p.cp) + ")");
   if (p.sequence_parallel && p.tp == 1) fail(par + "/sequence_parallel", "sequence_parallel needs tp > 1");
+  // Megatron-Core scatters each sequence's positions over the tp ranks (mappings.py
+  // _split_along_first_dim asserts the first dimension divides by the tp size).
+  if (p.sequence_parallel && (t.seq_len / p.cp) % p.tp != 0)
+    fail(par + "/sequence_parallel", "sequence parallel splits each sequence over the tp ranks: seq_len / cp (" +
+                                         itos(t.seq_len / p.cp) + ") must be divisible by tp (" + itos(p.tp) + ")");
   const bool pipelined = p.pp > 1;
   const bool dp_sched = p.schedule == "dataparallel" || p.schedule == "ddp";
   if (pipelined && dp_sched)
@@ -262,9 +267,11 @@ void validate(const Scenario& s, const JsonObject& root) {
     if (!figures->count(t.dtype))
       fail("/training/dtype", "the GPU profile \"" + s.profile.name + "\" (" + s.profile.file + ") has no " + t.dtype + " " + what +
                                   t.dtype + ")" + (t.dtype == "bf16" ? "; GPUs before Ampere have no bf16 tensor cores: use fp16" : ""));
-  if (t.gemm_dtype() == "mxfp8" && !(s.profile.peak_tflops.count("mxfp8") && s.profile.gemm_max_efficiency.count("mxfp8")))
-    fail("/training/fp8_recipe", "mxfp8 needs block-scaled FP8 tensor cores (Blackwell): the GPU profile \"" + s.profile.name +
-                                     "\" (" + s.profile.file + ") has no compute.peak_tflops.mxfp8 and compute.gemm_max_efficiency.mxfp8");
+  const std::string gd = t.gemm_dtype();
+  if ((gd == "mxfp8" || gd == "nvfp4") && !(s.profile.peak_tflops.count(gd) && s.profile.gemm_max_efficiency.count(gd)))
+    fail("/training/fp8_recipe", gd + " needs block-scaled " + (gd == "mxfp8" ? "FP8" : "FP4") +
+                                     " tensor cores (Blackwell): the GPU profile \"" + s.profile.name + "\" (" + s.profile.file +
+                                     ") has no compute.peak_tflops." + gd + " and compute.gemm_max_efficiency." + gd);
   const std::int64_t chunks = p.pp * p.vpp;
   if (!p.stage_layers.empty()) {
     const auto n = static_cast<std::int64_t>(p.stage_layers.size());
@@ -318,7 +325,7 @@ std::int64_t Scenario::layers_in_chunk(std::int64_t stage, std::int64_t chunk) c
 
 double Scenario::dtype_bytes() const {
   if (training.dtype == "fp32") return 4;
-  return 2;  // fp8 training keeps bf16 activations and master weights; GEMM inputs are cast
+  return 2;  // fp8 / nvfp4 training keeps bf16 activations and master weights; GEMM inputs are cast
 }
 
 // FSDP mixed precision: the named dtype, else the dtype the states hold (state_bytes: 4-byte

@@ -99,9 +99,18 @@ struct TrainingSpec {
   //   "mxfp8":   MXFP8 block scaling (one E8M0 scale per 32 elements, computed inside the cast);
   //              the GEMMs run Blackwell's block-scaled FP8 MMA, priced from the profile's mxfp8
   //              figures (compute.peak_tflops.mxfp8, compute.gemm_max_efficiency.mxfp8).
+  //   "nvfp4":   Transformer Engine's NVFP4BlockScaling (Megatron's --fp4-recipe nvfp4): the linear
+  //              layers' forward, data-gradient and weight-gradient GEMMs take FP4 (E2M1) operands
+  //              with one E4M3 scale per 16 elements and a per-tensor FP32 scale, on Blackwell's
+  //              block-scaled FP4 MMA (compute.peak_tflops.nvfp4, compute.gemm_max_efficiency.nvfp4).
+  //              TE passes this recipe through the same fp8_autocast as the FP8 ones, hence dtype
+  //              "fp8" names the low-precision GEMM path and this field its format.
   std::string fp8_recipe = "delayed";
-  // The dtype whose profile figures price the GEMMs: mxfp8 for the block-scaled recipe, else dtype.
-  std::string gemm_dtype() const { return dtype == "fp8" && fp8_recipe == "mxfp8" ? "mxfp8" : dtype; }
+  // The dtype whose profile figures price the GEMMs: mxfp8 / nvfp4 for the block-scaled recipes,
+  // else dtype.
+  std::string gemm_dtype() const {
+    return dtype == "fp8" && (fp8_recipe == "mxfp8" || fp8_recipe == "nvfp4") ? fp8_recipe : dtype;
+  }
   // The kernel whose profile figures price attention (unfused attention is priced as GEMMs and
   // reads none; the default kernel stands in for it).
   std::string priced_attention_kernel() const { return flash_attention ? attention_kernel : kAttentionDefault; }

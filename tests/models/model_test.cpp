@@ -129,18 +129,21 @@ TEST(LayerGraph, Fp8KeepsTheOutputLayerInSixteenBit) {
 
 // The FP8 scaling recipe sets the traffic of each operand's quantization: delayed scaling casts and
 // transposes in one pass (read 2 B, write 1 + 1 B), current scaling adds an amax read of the tensor
-// (6 B), MXFP8 writes one E8M0 scale per 32 elements of each copy (4 + 2/32 B). Per element of the
-// GEMM input in forward and of the output gradient in backward.
+// (6 B), MXFP8 writes one E8M0 scale per 32 elements of each copy (4 + 2/32 B), NVFP4 reads the
+// tensor twice (amax, then cast) and writes two FP4 copies with one E4M3 scale per 16 elements each
+// (2 + 2 + 2 x (0.5 + 1/16) B). Per element of the GEMM input in forward and of the output gradient
+// in backward.
 TEST(LayerGraph, Fp8RecipesSetTheCastTraffic) {
   EXPECT_DOUBLE_EQ(fp8_cast_bytes("delayed"), 4.0);
   EXPECT_DOUBLE_EQ(fp8_cast_bytes("current"), 6.0);
   EXPECT_DOUBLE_EQ(fp8_cast_bytes("mxfp8"), 4.0625);
+  EXPECT_DOUBLE_EQ(fp8_cast_bytes("nvfp4"), 5.125);
   const ModelSpec m = load_zoo_model(test::data_dir(), "llama3-8b", "test");
   LayerShape sh;
   sh.seq_len = 4096;
   sh.fp8_gemms = true;
   const double T = 4096, h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
-  for (const char* recipe : {"delayed", "current", "mxfp8"}) {
+  for (const char* recipe : {"delayed", "current", "mxfp8", "nvfp4"}) {
     sh.fp8_cast_bytes = fp8_cast_bytes(recipe);
     const LayerGraph g = build_layer_graph(m, sh);
     std::map<std::string, double> bytes;
@@ -166,6 +169,30 @@ TEST(CostModel, Mxfp8UsesTheProfilesBlockScaledFigures) {
   EXPECT_DOUBLE_EQ(mx.gemm16_s(8192, 8192, 8192), CostModel(b200, "bf16").gemm_s(8192, 8192, 8192));
   const Profile h100 = load_profile(test::data_dir(), "h100-sxm5-80g", "test");
   EXPECT_THROW(CostModel(h100, "mxfp8"), ProfileError);
+}
+
+// NVFP4 GEMMs are priced from the profile's nvfp4 figures: on a large GEMM the FP4 rate (twice the
+// FP8 one on GB200, three times on GB300) makes it faster than FP8 by less than the peak ratio, as the
+// fixed time and the 16-bit epilogue do not shrink; operands are read at 0.5625 B per element (data
+// and one scale per 16). Output-layer GEMMs stay in 16-bit, and GPUs without FP4 tensor cores cannot
+// price one.
+TEST(CostModel, Nvfp4UsesTheProfilesFp4FiguresAndStaysBelowThePeakRatio) {
+  EXPECT_DOUBLE_EQ(gemm_operand_bytes("nvfp4"), 0.5625);
+  EXPECT_DOUBLE_EQ(gemm_operand_bytes("mxfp8"), 1.0);
+  EXPECT_DOUBLE_EQ(gemm_operand_bytes("bf16"), 2.0);
+  for (const char* gpu : {"b200-sxm-180g", "gb200-nvl72-186g", "gb300-nvl72-288g"}) {
+    const Profile p = load_profile(test::data_dir(), gpu, "test");
+    const CostModel nv(p, "nvfp4"), mx(p, "mxfp8");
+    EXPECT_DOUBLE_EQ(nv.peak_flops(), p.peak_tflops.at("nvfp4").value * 1e12) << gpu;
+    const double ratio = p.peak_tflops.at("nvfp4").value / p.peak_tflops.at("mxfp8").value;
+    EXPECT_GE(ratio, 2.0) << gpu;
+    const double speedup = mx.gemm_s(16384, 16384, 16384) / nv.gemm_s(16384, 16384, 16384);
+    EXPECT_GT(speedup, 1.5) << gpu;
+    EXPECT_LT(speedup, ratio) << gpu;
+    EXPECT_DOUBLE_EQ(nv.gemm16_s(8192, 8192, 8192), CostModel(p, "bf16").gemm_s(8192, 8192, 8192)) << gpu;
+  }
+  const Profile h100 = load_profile(test::data_dir(), "h100-sxm5-80g", "test");
+  EXPECT_THROW(CostModel(h100, "nvfp4"), ProfileError);
 }
 
 // Volta runs no fused attention: its profile prices unfused attention (GEMMs and memory passes)

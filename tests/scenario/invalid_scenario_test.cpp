@@ -82,6 +82,12 @@ TEST(InvalidScenario, EachProducesItsExactError) {
        "test.json: /parallel/vpp: the interleaved schedule needs vpp >= 2"},
       {"sequence parallel without tp", [](Json& j) { j["parallel"]["sequence_parallel"] = true; },
        "test.json: /parallel/sequence_parallel: sequence_parallel needs tp > 1"},
+      {"sequence parallel with a sequence tp does not divide", [](Json& j) {
+         j["parallel"] = {{"dp", 1}, {"tp", 8}, {"sequence_parallel", true}};
+         j["training"]["seq_len"] = 1020;
+       },
+       "test.json: /parallel/sequence_parallel: sequence parallel splits each sequence over the tp ranks: seq_len / cp (1020) must be "
+       "divisible by tp (8)"},
       {"fsdp and zero", [](Json& j) { j["parallel"]["zero_stage"] = 2; j["parallel"]["fsdp"] = {{"sharding", "full"}}; },
        "test.json: /parallel/zero_stage: set either fsdp or zero_stage, not both"},
       {"naive with microbatches", [](Json& j) { j["parallel"] = {{"dp", 2}, {"pp", 4}, {"schedule", "naive"}}; },
@@ -112,10 +118,13 @@ TEST(InvalidScenario, EachProducesItsExactError) {
       {"fp8 recipe without fp8", [](Json& j) { j["training"]["fp8_recipe"] = "current"; },
        "test.json: /training/fp8_recipe: applies to dtype \"fp8\" only (dtype is \"bf16\")"},
       {"unknown fp8 recipe", [](Json& j) { j["training"]["dtype"] = "fp8"; j["training"]["fp8_recipe"] = "mx"; },
-       "test.json: /training/fp8_recipe: expected one of \"delayed\", \"current\", \"mxfp8\", got \"mx\""},
+       "test.json: /training/fp8_recipe: expected one of \"delayed\", \"current\", \"mxfp8\", \"nvfp4\", got \"mx\""},
       {"mxfp8 on Hopper", [](Json& j) { j["training"]["dtype"] = "fp8"; j["training"]["fp8_recipe"] = "mxfp8"; },
        "test.json: /training/fp8_recipe: mxfp8 needs block-scaled FP8 tensor cores (Blackwell): the GPU profile \"h100-sxm5-80g\" "
        "(calibrate/profiles/h100-sxm5-80g.json) has no compute.peak_tflops.mxfp8 and compute.gemm_max_efficiency.mxfp8"},
+      {"nvfp4 on Hopper", [](Json& j) { j["training"]["dtype"] = "fp8"; j["training"]["fp8_recipe"] = "nvfp4"; },
+       "test.json: /training/fp8_recipe: nvfp4 needs block-scaled FP4 tensor cores (Blackwell): the GPU profile \"h100-sxm5-80g\" "
+       "(calibrate/profiles/h100-sxm5-80g.json) has no compute.peak_tflops.nvfp4 and compute.gemm_max_efficiency.nvfp4"},
       {"bf16 on Volta", [](Json& j) {
          j["cluster"] = {{"gpu", "v100-sxm3-32g"}, {"nodes", 1}, {"gpus_per_node", 8}};
          j["training"]["flash_attention"] = false;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "../test_util.h"
 #include "sim/uncertainty.h"
@@ -90,14 +91,19 @@ TEST(Check, BadFilesExitTwoWithClearErrors) {
 
 TEST(Check, AMissingScenarioFileIsToldFromTheMeasuredRun) {
   // "scenario" may name a file beside the measured run; when it cannot be read the error names the
-  // measured file and its /scenario, then the file it tried (a fuzz mutant found the bare message).
-  const std::string path = ::testing::TempDir() + "names_missing_scenario.json";
-  std::ofstream(path) << Json{{"schema", "parasim.measured/1"}, {"scenario", "no-such-scenario.json"},
-                              {"measured", {{"step_time_s", 1.0}}}, {"source", {{"title", "test"}}}}.dump();
-  const Ran r = cli("check " + path);
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.out.find(path + ": /scenario: the scenario file it names: "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("no-such-scenario.json: cannot open file"), std::string::npos) << r.out;
+  // measured file and its /scenario, then what went wrong with the file it tried (fuzz mutants found
+  // the bare message, and an uncaught read failure for an empty name, which is the run's directory).
+  for (const auto& [file, scenario, why] : {std::tuple{"names_missing_scenario.json", "no-such-scenario.json",
+                                                       "no-such-scenario.json: cannot open file"},
+                                            std::tuple{"names_a_directory.json", "", "is a directory, expected a JSON file"}}) {
+    const std::string path = ::testing::TempDir() + file;
+    std::ofstream(path) << Json{{"schema", "parasim.measured/1"}, {"scenario", scenario},
+                                {"measured", {{"step_time_s", 1.0}}}, {"source", {{"title", "test"}}}}.dump();
+    const Ran r = cli("check " + path);
+    EXPECT_EQ(r.code, 2) << file;
+    EXPECT_NE(r.out.find(path + ": /scenario: the scenario file it names: "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(why), std::string::npos) << r.out;
+  }
 }
 
 TEST(Check, FarOffRunFailsAndOomVerdictIsCompared) {

@@ -94,8 +94,10 @@ def dtype_of(s):
     s = (s or "").lower()
     if not s:
         return None
-    if "nvfp4" in s or ("fp8-mx" in s and "fp8-cs" in s):  # NVFP4 training; a row naming two FP8 recipes
+    if "fp8-mx" in s and "fp8-cs" in s:  # a row naming two FP8 recipes
         return None
+    if "nvfp4" in s:
+        return "fp8"  # with fp8_recipe nvfp4 (fp8_recipe_of): Transformer Engine's low-precision GEMM path
     if "mxfp8" in s or "fp8-mx" in s:
         return "fp8"  # with fp8_recipe mxfp8 (fp8_recipe_of)
     if "fp8" in s or "float8" in s:
@@ -110,6 +112,8 @@ def dtype_of(s):
 def fp8_recipe_of(s):
     """-> the scenario's training.fp8_recipe for an fp8 row's precision text, or None (the default)."""
     s = (s or "").lower()
+    if "nvfp4" in s:
+        return "nvfp4"
     if "mxfp8" in s or "fp8-mx" in s:
         return "mxfp8"
     if "fp8-cs" in s:
@@ -176,6 +180,11 @@ MB_405B = (" over the recipe llama31_405b_pretrain_config (src/megatron/bridge/r
            "turns TP overlap off for NVFP4 only")
 
 
+MB_NVFP4 = ("; NVFP4: scripts/performance/configs/llama/%s_llm_pretrain.py sets comm_overlap.tp_comm_overlap = False "
+            "for nvfp4, and scripts/performance/utils/precision.py maps nvfp4 to bf16_with_nvfp4_mixed "
+            "(src/megatron/bridge/training/mixed_precision.py: fp4 'e2m1', fp4_recipe 'nvfp4', no FP8, no BF16 first/last "
+            "layers): Transformer Engine's NVFP4BlockScaling on every transformer-layer linear GEMM")
+
 
 def mb_presets():
     """(model, profile, tp, pp, vp, cp, precision) -> what Megatron-Bridge's performance preset of that plan and the
@@ -197,12 +206,24 @@ def mb_presets():
          "tp 4, pp 8, cp 1, vp 4, 256 GPUs, global batch 1536, use_megatron_fsdp False, no CPU offloading"),
         ("Llama 3.1 405B", "gb300-nvl72-288g", 2, 8, 4, 2, "MXFP8", "GB300 MXFP8", "LLAMA31_405B_PRETRAIN_CONFIG_GB300_FP8_MX_V2",
          "tp 2, pp 8, cp 2, vp 4, 256 GPUs, global batch 1536"),
+        ("Llama 3 70B", "gb200-nvl72-186g", 2, 4, 5, 1, "NVFP4", "GB200 NVFP4", "LLAMA3_70B_PRETRAIN_CONFIG_GB200_NVFP4_V2",
+         "tp 2, pp 4, vp 5, cp 1, global batch 256"),
+        ("Llama 3 70B", "gb300-nvl72-288g", 1, 4, 5, 1, "NVFP4", "GB300 NVFP4", "LLAMA3_70B_PRETRAIN_CONFIG_GB300_NVFP4_V2",
+         "pp 4, vp 5, global batch 256"),
+        ("Llama 3.1 405B", "gb200-nvl72-186g", 4, 16, 8, 1, "NVFP4", "GB200 NVFP4", "LLAMA31_405B_PRETRAIN_CONFIG_GB200_NVFP4_V2",
+         "tp 4, pp 16, cp 1, vp 8, 256 GPUs, global batch 1536, recompute_num_layers None"),
+        ("Llama 3.1 405B", "gb300-nvl72-288g", 4, 8, 4, 1, "NVFP4", "GB300 NVFP4", "LLAMA31_405B_PRETRAIN_CONFIG_GB300_NVFP4_V2",
+         "tp 4, pp 8, cp 1, vp 4, 256 GPUs, global batch 1536"),
     ]
     out = {}
     for model, prof, tp, pp, vp, cp, prec, label, name, plan in rows:
         big = model.endswith("405B")
         why = MB_PRESET % (label, name, "llama31" if big else "llama3", plan) + (MB_405B if big else MB_70B)
-        out[(model, prof, tp, pp, vp, cp, prec)] = {"why": why, "account_split": big}
+        preset = {"why": why, "account_split": big}
+        if prec == "NVFP4":
+            preset["why"] += MB_NVFP4 % ("llama31" if big else "llama3")
+            preset["tp_comm_overlap"] = False
+        out[(model, prof, tp, pp, vp, cp, prec)] = preset
     return out
 
 
