@@ -14,7 +14,7 @@ const char* stream_name(Stream s) {
 
 const char* phase_name(Phase p) {
   static const char* names[kPhases] = {"forward", "backward", "weight_grad", "recompute", "optimizer", "dp_comm",
-                                       "tp_comm", "pp_comm",  "cp_comm",     "fsdp_gather", "ep_comm", "other"};
+                                       "tp_comm", "pp_comm",  "cp_comm",     "fsdp_gather", "ep_comm", "offload", "other"};
   return names[static_cast<int>(p)];
 }
 

@@ -23,9 +23,11 @@ const char* stream_name(Stream s);
 // What an op is for: used by metrics (where the time went) and the trace.
 enum class Phase : std::uint8_t {
   Forward, Backward, WeightGrad, Recompute, Optimizer,
-  DpComm, TpComm, PpComm, CpComm, FsdpGather, EpComm, Other,
+  DpComm, TpComm, PpComm, CpComm, FsdpGather, EpComm,
+  Offload,  // host <-> device copies of activations (CPU activation offloading), on the copy stream
+  Other,
 };
-inline constexpr int kPhases = 12;
+inline constexpr int kPhases = 13;
 const char* phase_name(Phase p);
 inline bool phase_is_comm(Phase p) {
   return p == Phase::DpComm || p == Phase::TpComm || p == Phase::PpComm || p == Phase::CpComm || p == Phase::FsdpGather ||

@@ -180,7 +180,10 @@ Emitter::Emitter(const LoweringInput& in, Program& prog)
       layout_(make_layout(in.scenario)),
       full_recompute_(in.scenario.parallel.recompute == "full"),
       op_sac_(in.scenario.parallel.recompute == "selective_op"),
-      recompute_layers_(in.scenario.parallel.recompute_num_layers) {}
+      recompute_layers_(in.scenario.parallel.recompute_num_layers),
+      offload_layers_(in.scenario.parallel.activation_offload_layers),
+      offload_window_(offload_layers_ > 0 ? in.scenario.model.layers / offload_layers_ : 1),
+      host_bps_(in.scenario.profile.pcie_gbps.value * 1e9) {}
 
 OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, const std::string& label, double seconds, std::vector<OpId> deps,
                  std::int32_t mb, std::int32_t chunk) {
@@ -219,6 +222,7 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
     return id;
   };
   if (first) add(Phase::Forward, "embedding", t_.embed_f, 0, static_cast<Bytes>(act_.embed), MemCat::Activations);
+  std::vector<OpId> offloads;  // D2H copies of the offloaded layers' saved activations, by layer
   for (std::int64_t l = 0; l < layers; ++l) {
     if (pre) {
       auto extra = pre(Action::F, l);
@@ -233,6 +237,16 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
     if (t_.ep_comm_f > 0) add(Phase::EpComm, "ep all-to-all fwd", t_.ep_comm_f, 0, 0, MemCat::Activations);
     if (t_.tp_comm_f > 0 && t_.mlp_tp_comm) add(Phase::TpComm, "tp comm fwd", t_.tp_comm_f, 0, 0, MemCat::Activations);
     if (post) post(Action::F, l, r.last);
+    if (l < offload_layers_)
+      offloads.push_back(op(rank, Stream::Copy, Phase::Offload, "activation offload D2H", stored(l) / host_bps_, {r.last}, mb, chunk));
+    // Transformer Engine's window: at the end of this layer the compute stream waits for the copy
+    // of offloaded layer g and frees its activations.
+    if (const std::int64_t g = (l + 1) / offload_window_ - 1;
+        offload_layers_ > 0 && (l + 1) % offload_window_ == 0 && g < static_cast<std::int64_t>(offloads.size())) {
+      const OpId w = op(rank, Stream::Compute, Phase::Offload, "wait activation offload", 0, {r.last, offloads[static_cast<size_t>(g)]}, mb, chunk);
+      p_.ops[static_cast<size_t>(w)].at_end = {MemCat::Activations, -static_cast<Bytes>(stored(g))};
+      r.last = w;
+    }
   }
   if (last) add(Phase::Forward, "head fwd", t_.head_f, t_.head_f_flops, static_cast<Bytes>(act_.head), MemCat::Activations);
   return r;
@@ -261,11 +275,21 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
         2 * t_.head_f_flops * (t_.head_b - w_head) / std::max(t_.head_b, 1e-30),
         MemDelta{MemCat::Activations, static_cast<Bytes>(act_.head_working)},
         MemDelta{MemCat::Activations, -static_cast<Bytes>(act_.head_working + (split ? 0.0 : act_.head))});
+  std::vector<OpId> reloads(static_cast<size_t>(std::max<std::int64_t>(offload_layers_, 0)), -1);
   for (std::int64_t l = layers - 1; l >= 0; --l) {
     if (pre) {
       auto extra = pre(Action::B, l);
       deps.insert(deps.end(), extra.begin(), extra.end());
     }
+    // Activation offloading: reaching the end of offloaded layer g's window starts its reload; the
+    // layer's backward waits for it.
+    if (const std::int64_t g = (l + 1) / offload_window_ - 1; offload_layers_ > 0 && (l + 1) % offload_window_ == 0 && g < offload_layers_) {
+      const OpId h = op(rank, Stream::Copy, Phase::Offload, "activation reload H2D", stored(g) / host_bps_,
+                        r.last >= 0 ? std::vector<OpId>{r.last} : deps, mb, chunk);
+      p_.ops[static_cast<size_t>(h)].at_start = {MemCat::Activations, static_cast<Bytes>(stored(g))};
+      reloads[static_cast<size_t>(g)] = h;
+    }
+    if (l < offload_layers_) deps.push_back(reloads[static_cast<size_t>(l)]);
     const Bytes extra_working = static_cast<Bytes>(this->extra_working(l));
     if (recomputed(l)) {
       const double fl = t_.attn_f_flops + t_.mlp_f_flops;

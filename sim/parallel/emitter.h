@@ -104,6 +104,14 @@ class Emitter {
   bool full_recompute_;
   bool op_sac_;  // torchtitan's op-level selective AC: a partial replay in every layer
   std::int64_t recompute_layers_;  // layers per chunk recomputed under full recompute; -1: all
+  // CPU activation offloading (ParallelSpec::activation_offload_layers): the first offload_layers_
+  // layers' saved activations, each released by the compute stream at the end of layer
+  // (g + 1) x offload_window_ - 1 and reloaded from there in backward, at host_bps_.
+  std::int64_t offload_layers_;
+  std::int64_t offload_window_;
+  double host_bps_;
+  // The layer whose forward end releases offloaded layer g, and whose backward start reloads it.
+  std::int64_t offload_window_end(std::int64_t g) const { return (g + 1) * offload_window_ - 1; }
 
   // Per layer of a chunk (index l): recomputed in backward, activation bytes kept from forward
   // to backward, and the extra working set alive while it is recomputed.

@@ -116,6 +116,7 @@ ParallelSpec parse_parallel(const JsonObject& o) {
     if (p.recompute != "full")
       o.fail("recompute_num_layers", "applies to recompute \"full\" (Megatron's block method), but recompute is \"" + p.recompute + "\"");
   }
+  p.activation_offload_layers = o.integer("activation_offload_layers", 0, 1 << 20, 0);
   p.zero_stage = o.integer("zero_stage", 0, 3, 0);
   p.zero_impl = o.choice("zero_impl", {"megatron", "deepspeed", "deepspeed-bf16", "deepspeed-0.3"}, "megatron");
   if (p.zero_impl == "deepspeed" && p.zero_stage != 1 && p.zero_stage != 2)
@@ -211,6 +212,15 @@ void validate(const Scenario& s, const JsonObject& root) {
   }
   if (t.seq_len % p.cp != 0) fail(par + "/cp", "seq_len (" + itos(t.seq_len) + ") must be divisible by cp (" + itos(p.cp) + ")");
   if (p.sequence_parallel && p.tp == 1) fail(par + "/sequence_parallel", "sequence_parallel needs tp > 1");
+  if (p.activation_offload_layers > 0) {
+    // Megatron-Core's TransformerConfig checks (transformer_config.py, cpu_offloading).
+    if (p.activation_offload_layers >= s.model.layers)
+      fail(par + "/activation_offload_layers", "CPU offloading can be done for fewer layers than the model's " + itos(s.model.layers) +
+                                                   ", got " + itos(p.activation_offload_layers));
+    if (p.pp > 1) fail(par + "/activation_offload_layers", "activation offloading runs with pp = 1 only (Megatron-Core has no support for it with pipeline parallelism)");
+    if (p.recompute != "none")
+      fail(par + "/activation_offload_layers", "activation offloading does not run with activation recomputation (recompute is \"" + p.recompute + "\")");
+  }
   // Megatron-Core scatters each sequence's positions over the tp ranks (mappings.py
   // _split_along_first_dim asserts the first dimension divides by the tp size).
   if (p.sequence_parallel && (t.seq_len / p.cp) % p.tp != 0)
@@ -445,6 +455,7 @@ Json Scenario::resolved() const {
     pj["order"] = ord;
   }
   if (parallel.recompute_num_layers >= 0) pj["recompute_num_layers"] = parallel.recompute_num_layers;
+  if (parallel.activation_offload_layers > 0) pj["activation_offload_layers"] = parallel.activation_offload_layers;
   if (parallel.fsdp)
     pj["fsdp"] = {{"sharding", parallel.fsdp->sharding}, {"shard_group", parallel.fsdp->shard_group}, {"prefetch", parallel.fsdp->prefetch},
                   {"offload", parallel.fsdp->offload}, {"param_dtype", fsdp_param_dtype()}, {"reduce_dtype", fsdp_reduce_dtype()},

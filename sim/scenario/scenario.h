@@ -157,6 +157,14 @@ struct ParallelSpec {
   // --recompute-method block --recompute-num-layers N: the first N layers of the chunk; the others
   // keep their activations). -1: every layer.
   std::int64_t recompute_num_layers = -1;
+  // CPU activation offloading (Megatron-Core's cpu_offloading_num_layers through Transformer
+  // Engine's CPU offload context): the saved activations of the model's first N layers go to host
+  // memory during forward on a copy stream (over memory.pcie_gbps: PCIe, or NVLink-C2C on Grace)
+  // and come back during backward. TE spreads the N layers over the model's L: the compute stream
+  // waits for layer g's copy, and frees it, at the end of layer (g + 1) x (L / N) - 1, and starts
+  // reloading layer g when the backward reaches that layer again. Megatron-Core allows it with
+  // pp = 1 and no recompute only (transformer_config.py). 0: off.
+  std::int64_t activation_offload_layers = 0;
   std::int64_t zero_stage = 0;
   // Whose ZeRO-1/2 optimizer: "megatron" (distributed optimizer: fp32 gradient shards are views of
   // the reduce buffers) or "deepspeed" (stage_1_and_2.py: at the step, this rank's 16-bit gradient

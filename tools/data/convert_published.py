@@ -185,6 +185,17 @@ MB_NVFP4 = ("; NVFP4: scripts/performance/configs/llama/%s_llm_pretrain.py sets 
             "(src/megatron/bridge/training/mixed_precision.py: fp4 'e2m1', fp4_recipe 'nvfp4', no FP8, no BF16 first/last "
             "layers): Transformer Engine's NVFP4BlockScaling on every transformer-layer linear GEMM")
 
+MB_FSDP = ("; Megatron-FSDP: scripts/performance/utils/overrides.py _set_megatron_fsdp_overrides sets "
+           "data_parallel_sharding_strategy 'optim_grads_params' (parameters, gradients and optimizer states sharded over "
+           "the data-parallel ranks, gathered per unit: parallel.fsdp sharding full), llama3_llm_pretrain.py "
+           "fsdp_double_buffer True and suggested_communication_unit_size 800,000,000 (about one 0.86B-parameter layer per "
+           "unit), its parameters and gradients in per-bucket contiguous buffers (FSDP1's flat-parameter model: version 1), "
+           "grad_reduce_in_fp32 False (bf16 reduce-scatter); _set_recompute_overrides turns cpu_offloading_num_layers into "
+           "Megatron-Core's activation offloading of that many layers, weights not offloaded "
+           "(parallel.activation_offload_layers), over the Grace NVLink-C2C link. Not modelled: the FP8-CS recipe's "
+           "fp8_param_gather (FP8 parameter all-gathers, 1 B per parameter; parasim gathers the 16-bit copy, which hides "
+           "under the layers' compute here)")
+
 
 def mb_presets():
     """(model, profile, tp, pp, vp, cp, precision) -> what Megatron-Bridge's performance preset of that plan and the
@@ -215,6 +226,13 @@ def mb_presets():
         ("Llama 3.1 405B", "gb300-nvl72-288g", 4, 8, 4, 1, "NVFP4", "GB300 NVFP4", "LLAMA31_405B_PRETRAIN_CONFIG_GB300_NVFP4_V2",
          "tp 4, pp 8, cp 1, vp 4, 256 GPUs, global batch 1536"),
     ]
+    # Megatron-FSDP presets (ZeRO-3 over the 64 GPUs, activations of the first N layers offloaded to the Grace
+    # CPU); the rows state the plan as tp 1, pp 1 with vp unset or 1, and the precision as FP8 or FP8-CS.
+    for prof, label, offload in (("gb200-nvl72-186g", "GB200", 40), ("gb300-nvl72-288g", "GB300", 20)):
+        for vp in (None, 1):
+            for prec in ("FP8", "FP8-CS"):
+                rows.append(("Llama 3 70B", prof, 1, 1, vp, 1, prec, label + " FP8", "LLAMA3_70B_PRETRAIN_CONFIG_%s_FP8_CS_V2" % label,
+                             "micro_batch_size 2, use_megatron_fsdp True, cpu_offloading_num_layers %d, global batch 256" % offload))
     out = {}
     for model, prof, tp, pp, vp, cp, prec, label, name, plan in rows:
         big = model.endswith("405B")
@@ -223,6 +241,11 @@ def mb_presets():
         if prec == "NVFP4":
             preset["why"] += MB_NVFP4 % ("llama31" if big else "llama3")
             preset["tp_comm_overlap"] = False
+        if "use_megatron_fsdp True" in plan:
+            offload = int(re.search(r"cpu_offloading_num_layers (\d+)", plan).group(1))
+            preset["why"] += MB_FSDP
+            preset["parallel"] = {"fsdp": {"sharding": "full", "reduce_dtype": "bf16", "version": 1},
+                                  "activation_offload_layers": offload}
         out[(model, prof, tp, pp, vp, cp, prec)] = preset
     return out
 
@@ -701,6 +724,8 @@ def convert(r):
         par["ep"] = p.get("ep") or 1
         if fsdp is not None or zero >= 2:
             return None, "mixture of experts with FSDP or ZeRO-2/3 is not modelled"
+    if preset and preset.get("parallel"):
+        par.update(preset["parallel"])
     if stage_layers:
         par["stage_layers"] = stage_layers
     if rec_layers is not None:
