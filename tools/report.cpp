@@ -77,10 +77,13 @@ void print_summary(std::ostream& os, const Scenario& sc, const Result& r) {
   const auto& p = sc.parallel;
   fmt::print(os, "parasim: {}\n", sc.name);
   const std::string moe = sc.model.moe ? fmt::format(" ep={} etp={} (MoE: {})", p.ep, p.expert_tp(), moe_summary(sc.model)) : std::string();
-  fmt::print(os, "  model {} ({:.2f}B params), {} x {} GPUs ({}), dp={} tp={} pp={} vpp={} cp={}{}, schedule {}{}{}\n",
+  fmt::print(os, "  model {} ({:.2f}B params), {} x {} GPUs ({}), dp={} tp={} pp={} vpp={} cp={}{}, schedule {}{}{}{}\n",
              sc.model.name, count_params(sc.model).total(sc.model.layers) / 1e9, sc.cluster.nodes, sc.cluster.gpus_per_node,
              sc.profile.device.name, p.dp, p.tp, p.pp, p.vpp, p.cp, moe, p.schedule,
-             p.zero_stage ? fmt::format(", ZeRO-{}", p.zero_stage) : "", p.fsdp ? ", FSDP " + p.fsdp->sharding : "");
+             p.zero_stage ? fmt::format(", ZeRO-{}", p.zero_stage) : "", p.fsdp ? ", FSDP " + p.fsdp->sharding : "",
+             p.activation_offload_layers > 0
+                 ? fmt::format(", activations of {} of {} layers offloaded to the host", p.activation_offload_layers, sc.model.layers)
+                 : "");
   fmt::print(os, "  global batch {} x seq {} = {} tokens, micro batch {}, {} microbatches per pipeline, {}, recompute {}, attention {}\n\n",
              sc.training.global_batch, sc.training.seq_len, sc.training.global_batch * sc.training.seq_len,
              sc.training.micro_batch, sc.microbatches(),

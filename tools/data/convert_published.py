@@ -247,6 +247,8 @@ def mb_presets():
             preset["parallel"] = {"fsdp": {"sharding": "full", "reduce_dtype": "bf16", "version": 1},
                                   "activation_offload_layers": offload}
         out[(model, prof, tp, pp, vp, cp, prec)] = preset
+        if prec == "FP8":  # older tables name the same recipe FP8-CS
+            out.setdefault((model, prof, tp, pp, vp, cp, "FP8-CS"), preset)
     return out
 
 
