@@ -23,9 +23,10 @@ inline constexpr double kAttentionHeadDim = 128;
 // NVFP4 (Blackwell's block-scaled FP8 and FP4 MMA). Their runs keep attention, the output layer and
 // everything outside the linear layers in 16-bit.
 inline bool is_low_precision(const std::string& dtype) { return dtype == "fp8" || dtype == "mxfp8" || dtype == "nvfp4"; }
+// The GEMM dtypes a profile may give peaks, efficiencies and measured points for.
+inline const std::vector<std::string> kGemmDtypes = {"bf16", "fp16", "fp8", "mxfp8", "nvfp4", "tf32", "fp32"};
 // Bytes per GEMM operand element in HBM: FP8 1; NVFP4 half a byte plus one E4M3 scale per
 // 16 elements (Transformer Engine's NVFP4BlockScaling); else the dtype's width.
-inline const std::vector<std::string> kGemmDtypes = {"bf16", "fp16", "fp8", "mxfp8", "nvfp4", "tf32", "fp32"};
 inline double gemm_operand_bytes(const std::string& dtype) {
   if (dtype == "nvfp4") return 0.5 + 1.0 / 16;
   if (dtype == "fp8" || dtype == "mxfp8") return 1.0;

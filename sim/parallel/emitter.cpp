@@ -241,8 +241,7 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
       offloads.push_back(op(rank, Stream::Copy, Phase::Offload, "activation offload D2H", stored(l) / host_bps_, {r.last}, mb, chunk));
     // Transformer Engine's window: at the end of this layer the compute stream waits for the copy
     // of offloaded layer g and frees its activations.
-    if (const std::int64_t g = (l + 1) / offload_window_ - 1;
-        offload_layers_ > 0 && (l + 1) % offload_window_ == 0 && g < static_cast<std::int64_t>(offloads.size())) {
+    if (const std::int64_t g = offload_window_closed_by(l); g >= 0) {
       const OpId w = op(rank, Stream::Compute, Phase::Offload, "wait activation offload", 0, {r.last, offloads[static_cast<size_t>(g)]}, mb, chunk);
       p_.ops[static_cast<size_t>(w)].at_end = {MemCat::Activations, -static_cast<Bytes>(stored(g))};
       r.last = w;
@@ -283,7 +282,7 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
     }
     // Activation offloading: reaching the end of offloaded layer g's window starts its reload; the
     // layer's backward waits for it.
-    if (const std::int64_t g = (l + 1) / offload_window_ - 1; offload_layers_ > 0 && (l + 1) % offload_window_ == 0 && g < offload_layers_) {
+    if (const std::int64_t g = offload_window_closed_by(l); g >= 0) {
       const OpId h = op(rank, Stream::Copy, Phase::Offload, "activation reload H2D", stored(g) / host_bps_,
                         r.last >= 0 ? std::vector<OpId>{r.last} : deps, mb, chunk);
       p_.ops[static_cast<size_t>(h)].at_start = {MemCat::Activations, static_cast<Bytes>(stored(g))};

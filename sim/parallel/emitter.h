@@ -110,8 +110,12 @@ class Emitter {
   std::int64_t offload_layers_;
   std::int64_t offload_window_;
   double host_bps_;
-  // The layer whose forward end releases offloaded layer g, and whose backward start reloads it.
-  std::int64_t offload_window_end(std::int64_t g) const { return (g + 1) * offload_window_ - 1; }
+  // The offloaded layer whose window layer l closes (its forward end releases it, its backward
+  // start reloads it): g with l = (g + 1) x offload_window_ - 1, or -1.
+  std::int64_t offload_window_closed_by(std::int64_t l) const {
+    const std::int64_t g = (l + 1) / offload_window_ - 1;
+    return offload_layers_ > 0 && (l + 1) % offload_window_ == 0 && g < offload_layers_ ? g : -1;
+  }
 
   // Per layer of a chunk (index l): recomputed in backward, activation bytes kept from forward
   // to backward, and the extra working set alive while it is recomputed.
