@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Derive the Grace-Blackwell NVL72 profiles (GB200, GB300) from the B200 profile, and add the
-Blackwell-only figures (MXFP8 GEMMs, cuDNN fused attention) to all three.
+Blackwell-only figures (MXFP8 and NVFP4 GEMMs, cuDNN fused attention) to all three.
 
 Every figure that differs from the B200's names its own source (datasheet or published
 measurement); every figure carried over from the B200 says so and is marked "assumed" unless the
@@ -48,8 +48,8 @@ def carried(f, why):
     return g
 
 
-def blackwell_additions(p, gpu, fp8_peak, fp8_eff, fp8_how, fp8_src, measured_gpu=False):
-    """MXFP8 GEMMs and cuDNN fused attention, on any Blackwell profile."""
+def blackwell_additions(p, gpu, fp8_peak, fp8_eff, fp8_how, fp8_src, fp4_peak, fp4_src, measured_gpu=False):
+    """MXFP8 and NVFP4 GEMMs and cuDNN fused attention, on any Blackwell profile."""
     c = p["compute"]
     c["peak_tflops"]["mxfp8"] = fig(fp8_peak, "datasheet",
                                     "Blackwell's fifth-generation tensor cores run the OCP MX formats (MXFP8: E4M3/E5M2 with one "
@@ -62,6 +62,16 @@ def blackwell_additions(p, gpu, fp8_peak, fp8_eff, fp8_how, fp8_src, measured_gp
         "(tcgen05.mma with scale factors) runs at the FP8 rate, its scales read from tensor memory" % (fp8_how, fp8_src))
     if "shape_mnk" in fp8:
         c["gemm_max_efficiency"]["mxfp8"]["shape_mnk"] = fp8["shape_mnk"]
+    c["peak_tflops"]["nvfp4"] = fig(fp4_peak, "datasheet",
+                                    fp4_src + "; NVFP4 (E2M1 with one E4M3 scale per 16 elements) runs on the block-scaled FP4 "
+                                    "MMA at that rate")
+    c["gemm_max_efficiency"]["nvfp4"] = fig(
+        fp8_eff, "assumed",
+        "assumed: the per-tensor FP8 figure (%s: %s); no published NVFP4 GEMM sweep found for this GPU. The kernel model's fixed "
+        "time, operand reads (0.5625 B per element with the scales) and 16-bit epilogue bound the shapes where the FP4 rate "
+        "cannot be reached" % (fp8_how, fp8_src),
+        (round(fp8_eff * 0.5, 4), fp8_eff),
+        "assumed: from half the FP8 efficiency (FP4 kernels less mature than the FP8 ones) to the FP8 efficiency")
     fa4 = ("Zadouri, Hoehnerbach, Shah, Liu, Thakkar, Dao 2026, 'FlashAttention-4: Algorithm and Kernel Pipelining Co-Design "
            "for Asymmetric Hardware Scaling' (arXiv:2603.05451), abstract: on B200 with BF16 FlashAttention-4 reaches up to "
            "1613 TFLOP/s (71% of 2250) and is up to 1.3x faster than cuDNN 9.13, so cuDNN's fused attention forward runs at "
@@ -86,22 +96,30 @@ def main():
     b200_path = os.path.join(PROFILES, "b200-sxm-180g.json")
     b200 = json.load(open(b200_path))
     b200.get("compute", {}).pop("attention_kernels", None)
-    b200["compute"]["peak_tflops"].pop("mxfp8", None)
-    b200["compute"]["gemm_max_efficiency"].pop("mxfp8", None)
+    for dt in ("mxfp8", "nvfp4"):
+        b200["compute"]["peak_tflops"].pop(dt, None)
+        b200["compute"]["gemm_max_efficiency"].pop(dt, None)
     base = copy.deepcopy(b200)
 
     bfp8 = b200["compute"]["gemm_max_efficiency"]["fp8"]
-    blackwell_additions(b200, "HGX B200", 4500, bfp8["value"], "published", bfp8["source"], measured_gpu=True)
+    blackwell_additions(b200, "HGX B200", 4500, bfp8["value"], "published", bfp8["source"], 9000,
+                        "NVIDIA HGX B200 datasheet: FP4 Tensor Core 144 PFLOPS with sparsity for 8 GPUs, i.e. 18 PFLOP/s "
+                        "per GPU sparse and 9 PFLOP/s dense", measured_gpu=True)
     json.dump(b200, open(b200_path, "w"), indent=1, ensure_ascii=False)
     open(b200_path, "a").write("\n")
 
-    for gpu, name, mem_gb, nic_gbps, nic_src, sheet in (
+    for gpu, name, mem_gb, nic_gbps, nic_src, sheet, fp4_peak, fp4_src in (
             ("GB200", "gb200-nvl72-186g", 186, 50,
              "NVIDIA GB200 NVL72 reference architecture: one ConnectX-7 400 Gb/s (50 GB/s) InfiniBand/Ethernet NIC per GPU "
-             "for the compute fabric (4 per compute tray)", GB200_SHEET),
+             "for the compute fabric (4 per compute tray)", GB200_SHEET, 10000,
+             "NVIDIA GB200 NVL72 datasheet (rack of 36 Grace CPUs and 72 Blackwell GPUs): FP4 Tensor Core 1,440 PFLOPS with "
+             "sparsity, i.e. 20 PFLOP/s per GPU sparse and 10 PFLOP/s dense"),
             ("GB300", "gb300-nvl72-288g", 288, 100,
              "NVIDIA GB300 NVL72 datasheet: ConnectX-8 SuperNIC, 800 Gb/s (100 GB/s) per GPU for the compute fabric",
-             GB300_SHEET)):
+             GB300_SHEET, 15000,
+             "NVIDIA GB300 NVL72 datasheet (36 Grace CPUs, 72 Blackwell Ultra GPUs): FP4 Tensor Core 1,440 PFLOPS with sparsity "
+             "and 1,080 PFLOPS dense, i.e. 15 PFLOP/s per GPU dense (Blackwell Ultra raises dense FP4 1.5x over Blackwell; "
+             "BF16 and FP8 unchanged)")):
         p = copy.deepcopy(base)
         c, m, n = p["compute"], p["memory"], p["network"]
         p["name"] = name
@@ -187,7 +205,7 @@ def main():
         nv = n["nccl"]["nvls"]
         nv["algbw_gbps"] = carried(nv["algbw_gbps"], "NVLink SHARP on the same NVLink 5 switches")
         nv["min_ranks"] = carried(nv["min_ranks"], "NCCL's selection on NVLink 5 switches")
-        blackwell_additions(p, gpu + " NVL72", 5000, f8["value"], f8["how"], f8["source"])
+        blackwell_additions(p, gpu + " NVL72", 5000, f8["value"], f8["how"], f8["source"], fp4_peak, fp4_src)
         out = os.path.join(PROFILES, name + ".json")
         json.dump(p, open(out, "w"), indent=1, ensure_ascii=False)
         open(out, "a").write("\n")
