@@ -30,8 +30,12 @@ void add_list_command(CLI::App& app, Context& ctx) {
         for (const auto& n : profile_names(ctx.data_dir)) {
           const Profile p = load_profile(ctx.data_dir, n, "list");
           const char* dt = p.peak_tflops.count("bf16") ? "bf16" : "fp16";  // Volta has fp16 tensor cores only
-          fmt::print("{:<22} {:<28} {:>6.1f} GiB  {} {:>6.0f} TFLOP/s  ({})\n", n, p.device.name, p.device.memory_bytes / kGiB, dt,
-                     p.peak_tflops.count(dt) ? p.peak_tflops.at(dt).value : 0.0, p.device.how);
+          // The low-precision GEMM rates the profile prices (training.dtype fp8 and its recipes).
+          std::string low;
+          for (const char* l : {"fp8", "mxfp8", "nvfp4"})
+            if (p.peak_tflops.count(l)) low += fmt::format("  {} {:.0f}", l, p.peak_tflops.at(l).value);
+          fmt::print("{:<22} {:<28} {:>6.1f} GiB  {} {:>6.0f} TFLOP/s{}  ({})\n", n, p.device.name, p.device.memory_bytes / kGiB, dt,
+                     p.peak_tflops.count(dt) ? p.peak_tflops.at(dt).value : 0.0, low, p.device.how);
         }
       }
       return 0;

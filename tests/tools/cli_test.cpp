@@ -134,7 +134,12 @@ TEST(Cli, ListAndVersionAndHelp) {
   for (const char* n : {"dataparallel", "ddp", "naive", "gpipe", "1f1b", "interleaved", "zb-h1"})
     EXPECT_NE(s.out.find(n), std::string::npos) << n;
   EXPECT_EQ(run("list models").code, 0);
-  EXPECT_EQ(run("list gpus").code, 0);
+  const Ran g = run("list gpus");
+  EXPECT_EQ(g.code, 0);
+  // Each profile's dense peaks, the low-precision ones where the GPU has them (GB300: FP4 15 PFLOP/s).
+  EXPECT_NE(g.out.find("gb300-nvl72-288g"), std::string::npos) << g.out;
+  EXPECT_NE(g.out.find("bf16   2500 TFLOP/s  fp8 5000  mxfp8 5000  nvfp4 15000"), std::string::npos) << g.out;
+  EXPECT_NE(g.out.find("bf16    989 TFLOP/s  fp8 1979  (datasheet)"), std::string::npos) << g.out;
   EXPECT_NE(run("--version").out.find("parasim"), std::string::npos);
   EXPECT_EQ(run("run --help").code, 0);
 }
