@@ -227,12 +227,14 @@ def mb_presets():
          "tp 4, pp 8, cp 1, vp 4, 256 GPUs, global batch 1536"),
     ]
     # Megatron-FSDP presets (ZeRO-3 over the 64 GPUs, activations of the first N layers offloaded to the Grace
-    # CPU); the rows state the plan as tp 1, pp 1 with vp unset or 1, and the precision as FP8 or FP8-CS.
+    # CPU); the rows state the plan as tp 1, pp 1 with vp unset or 1.
+    offloads = {}  # preset name -> cpu_offloading_num_layers
     for prof, label, offload in (("gb200-nvl72-186g", "GB200", 40), ("gb300-nvl72-288g", "GB300", 20)):
+        name = "LLAMA3_70B_PRETRAIN_CONFIG_%s_FP8_CS_V2" % label
+        offloads[name] = offload
         for vp in (None, 1):
-            for prec in ("FP8", "FP8-CS"):
-                rows.append(("Llama 3 70B", prof, 1, 1, vp, 1, prec, label + " FP8", "LLAMA3_70B_PRETRAIN_CONFIG_%s_FP8_CS_V2" % label,
-                             "micro_batch_size 2, use_megatron_fsdp True, cpu_offloading_num_layers %d, global batch 256" % offload))
+            rows.append(("Llama 3 70B", prof, 1, 1, vp, 1, "FP8", label + " FP8", name,
+                         "micro_batch_size 2, use_megatron_fsdp True, cpu_offloading_num_layers %d, global batch 256" % offload))
     out = {}
     for model, prof, tp, pp, vp, cp, prec, label, name, plan in rows:
         big = model.endswith("405B")
@@ -241,11 +243,10 @@ def mb_presets():
         if prec == "NVFP4":
             preset["why"] += MB_NVFP4 % ("llama31" if big else "llama3")
             preset["tp_comm_overlap"] = False
-        if "use_megatron_fsdp True" in plan:
-            offload = int(re.search(r"cpu_offloading_num_layers (\d+)", plan).group(1))
+        if name in offloads:
             preset["why"] += MB_FSDP
             preset["parallel"] = {"fsdp": {"sharding": "full", "reduce_dtype": "bf16", "version": 1},
-                                  "activation_offload_layers": offload}
+                                  "activation_offload_layers": offloads[name]}
         out[(model, prof, tp, pp, vp, cp, prec)] = preset
         if prec == "FP8":  # older tables name the same recipe FP8-CS
             out.setdefault((model, prof, tp, pp, vp, cp, "FP8-CS"), preset)
