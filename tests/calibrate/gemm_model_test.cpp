@@ -278,6 +278,28 @@ TEST(MeasuredProfile, HarnessFitsTheGemmKernelModelToItsSweep) {
   EXPECT_NEAR(gemm_kernel_model(p, "bf16").main_efficiency, eff, 1e-9);
 }
 
+TEST(GemmKernelModel, B300ReproducesItsPublishedMamfBestShapes) {
+  // The B300 profile (tools/data/derive_blackwell_profiles.py) keeps the B200's fitted fixed time
+  // and epilogue rate and solves its main loop from the B300's own MAMF best shapes: the model
+  // gives those measurements back (1,769.0 bf16 and 3,353.3 fp8 TFLOP/s), and at a large square
+  // GEMM the B300 runs faster than the B200 by about the ratio of their MAMFs (1769 / 1745).
+  const Profile b300 = load_profile(test::data_dir(), "b300-sxm-288g", "test");
+  const Profile b200 = load_profile(test::data_dir(), "b200-sxm-180g", "test");
+  struct Point {
+    const char* dtype;
+    std::int64_t m, n, k;
+    double tflops;
+  };
+  for (const Point& pt : {Point{"bf16", 12288, 18432, 1024, 1769.0}, Point{"fp8", 3072, 6144, 7168, 3353.3}}) {
+    const CostModel c(b300, pt.dtype);
+    const double flops = 2.0 * static_cast<double>(pt.m) * static_cast<double>(pt.n) * static_cast<double>(pt.k);
+    EXPECT_NEAR(flops / c.benchmark_gemm_s(pt.m, pt.n, pt.k) / 1e12, pt.tflops, 0.5) << pt.dtype;
+  }
+  const double ratio = CostModel(b200, "bf16").gemm_s(16384, 16384, 16384) / CostModel(b300, "bf16").gemm_s(16384, 16384, 16384);
+  EXPECT_NEAR(ratio, 1769.0 / 1745.0, 0.03);
+  EXPECT_EQ(b300.device.memory_bytes, 288000000000LL);
+}
+
 }  // namespace
 }  // namespace parasim
 

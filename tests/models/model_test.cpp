@@ -180,7 +180,7 @@ TEST(CostModel, Nvfp4UsesTheProfilesFp4FiguresAndStaysBelowThePeakRatio) {
   EXPECT_DOUBLE_EQ(gemm_operand_bytes("nvfp4"), 0.5625);
   EXPECT_DOUBLE_EQ(gemm_operand_bytes("mxfp8"), 1.0);
   EXPECT_DOUBLE_EQ(gemm_operand_bytes("bf16"), 2.0);
-  for (const char* gpu : {"b200-sxm-180g", "gb200-nvl72-186g", "gb300-nvl72-288g"}) {
+  for (const char* gpu : {"b200-sxm-180g", "b300-sxm-288g", "gb200-nvl72-186g", "gb300-nvl72-288g"}) {
     const Profile p = load_profile(test::data_dir(), gpu, "test");
     const CostModel nv(p, "nvfp4"), mx(p, "mxfp8");
     EXPECT_DOUBLE_EQ(nv.peak_flops(), p.peak_tflops.at("nvfp4").value * 1e12) << gpu;

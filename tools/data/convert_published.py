@@ -38,6 +38,8 @@ def gpu_profile(name):
         return "gb300-nvl72-288g"
     if n.startswith("b200"):  # DGX/HGX B200
         return "b200-sxm-180g"
+    if n.startswith("b300"):  # DGX/HGX B300 (Blackwell Ultra)
+        return "b300-sxm-288g"
     return None
 
 
@@ -778,7 +780,7 @@ def convert(r):
     elif conv.get("hopper_attention_kernel") and prof.startswith(("h100", "h200")):
         training["attention_kernel"] = conv["hopper_attention_kernel"]
         ci["training.attention_kernel"] = conv["hopper_kernel_why"]
-    elif conv.get("blackwell_attention_kernel") and prof.startswith(("b200", "gb200", "gb300")):
+    elif conv.get("blackwell_attention_kernel") and prof.startswith(("b200", "b300", "gb200", "gb300")):
         training["attention_kernel"] = conv["blackwell_attention_kernel"]
         ci["training.attention_kernel"] = conv["blackwell_kernel_why"]
     if dtype == "fp8":
@@ -787,7 +789,7 @@ def convert(r):
             training["fp8_recipe"] = recipe
             if not fp8_recipe_of(p.get("dtype")):
                 ci["training.fp8_recipe"] = conv["fp8_recipe_why"]
-        if recipe == "mxfp8" and not prof.startswith(("b200", "gb200", "gb300")):
+        if recipe == "mxfp8" and not prof.startswith(("b200", "b300", "gb200", "gb300")):
             return None, "MXFP8 on a GPU without block-scaled FP8 tensor cores (%s)" % prof
     compiled = "compile" in ((p.get("other") or "") + " " + (r.get("notes") or "")).lower()
     if conv.get("eager_llama") and not compiled:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Derive the Grace-Blackwell NVL72 profiles (GB200, GB300) from the B200 profile, and add the
-Blackwell-only figures (MXFP8 and NVFP4 GEMMs, cuDNN fused attention) to all three.
+"""Derive the Grace-Blackwell NVL72 profiles (GB200, GB300) and the HGX B300 profile from the B200
+profile, and add the Blackwell-only figures (MXFP8 and NVFP4 GEMMs, cuDNN fused attention) to all four.
 
 Every figure that differs from the B200's names its own source (datasheet or published
 measurement); every figure carried over from the B200 says so and is marked "assumed" unless the
@@ -8,7 +8,7 @@ reason it carries over is itself a fact (same die, same HBM3e stacks). Run from 
 
     python3 tools/data/derive_blackwell_profiles.py
 
-It rewrites calibrate/profiles/{b200-sxm-180g,gb200-nvl72-186g,gb300-nvl72-288g}.json; the output
+It rewrites calibrate/profiles/{b200-sxm-180g,gb200-nvl72-186g,gb300-nvl72-288g,b300-sxm-288g}.json; the output
 is deterministic (the B200 file is the only input besides the constants below).
 """
 import copy
@@ -210,7 +210,89 @@ def main():
         json.dump(p, open(out, "w"), indent=1, ensure_ascii=False)
         open(out, "a").write("\n")
         print("wrote", os.path.relpath(out, ROOT))
+    write_b300(base)
     print("wrote", os.path.relpath(b200_path, ROOT))
+
+
+def write_b300(base):
+    """HGX / DGX B300 (Blackwell Ultra on an 8-GPU NVLink 5 board): the B200's platform with Blackwell Ultra's
+    published MAMF, memory and NICs."""
+    p = copy.deepcopy(base)
+    c, m, n = p["compute"], p["memory"], p["network"]
+    p["name"] = "b300-sxm-288g"
+    p["description"] = (
+        "NVIDIA B300 SXM (Blackwell Ultra, 288 GB HBM3e) on an 8-GPU HGX / DGX B300 board from datasheets and published "
+        "measurements; figures the B200 shares (same Blackwell die family, same NVLink 5 switch board) are carried over from "
+        "b200-sxm-180g.json and marked assumed where nothing but the shared platform supports them. Replace with a measured "
+        "profile from parasim-calibrate.")
+    p["device"] = {
+        "name": "NVIDIA B300", "sms": 148, "memory_bytes": 288e9, "how": "datasheet", "date": DATE,
+        "source": ("NVIDIA DGX B300 datasheet: 2.3 TB HBM3e for 8 GPUs, i.e. 288 GB per GPU (eight 12-high 36 GB stacks), "
+                   "taken as 288e9 bytes; 148 SMs assumed from the B200 (Chips and Cheese, 'Nvidia's B200: Keeping the CUDA "
+                   "Juggernaut Rolling', 2025: 74 SMs enabled per die, two dies); no published enabled-SM count for this part "
+                   "found")}
+    sheet = ("NVIDIA HGX B300 datasheet (8 GPUs): FP16/BF16 Tensor Core 36 PFLOPS and FP8/FP6 72 PFLOPS with sparsity "
+             "(as HGX B200; Blackwell Ultra raises FP4 only), i.e. %s per GPU dense; the ml-engineering MAMF table uses %s "
+             "for B300 [%s id %s]")
+    c["peak_tflops"] = {
+        "bf16": fig(2250, "datasheet", sheet % ("2.25 PFLOP/s BF16", 2250, MB, "mamf-bf16-nvidia-b300-sxm")),
+        "fp16": fig(2250, "datasheet", sheet % ("2.25 PFLOP/s FP16", 2250, MB, "mamf-bf16-nvidia-b300-sxm")),
+        "fp8": fig(4500, "datasheet", sheet % ("4.5 PFLOP/s FP8", 4500, MB, "mamf-fp8-nvidia-b300-sxm")),
+    }
+    mamf = ("ml-engineering MAMF table (stas00/ml-engineering compute/accelerator/README.md), via %s id %s: %s of %d "
+            "TFLOP/s at %s (torch 2.9.1+cu130)")
+    bf = fig(0.7862, "published", mamf % (MB, "mamf-bf16-nvidia-b300-sxm", "1769.0", 2250, "12288x18432x1024"),
+             shape_mnk=[12288, 18432, 1024])
+    f8 = fig(0.7452, "published", mamf % (MB, "mamf-fp8-nvidia-b300-sxm", "3353.3", 4500, "3072x6144x7168"),
+             shape_mnk=[3072, 6144, 7168])
+    c["gemm_max_efficiency"] = {"bf16": bf, "fp16": copy.deepcopy(bf), "fp8": f8}
+    for k, why in (("gemm_tile_m", "same tensor cores"), ("gemm_tile_n", "same tensor cores"),
+                   ("gemm_unaligned_ratio", "same tensor cores"),
+                   ("gemm_fixed_us", "same Blackwell SMs; the B200 fit to OpenXLA's sm_100 table"),
+                   ("gemm_epilogue_gbps", "same SMs and the same 8 TB/s HBM3e"),
+                   ("attention_fwd_efficiency", "same SMs"), ("attention_bwd_efficiency", "same SMs"),
+                   ("attention_fwd_seq_overhead", "same SMs"), ("attention_bwd_seq_overhead", "same SMs"),
+                   ("attention_fwd_causal_overhead", "same SMs"), ("attention_bwd_causal_overhead", "same SMs"),
+                   ("attention_fwd_head_dim_overhead", "same SMs"), ("attention_bwd_head_dim_overhead", "same SMs"),
+                   ("kernel_overhead_us", "same runtime"), ("overlap_compute_slowdown", "no Blackwell measurement")):
+        if c[k]["how"] != "assumed":
+            c[k] = carried(c[k], why)
+    c["sustained_clock_ratio"] = carried(
+        c["sustained_clock_ratio"],
+        "same die family; the B300's 1,100 W board power (verda.com, 'GB300 NVL72 architecture' per-GPU table: B300 1.1 kW, "
+        "B200 1 kW) exceeds the B200's, so it throttles less: this errs slow")
+    c["sustained_clock_ratio"]["range"] = [c["sustained_clock_ratio"]["value"], 1.0]
+    c["sustained_clock_ratio"]["range_source"] = "from the B200's measured MSMF/MAMF to no derating"
+    m["hbm_gbps"] = carried(m["hbm_gbps"], "eight HBM3e stacks at the same 8 TB/s per GPU: NVIDIA's Blackwell Ultra "
+                            "material gives 8 TB/s for both")
+    for k, why in (("hbm_efficiency", "same HBM3e"), ("runtime_reserved_gib", "same software stack"),
+                   ("pcie_gbps", "an x86 host on PCIe Gen5, as DGX B200"),
+                   ("host_memory_gbps", "DGX B300's host CPUs differ (Xeon 6); no sourced DDR5 figure used")):
+        if m[k]["how"] != "assumed":
+            m[k] = carried(m[k], why)
+    n["nvlink_gbps"] = fig(900, "datasheet", "NVIDIA HGX B300 datasheet: NVLink 5, 1.8 TB/s GPU-to-GPU through the NVLink "
+                           "switches = 900 GB/s per direction")
+    n["intra_bus_efficiency"] = carried(n["intra_bus_efficiency"], "the same NVLink 5 switch board, measured on 8x B200")
+    n["intra_alpha_us"] = carried(n["intra_alpha_us"], "the same NVLink 5 switch board")
+    n["inter_bus_efficiency"] = carried(n["inter_bus_efficiency"], "a measured multi-node all_reduce on Blackwell nodes")
+    nic = ("NVIDIA DGX B300 datasheet: 8x single-port ConnectX-8 SuperNIC, up to 800 Gb/s (100 GB/s) each, for compute "
+           "traffic")
+    n["node_nics"] = fig(8, "datasheet", nic)
+    n["node_nic_gbps"] = fig(100, "datasheet", nic)
+    n["collective_points"] = []  # the B200's points were measured on B200 nodes, not on this part
+    nv = n["nccl"]["nvls"]
+    nv["algbw_gbps"] = carried(nv["algbw_gbps"], "NVLink SHARP on the same NVLink 5 switches")
+    nv["min_ranks"] = carried(nv["min_ranks"], "NCCL's selection on NVLink 5 switches")
+    fp4 = ("verda.com, 'GB300 NVL72 architecture' per-GPU specification table (performance without sparsity): B300 FP4 "
+           "14 PFLOPS (B200 9); Blackwell Ultra's dense FP4 rate; the HGX B300 datasheet's dense FP4 figure read per GPU by "
+           "other summaries is 13.1-13.5 PFLOPS (glennklockwood.com 'B300': 13,125 TFLOP/s)")
+    blackwell_additions(p, "HGX B300", 4500, f8["value"], f8["how"], f8["source"], 14000, fp4)
+    p["compute"]["peak_tflops"]["nvfp4"]["range"] = [13125, 14000]
+    p["compute"]["peak_tflops"]["nvfp4"]["range_source"] = "the per-GPU dense FP4 figures of the two summaries"
+    out = os.path.join(PROFILES, p["name"] + ".json")
+    json.dump(p, open(out, "w"), indent=1, ensure_ascii=False)
+    open(out, "a").write("\n")
+    print("wrote", os.path.relpath(out, ROOT))
 
 
 if __name__ == "__main__":
