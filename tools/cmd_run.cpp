@@ -9,6 +9,7 @@
 #include "tools/commands.h"
 #include "sim/uncertainty.h"
 #include "tools/report.h"
+#include "tools/validation.h"
 
 namespace parasim {
 
@@ -33,7 +34,9 @@ void add_run_command(CLI::App& app, Context& ctx) {
   };
   auto o = std::make_shared<Opts>();
   CLI::App* run = app.add_subcommand("run", "simulate one training step of a scenario and print the prediction");
-  run->add_option("scenario", o->file, "scenario JSON file")->required();
+  run->add_option("scenario", o->file,
+                  "scenario JSON file, or a measured run (parasim.measured/1): its scenario, with the measured figures beside the prediction")
+      ->required();
   run->add_flag("--json", o->json, "print the Result (parasim.result/1) as JSON on stdout");
   run->add_option("--trace", o->trace, "write a Chrome/Perfetto trace of the step to this file");
   run->add_flag("--dump-resolved", o->resolved, "print the scenario after defaults and exit");
@@ -43,7 +46,14 @@ void add_run_command(CLI::App& app, Context& ctx) {
   run->add_option("--dump-program", o->dump_rank, "print the lowered ops of this simulated rank (0-based) with their times");
   run->callback([o, &ctx]() {
     ctx.exit_code = run_guarded([&]() {
-      const Scenario sc = load_scenario(o->file, ctx.data_dir);
+      // A measured run names (or holds) its scenario: simulate that one and show the measurement.
+      const Json root = read_json_file(o->file);
+      const auto schema = root.is_object() ? root.find("schema") : root.end();
+      const bool is_measured =
+          root.is_object() && schema != root.end() && schema->is_string() && schema->get<std::string>() == "parasim.measured/1";
+      const std::optional<MeasuredRun> measured =
+          is_measured ? std::optional<MeasuredRun>(load_measured(o->file, ctx.data_dir)) : std::nullopt;
+      const Scenario sc = measured ? measured->scenario : load_scenario(o->file, ctx.data_dir);
       if (o->resolved) {
         std::cout << sc.resolved().dump(2) << "\n";
         return 0;
@@ -94,10 +104,26 @@ void add_run_command(CLI::App& app, Context& ctx) {
       const CostModel cost(sc.profile, sc.training.gemm_dtype(), sc.training.priced_attention_kernel());
       const std::vector<KernelRow> rows = o->kernels ? kernel_rows(graph, cost) : std::vector<KernelRow>{};
       if (o->kernels) j["kernels"] = kernels_json(rows);
+      const std::vector<Comparison> cmps = measured ? compare_figures(*measured, out.result, Tolerances{}) : std::vector<Comparison>{};
+      if (measured) {
+        Json mj = Json::array();
+        for (const Comparison& c : cmps)
+          mj.push_back({{"figure", c.figure}, {"detail", c.detail}, {"measured", c.measured}, {"predicted", c.predicted},
+                        {"error", c.error}});
+        j["measured"] = {{"id", measured->id}, {"source", measured->source_title}, {"figures", mj}};
+      }
       if (o->json) {
         std::cout << j.dump(2) << "\n";
       } else {
         print_summary(std::cout, sc, out.result);
+        if (measured) {
+          std::cout << fmt::format("\n  measured ({}{}):\n", measured->source_title.empty() ? measured->id : measured->source_title,
+                                   measured->confidence.empty() ? "" : ", confidence " + measured->confidence);
+          std::cout << fmt::format("    {:<28} {:>12} {:>12} {:>9}\n", "figure", "measured", "predicted", "error");
+          for (const Comparison& c : cmps)
+            std::cout << fmt::format("    {:<28} {:>12.5g} {:>12.5g} {:>+8.1f}%\n", c.figure + (c.detail.empty() ? "" : " (" + c.detail + ")"),
+                                     c.measured, c.predicted, 100 * c.error);
+        }
         if (o->kernels) {
           std::cout << "\n";
           print_kernels(std::cout, sc, graph, rows);

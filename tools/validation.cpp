@@ -17,18 +17,8 @@ double Tolerances::of(const std::string& figure) const {
   return it == per_figure.end() ? default_tolerance : it->second;
 }
 
-RunCheck check_run(const MeasuredRun& run, const Registries& reg, const Tolerances& tol, std::int64_t interval_samples,
-                   bool shares) {
-  RunCheck c;
-  c.file = run.file;
-  c.id = run.id;
-  c.source = run.source_title;
-  c.gpu = run.scenario.profile.name;
-  c.family = run.family;
-  c.confidence = run.confidence;
-  const SimulationOutput out = simulate(run.scenario, reg);
-  c.result = out.result;
-  const Result& r = c.result;
+std::vector<Comparison> compare_figures(const MeasuredRun& run, const Result& r, const Tolerances& tol) {
+  std::vector<Comparison> out;
   const double gpus = static_cast<double>(run.scenario.cluster.gpus());
   const double peak_tflops = run.scenario.profile.peak_flops(run.scenario.training.dtype) / 1e12;
   for (const auto& f : run.figures) {
@@ -66,9 +56,25 @@ RunCheck check_run(const MeasuredRun& run, const Registries& reg, const Toleranc
     cmp.tolerance = tol.of(f.name);
     // Components explain errors; they are reported, and only the headline figures pass or fail.
     cmp.pass = f.name.rfind("component.", 0) == 0 || std::abs(cmp.error) <= cmp.tolerance;
-    c.pass = c.pass && cmp.pass;
-    c.comparisons.push_back(cmp);
+    out.push_back(cmp);
   }
+  return out;
+}
+
+RunCheck check_run(const MeasuredRun& run, const Registries& reg, const Tolerances& tol, std::int64_t interval_samples,
+                   bool shares) {
+  RunCheck c;
+  c.file = run.file;
+  c.id = run.id;
+  c.source = run.source_title;
+  c.gpu = run.scenario.profile.name;
+  c.family = run.family;
+  c.confidence = run.confidence;
+  const SimulationOutput out = simulate(run.scenario, reg);
+  c.result = out.result;
+  const Result& r = c.result;
+  c.comparisons = compare_figures(run, c.result, tol);
+  for (const Comparison& cmp : c.comparisons) c.pass = c.pass && cmp.pass;
   // A run that reports a step time or a throughput completed its steps: it fit in memory, and a
   // prediction of out-of-memory for it is as wrong as one for a run that stated it did not fit.
   const bool ran = throughput_comparison(c) != nullptr;

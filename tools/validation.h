@@ -45,6 +45,8 @@ struct Tolerances {
   double of(const std::string& figure) const;
 };
 
+// Each measured figure of the run beside the prediction `r` of its scenario.
+std::vector<Comparison> compare_figures(const MeasuredRun& run, const Result& r, const Tolerances& tol);
 // interval_samples > 0: also the p10..p90 interval; shares: also the time shares (time_shares).
 RunCheck check_run(const MeasuredRun& run, const Registries& reg, const Tolerances& tol, std::int64_t interval_samples = 0,
                    bool shares = false);

@@ -75,6 +75,36 @@ TEST(Cli, JsonOutputFollowsContract) {
     EXPECT_TRUE(j["ranks"][0].contains(k)) << k;
 }
 
+TEST(Cli, RunOnAMeasuredRunShowsItsMeasurementBesideThePrediction) {
+  // `run` on a parasim.measured/1 file simulates its scenario and prints each measured figure with
+  // the prediction and the error, the same numbers `check` compares (here an H200 step of our own).
+  const std::string file = test::data_dir() + "/scenarios/measured/own-h200-sxm-141g-2026-11-30-mpt-1b.json";
+  const Ran text = run("run " + file);
+  EXPECT_EQ(text.code, 0) << text.out;
+  EXPECT_NE(text.out.find("measured (parasim device measurement"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("tokens_per_s_per_gpu"), std::string::npos) << text.out;
+  const Ran js = run("run --json " + file);
+  ASSERT_EQ(js.code, 0) << js.out;
+  const Json j = Json::parse(js.out);
+  const Ran chk = run("check --json " + file);
+  const Json c = Json::parse(chk.out);
+  ASSERT_EQ(j["measured"]["figures"].size(), c["runs"][0]["comparisons"].size());
+  for (size_t i = 0; i < j["measured"]["figures"].size(); ++i) {
+    const Json& f = j["measured"]["figures"][i];
+    const Json& g = c["runs"][0]["comparisons"][i];
+    EXPECT_EQ(f["figure"], g["figure"]);
+    EXPECT_DOUBLE_EQ(f["predicted"].get<double>(), g["predicted"].get<double>());
+    EXPECT_DOUBLE_EQ(f["error"].get<double>(), g["error"].get<double>());
+  }
+  EXPECT_DOUBLE_EQ(j["step_time_s"].get<double>(), j["measured"]["figures"][0]["predicted"].get<double>());
+  // A measured run whose scenario is broken names the measured file and the path inside it.
+  const Ran bad = run("run " + write_temp("bad-measured.json", R"({"schema": "parasim.measured/1", "id": "x", "scenario": 3,
+    "measured": {"step_time_s": 1.0}})"));
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("bad-measured.json: /scenario: expected an inline scenario object or a path to one"), std::string::npos)
+      << bad.out;
+}
+
 TEST(Cli, KernelTableAddsUpToTheSimulatedComputeTime) {
   // One GPU, no communication, no recompute: the simulated forward time of a step is the
   // embedding, every layer's attention and MLP blocks and the output layer, once per microbatch,
