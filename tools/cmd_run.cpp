@@ -35,7 +35,8 @@ void add_run_command(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<Opts>();
   CLI::App* run = app.add_subcommand("run", "simulate one training step of a scenario and print the prediction");
   run->add_option("scenario", o->file,
-                  "scenario JSON file, or a measured run (parasim.measured/1): its scenario, with the measured figures beside the prediction")
+                  "scenario JSON file, or a measured run (parasim.measured/1): its scenario, with the measured "
+                  "figures beside the prediction")
       ->required();
   run->add_flag("--json", o->json, "print the Result (parasim.result/1) as JSON on stdout");
   run->add_option("--trace", o->trace, "write a Chrome/Perfetto trace of the step to this file");
@@ -120,9 +121,10 @@ void add_run_command(CLI::App& app, Context& ctx) {
           std::cout << fmt::format("\n  measured ({}{}):\n", measured->source_title.empty() ? measured->id : measured->source_title,
                                    measured->confidence.empty() ? "" : ", confidence " + measured->confidence);
           std::cout << fmt::format("    {:<28} {:>12} {:>12} {:>9}\n", "figure", "measured", "predicted", "error");
-          for (const Comparison& c : cmps)
-            std::cout << fmt::format("    {:<28} {:>12.5g} {:>12.5g} {:>+8.1f}%\n", c.figure + (c.detail.empty() ? "" : " (" + c.detail + ")"),
-                                     c.measured, c.predicted, 100 * c.error);
+          for (const Comparison& c : cmps) {
+            const std::string name = c.figure + (c.detail.empty() ? "" : " (" + c.detail + ")");
+            std::cout << fmt::format("    {:<28} {:>12.5g} {:>12.5g} {:>+8.1f}%\n", name, c.measured, c.predicted, 100 * c.error);
+          }
         }
         if (o->kernels) {
           std::cout << "\n";
