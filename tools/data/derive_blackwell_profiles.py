@@ -48,6 +48,26 @@ def carried(f, why):
     return g
 
 
+def carry_shared_compute(c, clock_why):
+    """The B200 compute figures every derived Blackwell profile shares (tiles, GEMM fixed time and epilogue, attention,
+    launch overhead, overlap slowdown), marked carried; the B200's clock derating carried with `clock_why` and widened
+    to no derating, as the derived parts run at higher power limits."""
+    for k, why in (("gemm_tile_m", "same tensor cores"), ("gemm_tile_n", "same tensor cores"),
+                   ("gemm_unaligned_ratio", "same tensor cores"),
+                   ("gemm_fixed_us", "same Blackwell SMs; the B200 fit to OpenXLA's sm_100 table"),
+                   ("gemm_epilogue_gbps", "same SMs and the same 8 TB/s HBM3e"),
+                   ("attention_fwd_efficiency", "same SMs"), ("attention_bwd_efficiency", "same SMs"),
+                   ("attention_fwd_seq_overhead", "same SMs"), ("attention_bwd_seq_overhead", "same SMs"),
+                   ("attention_fwd_causal_overhead", "same SMs"), ("attention_bwd_causal_overhead", "same SMs"),
+                   ("attention_fwd_head_dim_overhead", "same SMs"), ("attention_bwd_head_dim_overhead", "same SMs"),
+                   ("kernel_overhead_us", "same runtime"), ("overlap_compute_slowdown", "no Blackwell measurement")):
+        if c[k]["how"] != "assumed":
+            c[k] = carried(c[k], why)
+    c["sustained_clock_ratio"] = carried(c["sustained_clock_ratio"], clock_why)
+    c["sustained_clock_ratio"]["range"] = [c["sustained_clock_ratio"]["value"], 1.0]
+    c["sustained_clock_ratio"]["range_source"] = "from the B200's measured MSMF/MAMF to no derating"
+
+
 def blackwell_additions(p, gpu, fp8_peak, fp8_eff, fp8_how, fp8_src, fp4_peak, fp4_src, measured_gpu=False):
     """MXFP8 and NVFP4 GEMMs and cuDNN fused attention, on any Blackwell profile."""
     c = p["compute"]
@@ -165,23 +185,8 @@ def main():
             f8 = fig(0.7231, "assumed", "assumed: the GB200 measurement (no GB300 MAMF published): " + mamf_fp8,
                      (0.6707, 0.7231), "from " + b300 + " to the GB200's")
         c["gemm_max_efficiency"] = {"bf16": bf, "fp16": copy.deepcopy(bf), "fp8": f8}
-        for k, why in (("gemm_tile_m", "same tensor cores"), ("gemm_tile_n", "same tensor cores"),
-                       ("gemm_unaligned_ratio", "same tensor cores"),
-                       ("gemm_fixed_us", "same Blackwell SMs; the B200 fit to OpenXLA's sm_100 table"),
-                       ("gemm_epilogue_gbps", "same SMs and the same 8 TB/s HBM3e"),
-                       ("attention_fwd_efficiency", "same SMs"), ("attention_bwd_efficiency", "same SMs"),
-                       ("attention_fwd_seq_overhead", "same SMs"), ("attention_bwd_seq_overhead", "same SMs"),
-                       ("attention_fwd_causal_overhead", "same SMs"), ("attention_bwd_causal_overhead", "same SMs"),
-                       ("attention_fwd_head_dim_overhead", "same SMs"), ("attention_bwd_head_dim_overhead", "same SMs"),
-                       ("kernel_overhead_us", "same runtime"), ("overlap_compute_slowdown", "no Blackwell measurement")):
-            if c[k]["how"] != "assumed":
-                c[k] = carried(c[k], why)
-        c["sustained_clock_ratio"] = carried(
-            c["sustained_clock_ratio"],
-            "same die; %s runs at a higher power limit than the B200's 1000 W, so it throttles less: this errs slow"
-            % ("GB200 (1200 W)" if gpu == "GB200" else "GB300 (1400 W)"))
-        c["sustained_clock_ratio"]["range"] = [c["sustained_clock_ratio"]["value"], 1.0]
-        c["sustained_clock_ratio"]["range_source"] = "from the B200's measured MSMF/MAMF to no derating"
+        carry_shared_compute(c, "same die; %s runs at a higher power limit than the B200's 1000 W, so it throttles less: "
+                             "this errs slow" % ("GB200 (1200 W)" if gpu == "GB200" else "GB300 (1400 W)"))
         m["hbm_gbps"] = fig(8000, "datasheet", "NVIDIA %s NVL72 datasheet: 576 TB/s HBM3e per 72 GPUs = 8 TB/s per GPU" % gpu)
         m["pcie_gbps"] = fig(225, "assumed",
                              "assumed: host-device copies cross NVLink-C2C, 900 GB/s per superchip (450 GB/s each way) between "
@@ -246,23 +251,8 @@ def write_b300(base):
     f8 = fig(0.7452, "published", mamf % (MB, "mamf-fp8-nvidia-b300-sxm", "3353.3", 4500, "3072x6144x7168"),
              shape_mnk=[3072, 6144, 7168])
     c["gemm_max_efficiency"] = {"bf16": bf, "fp16": copy.deepcopy(bf), "fp8": f8}
-    for k, why in (("gemm_tile_m", "same tensor cores"), ("gemm_tile_n", "same tensor cores"),
-                   ("gemm_unaligned_ratio", "same tensor cores"),
-                   ("gemm_fixed_us", "same Blackwell SMs; the B200 fit to OpenXLA's sm_100 table"),
-                   ("gemm_epilogue_gbps", "same SMs and the same 8 TB/s HBM3e"),
-                   ("attention_fwd_efficiency", "same SMs"), ("attention_bwd_efficiency", "same SMs"),
-                   ("attention_fwd_seq_overhead", "same SMs"), ("attention_bwd_seq_overhead", "same SMs"),
-                   ("attention_fwd_causal_overhead", "same SMs"), ("attention_bwd_causal_overhead", "same SMs"),
-                   ("attention_fwd_head_dim_overhead", "same SMs"), ("attention_bwd_head_dim_overhead", "same SMs"),
-                   ("kernel_overhead_us", "same runtime"), ("overlap_compute_slowdown", "no Blackwell measurement")):
-        if c[k]["how"] != "assumed":
-            c[k] = carried(c[k], why)
-    c["sustained_clock_ratio"] = carried(
-        c["sustained_clock_ratio"],
-        "same die family; the B300's 1,100 W board power (verda.com, 'GB300 NVL72 architecture' per-GPU table: B300 1.1 kW, "
-        "B200 1 kW) exceeds the B200's, so it throttles less: this errs slow")
-    c["sustained_clock_ratio"]["range"] = [c["sustained_clock_ratio"]["value"], 1.0]
-    c["sustained_clock_ratio"]["range_source"] = "from the B200's measured MSMF/MAMF to no derating"
+    carry_shared_compute(c, "same die family; the B300's 1,100 W board power (verda.com, 'GB300 NVL72 architecture' "
+                            "per-GPU table: B300 1.1 kW, B200 1 kW) exceeds the B200's, so it throttles less: this errs slow")
     m["hbm_gbps"] = carried(m["hbm_gbps"], "eight HBM3e stacks at the same 8 TB/s per GPU: NVIDIA's Blackwell Ultra "
                             "material gives 8 TB/s for both")
     for k, why in (("hbm_efficiency", "same HBM3e"), ("runtime_reserved_gib", "same software stack"),
