@@ -235,6 +235,17 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   const std::string act_name = glu ? "experts.swiglu" : "experts.gelu";
   add_ffn_fwd(mf, fc1, fc2, act_name, glu, ffb);
   mf.kernels.push_back(mem("moe.unpermute", (kd + 1) * Tr * hd * e));
+  // Shared experts: one dense MLP (all shared experts fused, width S split like the experts over
+  // etp) on the same T_r tokens beside the routed ones, its output added to theirs.
+  const std::int64_t S = m.moe->shared_expert_ffn_hidden / sh.etp;
+  const Kernel sfc1 = gemm(glu ? "shared_experts.gate_up" : "shared_experts.up", T_r, (glu ? 2 : 1) * S, h);
+  const Kernel sfc2 = gemm("shared_experts.down", T_r, h, S);
+  const double sffb = Tr * static_cast<double>(S) * e;
+  const std::string sact_name = glu ? "shared_experts.swiglu" : "shared_experts.gelu";
+  if (S > 0) {
+    add_ffn_fwd(mf, sfc1, sfc2, sact_name, glu, sffb);
+    mf.kernels.push_back(mem("shared_experts.add", 3 * Tr * hd * e));
+  }
   mf.kernels.push_back(mem("residual2", 3 * act + drop_f));
 
   Block& mb = g.mlp_bwd;
@@ -242,11 +253,13 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   if (m.dropout) mb.kernels.push_back(mem("dropout2.bwd", drop_b, true));
   mb.kernels.push_back(mem("moe.unpermute.bwd", (1 + 2 * kd) * Tr * hd * e, true));
   add_ffn_bwd(mb, fc1, fc2, act_name, glu, ffb, m.bias, rows, rows, hd, e);
+  if (S > 0) add_ffn_bwd(mb, sfc1, sfc2, sact_name, glu, sffb, m.bias, Tr, Tr, hd, e);
   mb.kernels.push_back(mem("moe.permute.bwd", (kd + 1) * Tr * hd * e, true));
   mb.kernels.push_back(mem("router.softmax_topk.bwd", (e + 8) * Tr * Ed, true));
   add_gemm_bwd(mb, router);
   add_norm(mb, "norm2", act_elems, e, sh, true);
   fp8_linears = {fc1, fc2};
+  if (S > 0) fp8_linears.insert(fp8_linears.end(), {sfc1, sfc2});
 }
 
 }  // namespace
@@ -282,51 +295,94 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   g.tokens = Td;
   g.tp_message_bytes = Td * hd * e;
   g.p2p_bytes = Td * hd * e / (sh.sequence_parallel ? static_cast<double>(t) : 1.0);
-  g.cp_kv_bytes = sh.cp > 1 ? Td * 2.0 * static_cast<double>(kv) / static_cast<double>(t) * e : 0.0;
+  // Keys and values (MLA: every head's, qk and v wide).
+  const double kv_width = m.mla ? static_cast<double>(m.heads * (m.qk_head_dim() + m.v_head_dim())) : 2.0 * static_cast<double>(kv);
+  g.cp_kv_bytes = sh.cp > 1 ? Td * kv_width / static_cast<double>(t) * e : 0.0;
 
   // --- attention block, forward
   Block& af = g.attn_fwd;
   const double act_elems = act / e;
   add_norm(af, "norm1", act_elems, e, sh, false);
-  const Kernel qkv = gemm("qkv", T, (q + 2 * kv) / t, h);
-  af.kernels.push_back(qkv);
-  const double q_elems = Td * static_cast<double>(q) / static_cast<double>(t), k_elems = Td * static_cast<double>(kv) / static_cast<double>(t);
+  const double heads_local = static_cast<double>(m.heads / t);
+  const double dqk = static_cast<double>(m.qk_head_dim()), dv = static_cast<double>(m.v_head_dim());
+  const double q_elems = Td * heads_local * dqk;  // queries (and with MLA keys) on this rank
+  double k_elems = Td * static_cast<double>(kv) / static_cast<double>(t);
+  // The projections before the attention core, in forward order; with MLA each low-rank latent is
+  // normalised (RMSNorm) between its down and up projection (latent_norms: name, elements).
+  std::vector<Kernel> in_proj;
+  std::vector<std::pair<std::string, double>> latent_norms;
+  if (m.mla) {
+    // Multi-head latent attention (Megatron-Core's MLASelfAttention): the down projections are
+    // replicated across tensor-parallel ranks, the up projections split by heads.
+    const MlaSpec& a = *m.mla;
+    const std::int64_t hl = m.heads / t;
+    if (a.q_lora_rank > 0) {
+      in_proj.push_back(gemm("q_down", T, a.q_lora_rank, h));
+      latent_norms.emplace_back("q_latent_norm", Td * static_cast<double>(a.q_lora_rank));
+      in_proj.push_back(gemm("q_up", T, hl * m.qk_head_dim(), a.q_lora_rank));
+    } else {
+      in_proj.push_back(gemm("q_proj", T, hl * m.qk_head_dim(), h));
+    }
+    in_proj.push_back(gemm("kv_down", T, a.kv_lora_rank + a.qk_rope_head_dim, h));
+    latent_norms.emplace_back("kv_latent_norm", Td * static_cast<double>(a.kv_lora_rank));
+    in_proj.push_back(gemm("kv_up", T, hl * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank));
+    k_elems = q_elems;
+  } else {
+    in_proj.push_back(gemm("qkv", T, (q + 2 * kv) / t, h));
+  }
+  for (const Kernel& k : in_proj) {
+    af.kernels.push_back(k);
+    for (const auto& [name, n] : latent_norms)
+      if ((name == "q_latent_norm" && k.name == "q_down") || (name == "kv_latent_norm" && k.name == "kv_down"))
+        add_norm(af, name, n, e, sh, false);
+  }
   // QK-norm: an RMSNorm over each head's query and key (one fused kernel each, like the block norms).
   if (m.qk_norm) {
     add_norm(af, "q_norm", q_elems, e, sh, false);
     add_norm(af, "k_norm", k_elems, e, sh, false);
   }
+  // RoPE: on the queries and keys, or with MLA on their rotary parts (the key's shared by the heads).
+  const double rope_q = m.mla ? Td * heads_local * static_cast<double>(m.mla->qk_rope_head_dim) : q_elems;
+  const double rope_k = m.mla ? Td * static_cast<double>(m.mla->qk_rope_head_dim) : k_elems;
   if (m.position_embedding == "rope") {
-    add_rope(af, "q", q_elems, e, sh.eager_rope, false);
-    add_rope(af, "k", k_elems, e, sh.eager_rope, false);
+    add_rope(af, "q", rope_q, e, sh.eager_rope, false);
+    add_rope(af, "k", rope_k, e, sh.eager_rope, false);
   }
-  // Scores over the full (gathered) sequence: Q local, K/V for all s positions.
-  const double heads_local = static_cast<double>(m.heads / t);
-  const double d = static_cast<double>(m.head_dim());
+  // MLA: the queries and keys are assembled from their non-rotary and rotary parts (the shared
+  // rotary key broadcast to every head), each read and written once.
+  if (m.mla) af.kernels.push_back(mem("mla.qk_concat", 2 * (q_elems + k_elems) * e));
+  // Scores over the full (gathered) sequence: Q local, K/V for all s positions; in a windowed
+  // layer each query sees the last sliding_window positions only.
   const double s_kv = static_cast<double>(sh.seq_len);
   const double sq = static_cast<double>(s_local), b = static_cast<double>(sh.micro_batch);
-  const double score_flops = 2.0 * b * heads_local * sq * s_kv * d;  // QK^T, and the same for PV
+  const bool windowed = m.sliding_window > 0 && m.sliding_window < sh.seq_len;
+  const double w = windowed ? static_cast<double>(m.sliding_window) : s_kv;
   Kernel attn{"attention", KernelKind::Attention, 0, 0, 0, 1, 0, 0, 0, false};
-  attn.model_flops = 2 * score_flops;
-  attn.flops = 2 * score_flops * 0.5;  // causal: about half the score matrix is computed
-  attn.seq = sh.seq_len;
+  // QK^T over dqk and PV over dv, counted over the full score matrix (Megatron's MFU convention;
+  // in a windowed layer the s x w band's bounding rectangle); executed: causal computes about half
+  // of it, a causal window of w computes w s - w (w - 1) / 2 of its s w entries.
+  attn.model_flops = 2.0 * b * heads_local * sq * w * (dqk + dv);
+  attn.flops = attn.model_flops * (windowed ? 1.0 - (w - 1.0) / (2.0 * sq) : 0.5);
+  attn.seq = windowed ? m.sliding_window : sh.seq_len;
   attn.cp = sh.cp;
-  attn.head_dim = m.head_dim();
+  attn.head_dim = std::max(m.qk_head_dim(), m.v_head_dim());
+  const double score_flops = 2.0 * b * heads_local * sq * s_kv * dqk;  // unfused QK^T (PV: dv for dqk)
   if (sh.flash_attention) {
     af.kernels.push_back(attn);
   } else {
-    // Unfused: two batched GEMMs over the full score matrix, softmax/mask/dropout through HBM.
-    Kernel qk = gemm("scores", static_cast<std::int64_t>(sq), static_cast<std::int64_t>(s_kv), m.head_dim());
+    // Unfused: two batched GEMMs over the full score matrix (a window only masks it),
+    // softmax/mask/dropout through HBM.
+    Kernel qk = gemm("scores", static_cast<std::int64_t>(sq), static_cast<std::int64_t>(s_kv), m.qk_head_dim());
     qk.batch = sh.micro_batch * (m.heads / t);
     qk.flops = qk.model_flops = score_flops;
-    Kernel pv = gemm("context", static_cast<std::int64_t>(sq), m.head_dim(), static_cast<std::int64_t>(s_kv));
+    Kernel pv = gemm("context", static_cast<std::int64_t>(sq), m.v_head_dim(), static_cast<std::int64_t>(s_kv));
     pv.batch = qk.batch;
-    pv.flops = pv.model_flops = score_flops;
+    pv.flops = pv.model_flops = score_flops * dv / dqk;
     af.kernels.push_back(qk);
     af.kernels.push_back(mem("softmax", 3 * 2 * b * heads_local * sq * s_kv * e));
     af.kernels.push_back(pv);
   }
-  const Kernel proj = gemm("attn_out", T, h, q / t);
+  const Kernel proj = gemm("attn_out", T, h, m.attn_out_dim() / t);
   af.kernels.push_back(proj);
   // [T, h] elements on this rank outside the TP region (T/t of them with sequence parallel).
   const double elems = act / e;
@@ -367,16 +423,25 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
       }
     ab.kernels.push_back(mem("softmax.bwd", 3 * 2 * b * heads_local * sq * s_kv * e, true));
   }
+  if (m.mla) ab.kernels.push_back(mem("mla.qk_concat.bwd", 2 * (q_elems + k_elems) * e, true));
   if (m.position_embedding == "rope") {
-    add_rope(ab, "q", q_elems, e, sh.eager_rope, true);
-    add_rope(ab, "k", k_elems, e, sh.eager_rope, true);
+    add_rope(ab, "q", rope_q, e, sh.eager_rope, true);
+    add_rope(ab, "k", rope_k, e, sh.eager_rope, true);
   }
   if (m.qk_norm) {
     add_norm(ab, "q_norm", q_elems, e, sh, true);
     add_norm(ab, "k_norm", k_elems, e, sh, true);
   }
-  if (m.bias) ab.kernels.push_back(bias_grad(qkv.name, Td, static_cast<double>(qkv.n), e));
-  add_gemm_bwd(ab, qkv);
+  for (auto it = in_proj.rbegin(); it != in_proj.rend(); ++it) {
+    for (const auto& [name, n] : latent_norms)
+      if ((name == "q_latent_norm" && it->name == "q_up") || (name == "kv_latent_norm" && it->name == "kv_up")) {
+        add_gemm_bwd(ab, *it);
+        add_norm(ab, name, n, e, sh, true);
+      }
+    if (it->name == "q_up" || it->name == "kv_up") continue;
+    if (m.bias) ab.kernels.push_back(bias_grad(it->name, Td, static_cast<double>(it->n), e));
+    add_gemm_bwd(ab, *it);
+  }
   add_norm(ab, "norm1", act_elems, e, sh, true);
 
   // --- MLP block (dense, or the experts of a mixture-of-experts layer: add_moe_mlp)
@@ -418,7 +483,9 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   if (sh.fp8_gemms) {
     // The transformer layers' linear GEMMs run in FP8 (an MoE layer's experts too, not its router);
     // the output layer stays in 16-bit. A grouped expert GEMM quantizes all its experts' rows.
-    std::vector<std::tuple<Block*, Block*, Kernel>> linears = {{&g.attn_fwd, &g.attn_bwd, qkv}, {&g.attn_fwd, &g.attn_bwd, proj}};
+    std::vector<std::tuple<Block*, Block*, Kernel>> linears;
+    for (const Kernel& k : in_proj) linears.emplace_back(&g.attn_fwd, &g.attn_bwd, k);
+    linears.emplace_back(&g.attn_fwd, &g.attn_bwd, proj);
     for (const Kernel& k : fp8_linears) linears.emplace_back(&g.mlp_fwd, &g.mlp_bwd, k);
     for (const auto& [fwd, bwd, k] : linears) {
       const std::int64_t rows = k.m * k.batch;
@@ -427,6 +494,13 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     }
   }
   return g;
+}
+
+ModelGraph build_model_graph(const ModelSpec& model, const LayerShape& shape) {
+  ModelGraph mg;
+  for (const LayerKind& k : model.kinds()) mg.kinds.push_back(build_layer_graph(model.of_kind(k), shape));
+  mg.kind_of = model.kind_of_layers();
+  return mg;
 }
 
 }  // namespace parasim

@@ -117,6 +117,18 @@ struct LayerGraph {
   bool mlp_tp_comm = true;
 };
 
+// The graph of a uniform model (every layer alike; ModelSpec::uniform()), or of one kind of layer.
 LayerGraph build_layer_graph(const ModelSpec& model, const LayerShape& shape);
+
+// A model's layer graphs: one per kind of layer it has (ModelSpec::kinds(): dense or MoE MLP,
+// full or sliding-window attention), each built from ModelSpec::of_kind, and each layer's kind.
+// Everything outside the transformer layers (embedding, output layer, pipeline and TP message
+// sizes) is the same in every kind's graph.
+struct ModelGraph {
+  std::vector<LayerGraph> kinds;
+  std::vector<std::int32_t> kind_of;  // per layer, an index into kinds
+  const LayerGraph& layer(std::int64_t i) const { return kinds[static_cast<size_t>(kind_of[static_cast<size_t>(i)])]; }
+};
+ModelGraph build_model_graph(const ModelSpec& model, const LayerShape& shape);
 
 }  // namespace parasim

@@ -15,37 +15,115 @@ double mlp_params(const ModelSpec& m, double ff) {
 }
 }  // namespace
 
+LayerKind ModelSpec::layer_kind(std::int64_t i) const {
+  LayerKind k;
+  if (moe && i >= moe->first_dense_layers) k.moe = (i - moe->first_dense_layers + 1) % moe->interval == 0;
+  if (sliding_window > 0) k.windowed = full_attention_interval == 0 || (i + 1) % full_attention_interval != 0;
+  return k;
+}
+
+ModelSpec ModelSpec::of_kind(const LayerKind& k) const {
+  ModelSpec m = *this;
+  if (!k.moe) m.moe.reset();
+  if (m.moe) {
+    m.moe->first_dense_layers = 0;
+    m.moe->interval = 1;
+  }
+  if (!k.windowed) m.sliding_window = 0;
+  m.full_attention_interval = 0;
+  return m;
+}
+
+std::vector<LayerKind> ModelSpec::kinds() const {
+  std::vector<LayerKind> out;
+  for (std::int64_t i = 0; i < layers; ++i)
+    if (std::find(out.begin(), out.end(), layer_kind(i)) == out.end()) out.push_back(layer_kind(i));
+  return out;
+}
+
+std::vector<std::int32_t> ModelSpec::kind_of_layers() const {
+  const std::vector<LayerKind> ks = kinds();
+  std::vector<std::int32_t> out(static_cast<size_t>(layers));
+  for (std::int64_t i = 0; i < layers; ++i)
+    out[static_cast<size_t>(i)] = static_cast<std::int32_t>(std::find(ks.begin(), ks.end(), layer_kind(i)) - ks.begin());
+  return out;
+}
+
+bool ModelSpec::uniform() const { return kinds().size() <= 1; }
+
+namespace {
+// Attention parameters of one layer: the QKV (or MLA's down and up) projections, their norms, the
+// output projection.
+double attention_params(const ModelSpec& m) {
+  const double h = static_cast<double>(m.hidden);
+  const double bias = m.bias ? 1.0 : 0.0;
+  if (m.mla) {
+    const MlaSpec& a = *m.mla;
+    const double heads = static_cast<double>(m.heads), qk = static_cast<double>(m.qk_head_dim());
+    const double ql = static_cast<double>(a.q_lora_rank), kvl = static_cast<double>(a.kv_lora_rank);
+    const double rope = static_cast<double>(a.qk_rope_head_dim), nope = static_cast<double>(a.qk_nope_head_dim);
+    const double q = a.q_lora_rank > 0 ? h * ql + ql + ql * heads * qk : h * heads * qk;  // down, its norm, up
+    const double kv = h * (kvl + rope) + kvl + kvl * heads * (nope + static_cast<double>(a.v_head_dim));
+    return q + kv + static_cast<double>(m.attn_out_dim()) * h;
+  }
+  const double q = static_cast<double>(m.q_dim());
+  const double kv = static_cast<double>(m.kv_dim());
+  const double qk_norm = m.qk_norm ? 2.0 * static_cast<double>(m.head_dim()) : 0.0;  // one gain per head dim, q and k
+  return h * (q + 2 * kv) + q * h + bias * (q + 2 * kv + h) + qk_norm;
+}
+
+// Parameters of one layer of a uniform model.
+double uniform_layer_params(const ModelSpec& m) {
+  const double h = static_cast<double>(m.hidden);
+  const double norm = m.norm == "layernorm" ? 2.0 * h : h;  // gain (+ bias for LayerNorm)
+  // MoE: the routed experts, the shared experts and the router (hidden x experts, no bias).
+  double mlp_p = mlp_params(m, static_cast<double>(m.ffn_hidden));
+  if (m.moe) {
+    const double shared = static_cast<double>(m.moe->shared_expert_ffn_hidden);
+    mlp_p = expert_params_per_layer(m) + (shared > 0 ? mlp_params(m, shared) : 0.0) + h * static_cast<double>(m.moe->experts);
+  }
+  return attention_params(m) + mlp_p + 2 * norm;
+}
+}  // namespace
+
 double expert_params_per_layer(const ModelSpec& m) {
   return m.moe ? static_cast<double>(m.moe->experts) * mlp_params(m, static_cast<double>(m.moe->expert_ffn_hidden)) : 0.0;
 }
 
+double expert_params(const ModelSpec& m, std::int64_t i) { return expert_params_per_layer(m.of_kind(m.layer_kind(i))); }
+
+double layer_params(const ModelSpec& m, std::int64_t i) { return uniform_layer_params(m.of_kind(m.layer_kind(i))); }
+
 double active_params(const ModelSpec& m) {
-  const double total = count_params(m).total(m.layers);
+  double total = count_params(m).total();
   if (!m.moe) return total;
   const double idle = 1.0 - static_cast<double>(m.moe->top_k) / static_cast<double>(m.moe->experts);
-  return total - static_cast<double>(m.layers) * expert_params_per_layer(m) * idle;
+  for (std::int64_t i = 0; i < m.layers; ++i) total -= expert_params(m, i) * idle;
+  return total;
 }
 
 ParamCount count_params(const ModelSpec& m) {
   const double h = static_cast<double>(m.hidden);
-  const double q = static_cast<double>(m.q_dim());
-  const double kv = static_cast<double>(m.kv_dim());
-  const double f = static_cast<double>(m.ffn_hidden);
-  const double bias = m.bias ? 1.0 : 0.0;
-  const double norm = m.norm == "layernorm" ? 2.0 * h : h;  // gain (+ bias for LayerNorm)
+  const double norm = m.norm == "layernorm" ? 2.0 * h : h;
   ParamCount c;
-  const double qk_norm = m.qk_norm ? 2.0 * static_cast<double>(m.head_dim()) : 0.0;  // one gain per head dim, q and k
-  const double attn = h * (q + 2 * kv) + q * h + bias * (q + 2 * kv + h) + qk_norm;
-  // MoE: the experts and the router (hidden x experts, no bias).
-  const double mlp_p = m.moe ? expert_params_per_layer(m) + h * static_cast<double>(m.moe->experts) : mlp_params(m, f);
-  c.per_layer = attn + mlp_p + 2 * norm;
+  const std::vector<LayerKind> ks = m.kinds();
+  if (ks.size() <= 1) {
+    c.per_layer = uniform_layer_params(m.of_kind(ks.empty() ? LayerKind{} : ks.front()));
+    c.layers = c.per_layer * static_cast<double>(m.layers);
+  } else {
+    std::vector<double> per_kind;
+    for (const LayerKind& k : ks) per_kind.push_back(uniform_layer_params(m.of_kind(k)));
+    for (const std::int32_t k : m.kind_of_layers()) c.layers += per_kind[static_cast<size_t>(k)];
+    c.per_layer = c.layers / static_cast<double>(m.layers);
+  }
   c.embedding = static_cast<double>(m.vocab) * h +
                 (m.position_embedding == "learned" ? static_cast<double>(m.max_positions) * h : 0.0);
   c.head = norm + (m.tied_embeddings ? 0.0 : static_cast<double>(m.vocab) * h);
   return c;
 }
 
-std::vector<double> layer_tensor_params(const ModelSpec& m) {
+std::vector<double> layer_tensor_params(const ModelSpec& model, std::int64_t i) {
+  const ModelSpec m = model.of_kind(model.layer_kind(i));
   const double h = static_cast<double>(m.hidden);
   const double q = static_cast<double>(m.q_dim());
   const double kv = static_cast<double>(m.kv_dim());
@@ -64,16 +142,33 @@ std::vector<double> layer_tensor_params(const ModelSpec& m) {
     linear(ff, h);
   };
   norm();
-  linear(h, q + 2 * kv);
-  if (m.qk_norm) {
-    t.push_back(static_cast<double>(m.head_dim()));
-    t.push_back(static_cast<double>(m.head_dim()));
+  if (m.mla) {
+    const MlaSpec& a = *m.mla;
+    const double heads = static_cast<double>(m.heads);
+    if (a.q_lora_rank > 0) {
+      t.push_back(h * static_cast<double>(a.q_lora_rank));
+      t.push_back(static_cast<double>(a.q_lora_rank));
+      t.push_back(static_cast<double>(a.q_lora_rank) * q);
+    } else {
+      t.push_back(h * q);
+    }
+    t.push_back(h * static_cast<double>(a.kv_lora_rank + a.qk_rope_head_dim));
+    t.push_back(static_cast<double>(a.kv_lora_rank));
+    t.push_back(static_cast<double>(a.kv_lora_rank) * heads * static_cast<double>(a.qk_nope_head_dim + a.v_head_dim));
+    t.push_back(static_cast<double>(m.attn_out_dim()) * h);
+  } else {
+    linear(h, q + 2 * kv);
+    if (m.qk_norm) {
+      t.push_back(static_cast<double>(m.head_dim()));
+      t.push_back(static_cast<double>(m.head_dim()));
+    }
+    linear(q, h);
   }
-  linear(q, h);
   norm();
   if (m.moe) {
     t.push_back(h * static_cast<double>(m.moe->experts));  // router
     for (std::int64_t e = 0; e < m.moe->experts; ++e) mlp(static_cast<double>(m.moe->expert_ffn_hidden));
+    if (m.moe->shared_expert_ffn_hidden > 0) mlp(static_cast<double>(m.moe->shared_expert_ffn_hidden));
   } else {
     mlp(static_cast<double>(m.ffn_hidden));
   }
@@ -104,9 +199,24 @@ ModelSpec parse_model(const JsonObject& o) {
     s.experts = moe->integer("experts", 1, 1 << 20);
     s.top_k = moe->integer("top_k", 1, s.experts);
     s.expert_ffn_hidden = moe->integer("expert_ffn_hidden", 1, big);
+    s.shared_expert_ffn_hidden = moe->integer("shared_expert_ffn_hidden", 0, big, 0);
+    s.first_dense_layers = moe->integer("first_dense_layers", 0, m.layers - 1, 0);
+    s.interval = moe->integer("interval", 1, m.layers, 1);
     moe->finish();
     m.moe = s;
   }
+  if (auto mla = o.object_opt("mla")) {
+    MlaSpec a;
+    a.q_lora_rank = mla->integer("q_lora_rank", 0, big, 0);
+    a.kv_lora_rank = mla->integer("kv_lora_rank", 1, big);
+    a.qk_nope_head_dim = mla->integer("qk_nope_head_dim", 1, big);
+    a.qk_rope_head_dim = mla->integer("qk_rope_head_dim", 1, big);
+    a.v_head_dim = mla->integer("v_head_dim", 1, big);
+    mla->finish();
+    m.mla = a;
+  }
+  m.sliding_window = o.integer("sliding_window", 0, big, 0);
+  m.full_attention_interval = o.integer("full_attention_interval", 0, m.layers, 0);
   m.published_params = o.number("published_params", 0, 1e16, 0);
   m.published_params_rounding = o.number("published_params_rounding", 0, 1e16, 0);
   m.published_active_params = o.number("published_active_params", 0, 1e16, 0);
@@ -114,6 +224,14 @@ ModelSpec parse_model(const JsonObject& o) {
   o.finish({"schema", "description"});
   if (m.head_dim_override == 0 && m.hidden % m.heads != 0)
     o.fail("hidden", "hidden (" + std::to_string(m.hidden) + ") must be divisible by heads (" + std::to_string(m.heads) + "), or give head_dim");
+  if (m.mla && m.kv_heads != m.heads)
+    o.fail("kv_heads", "multi-head latent attention (mla) gives every head its own key and value: kv_heads must equal heads (" +
+                           std::to_string(m.heads) + ")");
+  if (m.mla && m.bias) o.fail("bias", "multi-head latent attention (mla) is modelled without biases (DeepSeek-V2/V3, Kimi K2 have none)");
+  if (m.mla && (m.qk_norm || m.head_dim_override > 0))
+    o.fail(m.qk_norm ? "qk_norm" : "head_dim", "with multi-head latent attention (mla) the head widths come from mla");
+  if (m.full_attention_interval > 0 && m.sliding_window == 0)
+    o.fail("full_attention_interval", "needs sliding_window > 0 (the layers between the full-attention ones are windowed)");
   if (m.heads % m.kv_heads != 0)
     o.fail("kv_heads", "heads (" + std::to_string(m.heads) + ") must be divisible by kv_heads (" + std::to_string(m.kv_heads) + ")");
   if (m.position_embedding == "learned" && m.max_positions == 0)

@@ -9,15 +9,46 @@
 
 namespace parasim {
 
-// Mixture of experts: every transformer layer's MLP is `experts` expert MLPs of expert_ffn_hidden
-// and a router (a hidden x experts linear layer) that sends each token to top_k of them. Routing
-// is taken as balanced (every expert gets tokens * top_k / experts), as the published MoE
-// benchmarks force it (Megatron-Bridge's moe_router_force_load_balancing, AutoModel's fake
-// balanced gate). Shared experts and dense layers between MoE layers are not modelled.
+// Mixture of experts: an MoE layer's MLP is `experts` expert MLPs of expert_ffn_hidden and a
+// router (a hidden x experts linear layer) that sends each token to top_k of them, plus, where the
+// model has them, shared experts every token passes through (one MLP of shared_expert_ffn_hidden,
+// all shared experts together, as Megatron-Core's moe_shared_expert_intermediate_size). Routing is
+// taken as balanced (every expert gets tokens * top_k / experts), as the published MoE benchmarks
+// force it (Megatron-Bridge's moe_router_force_load_balancing, AutoModel's fake balanced gate).
+// Which layers are MoE: the first first_dense_layers layers have a dense MLP of the model's
+// ffn_hidden (DeepSeek-V3's first_k_dense_replace 3); of the rest, every interval-th one is MoE
+// (layer i with (i - first_dense_layers + 1) % interval == 0; Llama 4 Maverick's
+// interleave_moe_layer_step 2), the others dense.
 struct MoeSpec {
   std::int64_t experts = 0;
   std::int64_t top_k = 0;
   std::int64_t expert_ffn_hidden = 0;
+  std::int64_t shared_expert_ffn_hidden = 0;
+  std::int64_t first_dense_layers = 0;
+  std::int64_t interval = 1;
+};
+
+// Multi-head latent attention (DeepSeek-V2/V3, Kimi K2): queries through a low-rank bottleneck
+// (hidden -> q_lora_rank, RMSNorm, -> heads x (qk_nope + qk_rope); q_lora_rank 0: one hidden ->
+// heads x (qk_nope + qk_rope) projection), keys and values through a shared latent (hidden ->
+// kv_lora_rank + qk_rope, RMSNorm on the kv_lora_rank part, -> heads x (qk_nope + v)); the rotary
+// part of the key (qk_rope wide) is shared by all heads. Attention scores are qk_nope + qk_rope
+// wide, values v_head_dim wide; the output projection is heads x v_head_dim -> hidden.
+struct MlaSpec {
+  std::int64_t q_lora_rank = 0;
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+};
+
+// What one layer is, for models whose layers are not all alike: a dense or an MoE MLP, and full or
+// sliding-window attention.
+struct LayerKind {
+  bool moe = false;
+  bool windowed = false;
+  int index() const { return (moe ? 2 : 0) + (windowed ? 1 : 0); }
+  bool operator==(const LayerKind&) const = default;
 };
 
 struct ModelSpec {
@@ -41,35 +72,62 @@ struct ModelSpec {
   // heads, so the query projection is 4096 wide); 0 = hidden / heads.
   std::int64_t head_dim_override = 0;
   std::optional<MoeSpec> moe;
+  std::optional<MlaSpec> mla;
+  // Sliding-window attention: in windowed layers each query attends to the sliding_window keys
+  // up to and including its own position (Mistral, Gemma 3, GPT-OSS). full_attention_interval n > 0:
+  // layer i attends fully when (i + 1) % n == 0 (GPT-OSS: 2, sliding first; Gemma 3: 6), the
+  // others are windowed; 0: every layer is windowed. sliding_window 0: no layer is.
+  std::int64_t sliding_window = 0;
+  std::int64_t full_attention_interval = 0;
   double published_params = 0;  // from the source, for tests; 0 if unknown
   double published_active_params = 0;  // MoE: parameters per token, from the source; 0 if unknown
   double published_params_rounding = 0;  // the published figure was rounded to this (e.g. 0.1B)
   std::string source;
 
   std::int64_t head_dim() const { return head_dim_override > 0 ? head_dim_override : hidden / heads; }
-  std::int64_t q_dim() const { return heads * head_dim(); }  // query projection width (= hidden by default)
+  // Width of a query / key head in the scores and of a value head (MLA: qk_nope + qk_rope and
+  // v_head_dim; otherwise both head_dim()).
+  std::int64_t qk_head_dim() const { return mla ? mla->qk_nope_head_dim + mla->qk_rope_head_dim : head_dim(); }
+  std::int64_t v_head_dim() const { return mla ? mla->v_head_dim : head_dim(); }
+  std::int64_t q_dim() const { return heads * qk_head_dim(); }  // query projection width (= hidden by default)
   std::int64_t kv_dim() const { return kv_heads * head_dim(); }
+  std::int64_t attn_out_dim() const { return heads * v_head_dim(); }  // attention output (projection input) width
+
+  // Layer i's kind, and a copy of this model whose every layer is of kind k (what the per-layer
+  // formulas and the layer graph take). uniform(): all layers are of one kind.
+  LayerKind layer_kind(std::int64_t i) const;
+  ModelSpec of_kind(const LayerKind& k) const;
+  bool uniform() const;
+  // The distinct kinds, in order of first appearance, and each layer's index into them.
+  std::vector<LayerKind> kinds() const;
+  std::vector<std::int32_t> kind_of_layers() const;
 };
 
 // Parameters of the pieces, whole model (not sharded).
 struct ParamCount {
-  double per_layer = 0;   // one transformer layer
+  double per_layer = 0;   // one transformer layer (the mean over the layers when they differ)
+  double layers = 0;      // all transformer layers
   double embedding = 0;   // token (+ learned position) embedding
   double head = 0;        // output projection (0 when tied) + final norm
-  double total(std::int64_t layers) const { return per_layer * static_cast<double>(layers) + embedding + head; }
+  double total() const { return layers + embedding + head; }
 };
 ParamCount count_params(const ModelSpec& m);
-// The experts' parameters of one MoE layer (all experts' MLP weights and biases; not the router),
-// 0 for a dense model: the part expert parallelism splits over ep ranks.
+// Parameters of layer i.
+double layer_params(const ModelSpec& m, std::int64_t i);
+// The routed experts' parameters of layer i (all experts' MLP weights and biases; not the router
+// nor the shared experts), 0 for a dense layer: the part expert parallelism splits over ep ranks.
+double expert_params(const ModelSpec& m, std::int64_t i);
+// The same of one layer of a uniform model (its every layer's).
 double expert_params_per_layer(const ModelSpec& m);
-// Parameters one token passes through: all of a dense model; of an MoE model, top_k of its experts.
+// Parameters one token passes through: all of a dense model; of an MoE model, top_k of its routed
+// experts in each MoE layer.
 double active_params(const ModelSpec& m);
 // The parameter tensors of one transformer layer in Megatron's module layout, in forward order:
 // each norm's gain (and bias), fused QKV weight (and bias), attention projection, MLP input
 // (fused gate+up with SwiGLU; with MoE the router, then each expert's) and output weights (and
-// biases). Element counts; they sum to count_params(m).per_layer. Frameworks that gather or
-// reduce parameters tensor by tensor (DeepSpeed 0.3's ZeRO-3) issue one collective per entry.
-std::vector<double> layer_tensor_params(const ModelSpec& m);
+// biases). Element counts; they sum to layer_params(m, i). Frameworks that gather or reduce
+// parameters tensor by tensor (DeepSpeed 0.3's ZeRO-3) issue one collective per entry.
+std::vector<double> layer_tensor_params(const ModelSpec& m, std::int64_t i);
 
 // Decodes a model object (zoo file or inline). Throws ConfigError / ModelError with the path.
 ModelSpec parse_model(const JsonObject& o);

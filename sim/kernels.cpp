@@ -56,4 +56,28 @@ std::vector<KernelRow> kernel_rows(const LayerGraph& g, const CostModel& c) {
   return rows;
 }
 
+std::string kind_label(const ModelSpec& m, const LayerKind& k) {
+  std::string out;
+  if (m.moe && (m.moe->first_dense_layers > 0 || m.moe->interval > 1)) out = k.moe ? "MoE" : "dense MLP";
+  if (m.sliding_window > 0 && m.full_attention_interval > 0)
+    out += (out.empty() ? "" : ", ") + (k.windowed ? "window " + std::to_string(m.sliding_window) : std::string("full attention"));
+  return out;
+}
+
+std::vector<KernelRow> kernel_rows(const ModelGraph& g, const ModelSpec& m, const CostModel& c) {
+  if (g.kinds.size() == 1) return kernel_rows(g.kinds.front(), c);
+  std::vector<KernelRow> out;
+  const std::vector<LayerKind> kinds = m.kinds();
+  for (size_t i = 0; i < g.kinds.size(); ++i) {
+    const bool ends = i == 0;
+    for (KernelRow& r : kernel_rows(g.kinds[i], c)) {
+      const bool layer = r.block.rfind("attention", 0) == 0 || r.block.rfind("mlp", 0) == 0;
+      if (!layer && !ends) continue;
+      if (layer) r.block += " [" + kind_label(m, kinds[i]) + "]";
+      out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
 }  // namespace parasim

@@ -24,5 +24,10 @@ struct KernelRow {
 // embedding and output layers, for one microbatch on one rank, in execution order. The rows
 // point into `g`, which must outlive them.
 std::vector<KernelRow> kernel_rows(const LayerGraph& g, const CostModel& c);
+// A model whose layers differ: the embedding and output layers once, then each kind of layer's
+// attention and MLP blocks, their block names followed by the kind ("attention fwd [dense MLP]").
+std::vector<KernelRow> kernel_rows(const ModelGraph& g, const ModelSpec& m, const CostModel& c);
+// "dense MLP" / "MoE", "full attention" / "window 128": the parts of a kind the model varies.
+std::string kind_label(const ModelSpec& m, const LayerKind& k);
 
 }  // namespace parasim

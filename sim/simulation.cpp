@@ -33,12 +33,13 @@ LayerShape layer_shape(const Scenario& sc) {
 
 SimulationOutput simulate(const Scenario& sc, const Registries& reg, const NetworkModel* network) {
   SimulationOutput out;
-  const LayerGraph graph = build_layer_graph(sc.model, layer_shape(sc));
+  const ModelGraph layers = build_model_graph(sc.model, layer_shape(sc));
+  const LayerGraph& graph = layers.kinds.front();
   const CostModel cost(sc.profile, sc.training.gemm_dtype(), sc.training.priced_attention_kernel());
   const auto own = network ? nullptr : make_network(sc.network, sc.profile, sc.cluster);
   const NetworkModel& base = network ? *network : *own;
   const ScaledNetwork scaled(base, sc.profile.time_scale.network);
-  const LoweringInput in{sc, graph, cost, sc.profile.time_scale.network != 1.0 ? scaled : base};
+  const LoweringInput in{sc, graph, layers, cost, sc.profile.time_scale.network != 1.0 ? scaled : base};
   EngineOptions eo;
   eo.overlap_compute_slowdown = sc.profile.overlap_compute_slowdown.value;
   try {

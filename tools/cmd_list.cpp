@@ -24,7 +24,7 @@ void add_list_command(CLI::App& app, Context& ctx) {
           const ModelSpec m = load_zoo_model(ctx.data_dir, n, "list");
           const std::string moe = m.moe ? "  MoE " + moe_summary(m) : std::string();
           fmt::print("{:<22} {:>9.2f}B params  layers {:>3}  hidden {:>5}  heads {:>3}/{:<3} {}{}\n", n,
-                     count_params(m).total(m.layers) / 1e9, m.layers, m.hidden, m.heads, m.kv_heads, m.activation, moe);
+                     count_params(m).total() / 1e9, m.layers, m.hidden, m.heads, m.kv_heads, m.activation, moe);
         }
       } else {
         for (const auto& n : profile_names(ctx.data_dir)) {

@@ -1,5 +1,7 @@
 #include "tools/report.h"
 
+#include <algorithm>
+#include <array>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -34,26 +36,38 @@ void print_kernels(std::ostream& os, const Scenario& sc, const LayerGraph& g, co
              sh.cp > 1 ? fmt::format(" / cp {}", sh.cp) : "", g.tokens, sh.tp, sh.sequence_parallel ? " with sequence parallel" : "",
              sc.training.dtype, sc.profile.name, sc.profile.device.name);
   fmt::print(os, "  recompute replays the forward kernels of a layer; communication is not listed (see `run --dump-program`)\n\n");
-  fmt::print(os, "  {:<14} {:<22} {:>22} {:>10} {:>11} {:>15}  {}\n", "block", "kernel", "shape m x n x k / bytes", "GFLOP", "time us",
-             "rate", "priced by");
-  double block_total = 0, gemm = 0, attn = 0, mem = 0;
+  size_t bw = 14;  // block column: wider when the blocks name their kind of layer
+  for (const auto& r : rows) bw = std::max(bw, r.block.size());
+  fmt::print(os, "  {:<{}} {:<22} {:>22} {:>10} {:>11} {:>15}  {}\n", "block", bw, "kernel", "shape m x n x k / bytes", "GFLOP",
+             "time us", "rate", "priced by");
+  double block_total = 0;
+  // Per kind of layer ("" for a uniform model): GEMM, attention and memory-bound time.
+  std::vector<std::pair<std::string, std::array<double, 3>>> per_kind;
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
     const Kernel& k = *r.kernel;
-    fmt::print(os, "  {:<14} {:<22} {:>22} {:>10} {:>11.1f} {:>15}  {}\n", r.block, k.name, shape_of(k),
+    fmt::print(os, "  {:<{}} {:<22} {:>22} {:>10} {:>11.1f} {:>15}  {}\n", r.block, bw, k.name, shape_of(k),
                k.flops > 0 ? fmt::format("{:.2f}", k.flops / 1e9) : "", r.seconds * 1e6, rate_of(k, r.seconds), r.priced_by);
     block_total += r.seconds;
     const bool layer = r.block.rfind("attention", 0) == 0 || r.block.rfind("mlp", 0) == 0;
-    if (layer) (k.kind == KernelKind::Gemm ? gemm : k.kind == KernelKind::Attention ? attn : mem) += r.seconds;
+    if (layer) {
+      const size_t open = r.block.find(" [");
+      const std::string kind = open == std::string::npos ? "" : r.block.substr(open + 2, r.block.size() - open - 3);
+      auto it = std::find_if(per_kind.begin(), per_kind.end(), [&](const auto& p) { return p.first == kind; });
+      if (it == per_kind.end()) it = per_kind.insert(per_kind.end(), {kind, {0, 0, 0}});
+      it->second[k.kind == KernelKind::Gemm ? 0 : k.kind == KernelKind::Attention ? 1 : 2] += r.seconds;
+    }
     if (i + 1 == rows.size() || rows[i + 1].block != r.block) {
-      fmt::print(os, "  {:<14} {:<22} {:>22} {:>10} {:>11.1f}\n\n", r.block, "total", "", "", block_total * 1e6);
+      fmt::print(os, "  {:<{}} {:<22} {:>22} {:>10} {:>11.1f}\n\n", r.block, bw, "total", "", "", block_total * 1e6);
       block_total = 0;
     }
   }
-  const double layer = gemm + attn + mem;
-  if (layer > 0)
-    fmt::print(os, "  one layer, forward + backward: {:.1f} us = GEMM {:.1f} % + attention {:.1f} % + memory-bound {:.1f} %\n",
-               layer * 1e6, 100 * gemm / layer, 100 * attn / layer, 100 * mem / layer);
+  for (const auto& [kind, t] : per_kind) {
+    const double layer = t[0] + t[1] + t[2];
+    if (layer > 0)
+      fmt::print(os, "  one layer{}, forward + backward: {:.1f} us = GEMM {:.1f} % + attention {:.1f} % + memory-bound {:.1f} %\n",
+                 kind.empty() ? "" : " [" + kind + "]", layer * 1e6, 100 * t[0] / layer, 100 * t[1] / layer, 100 * t[2] / layer);
+  }
 }
 
 Json kernels_json(const std::vector<KernelRow>& rows) {
@@ -78,7 +92,7 @@ void print_summary(std::ostream& os, const Scenario& sc, const Result& r) {
   fmt::print(os, "parasim: {}\n", sc.name);
   const std::string moe = sc.model.moe ? fmt::format(" ep={} etp={} (MoE: {})", p.ep, p.expert_tp(), moe_summary(sc.model)) : std::string();
   fmt::print(os, "  model {} ({:.2f}B params), {} x {} GPUs ({}), dp={} tp={} pp={} vpp={} cp={}{}, schedule {}{}{}{}\n",
-             sc.model.name, count_params(sc.model).total(sc.model.layers) / 1e9, sc.cluster.nodes, sc.cluster.gpus_per_node,
+             sc.model.name, count_params(sc.model).total() / 1e9, sc.cluster.nodes, sc.cluster.gpus_per_node,
              sc.profile.device.name, p.dp, p.tp, p.pp, p.vpp, p.cp, moe, p.schedule,
              p.zero_stage ? fmt::format(", ZeRO-{}", p.zero_stage) : "", p.fsdp ? ", FSDP " + p.fsdp->sharding : "",
              p.activation_offload_layers > 0

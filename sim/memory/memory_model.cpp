@@ -29,7 +29,17 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
   //  MLP: GeLU input and fc2 input (e + li per sbf), SwiGLU gate+up output and fc2 input (2e + li).
   //  With head_dim set, Q and the attention-projection input are heads x head_dim wide, not h.
   const double sbq = s * b * static_cast<double>(m.q_dim());
-  const double attn_split = (e + li) * sbq + 2 * e * s * b * kv;
+  double attn_split = (e + li) * sbq + 2 * e * s * b * kv;
+  //  Multi-head latent attention: Q and K heads x (qk_nope + qk_rope) wide, V and the projection
+  //  input heads x v_head_dim (e each, li for the projection input); the latents are kept
+  //  replicated: each latent norm's input (e) and its up projection's input (li) per latent
+  //  element, q_lora_rank and kv_lora_rank per token.
+  double mla_latents = 0;
+  if (m.mla) {
+    const double sbv = s * b * static_cast<double>(m.attn_out_dim());
+    attn_split = 2 * e * sbq + (e + li) * sbv;
+    mla_latents = (e + li) * s * b * static_cast<double>(m.mla->q_lora_rank + m.mla->kv_lora_rank);
+  }
   double mlp_split = ((m.activation == "swiglu" ? 2.0 : 1.0) * e + li) * s * b * f;
   //  Mixture of experts (the kernels of add_moe_mlp in models/layer_graph.cpp), on this rank's
   //  routed tokens T_r (all of the TP group's with etp = tp, the sequence-parallel share with
@@ -44,6 +54,10 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
     const double k = static_cast<double>(m.moe->top_k);
     moe = tr * (4.0 * static_cast<double>(m.moe->experts) +
                 k * (li * h + (m.activation == "swiglu" ? 2.0 : 1.0) * e * fe + li * fe + e * h));
+    //  Shared experts: their fc1 output and fc2 input on the same T_r tokens (fc1 reads the MLP
+    //  input already kept), S the shared width on this rank.
+    const double fs = static_cast<double>(m.moe->shared_expert_ffn_hidden / sh.etp);
+    moe += tr * ((m.activation == "swiglu" ? 2.0 : 1.0) * e + li) * fs;
     mlp_split = 0;
   }
   //  attention matrix: softmax output (e), dropout mask (1), dropout output (e) per score;
@@ -53,7 +67,7 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
   if (recompute == "selective" && !sh.flash_attention) scores = 0;  // the attention core is recomputed
   const double sp = sh.sequence_parallel ? t : 1.0;
   ActivationBytes out;
-  const double full = replicated / sp + (attn_split + mlp_split + scores) / t + moe;
+  const double full = replicated / sp + (attn_split + mlp_split + scores) / t + moe + mla_latents;
   out.layer_working = full;
   out.layer_stored = recompute == "full" ? e * sbh / sp : full;
   if (recompute == "selective_op") {

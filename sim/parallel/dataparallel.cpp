@@ -14,7 +14,7 @@ Program lower_dataparallel(const LoweringInput& in) {
   const auto n = static_cast<std::int32_t>(sc.parallel.dp);
   const auto m = static_cast<std::int32_t>(sc.microbatches());
   const ParamCount pc = count_params(sc.model);
-  const double params = pc.total(sc.model.layers);
+  const double params = pc.total();
   const StateBytesPerParam sb = state_bytes(sc.training.dtype, sc.training.optimizer, sc.training.fp32_grad_accumulation);
   const ModelStates full = model_states(params, sb, Sharding{});
   const Layout& L = em.layout();

@@ -82,8 +82,7 @@ Layout make_layout(const Scenario& s) {
   return l;
 }
 
-BlockTimes block_times(const LoweringInput& in) {
-  const auto& g = in.graph;
+BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
   const auto& c = in.cost;
   BlockTimes t;
   double g_af = 0, g_mf = 0, g_ab = 0, g_mb = 0;
@@ -174,16 +173,27 @@ BlockTimes block_times(const LoweringInput& in) {
 Emitter::Emitter(const LoweringInput& in, Program& prog)
     : in_(in),
       p_(prog),
-      t_(block_times(in)),
-      act_(activation_bytes(in.scenario.model, in.graph.shape, in.scenario.parallel.recompute)),
-      act_kept_(activation_bytes(in.scenario.model, in.graph.shape, "none")),
       layout_(make_layout(in.scenario)),
       full_recompute_(in.scenario.parallel.recompute == "full"),
       op_sac_(in.scenario.parallel.recompute == "selective_op"),
       recompute_layers_(in.scenario.parallel.recompute_num_layers),
       offload_layers_(in.scenario.parallel.activation_offload_layers),
       offload_window_(offload_layers_ > 0 ? in.scenario.model.layers / offload_layers_ : 1),
-      host_bps_(in.scenario.profile.pcie_gbps.value * 1e9) {}
+      host_bps_(in.scenario.profile.pcie_gbps.value * 1e9) {
+  const std::vector<LayerKind> kinds = in.scenario.model.kinds();
+  for (size_t k = 0; k < in.layers.kinds.size(); ++k) {
+    const ModelSpec m = in.scenario.model.of_kind(kinds[k]);
+    times_.push_back(block_times(in, in.layers.kinds[k]));
+    acts_.push_back(activation_bytes(m, in.graph.shape, in.scenario.parallel.recompute));
+    acts_kept_.push_back(activation_bytes(m, in.graph.shape, "none"));
+  }
+}
+
+std::int32_t Emitter::kind(std::int32_t rank, std::int32_t chunk, std::int64_t l) const {
+  if (times_.size() == 1) return 0;
+  const std::int64_t stage = p_.ranks[static_cast<size_t>(rank)].stage;
+  return in_.layers.kind_of[static_cast<size_t>(in_.scenario.first_layer_in_chunk(stage, chunk) + l)];
+}
 
 OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, const std::string& label, double seconds, std::vector<OpId> deps,
                  std::int32_t mb, std::int32_t chunk) {
@@ -221,33 +231,35 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
     r.last = id;
     return id;
   };
-  if (first) add(Phase::Forward, "embedding", t_.embed_f, 0, static_cast<Bytes>(act_.embed), MemCat::Activations);
+  if (first) add(Phase::Forward, "embedding", ends().embed_f, 0, static_cast<Bytes>(ends_act().embed), MemCat::Activations);
   std::vector<OpId> offloads;  // D2H copies of the offloaded layers' saved activations, by layer
   for (std::int64_t l = 0; l < layers; ++l) {
+    const std::int32_t k = kind(rank, chunk, l);
+    const BlockTimes& t = times_[static_cast<size_t>(k)];
     if (pre) {
       auto extra = pre(Action::F, l);
       deps.insert(deps.end(), extra.begin(), extra.end());
     }
     OpId cp_op = -1;
-    if (t_.cp_comm_f > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, "cp kv ring", t_.cp_comm_f, r.last >= 0 ? std::vector<OpId>{r.last} : deps, mb, chunk);
-    add(Phase::Forward, "attention fwd", t_.attn_f, t_.attn_f_flops, static_cast<Bytes>(stored(l)), MemCat::Activations);
-    if (t_.tp_comm_f > 0) add(Phase::TpComm, "tp comm fwd", t_.tp_comm_f, 0, 0, MemCat::Activations);
+    if (t.cp_comm_f > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, "cp kv ring", t.cp_comm_f, r.last >= 0 ? std::vector<OpId>{r.last} : deps, mb, chunk);
+    add(Phase::Forward, "attention fwd", t.attn_f, t.attn_f_flops, static_cast<Bytes>(stored(l, k)), MemCat::Activations);
+    if (t.tp_comm_f > 0) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, 0, MemCat::Activations);
     if (cp_op >= 0) deps.push_back(cp_op);
-    add(Phase::Forward, "mlp fwd", t_.mlp_f, t_.mlp_f_flops, 0, MemCat::Activations);
-    if (t_.ep_comm_f > 0) add(Phase::EpComm, "ep all-to-all fwd", t_.ep_comm_f, 0, 0, MemCat::Activations);
-    if (t_.tp_comm_f > 0 && t_.mlp_tp_comm) add(Phase::TpComm, "tp comm fwd", t_.tp_comm_f, 0, 0, MemCat::Activations);
+    add(Phase::Forward, "mlp fwd", t.mlp_f, t.mlp_f_flops, 0, MemCat::Activations);
+    if (t.ep_comm_f > 0) add(Phase::EpComm, "ep all-to-all fwd", t.ep_comm_f, 0, 0, MemCat::Activations);
+    if (t.tp_comm_f > 0 && t.mlp_tp_comm) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, 0, MemCat::Activations);
     if (post) post(Action::F, l, r.last);
     if (l < offload_layers_)
-      offloads.push_back(op(rank, Stream::Copy, Phase::Offload, "activation offload D2H", stored(l) / host_bps_, {r.last}, mb, chunk));
+      offloads.push_back(op(rank, Stream::Copy, Phase::Offload, "activation offload D2H", stored(l, k) / host_bps_, {r.last}, mb, chunk));
     // Transformer Engine's window: at the end of this layer the compute stream waits for the copy
     // of offloaded layer g and frees its activations.
     if (const std::int64_t g = offload_window_closed_by(l); g >= 0) {
       const OpId w = op(rank, Stream::Compute, Phase::Offload, "wait activation offload", 0, {r.last, offloads[static_cast<size_t>(g)]}, mb, chunk);
-      p_.ops[static_cast<size_t>(w)].at_end = {MemCat::Activations, -static_cast<Bytes>(stored(g))};
+      p_.ops[static_cast<size_t>(w)].at_end = {MemCat::Activations, -static_cast<Bytes>(stored(g, kind(rank, chunk, g)))};
       r.last = w;
     }
   }
-  if (last) add(Phase::Forward, "head fwd", t_.head_f, t_.head_f_flops, static_cast<Bytes>(act_.head), MemCat::Activations);
+  if (last) add(Phase::Forward, "head fwd", ends().head_f, ends().head_f_flops, static_cast<Bytes>(ends_act().head), MemCat::Activations);
   return r;
 }
 
@@ -268,14 +280,18 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
     return id;
   };
   const MemDelta none{};
-  const double w_attn = split ? t_.attn_w : 0, w_mlp = split ? t_.mlp_w : 0, w_head = split ? t_.head_w : 0;
+  const BlockTimes& e = ends();
+  const double w_head = split ? e.head_w : 0;
   if (last)
-    add(Phase::Backward, "head bwd", t_.head_b - w_head, 2 * t_.head_f_flops * (t_.head_b - w_head) / std::max(t_.head_b, 1e-30),
-        2 * t_.head_f_flops * (t_.head_b - w_head) / std::max(t_.head_b, 1e-30),
-        MemDelta{MemCat::Activations, static_cast<Bytes>(act_.head_working)},
-        MemDelta{MemCat::Activations, -static_cast<Bytes>(act_.head_working + (split ? 0.0 : act_.head))});
+    add(Phase::Backward, "head bwd", e.head_b - w_head, 2 * e.head_f_flops * (e.head_b - w_head) / std::max(e.head_b, 1e-30),
+        2 * e.head_f_flops * (e.head_b - w_head) / std::max(e.head_b, 1e-30),
+        MemDelta{MemCat::Activations, static_cast<Bytes>(ends_act().head_working)},
+        MemDelta{MemCat::Activations, -static_cast<Bytes>(ends_act().head_working + (split ? 0.0 : ends_act().head))});
   std::vector<OpId> reloads(static_cast<size_t>(std::max<std::int64_t>(offload_layers_, 0)), -1);
   for (std::int64_t l = layers - 1; l >= 0; --l) {
+    const std::int32_t k = kind(rank, chunk, l);
+    const BlockTimes& t = times_[static_cast<size_t>(k)];
+    const double w_attn = split ? t.attn_w : 0, w_mlp = split ? t.mlp_w : 0;
     if (pre) {
       auto extra = pre(Action::B, l);
       deps.insert(deps.end(), extra.begin(), extra.end());
@@ -283,39 +299,39 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
     // Activation offloading: reaching the end of offloaded layer g's window starts its reload; the
     // layer's backward waits for it.
     if (const std::int64_t g = offload_window_closed_by(l); g >= 0) {
-      const OpId h = op(rank, Stream::Copy, Phase::Offload, "activation reload H2D", stored(g) / host_bps_,
+      const OpId h = op(rank, Stream::Copy, Phase::Offload, "activation reload H2D", stored(g, kind(rank, chunk, g)) / host_bps_,
                         r.last >= 0 ? std::vector<OpId>{r.last} : deps, mb, chunk);
-      p_.ops[static_cast<size_t>(h)].at_start = {MemCat::Activations, static_cast<Bytes>(stored(g))};
+      p_.ops[static_cast<size_t>(h)].at_start = {MemCat::Activations, static_cast<Bytes>(stored(g, kind(rank, chunk, g)))};
       reloads[static_cast<size_t>(g)] = h;
     }
     if (l < offload_layers_) deps.push_back(reloads[static_cast<size_t>(l)]);
-    const Bytes extra_working = static_cast<Bytes>(this->extra_working(l));
+    const Bytes extra_working = static_cast<Bytes>(this->extra_working(l, k));
     if (recomputed(l)) {
-      const double fl = t_.attn_f_flops + t_.mlp_f_flops;
-      const double tp = (t_.mlp_tp_comm ? 2 : 1) * t_.tp_comm_f;
-      const OpId id = add(Phase::Recompute, "recompute fwd", t_.attn_f + t_.mlp_f + tp + t_.ep_comm_f, 0, 0,
+      const double fl = t.attn_f_flops + t.mlp_f_flops;
+      const double tp = (t.mlp_tp_comm ? 2 : 1) * t.tp_comm_f;
+      const OpId id = add(Phase::Recompute, "recompute fwd", t.attn_f + t.mlp_f + tp + t.ep_comm_f, 0, 0,
                           {MemCat::Activations, extra_working}, none);
       p_.ops[static_cast<size_t>(id)].hw_flops = fl;
     } else if (op_sac_) {
-      const OpId id = add(Phase::Recompute, "recompute (op SAC)", t_.op_sac_recompute, 0, 0, {MemCat::Activations, extra_working}, none);
-      p_.ops[static_cast<size_t>(id)].hw_flops = t_.op_sac_flops;
-    } else if (t_.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == "selective") {
-      add(Phase::Recompute, "recompute attention", t_.attn_recompute_selective, 0, 0, none, none);
+      const OpId id = add(Phase::Recompute, "recompute (op SAC)", t.op_sac_recompute, 0, 0, {MemCat::Activations, extra_working}, none);
+      p_.ops[static_cast<size_t>(id)].hw_flops = t.op_sac_flops;
+    } else if (t.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == "selective") {
+      add(Phase::Recompute, "recompute attention", t.attn_recompute_selective, 0, 0, none, none);
     }
-    if (t_.tp_comm_b > 0 && t_.mlp_tp_comm) add(Phase::TpComm, "tp comm bwd", t_.tp_comm_b, 0, 0, none, none);
-    if (t_.ep_comm_b > 0) add(Phase::EpComm, "ep all-to-all bwd", t_.ep_comm_b, 0, 0, none, none);
-    const double mf = 2 * t_.mlp_f_flops * (t_.mlp_b - w_mlp) / std::max(t_.mlp_b, 1e-30);
-    add(Phase::Backward, "mlp bwd", t_.mlp_b - w_mlp, mf, mf, none, none);
+    if (t.tp_comm_b > 0 && t.mlp_tp_comm) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, 0, none, none);
+    if (t.ep_comm_b > 0) add(Phase::EpComm, "ep all-to-all bwd", t.ep_comm_b, 0, 0, none, none);
+    const double mf = 2 * t.mlp_f_flops * (t.mlp_b - w_mlp) / std::max(t.mlp_b, 1e-30);
+    add(Phase::Backward, "mlp bwd", t.mlp_b - w_mlp, mf, mf, none, none);
     OpId cp_op = -1;
-    if (t_.cp_comm_b > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, "cp kv ring bwd", t_.cp_comm_b, {r.last}, mb, chunk);
-    if (t_.tp_comm_b > 0) add(Phase::TpComm, "tp comm bwd", t_.tp_comm_b, 0, 0, none, none);
-    const double af = 2 * t_.attn_f_flops * (t_.attn_b - w_attn) / std::max(t_.attn_b, 1e-30);
-    const MemDelta free_act{MemCat::Activations, -(static_cast<Bytes>(stored(l)) + extra_working)};
-    const OpId id = add(Phase::Backward, "attention bwd", t_.attn_b - w_attn, af, af, none, split ? MemDelta{MemCat::Activations, -extra_working} : free_act);
+    if (t.cp_comm_b > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, "cp kv ring bwd", t.cp_comm_b, {r.last}, mb, chunk);
+    if (t.tp_comm_b > 0) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, 0, none, none);
+    const double af = 2 * t.attn_f_flops * (t.attn_b - w_attn) / std::max(t.attn_b, 1e-30);
+    const MemDelta free_act{MemCat::Activations, -(static_cast<Bytes>(stored(l, k)) + extra_working)};
+    const OpId id = add(Phase::Backward, "attention bwd", t.attn_b - w_attn, af, af, none, split ? MemDelta{MemCat::Activations, -extra_working} : free_act);
     if (cp_op >= 0) p_.ops[static_cast<size_t>(id)].deps.push_back(cp_op);
     if (post) post(Action::B, l, id);
   }
-  if (first) add(Phase::Backward, "embedding bwd", t_.embed_b, 0, 0, none, MemDelta{MemCat::Activations, -static_cast<Bytes>(act_.embed)});
+  if (first) add(Phase::Backward, "embedding bwd", e.embed_b, 0, 0, none, MemDelta{MemCat::Activations, -static_cast<Bytes>(ends_act().embed)});
   return r;
 }
 
@@ -334,11 +350,13 @@ Emitter::Range Emitter::weight_grad(std::int32_t rank, std::int32_t mb, std::int
     return id;
   };
   if (last)
-    add("head wgrad", t_.head_w, 2 * t_.head_f_flops * t_.head_w / std::max(t_.head_b, 1e-30),
-        {MemCat::Activations, -static_cast<Bytes>(act_.head)});
+    add("head wgrad", ends().head_w, 2 * ends().head_f_flops * ends().head_w / std::max(ends().head_b, 1e-30),
+        {MemCat::Activations, -static_cast<Bytes>(ends_act().head)});
   for (std::int64_t l = layers - 1; l >= 0; --l) {
-    const double fl = 2 * t_.attn_f_flops * t_.attn_w / std::max(t_.attn_b, 1e-30) + 2 * t_.mlp_f_flops * t_.mlp_w / std::max(t_.mlp_b, 1e-30);
-    const OpId id = add("layer wgrad", t_.attn_w + t_.mlp_w, fl, {MemCat::Activations, -static_cast<Bytes>(stored(l))});
+    const std::int32_t k = kind(rank, chunk, l);
+    const BlockTimes& t = times_[static_cast<size_t>(k)];
+    const double fl = 2 * t.attn_f_flops * t.attn_w / std::max(t.attn_b, 1e-30) + 2 * t.mlp_f_flops * t.mlp_w / std::max(t.mlp_b, 1e-30);
+    const OpId id = add("layer wgrad", t.attn_w + t.mlp_w, fl, {MemCat::Activations, -static_cast<Bytes>(stored(l, k))});
     if (post) post(Action::W, l, id);
   }
   return r;

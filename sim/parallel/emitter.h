@@ -27,7 +27,8 @@ struct BlockTimes {
   double tp_comm_hidden_f = 0, tp_comm_hidden_b = 0;  // per block, overlapped with its GEMMs
   double cp_comm_f = 0, cp_comm_b = 0;  // per layer, overlapped with attention
 };
-BlockTimes block_times(const LoweringInput& in);
+// The block times of one kind of layer (g: one of in.layers.kinds).
+BlockTimes block_times(const LoweringInput& in, const LayerGraph& g);
 
 // Real-rank groups of each parallel dimension under the scenario's rank order (default tp, cp,
 // dp, pp, innermost first), as CollectiveSpecs for the network model: a dimension's stride is the
@@ -88,18 +89,22 @@ class Emitter {
   OpId comm_op(std::int32_t rank, Stream s, Phase ph, const std::string& label, const CollectiveSpec& spec,
                std::vector<OpId> deps, std::int32_t mb = -1, std::int32_t chunk = -1);
 
-  const BlockTimes& times() const { return t_; }
   // Whether layer l of a chunk replays its forward in backward (full recompute).
   bool recomputes(std::int64_t l) const { return recomputed(l); }
-  const ActivationBytes& act() const { return act_; }
   const Layout& layout() const { return layout_; }
 
  private:
   const LoweringInput& in_;
   Program& p_;
-  BlockTimes t_;
-  ActivationBytes act_;
-  ActivationBytes act_kept_;  // the same layer without recompute (partial full recompute)
+  // Per kind of layer (in.layers.kinds): block times, activations, and the activations the same
+  // layer keeps without recompute (partial full recompute).
+  std::vector<BlockTimes> times_;
+  std::vector<ActivationBytes> acts_, acts_kept_;
+  // The embedding's and output layer's, the same in every kind.
+  const BlockTimes& ends() const { return times_.front(); }
+  const ActivationBytes& ends_act() const { return acts_.front(); }
+  // Kind index of layer l of a rank's chunk: the model's layer first_layer_in_chunk + l.
+  std::int32_t kind(std::int32_t rank, std::int32_t chunk, std::int64_t l) const;
   Layout layout_;
   bool full_recompute_;
   bool op_sac_;  // torchtitan's op-level selective AC: a partial replay in every layer
@@ -117,14 +122,16 @@ class Emitter {
     return offload_layers_ > 0 && (l + 1) % offload_window_ == 0 && g < offload_layers_ ? g : -1;
   }
 
-  // Per layer of a chunk (index l): recomputed in backward, activation bytes kept from forward
-  // to backward, and the extra working set alive while it is recomputed.
+  // Per layer of a chunk (index l, of kind k): recomputed in backward, activation bytes kept from
+  // forward to backward, and the extra working set alive while it is recomputed.
   bool recomputed(std::int64_t l) const { return full_recompute_ && (recompute_layers_ < 0 || l < recompute_layers_); }
-  double stored(std::int64_t l) const {
-    return recomputed(l) ? act_.layer_stored : (full_recompute_ ? act_kept_.layer_stored : act_.layer_stored);
+  double stored(std::int64_t l, std::int32_t k) const {
+    const ActivationBytes& a = acts_[static_cast<size_t>(k)];
+    return recomputed(l) ? a.layer_stored : (full_recompute_ ? acts_kept_[static_cast<size_t>(k)].layer_stored : a.layer_stored);
   }
-  double extra_working(std::int64_t l) const {
-    return recomputed(l) || op_sac_ ? act_.layer_working - act_.layer_stored : 0;
+  double extra_working(std::int64_t l, std::int32_t k) const {
+    const ActivationBytes& a = acts_[static_cast<size_t>(k)];
+    return recomputed(l) || op_sac_ ? a.layer_working - a.layer_stored : 0;
   }
 };
 

@@ -15,15 +15,25 @@ namespace parasim {
 
 namespace {
 
+// One layer's parameters on this rank: its TP shard (and, with MoE, its experts' share: E / ep
+// experts, each split over etp), and the experts' part of it, whose gradients reduce and optimizer
+// states shard over the expert-data-parallel group instead of dp x cp.
+struct LayerParams {
+  double all = 0;
+  double experts = 0;
+};
+LayerParams layer_params(const Scenario& sc, std::int64_t layer) {
+  LayerParams l;
+  const double experts = expert_params(sc.model, layer);
+  l.experts = experts / static_cast<double>(sc.parallel.ep * (sc.model.moe ? sc.parallel.expert_tp() : 1));
+  l.all = (parasim::layer_params(sc.model, layer) - experts) / static_cast<double>(sc.parallel.tp) + l.experts;
+  return l;
+}
+
 struct StageParams {
-  double layer = 0;  // one layer, this rank's TP shard (and, with MoE, its experts' share)
   double total = 0;  // everything on this stage, this rank's TP shard
   double extra = 0;  // embedding / head on this stage
-  // Mixture of experts: the experts' part of `layer` and `total` (on this rank: E / ep experts,
-  // each split over etp), whose gradients reduce and optimizer states shard over the
-  // expert-data-parallel group instead of dp x cp.
-  double expert_layer = 0;
-  double expert_total = 0;
+  double expert_total = 0;  // the experts' part of `total`
   double dense_total() const { return total - expert_total; }
 };
 
@@ -32,15 +42,25 @@ StageParams stage_params(const Scenario& sc, std::int64_t stage) {
   const double tp = static_cast<double>(sc.parallel.tp);
   const std::int64_t p = sc.parallel.pp;
   StageParams s;
-  const double experts = expert_params_per_layer(sc.model);
-  s.expert_layer = experts / static_cast<double>(sc.parallel.ep * (sc.model.moe ? sc.parallel.expert_tp() : 1));
-  s.layer = (pc.per_layer - experts) / tp + s.expert_layer;
   if (stage == 0) s.extra += pc.embedding;
   if (stage == p - 1) s.extra += pc.head + (sc.model.tied_embeddings && p > 1 ? pc.embedding : 0.0);
   s.extra /= tp;
-  const double layers = static_cast<double>(sc.layers_per_stage()[static_cast<size_t>(stage)]);
-  s.total = layers * s.layer + s.extra;
-  s.expert_total = layers * s.expert_layer;
+  double layers = 0, experts = 0;
+  if (sc.model.uniform()) {
+    const LayerParams one = layer_params(sc, 0);
+    const double n = static_cast<double>(sc.layers_per_stage()[static_cast<size_t>(stage)]);
+    layers = n * one.all;
+    experts = n * one.experts;
+  } else {
+    for (std::int64_t c = 0; c < sc.parallel.vpp; ++c)
+      for (std::int64_t i = 0; i < sc.layers_in_chunk(stage, c); ++i) {
+        const LayerParams one = layer_params(sc, sc.first_layer_in_chunk(stage, c) + i);
+        layers += one.all;
+        experts += one.experts;
+      }
+  }
+  s.total = layers + s.extra;
+  s.expert_total = experts;
   return s;
 }
 
@@ -76,7 +96,9 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
   // that also moves its bytes through HBM. With full recompute the replayed forward gathers the
   // layer again (the module hooks fire once more) before the backward's own gather.
   const bool ds03 = per_layer_sharded && par.zero_impl == "deepspeed-0.3";
-  const std::vector<double> tensors = ds03 ? layer_tensor_params(sc.model) : std::vector<double>{};
+  const bool uniform = sc.model.uniform();
+  const LayerParams lp0 = layer_params(sc, 0);
+  const std::vector<double> tensors0 = ds03 ? layer_tensor_params(sc.model, 0) : std::vector<double>{};
   const double per_rank_copies_s = sc.profile.kernel_overhead_us.value * 1e-6 * nd;
   const std::int64_t prefetch = ds03 ? 0 : par.fsdp ? par.fsdp->prefetch : 1;
   const bool fsdp2 = per_layer_sharded && par.fsdp && par.fsdp->version == 2;
@@ -179,15 +201,24 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
         pending_grad_reduce = nullptr;
         emit();
       };
-      const double unit_w = sp.layer * sc.fsdp_param_bytes();
-      const double gathered = unit_w * (1.0 - 1.0 / nd);
+      // Layer `layer` of this chunk: its parameters on this rank, their gathered bytes (FSDP /
+      // ZeRO-3 unit), and DeepSpeed 0.3's tensors.
+      const std::int64_t chunk_first = uniform ? 0 : sc.first_layer_in_chunk(s, a.chunk);
+      auto lparams = [&](std::int64_t layer) { return uniform ? lp0 : layer_params(sc, chunk_first + layer); };
+      auto unit_bytes = [&](const LayerParams& lp) { return lp.all * sc.fsdp_param_bytes(); };
+      auto tensors_of = [&](std::int64_t layer) {
+        return uniform || !ds03 ? tensors0 : layer_tensor_params(sc.model, chunk_first + layer);
+      };
       auto pre = [&](Action::Kind k, std::int64_t layer) -> std::vector<OpId> {
         if (!per_layer_sharded) return {};
+        const LayerParams lp = lparams(layer);
+        const double unit_w = unit_bytes(lp);
+        const double gathered = unit_w * (1.0 - 1.0 / nd);
         std::vector<OpId> d;
         const auto idx = static_cast<std::int64_t>(layer_done.size()) - 1 - prefetch;
         if (idx >= 0) d.push_back(layer_done[static_cast<size_t>(idx)]);
         if (offload) {
-          const double shard = sp.layer / nd * kMasterBytes;
+          const double shard = lp.all / nd * kMasterBytes;
           d = {em.op(s, Stream::Comm, Phase::FsdpGather, "param shard H2D (offload)", shard / pcie_bps, d, a.microbatch, a.chunk)};
         }
         if (ds03) {
@@ -197,6 +228,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
           if (const OpId c = last_op_on(prog, s, Stream::Compute); c >= 0) d.push_back(c);
           const int passes = k == Action::B && em.recomputes(layer) ? 2 : 1;
           OpId first_ag = -1;
+          const std::vector<double> tensors = tensors_of(layer);
           for (int pass = 0; pass < passes; ++pass)
             for (const double t : tensors) {
               const double bytes = t / static_cast<double>(par.tp) * sc.fsdp_param_bytes();
@@ -226,8 +258,10 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
         const double bytes = params * (sc.dtype_bytes() + 2 * (ds_bf16 ? kMasterBytes : sb.grads));
         return em.op(s, Stream::Compute, Phase::Backward, "grad accumulate", in.cost.memory_s(bytes), {after}, a.microbatch, a.chunk);
       };
-      auto post = [&](Action::Kind k, std::int64_t, OpId op) {
+      auto post = [&](Action::Kind k, std::int64_t layer, OpId op) {
+        const LayerParams lp = lparams(layer);
         if (per_layer_sharded) {
+          const double gathered = unit_bytes(lp) * (1.0 - 1.0 / nd);
           const bool needs_free = k == Action::F || k == Action::B;  // W needs no weights
           if (needs_free) {
             const OpId rel = em.op(s, Stream::Compute, Phase::Other, "release gathered params", 0, {op}, a.microbatch, a.chunk);
@@ -237,7 +271,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
           if (grad_sync && ds03 && k == (split ? Action::W : Action::B)) {
             // Issued at once (DeepSpeed's backward hook); the next gather's synchronize waits for it.
             OpId prev = op;
-            for (const double t : tensors) {
+            for (const double t : tensors_of(layer)) {
               const double gbytes = t / static_cast<double>(par.tp) * sc.fsdp_reduce_bytes();
               const OpId cp = em.op(s, Stream::Comm, Phase::DpComm, "reduce-scatter copy-in (one per rank)",
                                     per_rank_copies_s + in.cost.memory_s(2 * gbytes), {prev}, a.microbatch, a.chunk);
@@ -256,11 +290,11 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
             // instead, the copy-in below).
             const OpId grad_ready =
                 fsdp1 ? em.op(s, Stream::Compute, Phase::Backward, "flat gradient concat (FSDP1)",
-                              in.cost.memory_s(2 * sp.layer * sc.fsdp_param_bytes()), {op}, a.microbatch, a.chunk)
+                              in.cost.memory_s(2 * lp.all * sc.fsdp_param_bytes()), {op}, a.microbatch, a.chunk)
                       : op;
-            pending_grad_reduce = [&, grad_ready] {
-              const double gbytes = sp.layer * sc.fsdp_reduce_bytes();
-              const double pbytes = sp.layer * sc.fsdp_param_bytes();
+            pending_grad_reduce = [&, grad_ready, lp] {
+              const double gbytes = lp.all * sc.fsdp_reduce_bytes();
+              const double pbytes = lp.all * sc.fsdp_param_bytes();
               const double cast = sc.fsdp_reduce_dtype() != sc.fsdp_param_dtype() ? pbytes + gbytes : 0.0;
               const OpId in_op = fsdp2   ? em.op(s, Stream::Copy, Phase::Other, "reduce-scatter copy-in (FSDP2)",
                                                  in.cost.memory_s(pbytes + gbytes), {grad_ready}, a.microbatch, a.chunk)
@@ -276,17 +310,17 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
                                               L.dpcp_outer(CollOp::AllReduce, sh.nd, gbytes / nd), {rs}, a.microbatch, a.chunk));
               }
               if (offload)  // the reduced shard goes to the host for the CPU optimizer
-                sync_ops.push_back(em.op(s, Stream::Comm, Phase::DpComm, "grad shard D2H (offload)", sp.layer / nd * kMasterBytes / pcie_bps,
+                sync_ops.push_back(em.op(s, Stream::Comm, Phase::DpComm, "grad shard D2H (offload)", lp.all / nd * kMasterBytes / pcie_bps,
                                          {sync_ops.back()}, a.microbatch, a.chunk));
             };
           }
           return;
         }
         if (k != (split ? Action::W : Action::B)) return;
-        const OpId ready = accumulate(sp.layer, op);
+        const OpId ready = accumulate(lp.all, op);
         if (!sync_here) return;
-        bucket += (sp.layer - sp.expert_layer) * sb.grads;
-        ebucket += sp.expert_layer * sb.grads;
+        bucket += (lp.all - lp.experts) * sb.grads;
+        ebucket += lp.experts * sb.grads;
         if (bucket + ebucket >= bucket_cap && par.overlap_grad_reduce) flush(ready);
       };
 

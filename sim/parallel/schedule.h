@@ -18,7 +18,8 @@ namespace parasim {
 // What the lowering reads. All references outlive the call.
 struct LoweringInput {
   const Scenario& scenario;
-  const LayerGraph& graph;
+  const LayerGraph& graph;  // layer 0's kind; the embedding, output layer and message sizes
+  const ModelGraph& layers;  // every kind of layer, and each layer's
   const CostModel& cost;
   const NetworkModel& network;
 };

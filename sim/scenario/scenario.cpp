@@ -211,6 +211,11 @@ void validate(const Scenario& s, const JsonObject& root) {
       fail(par + "/order", "expert parallelism is modelled with Megatron's default rank order tp-cp-dp-pp");
   }
   if (t.seq_len % p.cp != 0) fail(par + "/cp", "seq_len (" + itos(t.seq_len) + ") must be divisible by cp (" + itos(p.cp) + ")");
+  if (m.sliding_window > 0 && p.cp > 1)
+    fail(par + "/cp", "context parallelism with sliding-window attention (model.sliding_window) is not modelled");
+  if (m.moe && m.moe->shared_expert_ffn_hidden % p.expert_tp() != 0)
+    fail(par + "/etp", "model shared_expert_ffn_hidden (" + itos(m.moe->shared_expert_ffn_hidden) + ") must be divisible by etp (" +
+                           itos(p.expert_tp()) + ")");
   if (p.sequence_parallel && p.tp == 1) fail(par + "/sequence_parallel", "sequence_parallel needs tp > 1");
   if (p.activation_offload_layers > 0) {
     // Megatron-Core's TransformerConfig checks (transformer_config.py, cpu_offloading).
@@ -333,6 +338,12 @@ std::int64_t Scenario::layers_in_chunk(std::int64_t stage, std::int64_t chunk) c
   return sl[static_cast<size_t>(chunk * parallel.pp + stage)];  // one entry per virtual stage
 }
 
+std::int64_t Scenario::first_layer_in_chunk(std::int64_t stage, std::int64_t chunk) const {
+  std::int64_t first = 0;
+  for (std::int64_t vs = 0; vs < chunk * parallel.pp + stage; ++vs) first += layers_in_chunk(vs % parallel.pp, vs / parallel.pp);
+  return first;
+}
+
 double Scenario::dtype_bytes() const {
   if (training.dtype == "fp32") return 4;
   return 2;  // fp8 / nvfp4 training keeps bf16 activations and master weights; GEMM inputs are cast
@@ -420,7 +431,18 @@ Json Scenario::resolved() const {
   if (model.position_embedding == "learned") mj["max_positions"] = model.max_positions;
   if (model.head_dim_override > 0) mj["head_dim"] = model.head_dim_override;
   if (model.qk_norm) mj["qk_norm"] = true;
-  if (model.moe) mj["moe"] = {{"experts", model.moe->experts}, {"top_k", model.moe->top_k}, {"expert_ffn_hidden", model.moe->expert_ffn_hidden}};
+  if (model.moe) {
+    mj["moe"] = {{"experts", model.moe->experts}, {"top_k", model.moe->top_k}, {"expert_ffn_hidden", model.moe->expert_ffn_hidden}};
+    if (model.moe->shared_expert_ffn_hidden > 0) mj["moe"]["shared_expert_ffn_hidden"] = model.moe->shared_expert_ffn_hidden;
+    if (model.moe->first_dense_layers > 0) mj["moe"]["first_dense_layers"] = model.moe->first_dense_layers;
+    if (model.moe->interval > 1) mj["moe"]["interval"] = model.moe->interval;
+  }
+  if (model.mla)
+    mj["mla"] = {{"q_lora_rank", model.mla->q_lora_rank}, {"kv_lora_rank", model.mla->kv_lora_rank},
+                 {"qk_nope_head_dim", model.mla->qk_nope_head_dim}, {"qk_rope_head_dim", model.mla->qk_rope_head_dim},
+                 {"v_head_dim", model.mla->v_head_dim}};
+  if (model.sliding_window > 0) mj["sliding_window"] = model.sliding_window;
+  if (model.full_attention_interval > 0) mj["full_attention_interval"] = model.full_attention_interval;
   j["model"] = mj;
   j["cluster"] = {{"gpu", cluster.gpu},
                   {"nodes", cluster.nodes},

@@ -218,6 +218,9 @@ struct Scenario {
   // Layers on each pipeline stage (length pp).
   std::vector<std::int64_t> layers_per_stage() const;  // summed over the stage's chunks
   std::int64_t layers_in_chunk(std::int64_t stage, std::int64_t chunk) const;
+  // The model's index of the first layer of a stage's chunk: virtual stage chunk * pp + stage holds
+  // the layers after those of the virtual stages before it (Megatron's interleaved assignment).
+  std::int64_t first_layer_in_chunk(std::int64_t stage, std::int64_t chunk) const;
   double dtype_bytes() const;
   // FSDP mixed precision after defaults, and the bytes per element an FSDP / ZeRO-3 all-gather of
   // parameters and reduce-scatter of gradients move.

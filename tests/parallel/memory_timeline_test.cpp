@@ -81,7 +81,7 @@ TEST(StaticMemory, DeepSpeedZeroStepAddsTheFlatAndFp32GradientPartitions) {
     const Scenario ds = test::scenario_from(j);
     const auto a = test::simulate_with(meg, test::FreeNetwork{});
     const auto b = test::simulate_with(ds, test::FreeNetwork{});
-    const double psi = count_params(meg.model).total(meg.model.layers), nd = 8;
+    const double psi = count_params(meg.model).total(), nd = 8;
     const auto opt = static_cast<size_t>(MemCat::Optimizer);
     const double grown = static_cast<double>(b.timeline.memory[0].at_peak[opt] - a.timeline.memory[0].at_peak[opt]);
     EXPECT_NEAR(grown, 6 * psi / nd, 2.0) << "ZeRO-" << stage;
@@ -104,7 +104,7 @@ TEST(StaticMemory, ZeroStagesOnTheTimelineMatchFormulas) {
     const Scenario sc = test::scenario_from(j);
     const auto out = test::simulate_with(sc, test::FreeNetwork{});
     const auto& sm = out.program.ranks[0].static_mem;
-    const double psi = count_params(sc.model).total(sc.model.layers), nd = 8;
+    const double psi = count_params(sc.model).total(), nd = 8;
     const double states = static_cast<double>(sm[static_cast<size_t>(MemCat::Weights)] + sm[static_cast<size_t>(MemCat::Grads)] +
                                               sm[static_cast<size_t>(MemCat::Optimizer)]);
     const double expect[4] = {16 * psi, 4 * psi + 12 * psi / nd, 2 * psi + 14 * psi / nd, 16 * psi / nd};

@@ -190,7 +190,7 @@ TEST(ZeroThree, DeepSpeed03GathersTensorByTensorAfterComputeWithACopyPerRank) {
   const Scenario sc = test::scenario_from(j);
   const auto out = test::simulate_with(sc, BytesNetwork{});
   const Program& p = out.program;
-  const std::vector<double> tensors = layer_tensor_params(sc.model);
+  const std::vector<double> tensors = layer_tensor_params(sc.model, 0);
   ASSERT_EQ(tensors.size(), 6u);  // 2 RMSNorm gains, QKV, projection, gate+up, down (no biases)
   const double copies_s = sc.profile.kernel_overhead_us.value * 1e-6 * 8;
   std::size_t gathers = 0, copy_backs = 0, reduces = 0, copy_ins = 0;
@@ -246,7 +246,7 @@ TEST(ZeroImpl, DeepSpeedBf16OptimizerKeepsAnFp32BufferForEveryLocalParameter) {
   const Scenario sc = test::scenario_from(j);
   const auto bf16 = test::simulate_with(sc, test::FreeNetwork{});
   const ParamCount pc = count_params(sc.model);
-  const double params = pc.total(sc.model.layers);
+  const double params = pc.total();
   const auto grads = [](const SimulationOutput& o) { return o.program.ranks[0].static_mem[static_cast<size_t>(MemCat::Grads)]; };
   EXPECT_NEAR(static_cast<double>(grads(bf16) - grads(fp16)), 4 * params, 1.0);
   const CostModel cost(sc.profile, sc.training.dtype);
@@ -342,7 +342,7 @@ TEST(Optimizer, UnfusedAdamMakesOneFp32PassPerUpdateTerm) {
     const Scenario sc = test::scenario_from(j);
     const CostModel cost(sc.profile, sc.training.dtype);
     const ParamCount pc = count_params(sc.model);
-    const double params = pc.total(sc.model.layers) / (fsdp ? 8.0 : 1.0);
+    const double params = pc.total() / (fsdp ? 8.0 : 1.0);
     const auto fused = test::simulate_with(sc, test::FreeNetwork{});
     EXPECT_NEAR(step(fused), cost.optimizer_s((fsdp ? 28 : 40) * params), 1e-9) << fsdp;
     j["training"]["optimizer_impl"] = "unfused";
@@ -354,7 +354,7 @@ TEST(Optimizer, UnfusedAdamMakesOneFp32PassPerUpdateTerm) {
   j["training"]["optimizer"] = "sgd";  // buf.mul_, buf.add_(grad), param.add_(buf): 8 * 4 B
   const Scenario sgd = test::scenario_from(j);
   EXPECT_NEAR(step(test::simulate_with(sgd, test::FreeNetwork{})),
-              CostModel(sgd.profile, sgd.training.dtype).optimizer_s(32 * count_params(sgd.model).total(sgd.model.layers) / 8.0), 1e-9);
+              CostModel(sgd.profile, sgd.training.dtype).optimizer_s(32 * count_params(sgd.model).total() / 8.0), 1e-9);
   j["training"]["optimizer_impl"] = "foreach";
   EXPECT_EQ(test::scenario_error(j), "test.json: /training/optimizer_impl: expected one of \"fused\", \"unfused\", got \"foreach\"");
 }
@@ -521,7 +521,7 @@ TEST(Fsdp, CpuOffloadMovesStatesToTheHostAndPaysPcieAndCpuOptimizer) {
   EXPECT_EQ(h2d, ag);
   EXPECT_EQ(d2h, rs);
   // CPU Adam: 28 bytes per parameter of the shard over this GPU's share of the node's DRAM.
-  const double shard = count_params(off.model).total(off.model.layers) / 8;
+  const double shard = count_params(off.model).total() / 8;
   const double bps = off.profile.host_memory_gbps.value * 1e9 * off.profile.host_optimizer_efficiency.value / 8;
   EXPECT_NEAR(opt, 28 * shard / bps, 1e-9 * opt + 1e-12);
   EXPECT_GT(b.result.step_time_s, a.result.step_time_s + 0.9 * opt);

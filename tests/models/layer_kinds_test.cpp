@@ -1,0 +1,200 @@
+// Models whose layers differ: dense layers before the MoE ones (DeepSeek-V3, Kimi K2), MoE every
+// n-th layer, sliding-window attention between full-attention layers (GPT-OSS), shared experts and
+// multi-head latent attention. Each kind of layer gets its own graph; the schedules take each
+// layer's blocks, activations and parameters from its kind.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "../test_util.h"
+#include "sim/kernels.h"
+#include "sim/memory/memory_model.h"
+
+namespace parasim {
+namespace {
+
+double gemm_flops(const Block& b) {
+  double f = 0;
+  for (const auto& k : b.kernels)
+    if (k.kind == KernelKind::Gemm) f += k.flops;
+  return f;
+}
+const Kernel& kernel(const Block& b, const std::string& name) {
+  for (const auto& k : b.kernels)
+    if (k.name == name) return k;
+  throw std::runtime_error("no kernel " + name);
+}
+
+TEST(LayerKinds, EachLayersKindFollowsTheModel) {
+  const ModelSpec ds = load_zoo_model(test::data_dir(), "deepseek-v3", "test");
+  for (std::int64_t i = 0; i < ds.layers; ++i) EXPECT_EQ(ds.layer_kind(i).moe, i >= 3) << i;
+  EXPECT_FALSE(ds.uniform());
+  EXPECT_EQ(ds.kinds().size(), 2u);
+  const ModelSpec oss = load_zoo_model(test::data_dir(), "gpt-oss-120b", "test");
+  for (std::int64_t i = 0; i < oss.layers; ++i) {
+    EXPECT_EQ(oss.layer_kind(i).windowed, i % 2 == 0) << i;  // sliding first, full every 2nd
+    EXPECT_TRUE(oss.layer_kind(i).moe);
+  }
+  ModelSpec step = load_zoo_model(test::data_dir(), "llama3-8b", "test");
+  step.moe = MoeSpec{8, 2, 7168, 0, 2, 2};  // two dense layers, then MoE every 2nd layer
+  for (std::int64_t i = 0; i < step.layers; ++i) EXPECT_EQ(step.layer_kind(i).moe, i >= 2 && (i - 2 + 1) % 2 == 0) << i;
+  EXPECT_TRUE(load_zoo_model(test::data_dir(), "qwen3-30b-a3b", "test").uniform());
+  EXPECT_TRUE(load_zoo_model(test::data_dir(), "llama3-8b", "test").uniform());
+}
+
+// DeepSeek-V3 per layer, from its dimensions: MLA (query down 7168 x 1536, its norm, up 1536 x 128
+// x 192; key-value down 7168 x 576, its norm, up 512 x 128 x 256; output 128 x 128 x 7168), two
+// RMSNorms; dense SwiGLU 3 x 7168 x 18432, or 256 routed and one shared SwiGLU expert of 2048 and
+// the 7168 x 256 router.
+TEST(LayerKinds, DeepSeekV3ParametersFollowTheirClosedForm) {
+  const ModelSpec m = load_zoo_model(test::data_dir(), "deepseek-v3", "test");
+  const double h = 7168;
+  const double attn = h * 1536 + 1536 + 1536.0 * 128 * 192 + h * 576 + 512 + 512.0 * 128 * 256 + 128.0 * 128 * h;
+  const double dense = attn + 3 * h * 18432 + 2 * h;
+  const double moe = attn + 256 * 3 * h * 2048 + 3 * h * 2048 + h * 256 + 2 * h;
+  EXPECT_DOUBLE_EQ(layer_params(m, 0), dense);
+  EXPECT_DOUBLE_EQ(layer_params(m, 2), dense);
+  EXPECT_DOUBLE_EQ(layer_params(m, 3), moe);
+  EXPECT_DOUBLE_EQ(expert_params(m, 0), 0.0);
+  EXPECT_DOUBLE_EQ(expert_params(m, 60), 256 * 3 * h * 2048);
+  const ParamCount pc = count_params(m);
+  EXPECT_NEAR(pc.total(), 3 * dense + 58 * moe + 2 * 129280 * h + h, 1.0);
+  // The active parameters leave out 248 of the 256 routed experts in each of the 58 MoE layers.
+  EXPECT_NEAR(active_params(m), pc.total() - 58 * 248 * 3 * h * 2048, 1.0);
+  // The per-tensor list of each kind sums to its layer's count.
+  for (const std::int64_t i : {0, 3})
+    for (const char* name : {"deepseek-v3", "gpt-oss-120b", "kimi-k2"}) {
+      const ModelSpec z = load_zoo_model(test::data_dir(), name, "test");
+      const std::vector<double> t = layer_tensor_params(z, i);
+      EXPECT_DOUBLE_EQ(std::accumulate(t.begin(), t.end(), 0.0), layer_params(z, i)) << name << " layer " << i;
+    }
+}
+
+// The attention block's GEMMs do 2 x tokens x its weight parameters in forward, twice that in
+// backward; MLA's scores are qk_nope + qk_rope wide and its values v_head_dim wide.
+TEST(LayerKinds, MlaAttentionFlopsFollowItsDimensions) {
+  const ModelSpec m = load_zoo_model(test::data_dir(), "deepseek-v3", "test");
+  LayerShape sh;
+  sh.seq_len = 4096;
+  sh.micro_batch = 1;
+  const ModelGraph g = build_model_graph(m, sh);
+  ASSERT_EQ(g.kinds.size(), 2u);
+  const double T = 4096, h = 7168;
+  const double weights = h * 1536 + 1536.0 * 128 * 192 + h * 576 + 512.0 * 128 * 256 + 128.0 * 128 * h;
+  for (const LayerGraph& k : g.kinds) {
+    EXPECT_NEAR(gemm_flops(k.attn_fwd), 2 * T * weights, 1.0);
+    EXPECT_NEAR(gemm_flops(k.attn_bwd), 4 * T * weights, 1.0);
+    const Kernel& a = kernel(k.attn_fwd, "attention");
+    EXPECT_DOUBLE_EQ(a.model_flops, 2 * T * T * 128 * (192 + 128));  // QK^T over 192, PV over 128
+    EXPECT_DOUBLE_EQ(a.flops, 0.5 * a.model_flops);                    // causal
+    EXPECT_EQ(a.head_dim, 192);
+  }
+  // Dense layers: 3 x 7168 x 18432; MoE layers: 8 routed and the shared expert per token, and the router.
+  EXPECT_NEAR(gemm_flops(g.layer(0).mlp_fwd), 2 * T * 3 * h * 18432, 1.0);
+  EXPECT_NEAR(gemm_flops(g.layer(3).mlp_fwd), 2 * T * (9 * 3 * h * 2048 + h * 256), 1.0);
+  // Kinds are shared, not copied per layer.
+  EXPECT_EQ(&g.layer(5), &g.layer(60));
+}
+
+// A causal window of w keys computes w s - w (w - 1) / 2 of the s x w band's score entries; the
+// windowed layers' attention core is cheaper than the full layers' and the rest of the layer is
+// the same.
+TEST(LayerKinds, SlidingWindowAttentionComputesItsBand) {
+  const ModelSpec m = load_zoo_model(test::data_dir(), "gpt-oss-120b", "test");
+  LayerShape sh;
+  sh.seq_len = 8192;
+  sh.micro_batch = 2;
+  const ModelGraph g = build_model_graph(m, sh);
+  const LayerGraph& win = g.layer(0);
+  const LayerGraph& full = g.layer(1);
+  const double s = 8192, w = 128, heads = 64, d = 64, b = 2;
+  const Kernel& aw = kernel(win.attn_fwd, "attention");
+  EXPECT_DOUBLE_EQ(aw.model_flops, 2 * b * heads * s * w * (d + d));
+  EXPECT_NEAR(aw.flops, 2 * b * heads * (w * s - w * (w - 1) / 2) * (d + d), 1e-3 * aw.flops);
+  EXPECT_EQ(aw.seq, 128);
+  const Kernel& af = kernel(full.attn_fwd, "attention");
+  EXPECT_DOUBLE_EQ(af.flops, 0.5 * 2 * b * heads * s * s * (d + d));
+  EXPECT_NEAR(gemm_flops(win.attn_fwd), gemm_flops(full.attn_fwd), 1e-6);
+  EXPECT_NEAR(gemm_flops(win.mlp_fwd), gemm_flops(full.mlp_fwd), 1e-6);
+  const Scenario sc = test::scenario_from(test::base_scenario());
+  const CostModel c(sc.profile, "bf16", sc.training.priced_attention_kernel());
+  EXPECT_LT(c.attention_s(aw.flops, false, static_cast<double>(aw.seq), 1, 64), 0.2 * c.attention_s(af.flops, false, s, 1, 64));
+}
+
+// Llama 3 8B with its first 16 layers dense and the last 16 MoE (8 experts, top 2), on 2 pipeline
+// stages with 2 virtual stages each: virtual stages 0 and 1 (chunk 0 of both stages) hold the dense
+// layers 0-15, virtual stages 2 and 3 (chunk 1) the MoE layers 16-31. Every MLP op on a stage takes
+// its duration from its own layer's kind; each stage's weights are its 8 dense and 8 MoE layers.
+TEST(LayerKinds, ScheduleTakesEachLayersBlocksFromItsKind) {
+  Json j = test::base_scenario();
+  j["model"] = "llama3-8b";
+  j["cluster"] = {{"gpu", "h100-sxm5-80g"}, {"nodes", 1}, {"gpus_per_node", 8}};
+  j["training"] = {{"global_batch", 16}, {"micro_batch", 1}, {"seq_len", 2048}};
+  j["parallel"] = {{"dp", 4}, {"tp", 1}, {"pp", 2}, {"vpp", 2}, {"schedule", "interleaved"}, {"zero_stage", 1}, {"ep", 4}};
+  Json model = Json::parse(R"({"name": "llama3-8b-moe-half", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8,
+      "ffn_hidden": 14336, "vocab": 128256, "activation": "swiglu", "norm": "rmsnorm", "bias": false,
+      "moe": {"experts": 8, "top_k": 2, "expert_ffn_hidden": 14336, "first_dense_layers": 16}})");
+  j["model"] = model;
+  const Scenario sc = test::scenario_from(j);
+  EXPECT_EQ(sc.first_layer_in_chunk(0, 0), 0);
+  EXPECT_EQ(sc.first_layer_in_chunk(1, 0), 8);
+  EXPECT_EQ(sc.first_layer_in_chunk(0, 1), 16);
+  EXPECT_EQ(sc.first_layer_in_chunk(1, 1), 24);
+  const SimulationOutput out = test::simulate_with(sc, test::FreeNetwork{});
+  const ModelGraph g = build_model_graph(sc.model, layer_shape(sc));
+  const CostModel cost(sc.profile, sc.training.gemm_dtype(), sc.training.priced_attention_kernel());
+  double dense_mlp = 0, moe_mlp = 0;
+  for (const auto& k : g.layer(0).mlp_fwd.kernels) dense_mlp += kernel_seconds(cost, k);
+  for (const auto& k : g.layer(31).mlp_fwd.kernels) moe_mlp += kernel_seconds(cost, k);
+  ASSERT_GT(std::abs(dense_mlp - moe_mlp), 1e-5);
+  int dense_ops = 0, moe_ops = 0;
+  for (const Op& o : out.program.ops) {
+    if (out.program.labels[static_cast<size_t>(o.label)] != "mlp fwd") continue;
+    const double s = time_to_seconds(o.duration);
+    if (o.chunk == 0) {
+      EXPECT_NEAR(s, dense_mlp, 1e-9);
+      ++dense_ops;
+    } else {
+      EXPECT_NEAR(s, moe_mlp, 1e-9);
+      ++moe_ops;
+    }
+  }
+  EXPECT_EQ(dense_ops, 2 * 8 * 4);  // 2 stages x 8 layers x 4 microbatches
+  EXPECT_EQ(moe_ops, dense_ops);
+  // Static weights per stage: 8 dense and 8 MoE layers (experts split over ep = 4), plus the
+  // embedding on stage 0 and the final norm and output layer on stage 1, 2 bytes each.
+  const ParamCount pc = count_params(sc.model);
+  const double dense_l = layer_params(sc.model, 0), moe_l = layer_params(sc.model, 31), experts = expert_params(sc.model, 31);
+  const double per_stage = 8 * dense_l + 8 * (moe_l - experts + experts / 4);
+  EXPECT_NEAR(static_cast<double>(out.program.ranks[0].static_mem[static_cast<size_t>(MemCat::Weights)]),
+              2 * (per_stage + pc.embedding), 16.0);
+  EXPECT_NEAR(static_cast<double>(out.program.ranks[1].static_mem[static_cast<size_t>(MemCat::Weights)]),
+              2 * (per_stage + pc.head), 16.0);
+}
+
+TEST(LayerKinds, InvalidCombinationsAreTold) {
+  Json j = test::base_scenario();
+  j["model"] = Json::parse(R"({"name": "w", "layers": 4, "hidden": 1024, "heads": 8, "vocab": 1000, "sliding_window": 64})");
+  j["parallel"]["cp"] = 2;
+  j["parallel"]["dp"] = static_cast<std::int64_t>(j["parallel"]["dp"]) / 2;
+  EXPECT_EQ(test::scenario_error(j), "test.json: /parallel/cp: context parallelism with sliding-window attention "
+                                     "(model.sliding_window) is not modelled");
+  j = test::base_scenario();
+  j["model"] = Json::parse(R"({"name": "w", "layers": 4, "hidden": 1024, "heads": 8, "vocab": 1000, "full_attention_interval": 2})");
+  EXPECT_EQ(test::scenario_error(j), "test.json: /model/full_attention_interval: needs sliding_window > 0 (the layers between the "
+                                     "full-attention ones are windowed)");
+  j["model"] = Json::parse(R"({"name": "m", "layers": 4, "hidden": 1024, "heads": 8, "kv_heads": 2, "vocab": 1000, "bias": false,
+      "mla": {"kv_lora_rank": 64, "qk_nope_head_dim": 64, "qk_rope_head_dim": 32, "v_head_dim": 64}})");
+  EXPECT_EQ(test::scenario_error(j), "test.json: /model/kv_heads: multi-head latent attention (mla) gives every head its own key "
+                                     "and value: kv_heads must equal heads (8)");
+  j["model"]["kv_heads"] = 8;
+  j["model"]["bias"] = true;
+  EXPECT_EQ(test::scenario_error(j), "test.json: /model/bias: multi-head latent attention (mla) is modelled without biases "
+                                     "(DeepSeek-V2/V3, Kimi K2 have none)");
+  j["model"]["bias"] = false;
+  j["model"]["mla"]["extra"] = 1;
+  EXPECT_NE(test::scenario_error(j).find("/model/mla"), std::string::npos) << test::scenario_error(j);
+}
+
+}  // namespace
+}  // namespace parasim
