@@ -179,6 +179,29 @@ std::vector<std::int64_t> JsonObject::int_list(const std::string& key, std::int6
   return out;
 }
 
+std::vector<std::string> JsonObject::choice_list(const std::string& key, const std::vector<std::string>& allowed) const {
+  const Json& v = raw(key);
+  if (!v.is_array()) fail(key, "expected an array of strings, got " + type_name(v));
+  std::vector<std::string> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const Json& e = v[i];
+    const std::string p = path(key) + "/" + std::to_string(i);
+    if (!e.is_string()) throw_config(file_, p, "expected a string, got " + type_name(e));
+    const std::string x = e.get<std::string>();
+    if (std::find(allowed.begin(), allowed.end(), x) == allowed.end()) {
+      std::string msg = "expected one of ";
+      for (size_t a = 0; a < allowed.size(); ++a) msg += (a ? ", \"" : "\"") + allowed[a] + "\"";
+      msg += ", got \"" + x + "\"";
+      const std::string close = closest_name(x, allowed);
+      if (!close.empty()) msg += "; did you mean \"" + close + "\"?";
+      throw_config(file_, p, msg);
+    }
+    if (std::find(out.begin(), out.end(), x) != out.end()) throw_config(file_, p, "\"" + x + "\" is listed twice");
+    out.push_back(x);
+  }
+  return out;
+}
+
 void JsonObject::finish(const std::vector<std::string>& also_allowed) const {
   for (auto it = j_.begin(); it != j_.end(); ++it) {
     const std::string& k = it.key();

@@ -50,6 +50,8 @@ class JsonObject {
   JsonObject object(const std::string& key) const;
   std::optional<JsonObject> object_opt(const std::string& key) const;  // absent or null -> nullopt
   std::vector<std::int64_t> int_list(const std::string& key, std::int64_t min, std::int64_t max) const;
+  // An array of distinct strings, each one of `allowed`.
+  std::vector<std::string> choice_list(const std::string& key, const std::vector<std::string>& allowed) const;
 
   // Throws on the first key that no getter asked for.
   void finish(const std::vector<std::string>& also_allowed = {}) const;

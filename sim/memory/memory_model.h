@@ -3,6 +3,7 @@
 // models). The engine turns these into alloc/free events; the peak comes from the timeline.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "models/layer_graph.h"
 
@@ -16,8 +17,10 @@ struct ActivationBytes {
   double head_working = 0;   // last stage: the loss's gradient buffers, alive during its backward
 };
 
-// recompute: "none" | "selective" | "full" | "selective_op".
-ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& shape, const std::string& recompute);
+// recompute: "none" | "selective" | "full" | "selective_op"; with "selective", the recomputed
+// modules (ParallelSpec::recompute_modules) keep none of their own activations.
+ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& shape, const std::string& recompute,
+                                 const std::vector<std::string>& modules = {"core_attn"});
 
 struct StateBytesPerParam {
   double weights = 2;    // bf16/fp16 parameters

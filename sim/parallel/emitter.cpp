@@ -94,8 +94,31 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
   t.embed_b = block_s(c, g.embed_bwd);
   t.head_f = block_s(c, g.head_fwd);
   t.head_b = block_s(c, g.head_bwd, &t.head_w);
-  for (const auto& k : g.attn_fwd.kernels)
-    if (k.name == "scores" || k.name == "softmax" || k.name == "context") t.attn_recompute_selective += kernel_seconds(c, k);
+  if (in.scenario.parallel.recompute == "selective") {
+    // Megatron-Core's selective recompute replays the forward kernels of each recomputed module
+    // (ParallelSpec::recompute_modules) before its backward; an MoE block's replay includes its
+    // dispatch and combine all-to-alls (added below with them).
+    const auto& mods = in.scenario.parallel.recompute_modules;
+    auto on = [&](const char* m) { return std::find(mods.begin(), mods.end(), m) != mods.end(); };
+    auto starts = [](const std::string& n, const char* p) { return n.rfind(p, 0) == 0; };
+    auto replayed = [&](const Kernel& k) {
+      const std::string& n = k.name;
+      if (on("core_attn") && (n == "scores" || n == "softmax" || n == "context")) return true;
+      if (on("layernorm") && (starts(n, "norm1") || starts(n, "norm2"))) return true;
+      if (on("mla_up_proj") && (starts(n, "q_up") || starts(n, "kv_up") || starts(n, "rope.") || n == "mla.qk_concat")) return true;
+      if (on("moe_act") && (n == "experts.swiglu" || n == "experts.gelu")) return true;
+      if (on("mlp") && (starts(n, "mlp_") || n == "swiglu" || n == "gelu")) return true;
+      if (on("moe") && (starts(n, "router") || starts(n, "moe.") || starts(n, "experts.") || starts(n, "shared_experts."))) return true;
+      if (on("shared_experts") && starts(n, "shared_experts.")) return true;
+      return false;
+    };
+    for (const Block* b : {&g.attn_fwd, &g.mlp_fwd})
+      for (const auto& k : b->kernels)
+        if (replayed(k)) {
+          t.attn_recompute_selective += kernel_seconds(c, k);
+          t.selective_recompute_flops += k.flops;
+        }
+  }
   if (in.scenario.parallel.recompute == "selective_op") {
     // torchtitan's op-level SAC replays every elementwise op and the even-numbered matmuls of the
     // layer in call order: wk (its share of the fused QKV GEMM), wo, and w3 (half of the fused
@@ -150,6 +173,9 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
     const double a2a = in.network.time_s(l.ep_group(CollOp::AllToAll, g.ep_message_bytes));
     t.ep_comm_f = 2 * a2a;
     t.ep_comm_b = 2 * a2a;
+    const auto& mods = in.scenario.parallel.recompute_modules;
+    if (in.scenario.parallel.recompute == "selective" && std::find(mods.begin(), mods.end(), "moe") != mods.end())
+      t.attn_recompute_selective += t.ep_comm_f;
     if (in.scenario.parallel.ep_comm_overlap) {
       // Hidden under the layer's compute of the microbatch it is paired with (the same pass's
       // layer stands in for it), which runs slower meanwhile; what does not fit stays exposed.
@@ -184,7 +210,7 @@ Emitter::Emitter(const LoweringInput& in, Program& prog)
   for (size_t k = 0; k < in.layers.kinds.size(); ++k) {
     const ModelSpec m = in.scenario.model.of_kind(kinds[k]);
     times_.push_back(block_times(in, in.layers.kinds[k]));
-    acts_.push_back(activation_bytes(m, in.graph.shape, in.scenario.parallel.recompute));
+    acts_.push_back(activation_bytes(m, in.graph.shape, in.scenario.parallel.recompute, in.scenario.parallel.recompute_modules));
     acts_kept_.push_back(activation_bytes(m, in.graph.shape, "none"));
   }
 }
@@ -316,7 +342,9 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
       const OpId id = add(Phase::Recompute, "recompute (op SAC)", t.op_sac_recompute, 0, 0, {MemCat::Activations, extra_working}, none);
       p_.ops[static_cast<size_t>(id)].hw_flops = t.op_sac_flops;
     } else if (t.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == "selective") {
-      add(Phase::Recompute, "recompute attention", t.attn_recompute_selective, 0, 0, none, none);
+      const OpId id = add(Phase::Recompute, "recompute (selective)", t.attn_recompute_selective, 0, 0, none, none);
+      // Hardware FLOPs: what the replay executes (HFU counts it, MFU not).
+      p_.ops[static_cast<size_t>(id)].hw_flops = t.selective_recompute_flops;
     }
     if (t.tp_comm_b > 0 && t.mlp_tp_comm) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, 0, none, none);
     if (t.ep_comm_b > 0) add(Phase::EpComm, "ep all-to-all bwd", t.ep_comm_b, 0, 0, none, none);

@@ -18,7 +18,9 @@ struct BlockTimes {
   double attn_f = 0, mlp_f = 0, attn_b = 0, mlp_b = 0;  // backward = input + weight gradients
   double attn_w = 0, mlp_w = 0;                         // weight-gradient part of the backward
   double embed_f = 0, embed_b = 0, head_f = 0, head_b = 0, head_w = 0;
-  double attn_recompute_selective = 0;  // unfused attention core, replayed with selective recompute
+  // Selective recompute: the recomputed modules' forward kernels, replayed before the layer's
+  // backward (the unfused attention core by default), and their FLOPs.
+  double attn_recompute_selective = 0, selective_recompute_flops = 0;
   double op_sac_recompute = 0, op_sac_flops = 0;  // per layer, replayed under torchtitan's op-level SAC
   double attn_f_flops = 0, mlp_f_flops = 0, head_f_flops = 0;  // model FLOPs, forward
   double tp_comm_f = 0, tp_comm_b = 0;  // per block, on the critical path (0 when overlapped)

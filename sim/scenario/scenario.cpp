@@ -111,6 +111,12 @@ ParallelSpec parse_parallel(const JsonObject& o) {
   p.schedule = o.choice("schedule", all, p.pp == 1 ? "ddp" : "1f1b");
   p.sequence_parallel = o.boolean("sequence_parallel", false);
   p.recompute = o.choice("recompute", {"none", "selective", "full", "selective_op"}, "none");
+  if (o.has("recompute_modules")) {
+    p.recompute_modules = o.choice_list("recompute_modules", kRecomputeModules);
+    if (p.recompute != "selective")
+      o.fail("recompute_modules", "applies to recompute \"selective\" (Megatron-Core's --recompute-modules), but recompute is \"" +
+                                      p.recompute + "\"");
+  }
   if (o.has("recompute_num_layers")) {
     p.recompute_num_layers = o.integer("recompute_num_layers", 0, 1 << 20);
     if (p.recompute != "full")
@@ -477,6 +483,7 @@ Json Scenario::resolved() const {
     pj["order"] = ord;
   }
   if (parallel.recompute_num_layers >= 0) pj["recompute_num_layers"] = parallel.recompute_num_layers;
+  if (parallel.recompute == "selective") pj["recompute_modules"] = parallel.recompute_modules;
   if (parallel.activation_offload_layers > 0) pj["activation_offload_layers"] = parallel.activation_offload_layers;
   if (parallel.fsdp)
     pj["fsdp"] = {{"sharding", parallel.fsdp->sharding}, {"shard_group", parallel.fsdp->shard_group}, {"prefetch", parallel.fsdp->prefetch},

@@ -135,6 +135,10 @@ struct FsdpSpec {
   int version = 2;
 };
 
+// Megatron-Core's --recompute-modules names parasim models (ParallelSpec::recompute_modules).
+inline const std::vector<std::string> kRecomputeModules = {"core_attn", "layernorm", "mla_up_proj", "moe_act", "mlp", "moe",
+                                                           "shared_experts"};
+
 struct ParallelSpec {
   std::int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1;
   // Mixture of experts (Megatron-Core's expert parallelism): the experts of every MoE layer are
@@ -153,6 +157,13 @@ struct ParallelSpec {
   // selective AC: matmul and attention outputs saved except every second matmul of a layer;
   // everything else replayed in backward)
   std::string recompute = "none";
+  // With recompute "selective": the modules Megatron-Core recomputes (--recompute-modules), each
+  // dropping its saved activations and replaying its forward kernels in backward: core_attn (the
+  // default: the attention core), layernorm (the two block norms' outputs), mla_up_proj (MLA's query
+  // and key-value up projections with their RoPE: Q, K, V), moe_act (the experts' activation),
+  // mlp (a dense layer's whole MLP), moe (an MoE layer's whole MLP block: router, dispatch,
+  // experts, combine), shared_experts.
+  std::vector<std::string> recompute_modules = {"core_attn"};
   // With full recompute: how many layers of each model chunk are recomputed (Megatron's
   // --recompute-method block --recompute-num-layers N: the first N layers of the chunk; the others
   // keep their activations). -1: every layer.

@@ -196,5 +196,73 @@ TEST(LayerKinds, InvalidCombinationsAreTold) {
   EXPECT_NE(test::scenario_error(j).find("/model/mla"), std::string::npos) << test::scenario_error(j);
 }
 
+// Megatron-Core's --recompute-modules: each recomputed module keeps none of its activations and its
+// forward kernels run again before the layer's backward.
+TEST(SelectiveRecompute, EachModuleDropsItsActivationsAndReplaysItsKernels) {
+  const ModelSpec m = load_zoo_model(test::data_dir(), "deepseek-v3", "test");
+  const ModelSpec moe = m.of_kind(m.layer_kind(10));
+  const ModelSpec dense = m.of_kind(m.layer_kind(0));
+  LayerShape sh;
+  sh.seq_len = 4096;
+  sh.ep = 64;
+  const double s = 4096, e = 2, h = 7168, H = 128;
+  auto stored = [&](const ModelSpec& x, std::vector<std::string> mods) {
+    return activation_bytes(x, sh, "selective", mods).layer_stored;
+  };
+  const double base = stored(moe, {"core_attn"});
+  // layernorm: the two norm outputs (the attention's and the MLP's input), 2 bytes per element.
+  EXPECT_NEAR(base - stored(moe, {"layernorm"}), 2 * e * s * h, 1.0);
+  // mla_up_proj: Q and K (128 heads x 192) and V (128 x 128).
+  EXPECT_NEAR(base - stored(moe, {"mla_up_proj"}), e * s * H * (192 + 192 + 128), 1.0);
+  // moe_act: fc2's input for each of the 8 routed copies of every token, 2048 wide.
+  EXPECT_NEAR(base - stored(moe, {"moe_act"}), s * 8 * e * 2048, 1.0);
+  // moe: everything the MoE block kept (router scores, routed copies, shared expert).
+  EXPECT_NEAR(base - stored(moe, {"moe"}),
+              s * (4 * 256 + 8 * (e * h + 2 * e * 2048 + e * 2048 + e * h)) + s * (2 * e + e) * 2048, 1.0);
+  // mlp: a dense layer's MLP internals (SwiGLU's gate and up outputs and fc2's input, 18432 wide).
+  EXPECT_NEAR(stored(dense, {"core_attn"}) - stored(dense, {"mlp"}), s * (2 * e + e) * 18432, 1.0);
+  EXPECT_DOUBLE_EQ(stored(moe, {"mlp"}), base);  // no dense MLP in an MoE layer
+
+  // The replay: one "recompute (selective)" op per layer, as long as the module's forward kernels.
+  Json j = test::base_scenario();
+  j["model"] = "deepseek-v3";
+  j["model"] = Json::parse(R"({"name": "ds-4", "layers": 4, "hidden": 7168, "heads": 128, "kv_heads": 128, "ffn_hidden": 18432,
+      "vocab": 129280, "activation": "swiglu", "norm": "rmsnorm", "bias": false,
+      "mla": {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128},
+      "moe": {"experts": 16, "top_k": 8, "expert_ffn_hidden": 2048, "shared_expert_ffn_hidden": 2048, "first_dense_layers": 1}})");
+  j["training"] = {{"global_batch", 8}, {"micro_batch", 1}, {"seq_len", 4096}};
+  j["parallel"] = {{"dp", 8}, {"tp", 1}, {"pp", 1}, {"ep", 8}, {"schedule", "ddp"}, {"zero_stage", 1}, {"recompute", "selective"},
+                   {"recompute_modules", {"layernorm", "mla_up_proj", "moe_act"}}};
+  const Scenario sc = test::scenario_from(j);
+  const SimulationOutput out = test::simulate_with(sc, test::FreeNetwork{});
+  const ModelGraph g = build_model_graph(sc.model, layer_shape(sc));
+  const CostModel cost(sc.profile, sc.training.gemm_dtype(), sc.training.priced_attention_kernel());
+  auto replay = [&](const LayerGraph& lg) {
+    double t = 0;
+    for (const Block* b : {&lg.attn_fwd, &lg.mlp_fwd})
+      for (const auto& k : b->kernels)
+        if (k.name == "norm1" || k.name == "norm2" || k.name == "q_up" || k.name == "kv_up" || k.name.rfind("rope.", 0) == 0 ||
+            k.name == "mla.qk_concat" || k.name == "experts.swiglu")
+          t += kernel_seconds(cost, k);
+    return t;
+  };
+  std::vector<double> seen;
+  for (const Op& o : out.program.ops)
+    if (out.program.labels[static_cast<size_t>(o.label)] == "recompute (selective)") seen.push_back(time_to_seconds(o.duration));
+  ASSERT_EQ(seen.size(), 4u);  // one microbatch, 4 layers, backward from the last
+  EXPECT_NEAR(seen[0], replay(g.layer(3)), 1e-9);
+  EXPECT_NEAR(seen[3], replay(g.layer(0)), 1e-9);
+  EXPECT_GT(seen[0], seen[3]);  // the MoE layer also replays its experts' activation
+
+  j["parallel"]["recompute"] = "full";
+  EXPECT_EQ(test::scenario_error(j), "test.json: /parallel/recompute_modules: applies to recompute \"selective\" (Megatron-Core's "
+                                     "--recompute-modules), but recompute is \"full\"");
+  j["parallel"]["recompute"] = "selective";
+  j["parallel"]["recompute_modules"] = {"layernorm", "moe_ac"};
+  EXPECT_EQ(test::scenario_error(j).rfind("test.json: /parallel/recompute_modules/1: expected one of \"core_attn\"", 0), 0u)
+      << test::scenario_error(j);
+  EXPECT_NE(test::scenario_error(j).find("did you mean \"moe_act\"?"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace parasim
