@@ -480,6 +480,22 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   add_loss(g.head_fwd, g.head_bwd, logits, e, sh.loss);
   add_gemm_bwd(g.head_bwd, lg);
   add_norm(g.head_bwd, "final_norm", act_elems, e, sh, true);
+  Kernel eh{"", KernelKind::Gemm};
+  if (sh.mtp_layers > 0) {
+    g.mtp_fwd.kernels.push_back(mem("mtp.embedding", 2 * Td * hd * e / sp_div));
+    add_norm(g.mtp_fwd, "mtp.enorm", act_elems, e, sh, false);
+    add_norm(g.mtp_fwd, "mtp.hnorm", act_elems, e, sh, false);
+    g.mtp_fwd.kernels.push_back(mem("mtp.concat", 2 * 2 * act));
+    eh = gemm("mtp.eh_proj", T, h / t, 2 * h);
+    g.mtp_fwd.kernels.push_back(eh);
+    add_gemm_bwd(g.mtp_bwd, eh);
+    g.mtp_bwd.kernels.push_back(mem("mtp.concat.bwd", 2 * 2 * act, true));
+    add_norm(g.mtp_bwd, "mtp.hnorm", act_elems, e, sh, true);
+    add_norm(g.mtp_bwd, "mtp.enorm", act_elems, e, sh, true);
+    g.mtp_bwd.kernels.push_back(mem("mtp.embedding.bwd", 3 * Td * hd * e / sp_div, true));
+    const double li = sh.fp8_gemms ? sh.fp8_saved_input_bytes : e;
+    g.mtp_stored_bytes = (2 * e + 2 * li) * Td * hd / sp_div;
+  }
   if (sh.fp8_gemms) {
     // The transformer layers' linear GEMMs run in FP8 (an MoE layer's experts too, not its router);
     // the output layer stays in 16-bit. A grouped expert GEMM quantizes all its experts' rows.
@@ -487,6 +503,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     for (const Kernel& k : in_proj) linears.emplace_back(&g.attn_fwd, &g.attn_bwd, k);
     linears.emplace_back(&g.attn_fwd, &g.attn_bwd, proj);
     for (const Kernel& k : fp8_linears) linears.emplace_back(&g.mlp_fwd, &g.mlp_bwd, k);
+    if (sh.mtp_layers > 0) linears.emplace_back(&g.mtp_fwd, &g.mtp_bwd, eh);
     for (const auto& [fwd, bwd, k] : linears) {
       const std::int64_t rows = k.m * k.batch;
       fwd->kernels.push_back(fp8_cast(k.name + ".fp8_cast", rows, k.k, false, sh.fp8_cast_bytes));     // input x [M, K]

@@ -74,6 +74,8 @@ struct LayerShape {
   // FusedLayerNorm), instead of one kernel doing both (Transformer Engine, Liger).
   bool two_pass_norm = false;
   LossImpl loss = LossImpl::Megatron;
+  // Multi-token prediction modules after the last layer (TrainingSpec::mtp_layers).
+  std::int64_t mtp_layers = 0;
 };
 
 // HBM bytes per element of quantizing one 16-bit GEMM operand to FP8 with its transpose (the
@@ -101,6 +103,11 @@ struct LayerGraph {
   Block attn_fwd, attn_bwd, mlp_fwd, mlp_bwd;  // one transformer layer
   Block embed_fwd, embed_bwd;                  // first stage
   Block head_fwd, head_bwd;                    // last stage: final norm, logits, loss
+  // Multi-token prediction (shape.mtp_layers > 0), one module's own kernels: the shifted tokens'
+  // embedding, the two input norms and the 2h -> h projection. Its transformer layer is the last
+  // layer's kind's blocks and its prediction the head blocks.
+  Block mtp_fwd, mtp_bwd;
+  double mtp_stored_bytes = 0;  // what one module's own kernels keep for backward: both norm inputs, eh_proj's input
   double tokens = 0;                           // tokens per microbatch on this rank (b*s/cp)
   // Bytes of one TP all-reduce of the layer's activations (b*s/cp*h*dtype); with sequence
   // parallel the same volume moves as all-gather + reduce-scatter.

@@ -29,7 +29,7 @@ std::vector<KernelRow> kernel_rows(const LayerGraph& g, const CostModel& c) {
   const std::pair<const char*, const Block*> blocks[] = {
       {"embedding fwd", &g.embed_fwd}, {"attention fwd", &g.attn_fwd}, {"mlp fwd", &g.mlp_fwd},
       {"head fwd", &g.head_fwd},       {"head bwd", &g.head_bwd},      {"mlp bwd", &g.mlp_bwd},
-      {"attention bwd", &g.attn_bwd},  {"embedding bwd", &g.embed_bwd}};
+      {"attention bwd", &g.attn_bwd},  {"embedding bwd", &g.embed_bwd}, {"mtp fwd", &g.mtp_fwd}, {"mtp bwd", &g.mtp_bwd}};
   for (const auto& [name, b] : blocks)
     for (const auto& k : b->kernels) {
       KernelRow r;

@@ -91,6 +91,9 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
   t.attn_b = block_s(c, g.attn_bwd, &t.attn_w, &g_ab);
   t.mlp_b = block_s(c, g.mlp_bwd, &t.mlp_w, &g_mb);
   t.embed_f = block_s(c, g.embed_fwd);
+  t.mtp_f = block_s(c, g.mtp_fwd);
+  t.mtp_b = block_s(c, g.mtp_bwd);
+  t.mtp_f_flops = g.mtp_fwd.model_flops();
   t.embed_b = block_s(c, g.embed_bwd);
   t.head_f = block_s(c, g.head_fwd);
   t.head_b = block_s(c, g.head_bwd, &t.head_w);
@@ -285,8 +288,49 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
       r.last = w;
     }
   }
+  if (last && in_.scenario.training.mtp_layers > 0)
+    mtp_forward([&](Phase ph, const std::string& label, double sec, double flops, MemDelta start, MemDelta) {
+      return add(ph, label, sec, flops, start.bytes, MemCat::Activations);
+    });
   if (last) add(Phase::Forward, "head fwd", ends().head_f, ends().head_f_flops, static_cast<Bytes>(ends_act().head), MemCat::Activations);
   return r;
+}
+
+void Emitter::mtp_forward(const AddOp& add) const {
+  const auto k = static_cast<size_t>(in_.layers.kind_of.back());
+  const BlockTimes& t = times_[k];
+  const double stored = (full_recompute_ ? acts_kept_[k] : acts_[k]).layer_stored;
+  const MemDelta none{};
+  for (std::int64_t i = 0; i < in_.scenario.training.mtp_layers; ++i) {
+    add(Phase::Forward, "mtp fwd", ends().mtp_f, ends().mtp_f_flops, {MemCat::Activations, static_cast<Bytes>(in_.graph.mtp_stored_bytes)}, none);
+    add(Phase::Forward, "mtp attention fwd", t.attn_f, t.attn_f_flops, {MemCat::Activations, static_cast<Bytes>(stored)}, none);
+    if (t.tp_comm_f > 0) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, none, none);
+    add(Phase::Forward, "mtp mlp fwd", t.mlp_f, t.mlp_f_flops, none, none);
+    if (t.ep_comm_f > 0) add(Phase::EpComm, "ep all-to-all fwd", t.ep_comm_f, 0, none, none);
+    if (t.tp_comm_f > 0 && t.mlp_tp_comm) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, none, none);
+    add(Phase::Forward, "mtp head fwd", ends().head_f, ends().head_f_flops, {MemCat::Activations, static_cast<Bytes>(ends_act().head)}, none);
+  }
+}
+
+void Emitter::mtp_backward(const AddOp& add) const {
+  const auto k = static_cast<size_t>(in_.layers.kind_of.back());
+  const BlockTimes& t = times_[k];
+  const double stored = (full_recompute_ ? acts_kept_[k] : acts_[k]).layer_stored;
+  const MemDelta none{};
+  for (std::int64_t i = 0; i < in_.scenario.training.mtp_layers; ++i) {
+    const ActivationBytes& a = ends_act();
+    add(Phase::Backward, "mtp head bwd", ends().head_b, 2 * ends().head_f_flops, {MemCat::Activations, static_cast<Bytes>(a.head_working)},
+        {MemCat::Activations, -static_cast<Bytes>(a.head_working + a.head)});
+    if (t.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == "selective")
+      add(Phase::Recompute, "recompute (selective)", t.attn_recompute_selective, 0, none, none);
+    if (t.tp_comm_b > 0 && t.mlp_tp_comm) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, none, none);
+    if (t.ep_comm_b > 0) add(Phase::EpComm, "ep all-to-all bwd", t.ep_comm_b, 0, none, none);
+    add(Phase::Backward, "mtp mlp bwd", t.mlp_b, 2 * t.mlp_f_flops, none, none);
+    if (t.tp_comm_b > 0) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, none, none);
+    add(Phase::Backward, "mtp attention bwd", t.attn_b, 2 * t.attn_f_flops, none, {MemCat::Activations, -static_cast<Bytes>(stored)});
+    add(Phase::Backward, "mtp bwd", ends().mtp_b, 2 * ends().mtp_f_flops, none,
+        {MemCat::Activations, -static_cast<Bytes>(in_.graph.mtp_stored_bytes)});
+  }
 }
 
 Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool first,
@@ -313,6 +357,10 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
         2 * e.head_f_flops * (e.head_b - w_head) / std::max(e.head_b, 1e-30),
         MemDelta{MemCat::Activations, static_cast<Bytes>(ends_act().head_working)},
         MemDelta{MemCat::Activations, -static_cast<Bytes>(ends_act().head_working + (split ? 0.0 : ends_act().head))});
+  if (last && in_.scenario.training.mtp_layers > 0)
+    mtp_backward([&](Phase ph, const std::string& label, double sec, double flops, MemDelta start, MemDelta end) {
+      return add(ph, label, sec, flops, flops, start, end);
+    });
   std::vector<OpId> reloads(static_cast<size_t>(std::max<std::int64_t>(offload_layers_, 0)), -1);
   for (std::int64_t l = layers - 1; l >= 0; --l) {
     const std::int32_t k = kind(rank, chunk, l);

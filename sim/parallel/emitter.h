@@ -18,6 +18,7 @@ struct BlockTimes {
   double attn_f = 0, mlp_f = 0, attn_b = 0, mlp_b = 0;  // backward = input + weight gradients
   double attn_w = 0, mlp_w = 0;                         // weight-gradient part of the backward
   double embed_f = 0, embed_b = 0, head_f = 0, head_b = 0, head_w = 0;
+  double mtp_f = 0, mtp_b = 0, mtp_f_flops = 0;  // one multi-token-prediction module's own kernels
   // Selective recompute: the recomputed modules' forward kernels, replayed before the layer's
   // backward (the unfused attention core by default), and their FLOPs.
   double attn_recompute_selective = 0, selective_recompute_flops = 0;
@@ -107,6 +108,13 @@ class Emitter {
   const ActivationBytes& ends_act() const { return acts_.front(); }
   // Kind index of layer l of a rank's chunk: the model's layer first_layer_in_chunk + l.
   std::int32_t kind(std::int32_t rank, std::int32_t chunk, std::int64_t l) const;
+  // Multi-token prediction on the last virtual stage (TrainingSpec::mtp_layers): each module's
+  // input kernels, a transformer layer of the last layer's kind, and its prediction through the
+  // output layer; in backward the reverse. `add` emits one compute op (label, seconds, model
+  // FLOPs, memory at its start and end).
+  using AddOp = std::function<OpId(Phase, const std::string&, double, double, MemDelta, MemDelta)>;
+  void mtp_forward(const AddOp& add) const;
+  void mtp_backward(const AddOp& add) const;
   Layout layout_;
   bool full_recompute_;
   bool op_sac_;  // torchtitan's op-level selective AC: a partial replay in every layer

@@ -34,6 +34,7 @@ struct StageParams {
   double total = 0;  // everything on this stage, this rank's TP shard
   double extra = 0;  // embedding / head on this stage
   double expert_total = 0;  // the experts' part of `total`
+  double mtp_experts = 0;   // the multi-token-prediction layers' experts (last stage)
   double dense_total() const { return total - expert_total; }
 };
 
@@ -59,8 +60,20 @@ StageParams stage_params(const Scenario& sc, std::int64_t stage) {
         experts += one.experts;
       }
   }
-  s.total = layers + s.extra;
-  s.expert_total = experts;
+  // Multi-token prediction on the last stage: per module a layer of the last layer's kind, the
+  // 2h -> h projection and three norms (its embedding and output layer are the model's: a stage
+  // without the embedding keeps a copy, as Megatron-Core's shared embedding).
+  const std::int64_t mtp = sc.training.mtp_layers;
+  if (stage == p - 1 && mtp > 0) {
+    const LayerParams last = layer_params(sc, sc.model.layers - 1);
+    const double h = static_cast<double>(sc.model.hidden);
+    const double norm = sc.model.norm == "layernorm" ? 2 * h : h;
+    const double module = (last.all - last.experts) + (2 * h * h + 3 * norm) / tp;
+    s.extra += static_cast<double>(mtp) * module + (p > 1 && !sc.model.tied_embeddings ? pc.embedding / tp : 0.0);
+    s.mtp_experts = static_cast<double>(mtp) * last.experts;
+  }
+  s.total = layers + s.extra + s.mtp_experts;
+  s.expert_total = experts + s.mtp_experts;
   return s;
 }
 
@@ -352,6 +365,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
         const OpId ready = split ? r.last : accumulate(sp.extra, r.last);
         if (sync_here && !split) {
           bucket += sp.extra * sb.grads;
+          if (last) ebucket += sp.mtp_experts * sb.grads;
           flush(ready);
         }
       } else {
@@ -359,6 +373,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
         const OpId ready = accumulate(sp.extra, r.last);
         if (sync_here) {
           bucket += sp.extra * sb.grads;
+          if (last) ebucket += sp.mtp_experts * sb.grads;
           flush(ready);
         }
       }

@@ -89,6 +89,7 @@ TrainingSpec parse_training(const JsonObject& o) {
   t.rope_impl = o.choice("rope_impl", {"fused", "eager"}, "fused");
   t.loss_impl = o.choice("loss_impl", {"megatron", "eager", "fused", "xentropy"}, "megatron");
   t.optimizer_impl = o.choice("optimizer_impl", {"fused", "unfused"}, "fused");
+  t.mtp_layers = o.integer("mtp_layers", 0, 16, 0);
   t.make_vocab_size_divisible_by = o.integer("make_vocab_size_divisible_by", 1, 1 << 20, 1);
   t.fp8_recipe = o.choice("fp8_recipe", {"delayed", "current", "mxfp8", "nvfp4"}, "delayed");
   if (t.dtype != "fp8" && o.has("fp8_recipe"))
@@ -217,6 +218,9 @@ void validate(const Scenario& s, const JsonObject& root) {
       fail(par + "/order", "expert parallelism is modelled with Megatron's default rank order tp-cp-dp-pp");
   }
   if (t.seq_len % p.cp != 0) fail(par + "/cp", "seq_len (" + itos(t.seq_len) + ") must be divisible by cp (" + itos(p.cp) + ")");
+  if (t.mtp_layers > 0 && (p.fsdp || p.zero_stage >= 2 || p.schedule == "dataparallel"))
+    fail("/training/mtp_layers", "multi-token prediction is modelled with Megatron-Core's schedules and data parallelism (zero_stage 0 "
+                                 "or 1, no FSDP, not \"dataparallel\")");
   if (m.sliding_window > 0 && p.cp > 1)
     fail(par + "/cp", "context parallelism with sliding-window attention (model.sliding_window) is not modelled");
   if (m.moe && m.moe->shared_expert_ffn_hidden % p.expert_tp() != 0)
@@ -470,6 +474,7 @@ Json Scenario::resolved() const {
                    {"optimizer_impl", training.optimizer_impl},
                    {"make_vocab_size_divisible_by", training.make_vocab_size_divisible_by}};
   if (training.dtype == "fp8") j["training"]["fp8_recipe"] = training.fp8_recipe;
+  if (training.mtp_layers > 0) j["training"]["mtp_layers"] = training.mtp_layers;
   Json pj = {{"dp", parallel.dp}, {"tp", parallel.tp}, {"pp", parallel.pp}, {"vpp", parallel.vpp}, {"cp", parallel.cp},
              {"ep", parallel.ep}, {"etp", parallel.expert_tp()},
              {"schedule", parallel.schedule}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", parallel.recompute},

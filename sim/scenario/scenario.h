@@ -85,6 +85,12 @@ struct TrainingSpec {
   // torch fused=True) or "unfused" (one elementwise kernel per term of the update: PyTorch's
   // for-loop and foreach AdamW, Composer's DecoupledAdamW). See optimizer_step_bytes.
   std::string optimizer_impl = "fused";
+  // Multi-token prediction (DeepSeek-V3's training objective; Megatron-Core's mtp_num_layers): on
+  // the last pipeline stage each MTP module embeds the tokens shifted by one more position (the
+  // model's embedding, shared), normalises them and the previous hidden states, projects their
+  // concatenation (2 hidden -> hidden), runs one more transformer layer of the model's last layer's
+  // kind and predicts through the shared output layer with its own loss.
+  std::int64_t mtp_layers = 0;
   // Megatron-LM pads the vocabulary of its embedding and output layers to a multiple of this
   // times tp (--make-vocab-size-divisible-by, default 128 there; _vocab_size_with_padding), so
   // each tensor-parallel shard of the logits has an aligned width. 1 (the default here) keeps

@@ -264,5 +264,45 @@ TEST(SelectiveRecompute, EachModuleDropsItsActivationsAndReplaysItsKernels) {
   EXPECT_NE(test::scenario_error(j).find("did you mean \"moe_act\"?"), std::string::npos);
 }
 
+// Multi-token prediction: per microbatch the last stage runs, per module, its input kernels, one
+// more layer of the last layer's kind and the output layer again; its weights add a layer, the
+// 2h -> h projection, three norms, and with pp > 1 a copy of the (untied) embedding.
+TEST(MultiTokenPrediction, AddsALayerAndAPredictionOnTheLastStage) {
+  Json j = test::base_scenario();
+  j["model"] = "llama3-8b";
+  j["training"] = {{"global_batch", 16}, {"micro_batch", 1}, {"seq_len", 4096}};
+  j["parallel"] = {{"dp", 4}, {"tp", 1}, {"pp", 2}, {"schedule", "1f1b"}, {"zero_stage", 1}};
+  const Scenario plain = test::scenario_from(j);
+  j["training"]["mtp_layers"] = 1;
+  const Scenario mtp = test::scenario_from(j);
+  const SimulationOutput a = test::simulate_with(plain, test::FreeNetwork{});
+  const SimulationOutput b = test::simulate_with(mtp, test::FreeNetwork{});
+  auto compute = [](const SimulationOutput& o, std::int32_t rank) {
+    double t = 0;
+    for (const Op& op : o.program.ops)
+      if (op.rank == rank && op.stream == Stream::Compute && op.phase != Phase::Optimizer) t += time_to_seconds(op.duration);
+    return t;
+  };
+  const ModelGraph g = build_model_graph(mtp.model, layer_shape(mtp));
+  const CostModel cost(mtp.profile, mtp.training.gemm_dtype(), mtp.training.priced_attention_kernel());
+  double module = 0;
+  for (const Block* blk : {&g.kinds[0].mtp_fwd, &g.kinds[0].mtp_bwd, &g.kinds[0].attn_fwd, &g.kinds[0].attn_bwd, &g.kinds[0].mlp_fwd,
+                           &g.kinds[0].mlp_bwd, &g.kinds[0].head_fwd, &g.kinds[0].head_bwd})
+    for (const auto& k : blk->kernels) module += kernel_seconds(cost, k);
+  const double microbatches = 4;  // the optimizer step, longer by the added weights, is left out
+  EXPECT_NEAR(compute(b, 1) - compute(a, 1), microbatches * module, 1e-6);
+  EXPECT_NEAR(compute(b, 0), compute(a, 0), 1e-9);  // the first stage is unchanged
+  EXPECT_GT(time_to_seconds(b.timeline.makespan), time_to_seconds(a.timeline.makespan));
+  const double h = 4096;
+  const double added = layer_params(mtp.model, 31) + 2 * h * h + 3 * h + count_params(mtp.model).embedding;
+  const auto weights = [](const SimulationOutput& o, size_t r) {
+    return static_cast<double>(o.program.ranks[r].static_mem[static_cast<size_t>(MemCat::Weights)]);
+  };
+  EXPECT_NEAR(weights(b, 1) - weights(a, 1), 2 * added, 16.0);
+  EXPECT_DOUBLE_EQ(weights(b, 0), weights(a, 0));
+  j["parallel"]["zero_stage"] = 3;
+  EXPECT_NE(test::scenario_error(j).find("/training/mtp_layers: multi-token prediction is modelled with"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace parasim
