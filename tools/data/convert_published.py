@@ -258,7 +258,10 @@ def mb_presets():
 # Mixture-of-experts rows: the model's dimensions come from the zoo file (its sources inside), the plan from
 # Megatron-Bridge's Qwen3 performance scripts.
 MOE_MODELS = {"qwen330ba3b": "qwen3-30b-a3b", "qwen3235ba22b": "qwen3-235b-a22b", "qwen3moe30b": "qwen3-30b-a3b",
-              "mixtral8x7b": "mixtral-8x7b", "mixtral8x22b": "mixtral-8x22b"}
+              "mixtral8x7b": "mixtral-8x7b", "mixtral8x22b": "mixtral-8x22b", "deepseekv3": "deepseek-v3",
+              "gptoss120b": "gpt-oss-120b"}
+# Megatron-Bridge MoE rows whose plan the converter reads from the performance presets (moe_preset).
+MB_MOE_MODELS = ("qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3", "gpt-oss-120b")
 
 
 def moe_zoo_name(name):
@@ -273,10 +276,49 @@ MB_QWEN3 = ("Megatron-Bridge's Qwen3 MoE performance preset (scripts/performance
             "cross_entropy_fusion_impl 'te'%s); %s")
 
 
-def moe_preset(model, prof, tp):
-    """What Megatron-Bridge's Qwen3 preset sets for a row's plan (the rows' tp/pp/vp/ep are the preset's)."""
-    big = moe_zoo_name(model) == "qwen3-235b-a22b"
+# DeepSeek-V3's pipeline layouts in Megatron-Bridge's recipe (src/megatron/bridge/recipes/deepseek/deepseek_v3.py
+# layout_map): decoder layers per virtual stage for (pp, vp), the embedding on the first and the MTP layer and the loss
+# on the last virtual stage.
+DSV3_LAYOUTS = {(4, 1): [16, 16, 16, 13], (8, 1): [8] * 7 + [5], (4, 2): [8] * 7 + [5], (16, 1): [4] * 15 + [1],
+                (8, 2): [4] * 15 + [1], (4, 4): [4] * 15 + [1]}
+MB_DSV3 = ("Megatron-Bridge's DeepSeek-V3 recipe (src/megatron/bridge/recipes/deepseek/deepseek_v3.py: mtp_num_layers = 1, "
+           "expert_tensor_parallel_size = 1, distributed optimizer, the layout_map entry for pp %d x vp %d: %s decoder "
+           "layers per virtual stage with the MTP layer and the loss on the last; no cross_entropy_loss_fusion, so "
+           "Megatron-Core's default unfused fp32 cross entropy) and its performance preset DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_"
+           "FP8_MX_V1/V2 (scripts/performance/configs/deepseek/deepseek_workload_base_configs.py: hybridep flex dispatcher, "
+           "moe_a2a_overlap = True, recompute_modules ['mla_up_proj']; its full-iteration CUDA graph and the cuteDSL fused "
+           "grouped MLP are not modelled)")
+MB_GPTOSS = ("Megatron-Bridge's GPT-OSS recipe (src/megatron/bridge/recipes/gpt_oss/gpt_oss.py gpt_oss_120b_pretrain_config: "
+             "expert_tensor_parallel_size = 1, seq 4096, distributed optimizer, no cross_entropy_loss_fusion, so Megatron-Core's "
+             "default unfused fp32 cross entropy) and its performance preset %s (scripts/performance/configs/gpt_oss/"
+             "gpt_oss_workload_base_configs.py)")
+
+
+def moe_preset(model, prof, tp, pp=1, vpp=1):
+    """What Megatron-Bridge's MoE preset sets for a row's plan (the rows' tp/pp/vp/ep are the preset's); None when the
+    preset for the row's GPU is not known."""
+    zoo = moe_zoo_name(model)
     h100 = prof.startswith("h100")
+    if zoo == "deepseek-v3":
+        if not prof.startswith("gb200") or (pp, vpp) not in DSV3_LAYOUTS:
+            return None
+        layout = DSV3_LAYOUTS[(pp, vpp)]
+        return {"why": MB_DSV3 % (pp, vpp, layout), "account_split": False, "tp_comm_overlap": False, "ep_comm_overlap": True,
+                "recompute_modules": ["mla_up_proj"], "mtp_layers": 1, "stage_layers": layout, "loss_impl": "megatron"}
+    if zoo == "gpt-oss-120b":
+        if h100:
+            return {"why": MB_GPTOSS % "GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V2 (pp 4, ep 8, recompute_modules ['layernorm', "
+                                       "'moe_act'], the default all-to-all dispatcher without moe_a2a_overlap)",
+                    "account_split": False, "tp_comm_overlap": False, "ep_comm_overlap": False,
+                    "recompute_modules": ["layernorm", "moe_act"], "loss_impl": "megatron"}
+        if prof.startswith("gb300"):
+            return {"why": MB_GPTOSS % "GPT_OSS_120B_PRETRAIN_CONFIG_GB300_FP8_MX_V2 (ep 16, micro batch 4, hybridep flex "
+                                       "dispatcher with moe_a2a_overlap = True, no recompute; its full-iteration CUDA graph, "
+                                       "the cuteDSL fused grouped MLP and FP8 dot-product attention are not modelled: "
+                                       "attention is priced in 16-bit)",
+                    "account_split": False, "tp_comm_overlap": False, "ep_comm_overlap": True, "loss_impl": "megatron"}
+        return None
+    big = zoo == "qwen3-235b-a22b"
     if big and h100:
         comm = ("H100 235B: CommOverlapConfig(tp_comm_overlap=False), moe_token_dispatcher_type 'alltoall' with "
                 "moe_a2a_overlap = True (QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V1/V2): the all-to-alls overlap "
@@ -538,13 +580,15 @@ def convert(r):
     preset = conv.get("presets", {}).get((m.get("name"), gpu_profile(h.get("gpu")), p.get("tp"), p.get("pp"), p.get("vpp"),
                                           p.get("cp") or 1, prec))
     moe_zoo, zoo_name = None, moe_zoo_name(m.get("name"))
-    mb_moe = title.startswith("NVIDIA Megatron-Bridge") and zoo_name in ("qwen3-30b-a3b", "qwen3-235b-a22b")
+    mb_moe = title.startswith("NVIDIA Megatron-Bridge") and zoo_name in MB_MOE_MODELS
     if zoo_name and (mb_moe or p.get("ep") in (None, 1) or not title.startswith(("NVIDIA Megatron-Bridge", "NVIDIA NeMo AutoModel"))):
         moe_zoo = json.load(open(os.path.join(ROOT, "models", zoo_name + ".json")))
         m = dict(m, **{k: moe_zoo[k] for k in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "activation")})
         ci["model"] = "models/%s.json: %s" % (zoo_name, moe_zoo["source"])
     if mb_moe and gpu_profile(h.get("gpu")):
-        preset = moe_preset(r["model"]["name"], gpu_profile(h.get("gpu")), p.get("tp") or 1)
+        preset = moe_preset(r["model"]["name"], gpu_profile(h.get("gpu")), p.get("tp") or 1, p.get("pp") or 1, p.get("vpp") or 1)
+        if preset is None:
+            return None, "expert parallelism (MoE): no Megatron-Bridge preset for this model on this GPU is known to the converter"
         ci["parallel.etp/recompute/sequence_parallel/zero_stage/tp_comm_overlap/ep_comm_overlap, training.loss_impl"] = preset["why"]
     if preset:
         p = dict(p, recompute=p.get("recompute") or "none", sequence_parallel=p["tp"] > 1)
@@ -569,8 +613,9 @@ def convert(r):
         ci["parallel.micro_batch"] = conv["mb_per_replica"]
     missing += ["parallel." + k for k in ("tp", "pp", "micro_batch", "global_batch") if p.get(k) is None]
     if p.get("ep") not in (None, 1) and not moe_zoo:
-        return None, "expert parallelism (MoE) is not modelled for this model (its architecture: MLA, shared experts, " \
-                     "hybrid Mamba layers or sliding-window attention, or no calibration profile or plan)"
+        if zoo_name and title.startswith("NVIDIA NeMo AutoModel"):
+            return None, "expert parallelism (MoE) under FSDP2 (NeMo AutoModel's plan) is not modelled"
+        return None, "expert parallelism (MoE): the model is not in the zoo (hybrid Mamba layers, DeepSeek-V4's architecture)"
     prof = gpu_profile(h.get("gpu"))
     dgx2 = "dgx-2" in (h.get("system") or "").lower() and "v100" in (h.get("gpu") or "").lower()
     if prof is None and dgx2:
@@ -689,6 +734,9 @@ def convert(r):
         ci["parallel.stage_layers"] = ("the recipe's account_for_embedding_in_pipeline_split and "
                                        "account_for_loss_in_pipeline_split: (%d layers + 2) / (pp %d x vp %d) = %d slots per "
                                        "virtual stage, the first and the last one layer short" % (layers, pp, vpp, k))
+    if preset and preset.get("stage_layers"):
+        stage_layers = preset["stage_layers"]
+        ci["parallel.stage_layers"] = "the recipe's pipeline layout (see the preset above)"
     if layers % (pp * vpp) != 0 and not stage_layers:
         return None, "layers %d not divisible by pp*vpp = %d and no per-stage split given" % (layers, pp * vpp)
     if m["heads"] % tp or (ffn % tp and not moe_zoo) or (kv % tp and tp % kv):
@@ -723,6 +771,8 @@ def convert(r):
         par.update(ep=p["ep"], etp=1, zero_stage=1 if dp > 1 else 0)
         if preset["ep_comm_overlap"]:
             par["ep_comm_overlap"] = True
+        if preset.get("recompute_modules"):
+            par.update(recompute="selective", recompute_modules=preset["recompute_modules"])
     elif moe_zoo:
         # Other sources: the row's expert parallelism; experts split like the dense layers (Megatron-Core's default
         # expert_tensor_parallel_size = tp) unless the row's notes say otherwise.
@@ -803,7 +853,11 @@ def convert(r):
         training["norm_impl"] = conv["norm_impl"]
         ci["training.norm_impl"] = conv["norm_why"]
     loss = conv.get("loss_impl_compiled") if compiled and conv.get("loss_impl_compiled") else conv.get("loss_impl")
-    if loss:
+    if preset and preset.get("mtp_layers"):
+        training["mtp_layers"] = preset["mtp_layers"]
+    if preset and preset.get("loss_impl"):
+        training["loss_impl"] = preset["loss_impl"]
+    elif loss:
         training["loss_impl"] = loss
         ci["training.loss_impl"] = conv["loss_why"]
     elif preset and conv.get("preset_loss"):
