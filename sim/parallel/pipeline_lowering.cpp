@@ -33,6 +33,13 @@ LayerParams layer_params(const Scenario& sc, std::int64_t layer) {
 struct StageParams {
   double total = 0;  // everything on this stage, this rank's TP shard
   double extra = 0;  // embedding / head on this stage
+  // The part of `extra` on the stage's first virtual stage (the embedding, on stage 0) and on its
+  // last (the output layer and what goes with it, on stage pp-1): each chunk's gradients are
+  // reduced once, with the chunk's own layers.
+  double first_extra = 0, last_extra = 0;
+  double chunk_extra(bool first_vs, bool last_vs) const {
+    return first_vs && last_vs ? extra : first_vs ? first_extra : last_vs ? last_extra : 0.0;
+  }
   double expert_total = 0;  // the experts' part of `total`
   double mtp_experts = 0;   // the multi-token-prediction layers' experts (last stage)
   double dense_total() const { return total - expert_total; }
@@ -43,9 +50,12 @@ StageParams stage_params(const Scenario& sc, std::int64_t stage) {
   const double tp = static_cast<double>(sc.parallel.tp);
   const std::int64_t p = sc.parallel.pp;
   StageParams s;
-  if (stage == 0) s.extra += pc.embedding;
-  if (stage == p - 1) s.extra += pc.head + (sc.model.tied_embeddings && p > 1 ? pc.embedding : 0.0);
-  s.extra /= tp;
+  double first = 0, last = 0;
+  if (stage == 0) first = pc.embedding;
+  if (stage == p - 1) last = pc.head + (sc.model.tied_embeddings && p > 1 ? pc.embedding : 0.0);
+  s.extra = (first + last) / tp;
+  s.first_extra = first / tp;
+  s.last_extra = last / tp;
   double layers = 0, experts = 0;
   if (sc.model.uniform()) {
     const LayerParams one = layer_params(sc, 0);
@@ -69,7 +79,9 @@ StageParams stage_params(const Scenario& sc, std::int64_t stage) {
     const double h = static_cast<double>(sc.model.hidden);
     const double norm = sc.model.norm == "layernorm" ? 2 * h : h;
     const double module = (last.all - last.experts) + (2 * h * h + 3 * norm) / tp;
-    s.extra += static_cast<double>(mtp) * module + (p > 1 && !sc.model.tied_embeddings ? pc.embedding / tp : 0.0);
+    const double added = static_cast<double>(mtp) * module + (p > 1 && !sc.model.tied_embeddings ? pc.embedding / tp : 0.0);
+    s.extra += added;
+    s.last_extra += added;
     s.mtp_experts = static_cast<double>(mtp) * last.experts;
   }
   s.total = layers + s.extra + s.mtp_experts;
@@ -362,17 +374,19 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
         if (!first)
           last_send = bsend[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] =
               em.comm_op(s, Stream::P2P, Phase::PpComm, "pp send gradients", p2p_spec, {r.last}, a.microbatch, a.chunk);
-        const OpId ready = split ? r.last : accumulate(sp.extra, r.last);
+        const double ends = sp.chunk_extra(first, last);
+        const OpId ready = split ? r.last : accumulate(ends, r.last);
         if (sync_here && !split) {
-          bucket += sp.extra * sb.grads;
+          bucket += ends * sb.grads;
           if (last) ebucket += sp.mtp_experts * sb.grads;
           flush(ready);
         }
       } else {
         const auto r = em.weight_grad(s, a.microbatch, a.chunk, layers, last, {}, post);
-        const OpId ready = accumulate(sp.extra, r.last);
+        const double ends = sp.chunk_extra(first, last);
+        const OpId ready = accumulate(ends, r.last);
         if (sync_here) {
-          bucket += sp.extra * sb.grads;
+          bucket += ends * sb.grads;
           if (last) ebucket += sp.mtp_experts * sb.grads;
           flush(ready);
         }

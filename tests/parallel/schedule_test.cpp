@@ -772,5 +772,26 @@ TEST(Contention, DataParallelAndPipelineTrafficShareNics) {
   EXPECT_GT(stretched, 0);
 }
 
+// Interleaved 1F1B with data parallelism: each stage all-reduces the gradients of its parameters
+// once per step, its chunks' layers and, with the chunk that holds them, the embedding (first
+// virtual stage) and the output layer (last): 2 bytes per parameter, whatever the number of chunks.
+TEST(Schedule, InterleavedStagesReduceEachGradientOnce) {
+  Json j = test::base_scenario();
+  j["model"] = "llama3-8b";
+  j["training"] = {{"global_batch", 16}, {"micro_batch", 1}, {"seq_len", 2048}};
+  for (const int vpp : {1, 2, 4}) {
+    j["parallel"] = {{"dp", 4}, {"tp", 1}, {"pp", 2}, {"vpp", vpp}, {"schedule", vpp > 1 ? "interleaved" : "1f1b"}, {"zero_stage", 0}};
+    const Scenario sc = test::scenario_from(j);
+    const SimulationOutput out = test::simulate_with(sc, BytesNetwork{});
+    std::vector<double> reduced(2, 0.0);
+    for (const Op& o : out.program.ops)
+      if (out.program.labels[static_cast<size_t>(o.label)] == "grad all-reduce")
+        reduced[static_cast<size_t>(o.rank)] += time_to_seconds(o.duration) * 1e9;
+    const ParamCount pc = count_params(sc.model);
+    EXPECT_NEAR(reduced[0], 2 * (16 * pc.per_layer + pc.embedding), 64.0) << "vpp " << vpp;
+    EXPECT_NEAR(reduced[1], 2 * (16 * pc.per_layer + pc.head), 64.0) << "vpp " << vpp;
+  }
+}
+
 }  // namespace
 }  // namespace parasim
