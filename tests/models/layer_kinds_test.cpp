@@ -63,7 +63,7 @@ TEST(LayerKinds, DeepSeekV3ParametersFollowTheirClosedForm) {
   EXPECT_NEAR(active_params(m), pc.total() - 58 * 248 * 3 * h * 2048, 1.0);
   // The per-tensor list of each kind sums to its layer's count.
   for (const std::int64_t i : {0, 3})
-    for (const char* name : {"deepseek-v3", "gpt-oss-120b", "kimi-k2"}) {
+    for (const char* name : {"deepseek-v3", "gpt-oss-120b", "kimi-k2", "deepseek-v2-lite", "gpt-oss-20b"}) {
       const ModelSpec z = load_zoo_model(test::data_dir(), name, "test");
       const std::vector<double> t = layer_tensor_params(z, i);
       EXPECT_DOUBLE_EQ(std::accumulate(t.begin(), t.end(), 0.0), layer_params(z, i)) << name << " layer " << i;

@@ -67,7 +67,7 @@ TEST(InvalidScenario, EachProducesItsExactError) {
       {"heads not divisible by tp", [](Json& j) { j["parallel"] = {{"dp", 1}, {"tp", 8}}; j["model"] = "megatron-gpt-1.7b"; j["training"]["global_batch"] = 8; j["model"] = Json{{"name", "odd"}, {"layers", 2}, {"hidden", 1200}, {"heads", 12}, {"vocab", 1000}}; },
        "test.json: /parallel/tp: model heads (12) must be divisible by tp (8)"},
       {"unknown model", [](Json& j) { j["model"] = "lama2-7b"; },
-       "test.json: /model: unknown model \"lama2-7b\"; did you mean \"llama2-7b\"? Zoo: bloom-176b, deepseek-v3, gpt-oss-120b, gpt3-175b, kimi-k2, llama2-13b, "
+       "test.json: /model: unknown model \"lama2-7b\"; did you mean \"llama2-7b\"? Zoo: bloom-176b, deepseek-v2, deepseek-v2-lite, deepseek-v3, gpt-oss-120b, gpt-oss-20b, gpt3-175b, kimi-k2, llama2-13b, "
        "llama2-70b, llama2-7b, llama3-70b, llama3-8b, llama3.1-405b, llama3.1-70b, llama3.1-8b, megatron-gpt-1.7b, "
        "megatron-gpt-1008b, megatron-gpt-145.6b, megatron-gpt-18.4b, megatron-gpt-3.6b, megatron-gpt-310.1b, "
        "megatron-gpt-39.1b, megatron-gpt-529.6b, megatron-gpt-7.5b, megatron-gpt-76.1b, mixtral-8x22b, mixtral-8x7b, mpt-30b, mpt-7b, qwen3-235b-a22b, qwen3-30b-a3b"},
