@@ -27,10 +27,10 @@ std::vector<GemmShape> calibration_shapes(const std::string& data_dir, const std
         sh.tp = tp;
         sh.micro_batch = 1;
         sh.seq_len = t;
-        const LayerGraph g = build_layer_graph(m, sh);
-        for (const Block* b : {&g.attn_fwd, &g.attn_bwd, &g.mlp_fwd, &g.mlp_bwd, &g.head_fwd, &g.head_bwd})
-          for (const auto& k : b->kernels)
-            if (k.kind == KernelKind::Gemm && k.batch == 1) s.insert({k.m, k.n, k.k});
+        for (const LayerGraph& g : build_model_graph(m, sh).kinds)  // every kind of layer the model has
+          for (const Block* b : {&g.attn_fwd, &g.attn_bwd, &g.mlp_fwd, &g.mlp_bwd, &g.head_fwd, &g.head_bwd})
+            for (const auto& k : b->kernels)
+              if (k.kind == KernelKind::Gemm && k.batch == 1) s.insert({k.m, k.n, k.k});
       }
     }
   }
