@@ -75,14 +75,14 @@ StageParams stage_params(const Scenario& sc, std::int64_t stage) {
   // without the embedding keeps a copy, as Megatron-Core's shared embedding).
   const std::int64_t mtp = sc.training.mtp_layers;
   if (stage == p - 1 && mtp > 0) {
-    const LayerParams last = layer_params(sc, sc.model.layers - 1);
+    const LayerParams mtp_layer = layer_params(sc, sc.model.layers - 1);
     const double h = static_cast<double>(sc.model.hidden);
     const double norm = sc.model.norm == "layernorm" ? 2 * h : h;
-    const double module = (last.all - last.experts) + (2 * h * h + 3 * norm) / tp;
+    const double module = (mtp_layer.all - mtp_layer.experts) + (2 * h * h + 3 * norm) / tp;
     const double added = static_cast<double>(mtp) * module + (p > 1 && !sc.model.tied_embeddings ? pc.embedding / tp : 0.0);
     s.extra += added;
     s.last_extra += added;
-    s.mtp_experts = static_cast<double>(mtp) * last.experts;
+    s.mtp_experts = static_cast<double>(mtp) * mtp_layer.experts;
   }
   s.total = layers + s.extra + s.mtp_experts;
   s.expert_total = experts + s.mtp_experts;
