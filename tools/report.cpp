@@ -84,7 +84,12 @@ Json kernels_json(const std::vector<KernelRow>& rows) {
 }
 
 std::string moe_summary(const ModelSpec& m) {
-  return m.moe ? fmt::format("{} experts, top {}, {:.2f}B active", m.moe->experts, m.moe->top_k, active_params(m) / 1e9) : std::string();
+  if (!m.moe) return {};
+  std::int64_t moe_layers = 0;
+  for (std::int64_t i = 0; i < m.layers; ++i) moe_layers += m.layer_kind(i).moe ? 1 : 0;
+  const std::string shared = m.moe->shared_expert_ffn_hidden > 0 ? fmt::format(" + shared {}", m.moe->shared_expert_ffn_hidden) : "";
+  const std::string which = moe_layers < m.layers ? fmt::format(", {} of {} layers", moe_layers, m.layers) : "";
+  return fmt::format("{} experts{}, top {}{}, {:.2f}B active", m.moe->experts, shared, m.moe->top_k, which, active_params(m) / 1e9);
 }
 
 void print_summary(std::ostream& os, const Scenario& sc, const Result& r) {
