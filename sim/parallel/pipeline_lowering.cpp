@@ -231,6 +231,13 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
       const std::int64_t chunk_first = uniform ? 0 : sc.first_layer_in_chunk(s, a.chunk);
       auto lparams = [&](std::int64_t layer) { return uniform ? lp0 : layer_params(sc, chunk_first + layer); };
       auto unit_bytes = [&](const LayerParams& lp) { return lp.all * sc.fsdp_param_bytes(); };
+      // FSDP over a mixture of experts (torchtitan's and NeMo AutoModel's FSDP2 with EP): a layer's
+      // dense parameters are sharded over the FSDP group, its experts' over the expert-data-parallel
+      // group (the ranks holding the same experts); each part is gathered and reduced over its own.
+      const double edp = static_cast<double>(par.expert_dp());
+      auto gathered_bytes = [&](const LayerParams& lp) {
+        return (lp.all - lp.experts) * sc.fsdp_param_bytes() * (1.0 - 1.0 / nd) + lp.experts * sc.fsdp_param_bytes() * (1.0 - 1.0 / edp);
+      };
       auto tensors_of = [&](std::int64_t layer) {
         return uniform || !ds03 ? tensors0 : layer_tensor_params(sc.model, chunk_first + layer);
       };
@@ -238,7 +245,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
         if (!per_layer_sharded) return {};
         const LayerParams lp = lparams(layer);
         const double unit_w = unit_bytes(lp);
-        const double gathered = unit_w * (1.0 - 1.0 / nd);
+        const double gathered = lp.experts > 0 ? gathered_bytes(lp) : unit_w * (1.0 - 1.0 / nd);
         std::vector<OpId> d;
         const auto idx = static_cast<std::int64_t>(layer_done.size()) - 1 - prefetch;
         if (idx >= 0) d.push_back(layer_done[static_cast<size_t>(idx)]);
@@ -266,9 +273,12 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
           prog.ops[static_cast<size_t>(first_ag)].at_start = {MemCat::GatheredParams, static_cast<Bytes>(gathered)};
           return d;
         }
-        const OpId ag = em.comm_op(s, Stream::Comm, Phase::FsdpGather, k == Action::F ? "param all-gather fwd" : "param all-gather bwd",
-                                   dp_spec(CollOp::AllGather, unit_w), d, a.microbatch, a.chunk);
+        OpId ag = em.comm_op(s, Stream::Comm, Phase::FsdpGather, k == Action::F ? "param all-gather fwd" : "param all-gather bwd",
+                             dp_spec(CollOp::AllGather, unit_bytes({lp.all - lp.experts, 0.0})), d, a.microbatch, a.chunk);
         prog.ops[static_cast<size_t>(ag)].at_start = {MemCat::GatheredParams, static_cast<Bytes>(gathered)};
+        if (lp.experts > 0 && par.expert_dp() > 1)
+          ag = em.comm_op(s, Stream::Comm, Phase::FsdpGather, k == Action::F ? "expert param all-gather fwd" : "expert param all-gather bwd",
+                          L.edp_group(CollOp::AllGather, unit_bytes({lp.experts, 0.0})), {ag}, a.microbatch, a.chunk);
         flush_grad_reduce();  // the previous layer's reduce-scatter queues behind this prefetch
         if (fsdp2)  // the unit's pre-forward / pre-backward waits for the gather and copies it out
           return {em.op(s, Stream::Compute, Phase::Other, "all-gather copy-out (FSDP2)", in.cost.memory_s(2 * unit_w), {ag}, a.microbatch, a.chunk)};
@@ -286,7 +296,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
       auto post = [&](Action::Kind k, std::int64_t layer, OpId op) {
         const LayerParams lp = lparams(layer);
         if (per_layer_sharded) {
-          const double gathered = unit_bytes(lp) * (1.0 - 1.0 / nd);
+          const double gathered = lp.experts > 0 ? gathered_bytes(lp) : unit_bytes(lp) * (1.0 - 1.0 / nd);
           const bool needs_free = k == Action::F || k == Action::B;  // W needs no weights
           if (needs_free) {
             const OpId rel = em.op(s, Stream::Compute, Phase::Other, "release gathered params", 0, {op}, a.microbatch, a.chunk);
@@ -318,18 +328,24 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
                               in.cost.memory_s(2 * lp.all * sc.fsdp_param_bytes()), {op}, a.microbatch, a.chunk)
                       : op;
             pending_grad_reduce = [&, grad_ready, lp] {
-              const double gbytes = lp.all * sc.fsdp_reduce_bytes();
+              const double gbytes = (lp.all - lp.experts) * sc.fsdp_reduce_bytes();
+              const double ebytes = lp.experts * sc.fsdp_reduce_bytes();
               const double pbytes = lp.all * sc.fsdp_param_bytes();
-              const double cast = sc.fsdp_reduce_dtype() != sc.fsdp_param_dtype() ? pbytes + gbytes : 0.0;
+              const double all_g = gbytes + ebytes;
+              const double cast = sc.fsdp_reduce_dtype() != sc.fsdp_param_dtype() ? pbytes + all_g : 0.0;
               const OpId in_op = fsdp2   ? em.op(s, Stream::Copy, Phase::Other, "reduce-scatter copy-in (FSDP2)",
-                                                 in.cost.memory_s(pbytes + gbytes), {grad_ready}, a.microbatch, a.chunk)
+                                                 in.cost.memory_s(pbytes + all_g), {grad_ready}, a.microbatch, a.chunk)
                                  : fsdp1 ? em.op(s, Stream::Copy, Phase::Other, "gradient cast and pre-divide (FSDP1)",
-                                                 in.cost.memory_s(cast + 2 * gbytes), {grad_ready}, a.microbatch, a.chunk)
+                                                 in.cost.memory_s(cast + 2 * all_g), {grad_ready}, a.microbatch, a.chunk)
                                          : grad_ready;
               const OpId rs = em.comm_op(s, Stream::Comm, Phase::DpComm, "grad reduce-scatter", dp_spec(CollOp::ReduceScatter, gbytes), {in_op}, a.microbatch, a.chunk);
-              prog.ops[static_cast<size_t>(rs)].at_start = {MemCat::Grads, static_cast<Bytes>(gbytes * (1.0 - 1.0 / nd))};
-              prog.ops[static_cast<size_t>(rs)].at_end = {MemCat::Grads, -static_cast<Bytes>(gbytes * (1.0 - 1.0 / nd))};
+              const double unsharded = gbytes * (1.0 - 1.0 / nd) + ebytes * (1.0 - 1.0 / edp);
+              prog.ops[static_cast<size_t>(rs)].at_start = {MemCat::Grads, static_cast<Bytes>(unsharded)};
+              prog.ops[static_cast<size_t>(rs)].at_end = {MemCat::Grads, -static_cast<Bytes>(unsharded)};
               sync_ops.push_back(rs);
+              if (ebytes > 0 && par.expert_dp() > 1)
+                sync_ops.push_back(em.comm_op(s, Stream::Comm, Phase::DpComm, "expert grad reduce-scatter",
+                                              L.edp_group(CollOp::ReduceScatter, ebytes), {in_op}, a.microbatch, a.chunk));
               if (sh.nd < par.dp * par.cp) {  // HSDP: all-reduce the shard across replicas
                 sync_ops.push_back(em.comm_op(s, Stream::Comm, Phase::DpComm, "grad all-reduce (replicas)",
                                               L.dpcp_outer(CollOp::AllReduce, sh.nd, gbytes / nd), {rs}, a.microbatch, a.chunk));

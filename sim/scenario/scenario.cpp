@@ -208,9 +208,13 @@ void validate(const Scenario& s, const JsonObject& root) {
     if (etp == 1 && p.tp > 1 && !p.sequence_parallel)
       fail(par + "/sequence_parallel", "Megatron-Core runs MoE layers with tensor parallelism (tp = " + itos(p.tp) +
                                            ") and etp = 1 on sequence-parallel tokens: set sequence_parallel true");
-    if (p.fsdp || p.zero_stage >= 2)
-      fail(par + (p.fsdp ? "/fsdp" : "/zero_stage"), "mixture-of-experts layers are modelled with Megatron-Core's data parallelism "
-                                                    "(zero_stage 0 or 1, its distributed optimizer), not with FSDP or ZeRO-2/3");
+    if (!p.fsdp && p.zero_stage >= 2)
+      fail(par + "/zero_stage", "mixture-of-experts layers are modelled with Megatron-Core's data parallelism (zero_stage 0 or 1, its "
+                                "distributed optimizer) or with FSDP (full sharding, the experts over the expert-data-parallel "
+                                "group), not with ZeRO-2/3");
+    if (p.fsdp && (p.fsdp->sharding != "full" || p.fsdp->offload))
+      fail(par + "/fsdp", "mixture-of-experts layers are modelled with FSDP's full sharding without CPU offload (torchtitan's and NeMo "
+                          "AutoModel's FSDP2 with expert parallelism)");
     if (p.ep_comm_overlap && p.ep == 1) fail(par + "/ep_comm_overlap", "needs expert parallelism (ep > 1)");
     if (p.ep > 1 && p.schedule == "dataparallel")
       fail(par + "/ep", "expert parallelism needs a Megatron-style schedule (ddp or a pipeline schedule), not \"dataparallel\"");

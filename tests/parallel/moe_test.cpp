@@ -2,6 +2,8 @@
 // token dispatcher, grouped expert GEMMs, and where expert states live.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "../test_util.h"
 #include "sim/memory/memory_model.h"
 #include "sim/network/flow_network.h"
@@ -145,8 +147,9 @@ TEST(MoE, InvalidPlansAreRejectedWithTheJsonPath) {
             std::string::npos);
   EXPECT_NE(err([](Json& j) { j["parallel"] = {{"dp", 8}, {"tp", 2}, {"ep", 8}, {"etp", 1}}; }).find("/parallel/sequence_parallel"),
             std::string::npos);
-  EXPECT_NE(err([](Json& j) { j["parallel"]["zero_stage"] = 0; j["parallel"]["fsdp"] = {{"sharding", "full"}}; }).find("/parallel/fsdp"),
+  EXPECT_NE(err([](Json& j) { j["parallel"]["zero_stage"] = 0; j["parallel"]["fsdp"] = {{"sharding", "grad_op"}}; }).find("/parallel/fsdp"),
             std::string::npos);
+  EXPECT_NE(err([](Json& j) { j["parallel"]["zero_stage"] = 3; }).find("/parallel/zero_stage"), std::string::npos);
   EXPECT_NE(err([](Json& j) { j["parallel"]["ep"] = 1; j["parallel"]["ep_comm_overlap"] = true; }).find("/parallel/ep_comm_overlap"),
             std::string::npos);
   EXPECT_NE(err([](Json& j) {
@@ -172,6 +175,38 @@ TEST(MoE, ActivationsHoldTheRoutedCopies) {
   const double dense_mlp = (2.0 * 2 + 2) * 4096 * 1;  // its SwiGLU terms at ffn_hidden 1
   const double moe = 4096 * (4.0 * 128 + 8 * (2 * 2048 + 2 * 2 * 768 + 2 * 768 + 2 * 2048));
   EXPECT_NEAR(a.layer_stored, d.layer_stored - dense_mlp + moe, 1.0);
+}
+
+// FSDP over a mixture of experts (torchtitan's and NeMo AutoModel's FSDP2 with EP): each layer's
+// dense parameters are sharded over the 16 data-parallel ranks, its experts (16 / ep of them on a
+// rank) over the expert-data-parallel group of 16 / ep ranks; each part is gathered and its
+// gradients reduce-scattered over its own group (a bytes-as-time network reads the volumes back).
+TEST(MoE, FsdpShardsTheExpertsOverTheExpertDataParallelGroup) {
+  class Bytes final : public NetworkModel {
+   public:
+    std::string name() const override { return "bytes"; }
+    double time_s(const CollectiveSpec& c) const override { return c.bytes * 1e-9; }
+    std::string algorithm(const CollectiveSpec&) const override { return "bytes"; }
+  };
+  for (const std::int64_t ep : {16, 4}) {
+    Json j = moe_scenario();
+    j["training"]["global_batch"] = 16;
+    j["parallel"] = {{"dp", 16}, {"tp", 1}, {"pp", 1}, {"ep", ep}, {"schedule", "ddp"}, {"fsdp", {{"sharding", "full"}, {"version", 2}}}};
+    const Scenario sc = test::scenario_from(j);
+    const SimulationOutput out = test::simulate_with(sc, Bytes{});
+    const double experts = expert_params_per_layer(sc.model), layer = count_params(sc.model).per_layer;
+    const double dense = layer - experts, edp = 16.0 / static_cast<double>(ep);
+    std::map<std::string, double> bytes;
+    for (const Op& o : out.program.ops) bytes[out.program.labels[static_cast<size_t>(o.label)]] += time_to_seconds(o.duration) * 1e9;
+    const double layers = 48;  // one microbatch: one forward and one backward gather per layer
+    EXPECT_NEAR(bytes["param all-gather fwd"], layers * 2 * dense, 1e3) << "ep " << ep;
+    EXPECT_NEAR(bytes["expert param all-gather fwd"], ep < 16 ? layers * 2 * experts / static_cast<double>(ep) : 0.0, 1e3) << ep;
+    EXPECT_NEAR(bytes["expert grad reduce-scatter"], ep < 16 ? layers * 2 * experts / static_cast<double>(ep) : 0.0, 1e3) << ep;
+    // Static weights: the dense part and the embedding / head over 16, the rank's experts over edp.
+    const ParamCount pc = count_params(sc.model);
+    const double want = 2 * ((48 * dense + pc.embedding + pc.head) / 16 + 48 * experts / static_cast<double>(ep) / edp);
+    EXPECT_NEAR(static_cast<double>(out.program.ranks[0].static_mem[static_cast<size_t>(MemCat::Weights)]), want, 64.0) << ep;
+  }
 }
 
 }  // namespace
