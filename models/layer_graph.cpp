@@ -307,34 +307,35 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   const double dqk = static_cast<double>(m.qk_head_dim()), dv = static_cast<double>(m.v_head_dim());
   const double q_elems = Td * heads_local * dqk;  // queries (and with MLA keys) on this rank
   double k_elems = Td * static_cast<double>(kv) / static_cast<double>(t);
-  // The projections before the attention core, in forward order; with MLA each low-rank latent is
-  // normalised (RMSNorm) between its down and up projection (latent_norms: name, elements).
-  std::vector<Kernel> in_proj;
-  std::vector<std::pair<std::string, double>> latent_norms;
+  // The projections before the attention core, in forward order; with MLA a low-rank latent's down
+  // projection is followed by its RMSNorm (norm: name and elements), whose backward runs before
+  // the projection's.
+  struct Proj {
+    Kernel gemm;
+    std::string norm;
+    double norm_elems = 0;
+  };
+  std::vector<Proj> in_proj;
   if (m.mla) {
     // Multi-head latent attention (Megatron-Core's MLASelfAttention): the down projections are
     // replicated across tensor-parallel ranks, the up projections split by heads.
     const MlaSpec& a = *m.mla;
     const std::int64_t hl = m.heads / t;
     if (a.q_lora_rank > 0) {
-      in_proj.push_back(gemm("q_down", T, a.q_lora_rank, h));
-      latent_norms.emplace_back("q_latent_norm", Td * static_cast<double>(a.q_lora_rank));
-      in_proj.push_back(gemm("q_up", T, hl * m.qk_head_dim(), a.q_lora_rank));
+      in_proj.push_back({gemm("q_down", T, a.q_lora_rank, h), "q_latent_norm", Td * static_cast<double>(a.q_lora_rank)});
+      in_proj.push_back({gemm("q_up", T, hl * m.qk_head_dim(), a.q_lora_rank), "", 0});
     } else {
-      in_proj.push_back(gemm("q_proj", T, hl * m.qk_head_dim(), h));
+      in_proj.push_back({gemm("q_proj", T, hl * m.qk_head_dim(), h), "", 0});
     }
-    in_proj.push_back(gemm("kv_down", T, a.kv_lora_rank + a.qk_rope_head_dim, h));
-    latent_norms.emplace_back("kv_latent_norm", Td * static_cast<double>(a.kv_lora_rank));
-    in_proj.push_back(gemm("kv_up", T, hl * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank));
+    in_proj.push_back({gemm("kv_down", T, a.kv_lora_rank + a.qk_rope_head_dim, h), "kv_latent_norm", Td * static_cast<double>(a.kv_lora_rank)});
+    in_proj.push_back({gemm("kv_up", T, hl * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank), "", 0});
     k_elems = q_elems;
   } else {
-    in_proj.push_back(gemm("qkv", T, (q + 2 * kv) / t, h));
+    in_proj.push_back({gemm("qkv", T, (q + 2 * kv) / t, h), "", 0});
   }
-  for (const Kernel& k : in_proj) {
-    af.kernels.push_back(k);
-    for (const auto& [name, n] : latent_norms)
-      if ((name == "q_latent_norm" && k.name == "q_down") || (name == "kv_latent_norm" && k.name == "kv_down"))
-        add_norm(af, name, n, e, sh, false);
+  for (const Proj& pr : in_proj) {
+    af.kernels.push_back(pr.gemm);
+    if (!pr.norm.empty()) add_norm(af, pr.norm, pr.norm_elems, e, sh, false);
   }
   // QK-norm: an RMSNorm over each head's query and key (one fused kernel each, like the block norms).
   if (m.qk_norm) {
@@ -433,14 +434,9 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     add_norm(ab, "k_norm", k_elems, e, sh, true);
   }
   for (auto it = in_proj.rbegin(); it != in_proj.rend(); ++it) {
-    for (const auto& [name, n] : latent_norms)
-      if ((name == "q_latent_norm" && it->name == "q_up") || (name == "kv_latent_norm" && it->name == "kv_up")) {
-        add_gemm_bwd(ab, *it);
-        add_norm(ab, name, n, e, sh, true);
-      }
-    if (it->name == "q_up" || it->name == "kv_up") continue;
-    if (m.bias) ab.kernels.push_back(bias_grad(it->name, Td, static_cast<double>(it->n), e));
-    add_gemm_bwd(ab, *it);
+    if (!it->norm.empty()) add_norm(ab, it->norm, it->norm_elems, e, sh, true);
+    if (m.bias) ab.kernels.push_back(bias_grad(it->gemm.name, Td, static_cast<double>(it->gemm.n), e));
+    add_gemm_bwd(ab, it->gemm);
   }
   add_norm(ab, "norm1", act_elems, e, sh, true);
 
@@ -500,7 +496,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     // The transformer layers' linear GEMMs run in FP8 (an MoE layer's experts too, not its router);
     // the output layer stays in 16-bit. A grouped expert GEMM quantizes all its experts' rows.
     std::vector<std::tuple<Block*, Block*, Kernel>> linears;
-    for (const Kernel& k : in_proj) linears.emplace_back(&g.attn_fwd, &g.attn_bwd, k);
+    for (const Proj& pr : in_proj) linears.emplace_back(&g.attn_fwd, &g.attn_bwd, pr.gemm);
     linears.emplace_back(&g.attn_fwd, &g.attn_bwd, proj);
     for (const Kernel& k : fp8_linears) linears.emplace_back(&g.mlp_fwd, &g.mlp_bwd, k);
     if (sh.mtp_layers > 0) linears.emplace_back(&g.mtp_fwd, &g.mtp_bwd, eh);

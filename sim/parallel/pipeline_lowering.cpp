@@ -236,6 +236,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
       // group (the ranks holding the same experts); each part is gathered and reduced over its own.
       const double edp = static_cast<double>(par.expert_dp());
       auto gathered_bytes = [&](const LayerParams& lp) {
+        if (lp.experts <= 0) return unit_bytes(lp) * (1.0 - 1.0 / nd);
         return (lp.all - lp.experts) * sc.fsdp_param_bytes() * (1.0 - 1.0 / nd) + lp.experts * sc.fsdp_param_bytes() * (1.0 - 1.0 / edp);
       };
       auto tensors_of = [&](std::int64_t layer) {
@@ -245,7 +246,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
         if (!per_layer_sharded) return {};
         const LayerParams lp = lparams(layer);
         const double unit_w = unit_bytes(lp);
-        const double gathered = lp.experts > 0 ? gathered_bytes(lp) : unit_w * (1.0 - 1.0 / nd);
+        const double gathered = gathered_bytes(lp);
         std::vector<OpId> d;
         const auto idx = static_cast<std::int64_t>(layer_done.size()) - 1 - prefetch;
         if (idx >= 0) d.push_back(layer_done[static_cast<size_t>(idx)]);
@@ -296,7 +297,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
       auto post = [&](Action::Kind k, std::int64_t layer, OpId op) {
         const LayerParams lp = lparams(layer);
         if (per_layer_sharded) {
-          const double gathered = lp.experts > 0 ? gathered_bytes(lp) : unit_bytes(lp) * (1.0 - 1.0 / nd);
+          const double gathered = gathered_bytes(lp);
           const bool needs_free = k == Action::F || k == Action::B;  // W needs no weights
           if (needs_free) {
             const OpId rel = em.op(s, Stream::Compute, Phase::Other, "release gathered params", 0, {op}, a.microbatch, a.chunk);
