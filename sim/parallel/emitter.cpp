@@ -216,12 +216,16 @@ Emitter::Emitter(const LoweringInput& in, Program& prog)
     acts_.push_back(activation_bytes(m, in.graph.shape, in.scenario.parallel.recompute, in.scenario.parallel.recompute_modules));
     acts_kept_.push_back(activation_bytes(m, in.graph.shape, "none"));
   }
+  if (times_.size() > 1) {
+    const ParallelSpec& par = in.scenario.parallel;
+    for (std::int64_t vs = 0; vs < par.pp * par.vpp; ++vs) chunk_first_.push_back(in.scenario.first_layer_in_chunk(vs % par.pp, vs / par.pp));
+  }
 }
 
 std::int32_t Emitter::kind(std::int32_t rank, std::int32_t chunk, std::int64_t l) const {
   if (times_.size() == 1) return 0;
-  const std::int64_t stage = p_.ranks[static_cast<size_t>(rank)].stage;
-  return in_.layers.kind_of[static_cast<size_t>(in_.scenario.first_layer_in_chunk(stage, chunk) + l)];
+  const std::int64_t vs = chunk * in_.scenario.parallel.pp + p_.ranks[static_cast<size_t>(rank)].stage;
+  return in_.layers.kind_of[static_cast<size_t>(chunk_first_[static_cast<size_t>(vs)] + l)];
 }
 
 OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, const std::string& label, double seconds, std::vector<OpId> deps,

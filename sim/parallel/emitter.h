@@ -106,8 +106,10 @@ class Emitter {
   // The embedding's and output layer's, the same in every kind.
   const BlockTimes& ends() const { return times_.front(); }
   const ActivationBytes& ends_act() const { return acts_.front(); }
-  // Kind index of layer l of a rank's chunk: the model's layer first_layer_in_chunk + l.
+  // Kind index of layer l of a rank's chunk: the model's layer first_layer_in_chunk + l, from
+  // chunk_first_ (per virtual stage chunk * pp + stage; filled only when the layers differ).
   std::int32_t kind(std::int32_t rank, std::int32_t chunk, std::int64_t l) const;
+  std::vector<std::int64_t> chunk_first_;
   // Multi-token prediction on the last virtual stage (TrainingSpec::mtp_layers): each module's
   // input kernels, a transformer layer of the last layer's kind, and its prediction through the
   // output layer; in backward the reverse. `add` emits one compute op (label, seconds, model

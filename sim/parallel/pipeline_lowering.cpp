@@ -122,6 +122,10 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
   // layer again (the module hooks fire once more) before the backward's own gather.
   const bool ds03 = per_layer_sharded && par.zero_impl == "deepspeed-0.3";
   const bool uniform = sc.model.uniform();
+  // Models whose layers differ: the model index of each virtual stage's first layer.
+  std::vector<std::int64_t> chunk_first_layer;
+  for (std::int64_t vs = 0; !uniform && vs < par.pp * par.vpp; ++vs)
+    chunk_first_layer.push_back(sc.first_layer_in_chunk(vs % par.pp, vs / par.pp));
   const LayerParams lp0 = layer_params(sc, 0);
   const std::vector<double> tensors0 = ds03 ? layer_tensor_params(sc.model, 0) : std::vector<double>{};
   const double per_rank_copies_s = sc.profile.kernel_overhead_us.value * 1e-6 * nd;
@@ -228,7 +232,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
       };
       // Layer `layer` of this chunk: its parameters on this rank, their gathered bytes (FSDP /
       // ZeRO-3 unit), and DeepSpeed 0.3's tensors.
-      const std::int64_t chunk_first = uniform ? 0 : sc.first_layer_in_chunk(s, a.chunk);
+      const std::int64_t chunk_first = uniform ? 0 : chunk_first_layer[static_cast<size_t>(vs)];
       auto lparams = [&](std::int64_t layer) { return uniform ? lp0 : layer_params(sc, chunk_first + layer); };
       auto unit_bytes = [&](const LayerParams& lp) { return lp.all * sc.fsdp_param_bytes(); };
       // FSDP over a mixture of experts (torchtitan's and NeMo AutoModel's FSDP2 with EP): a layer's
