@@ -230,6 +230,13 @@ ModelSpec parse_model(const JsonObject& o) {
   if (m.mla && m.bias) o.fail("bias", "multi-head latent attention (mla) is modelled without biases (DeepSeek-V2/V3, Kimi K2 have none)");
   if (m.mla && (m.qk_norm || m.head_dim_override > 0))
     o.fail(m.qk_norm ? "qk_norm" : "head_dim", "with multi-head latent attention (mla) the head widths come from mla");
+  if (m.moe) {
+    bool any = false;
+    for (std::int64_t i = 0; i < m.layers && !any; ++i) any = m.layer_kind(i).moe;
+    if (!any)
+      o.fail("moe", "no layer is a mixture-of-experts layer with first_dense_layers " + std::to_string(m.moe->first_dense_layers) +
+                        " and interval " + std::to_string(m.moe->interval) + " over " + std::to_string(m.layers) + " layers");
+  }
   if (m.full_attention_interval > 0 && m.sliding_window == 0)
     o.fail("full_attention_interval", "needs sliding_window > 0 (the layers between the full-attention ones are windowed)");
   if (m.heads % m.kv_heads != 0)

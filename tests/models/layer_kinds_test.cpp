@@ -192,6 +192,11 @@ TEST(LayerKinds, InvalidCombinationsAreTold) {
   EXPECT_EQ(test::scenario_error(j), "test.json: /model/bias: multi-head latent attention (mla) is modelled without biases "
                                      "(DeepSeek-V2/V3, Kimi K2 have none)");
   j["model"]["bias"] = false;
+  Json no_moe = test::base_scenario();
+  no_moe["model"] = Json::parse(R"({"name": "n", "layers": 4, "hidden": 1024, "heads": 8, "vocab": 1000,
+      "moe": {"experts": 4, "top_k": 1, "expert_ffn_hidden": 512, "first_dense_layers": 3, "interval": 2}})");
+  EXPECT_EQ(test::scenario_error(no_moe), "test.json: /model/moe: no layer is a mixture-of-experts layer with first_dense_layers 3 and "
+                                          "interval 2 over 4 layers");
   j["model"]["mla"]["extra"] = 1;
   EXPECT_NE(test::scenario_error(j).find("/model/mla"), std::string::npos) << test::scenario_error(j);
 }
