@@ -278,46 +278,113 @@ MB_QWEN3 = ("Megatron-Bridge's Qwen3 MoE performance preset (scripts/performance
 
 # DeepSeek-V3's pipeline layouts in Megatron-Bridge's recipe (src/megatron/bridge/recipes/deepseek/deepseek_v3.py
 # layout_map): decoder layers per virtual stage for (pp, vp), the embedding on the first and the MTP layer and the loss
-# on the last virtual stage.
+# on the last virtual stage; (2, 8) and (8, 4) are the presets' explicit pp_layout strings "Et*4|(t*4|)*14tmL" and
+# "Et|(tt|)*30mL" (E embedding, t a decoder layer, m the MTP layer, L the loss, | a virtual-stage boundary).
 DSV3_LAYOUTS = {(4, 1): [16, 16, 16, 13], (8, 1): [8] * 7 + [5], (4, 2): [8] * 7 + [5], (16, 1): [4] * 15 + [1],
-                (8, 2): [4] * 15 + [1], (4, 4): [4] * 15 + [1]}
+                (8, 2): [4] * 15 + [1], (4, 4): [4] * 15 + [1], (2, 8): [4] * 15 + [1], (8, 4): [1] + [2] * 30 + [0]}
 MB_DSV3 = ("Megatron-Bridge's DeepSeek-V3 recipe (src/megatron/bridge/recipes/deepseek/deepseek_v3.py: mtp_num_layers = 1, "
-           "expert_tensor_parallel_size = 1, distributed optimizer, the layout_map entry for pp %d x vp %d: %s decoder "
+           "expert_tensor_parallel_size = 1, distributed optimizer, the pipeline layout for pp %d x vp %d: %s decoder "
            "layers per virtual stage with the MTP layer and the loss on the last; no cross_entropy_loss_fusion, so "
-           "Megatron-Core's default unfused fp32 cross entropy) and its performance preset DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_"
-           "FP8_MX_V1/V2 (scripts/performance/configs/deepseek/deepseek_workload_base_configs.py: hybridep flex dispatcher, "
-           "moe_a2a_overlap = True, recompute_modules ['mla_up_proj']; its full-iteration CUDA graph and the cuteDSL fused "
+           "Megatron-Core's default unfused fp32 cross entropy) and its performance preset %s "
+           "(scripts/performance/configs/deepseek/deepseek_workload_base_configs.py: %s; CUDA graphs and the cuteDSL fused "
            "grouped MLP are not modelled)")
 MB_GPTOSS = ("Megatron-Bridge's GPT-OSS recipe (src/megatron/bridge/recipes/gpt_oss/gpt_oss.py gpt_oss_120b_pretrain_config: "
              "expert_tensor_parallel_size = 1, seq 4096, distributed optimizer, no cross_entropy_loss_fusion, so Megatron-Core's "
              "default unfused fp32 cross entropy) and its performance preset %s (scripts/performance/configs/gpt_oss/"
-             "gpt_oss_workload_base_configs.py)")
+             "gpt_oss_workload_base_configs.py: %s; CUDA graphs, the cuteDSL fused grouped MLP and FP8 dot-product attention "
+             "are not modelled: attention is priced in 16-bit)")
+# Megatron-Bridge's MoE presets by (model, GPU, precision): the plans they set (tp, pp, vp, ep, and the global batch where
+# two versions differ only in it), whether the all-to-alls overlap (moe_a2a_overlap) and the recompute modules.
+# Rows whose plan matches one of them convert; others are skipped.
+MB_MOE_PRESETS = {
+    ("deepseek-v3", "gb300", "FP8_CS"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_CS_V1/V2", tp=1, pp=2, vp=8, ep=32,
+                                              a2a=False, rec=["mla_up_proj"])],
+    ("deepseek-v3", "gb300", "BF16"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_BF16_V1/V2", tp=1, pp=4, vp=4, ep=64, a2a=False,
+                                            rec=["moe_act"])],
+    ("deepseek-v3", "gb300", "FP8_MX"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_V1/V2", tp=1, pp=2, vp=8, ep=32,
+                                              a2a=True, rec=[])],
+    ("deepseek-v3", "gb300", "NVFP4"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_NVFP4_V1/V2", tp=1, pp=2, vp=8, ep=32,
+                                             a2a=False, rec=[])],
+    ("deepseek-v3", "gb200", "FP8_CS"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_CS_V1/V2", tp=1, pp=4, vp=4, ep=64,
+                                              a2a=False, rec=["mlp"])],
+    ("deepseek-v3", "gb200", "BF16"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_BF16_V1/V2", tp=1, pp=4, vp=4, ep=64, a2a=False,
+                                            rec=["mla_up_proj"])],
+    ("deepseek-v3", "gb200", "FP8_MX"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V1/V2", tp=1, pp=4, vp=4, ep=64,
+                                              a2a=True, rec=["mla_up_proj"])],
+    ("deepseek-v3", "gb200", "NVFP4"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_NVFP4_V1/V2", tp=1, pp=4, vp=4, ep=64,
+                                             a2a=False, rec=["mla_up_proj"])],
+    ("deepseek-v3", "b300", "*"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_B300_V1/V2", tp=1, pp=8, vp=2, ep=8, a2a=False,
+                                        rec=["mla_up_proj"], prec=("BF16", "FP8_CS", "NVFP4")),
+                                   dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_B300_FP8_MX_V1/V2", tp=1, pp=8, vp=2, ep=8, a2a=True,
+                                        rec=["mla_up_proj"], prec=("FP8_MX",))],
+    ("deepseek-v3", "b200", "*"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_B200_V1 (and its FP8_MX / NVFP4 V1)", tp=1, pp=16, vp=1,
+                                        ep=8, a2a=False, rec=["mla_up_proj"]),
+                                   dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2", tp=1, pp=8, vp=2, ep=32, a2a=True,
+                                        rec=["mla_up_proj", "mlp"], prec=("FP8_MX",)),
+                                   dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_B200_NVFP4_V2", tp=1, pp=8, vp=2, ep=32, a2a=True,
+                                        rec=["mla_up_proj", "layernorm", "moe_act"], prec=("NVFP4",))],
+    ("deepseek-v3", "h100", "*"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_H100_V1/V2", tp=2, pp=8, vp=4, ep=64, a2a=False,
+                                        rec=["mla_up_proj", "mlp"], prec=("BF16", "FP8_CS"))],
+    ("gpt-oss-120b", "h100", "*"): [dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V1/V2", tp=1, pp=4, vp=1, ep=8, a2a=False,
+                                         rec=["layernorm", "moe_act"], prec=("BF16", "FP8_CS"))],
+    ("gpt-oss-120b", "gb300", "*"): [dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_GB300_BF16_V1/V2", tp=1, pp=1, vp=1, ep=64,
+                                          a2a=False, rec=[]),
+                                     dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_GB300_FP8_MX_V2", tp=1, pp=1, vp=1, ep=16, a2a=True,
+                                          rec=[], prec=("FP8_MX",))],
+    ("gpt-oss-120b", "gb200", "*"): [dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V1", tp=1, pp=1, vp=1, ep=64, gbs=512,
+                                          a2a=False, rec=["layernorm", "moe_act"]),
+                                     dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2", tp=1, pp=1, vp=1, ep=64, gbs=1280,
+                                          a2a=True, rec=["layernorm", "moe_act"], prec=("BF16",)),
+                                     dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_GB200_FP8_MX_V2", tp=1, pp=1, vp=1, ep=64, gbs=1280,
+                                          a2a=True, rec=[], prec=("FP8_MX",))],
+    ("gpt-oss-120b", "b300", "*"): [dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_B300_BF16_V1", tp=1, pp=1, vp=1, ep=64, a2a=False,
+                                         rec=[]),
+                                    dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_B300_BF16_V2", tp=1, pp=1, vp=1, ep=8, a2a=False, rec=[],
+                                         prec=("BF16",)),
+                                    dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_B300_FP8_MX_V2", tp=1, pp=1, vp=1, ep=8, a2a=True,
+                                         rec=[], prec=("FP8_MX",))],
+    ("gpt-oss-120b", "b200", "*"): [dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V1", tp=1, pp=1, vp=1, ep=64,
+                                         rec=["layernorm", "moe_act"], a2a=False),
+                                    dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V2 (= FP8_MX_V2)", tp=1, pp=1, vp=1, ep=8,
+                                         rec=["layernorm", "moe_act"], a2a=False)],
+}
 
 
-def moe_preset(model, prof, tp, pp=1, vpp=1):
-    """What Megatron-Bridge's MoE preset sets for a row's plan (the rows' tp/pp/vp/ep are the preset's); None when the
-    preset for the row's GPU is not known."""
+def precision_class(dtype):
+    """A row's precision as the presets name it: BF16, FP8_CS, FP8_MX or NVFP4."""
+    d = (dtype or "").upper()
+    return "NVFP4" if "NVFP4" in d else "FP8_MX" if "MX" in d else "FP8_CS" if "FP8" in d else "BF16"
+
+
+def mb_moe_plan(zoo, prof, prec, tp, pp, vpp, ep, gbs):
+    """The Megatron-Bridge MoE preset whose plan is the row's, or None."""
+    fam = next((f for f in ("gb300", "gb200", "b300", "b200", "h100") if prof.startswith(f)), None)
+    cands = MB_MOE_PRESETS.get((zoo, fam, prec), []) + MB_MOE_PRESETS.get((zoo, fam, "*"), [])
+    for c in cands:
+        if prec in c.get("prec", (prec,)) and (c["tp"], c["pp"], c["vp"], c["ep"]) == (tp, pp, vpp, ep) and \
+                c.get("gbs", gbs) == gbs:
+            return c
+    return None
+
+
+def moe_preset(model, prof, tp, pp=1, vpp=1, ep=1, prec="BF16", gbs=0):
+    """What Megatron-Bridge's MoE preset sets for a row's plan (the rows' tp/pp/vp/ep are the preset's); None when no
+    preset known to the converter has the row's plan."""
     zoo = moe_zoo_name(model)
     h100 = prof.startswith("h100")
-    if zoo == "deepseek-v3":
-        if not prof.startswith("gb200") or (pp, vpp) not in DSV3_LAYOUTS:
+    if zoo in ("deepseek-v3", "gpt-oss-120b"):
+        c = mb_moe_plan(zoo, prof, prec, tp, pp, vpp, ep, gbs)
+        if c is None or (zoo == "deepseek-v3" and (pp, vpp) not in DSV3_LAYOUTS):
             return None
-        layout = DSV3_LAYOUTS[(pp, vpp)]
-        return {"why": MB_DSV3 % (pp, vpp, layout), "account_split": False, "tp_comm_overlap": False, "ep_comm_overlap": True,
-                "recompute_modules": ["mla_up_proj"], "mtp_layers": 1, "stage_layers": layout, "loss_impl": "megatron"}
-    if zoo == "gpt-oss-120b":
-        if h100:
-            return {"why": MB_GPTOSS % "GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V2 (pp 4, ep 8, recompute_modules ['layernorm', "
-                                       "'moe_act'], the default all-to-all dispatcher without moe_a2a_overlap)",
-                    "account_split": False, "tp_comm_overlap": False, "ep_comm_overlap": False,
-                    "recompute_modules": ["layernorm", "moe_act"], "loss_impl": "megatron"}
-        if prof.startswith("gb300"):
-            return {"why": MB_GPTOSS % "GPT_OSS_120B_PRETRAIN_CONFIG_GB300_FP8_MX_V2 (ep 16, micro batch 4, hybridep flex "
-                                       "dispatcher with moe_a2a_overlap = True, no recompute; its full-iteration CUDA graph, "
-                                       "the cuteDSL fused grouped MLP and FP8 dot-product attention are not modelled: "
-                                       "attention is priced in 16-bit)",
-                    "account_split": False, "tp_comm_overlap": False, "ep_comm_overlap": True, "loss_impl": "megatron"}
-        return None
+        what = "moe_a2a_overlap = %s, recompute_modules %s" % (c["a2a"], c["rec"])
+        preset = {"account_split": False, "tp_comm_overlap": False, "ep_comm_overlap": c["a2a"],
+                  "recompute_modules": c["rec"], "loss_impl": "megatron"}
+        if zoo == "deepseek-v3":
+            layout = DSV3_LAYOUTS[(pp, vpp)]
+            preset.update(why=MB_DSV3 % (pp, vpp, layout, c["name"], what), mtp_layers=1, stage_layers=layout)
+        else:
+            preset.update(why=MB_GPTOSS % (c["name"], what))
+        return preset
     big = zoo == "qwen3-235b-a22b"
     if big and h100:
         comm = ("H100 235B: CommOverlapConfig(tp_comm_overlap=False), moe_token_dispatcher_type 'alltoall' with "
@@ -586,7 +653,8 @@ def convert(r):
         m = dict(m, **{k: moe_zoo[k] for k in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "activation")})
         ci["model"] = "models/%s.json: %s" % (zoo_name, moe_zoo["source"])
     if mb_moe and gpu_profile(h.get("gpu")):
-        preset = moe_preset(r["model"]["name"], gpu_profile(h.get("gpu")), p.get("tp") or 1, p.get("pp") or 1, p.get("vpp") or 1)
+        preset = moe_preset(r["model"]["name"], gpu_profile(h.get("gpu")), p.get("tp") or 1, p.get("pp") or 1, p.get("vpp") or 1,
+                            p.get("ep") or 1, precision_class(p.get("dtype")), p.get("global_batch") or 0)
         if preset is None:
             return None, "expert parallelism (MoE): no Megatron-Bridge preset for this model on this GPU is known to the converter"
         ci["parallel.etp/recompute/sequence_parallel/zero_stage/tp_comm_overlap/ep_comm_overlap, training.loss_impl"] = preset["why"]
@@ -773,6 +841,8 @@ def convert(r):
             par["ep_comm_overlap"] = True
         if preset.get("recompute_modules"):
             par.update(recompute="selective", recompute_modules=preset["recompute_modules"])
+        elif "recompute_modules" in preset:
+            par["recompute"] = "none"
     elif moe_zoo:
         # Other sources: the row's expert parallelism; experts split like the dense layers (Megatron-Core's default
         # expert_tensor_parallel_size = tp) unless the row's notes say otherwise.
