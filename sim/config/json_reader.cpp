@@ -88,16 +88,23 @@ std::string JsonObject::str(const std::string& key, const std::string& def) cons
   return has(key) ? str(key) : (seen_.insert(key), def);
 }
 
-std::string JsonObject::choice(const std::string& key, const std::vector<std::string>& allowed) const {
-  const std::string v = str(key);
-  for (const auto& a : allowed)
-    if (a == v) return v;
+namespace {
+// "expected one of "a", "b", got "x"; did you mean "a"?" for a value not among `allowed`.
+std::string not_one_of(const std::string& v, const std::vector<std::string>& allowed) {
   std::string msg = "expected one of ";
   for (size_t i = 0; i < allowed.size(); ++i) msg += (i ? ", \"" : "\"") + allowed[i] + "\"";
   msg += ", got \"" + v + "\"";
   const std::string close = closest_name(v, allowed);
   if (!close.empty()) msg += "; did you mean \"" + close + "\"?";
-  fail(key, msg);
+  return msg;
+}
+}  // namespace
+
+std::string JsonObject::choice(const std::string& key, const std::vector<std::string>& allowed) const {
+  const std::string v = str(key);
+  for (const auto& a : allowed)
+    if (a == v) return v;
+  fail(key, not_one_of(v, allowed));
 }
 std::string JsonObject::choice(const std::string& key, const std::vector<std::string>& allowed,
                                const std::string& def) const {
@@ -188,14 +195,7 @@ std::vector<std::string> JsonObject::choice_list(const std::string& key, const s
     const std::string p = path(key) + "/" + std::to_string(i);
     if (!e.is_string()) throw_config(file_, p, "expected a string, got " + type_name(e));
     const std::string x = e.get<std::string>();
-    if (std::find(allowed.begin(), allowed.end(), x) == allowed.end()) {
-      std::string msg = "expected one of ";
-      for (size_t a = 0; a < allowed.size(); ++a) msg += (a ? ", \"" : "\"") + allowed[a] + "\"";
-      msg += ", got \"" + x + "\"";
-      const std::string close = closest_name(x, allowed);
-      if (!close.empty()) msg += "; did you mean \"" + close + "\"?";
-      throw_config(file_, p, msg);
-    }
+    if (std::find(allowed.begin(), allowed.end(), x) == allowed.end()) throw_config(file_, p, not_one_of(x, allowed));
     if (std::find(out.begin(), out.end(), x) != out.end()) throw_config(file_, p, "\"" + x + "\" is listed twice");
     out.push_back(x);
   }
