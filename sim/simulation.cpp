@@ -36,7 +36,7 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
   SimulationOutput out;
   const ModelGraph layers = build_model_graph(sc.model, layer_shape(sc));
   const LayerGraph& graph = layers.kinds.front();
-  const CostModel cost(sc.profile, sc.training.gemm_dtype(), sc.training.priced_attention_kernel());
+  const CostModel cost(sc.profile, sc.training.gemm_dtype(), sc.training.priced_attention_kernel(), sc.cluster.gpus());
   const auto own = network ? nullptr : make_network(sc.network, sc.profile, sc.cluster);
   const NetworkModel& base = network ? *network : *own;
   const ScaledNetwork scaled(base, sc.profile.time_scale.network);
@@ -69,6 +69,16 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
            {"overlap_compute_slowdown", &p.overlap_compute_slowdown}, {"inter_alpha_us", &p.inter_alpha_us},
            {"pcie_gbps", &p.pcie_gbps}, {"sustained_clock_ratio", &p.sustained_clock_ratio}})
     if (f->how == "assumed") assumed.insert(name);
+  if (cost.pace() > 1.0) {
+    if (p.gpu_speed_spread.how == "assumed") assumed.insert("gpu_speed_spread");
+    char buf[240];
+    std::snprintf(buf, sizeof buf,
+                  "the slowest of %lld GPUs sets the pace: every kernel takes %.4fx the profile's time (gpu_speed_spread %.2f %% "
+                  "x %.3f, the expected slowest of %lld draws)",
+                  static_cast<long long>(sc.cluster.gpus()), cost.pace(), 100.0 * p.gpu_speed_spread.value,
+                  expected_max_standard_normal(sc.cluster.gpus()), static_cast<long long>(sc.cluster.gpus()));
+    w.push_back(buf);
+  }
   for (const auto& f : Profile::kKernelClassFigures)
     if ((p.kernel_class_ratio.*f.member).how == "assumed") assumed.insert(std::string("kernel_class_ratio.") + f.name);
   // Figures only some plans use: listed when the plan depends on them.

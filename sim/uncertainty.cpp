@@ -39,7 +39,7 @@ std::vector<std::pair<std::string, Figure*>> ranged(Profile& p, const TrainingSp
            {"gemm_unaligned_ratio", &p.gemm_unaligned_ratio}, {"overlap_compute_slowdown", &p.overlap_compute_slowdown},
            {"intra_bus_efficiency", &p.intra_bus_efficiency},
            {"inter_bus_efficiency", &p.inter_bus_efficiency}, {"inter_alpha_us", &p.inter_alpha_us},
-           {"sustained_clock_ratio", &p.sustained_clock_ratio}})
+           {"sustained_clock_ratio", &p.sustained_clock_ratio}, {"gpu_speed_spread", &p.gpu_speed_spread}})
     out.push_back({name, f});
   for (const auto& f : Profile::kKernelClassFigures) out.push_back({std::string("kernel_class_ratio.") + f.name, &(p.kernel_class_ratio.*f.member)});
   std::erase_if(out, [](const auto& x) { return !x.second->has_range(); });

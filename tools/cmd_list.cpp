@@ -53,6 +53,7 @@ std::vector<std::pair<std::string, Figure>> figures(const Profile& p) {
            {"gemm_tile_m", &p.gemm_tile_m}, {"gemm_tile_n", &p.gemm_tile_n}, {"gemm_unaligned_ratio", &p.gemm_unaligned_ratio}, {"gemm_fixed_us", &p.gemm_fixed_us},
            {"gemm_epilogue_gbps", &p.gemm_epilogue_gbps}, {"kernel_overhead_us", &p.kernel_overhead_us},
            {"overlap_compute_slowdown", &p.overlap_compute_slowdown}, {"sustained_clock_ratio", &p.sustained_clock_ratio},
+           {"gpu_speed_spread", &p.gpu_speed_spread},
            {"hbm_gbps", &p.hbm_gbps}, {"hbm_efficiency", &p.hbm_efficiency},
            {"runtime_reserved_gib", &p.runtime_reserved_gib}, {"pcie_gbps", &p.pcie_gbps}, {"nvlink_gbps", &p.nvlink_gbps},
            {"intra_bus_efficiency", &p.intra_bus_efficiency}, {"intra_alpha_us", &p.intra_alpha_us},

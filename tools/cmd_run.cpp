@@ -103,7 +103,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
       }
       const ModelGraph layers = build_model_graph(sc.model, layer_shape(sc));
       const LayerGraph& graph = layers.kinds.front();
-      const CostModel cost(sc.profile, sc.training.gemm_dtype(), sc.training.priced_attention_kernel());
+      const CostModel cost(sc.profile, sc.training.gemm_dtype(), sc.training.priced_attention_kernel(), sc.cluster.gpus());
       const std::vector<KernelRow> rows = o->kernels ? kernel_rows(layers, sc.model, cost) : std::vector<KernelRow>{};
       if (o->kernels) j["kernels"] = kernels_json(rows);
       const std::vector<Comparison> cmps = measured ? compare_figures(*measured, out.result, Tolerances{}) : std::vector<Comparison>{};

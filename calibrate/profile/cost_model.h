@@ -42,10 +42,20 @@ struct GemmKernelModel {
 // profile's fixed time and epilogue rate alone exceed the best-shape measurement.
 GemmKernelModel gemm_kernel_model(const Profile& p, const std::string& dtype);
 
+// E[max of n independent standard normal draws] (0 for n <= 1), by quadrature of
+// x n phi(x) Phi(x)^(n-1); e.g. 1.4236 for 8, 3.2414 for 1000 (Harter 1961's table).
+double expected_max_standard_normal(std::int64_t n);
+// Time of the slowest of `gpus` GPUs over the typical one's, for work all of them must finish
+// before any goes on (a synchronous step): 1 + compute.gpu_speed_spread x E[max of gpus draws].
+double slowest_gpu_pace(const Profile& p, std::int64_t gpus);
+
 class CostModel {
  public:
   // attention_kernel: kAttentionDefault or a kernel in the profile's compute.attention_kernels.
-  CostModel(const Profile& profile, std::string dtype, const std::string& attention_kernel = kAttentionDefault);
+  // gpus: the job's GPU count; its kernels run at the pace of the slowest of them
+  // (slowest_gpu_pace; 1 GPU: the profile's own speed).
+  CostModel(const Profile& profile, std::string dtype, const std::string& attention_kernel = kAttentionDefault,
+            std::int64_t gpus = 1);
 
   // `measured` (optional) tells whether measured points priced the shape (else the kernel model).
   // In a training step: the benchmarked (burst) time over the profile's sustained_clock_ratio.
@@ -68,6 +78,8 @@ class CostModel {
   double optimizer_s(double bytes) const { return memory_s(bytes); }
 
   double peak_flops() const { return peak_; }
+  // Multiplier on every kernel's time from the job's slowest GPU (slowest_gpu_pace).
+  double pace() const { return pace_; }
   // GEMM shapes priced so far (gemm16_s's included) and how many of them fell back to the kernel model.
   std::int64_t fallbacks() const { return fallbacks_ + (sixteen_bit_ ? sixteen_bit_->fallbacks() : 0); }
   std::int64_t lookups() const { return lookups_ + (sixteen_bit_ ? sixteen_bit_->lookups() : 0); }
@@ -78,6 +90,7 @@ class CostModel {
   std::string dtype_;
   double peak_;
   double attention_peak_;
+  double pace_;
   const Profile::AttentionKernel* attention_ = nullptr;
   GemmKernelModel gemm_;
   std::unique_ptr<CostModel> sixteen_bit_;  // the bf16 model beside an fp8 one (gemm16_s)

@@ -226,6 +226,12 @@ Profile parse_profile(const Json& j, const std::string& file) {
       p.sustained_clock_ratio.how = "assumed";
       p.sustained_clock_ratio.source = "not in the profile: compute-bound kernels run at their benchmarked (burst) rate";
     }
+    if (c.has("gpu_speed_spread")) {
+      p.gpu_speed_spread = figure(c, "gpu_speed_spread", 0.0, 0.5);
+    } else {
+      p.gpu_speed_spread.how = "assumed";
+      p.gpu_speed_spread.source = "not in the profile: every GPU of a job runs at the profile's speed";
+    }
     if (const Json* pts = c.raw_opt("gemm_points")) {
       if (!pts->is_array()) c.fail("gemm_points", "expected an array");
       for (size_t i = 0; i < pts->size(); ++i) {

@@ -201,6 +201,11 @@ struct Profile {
   // (MSMF / MAMF of mamf-finder.py). Scales every compute-bound kernel (GEMMs, fused attention);
   // memory-bound kernels keep their HBM rate. Optional: 1 (no derating) when a profile omits it.
   Figure sustained_clock_ratio;
+  // Spread of speed between GPUs of this model in one cluster: the relative standard deviation of
+  // one GPU's time for the same work (power management and manufacturing variability). A
+  // synchronous step waits for its slowest GPU, so a job of N GPUs runs its kernels at the
+  // expected slowest of N draws (slowest_gpu_pace). Optional: 0 (every GPU alike) when omitted.
+  Figure gpu_speed_spread;
   std::vector<GemmPoint> gemm_points;
   std::vector<CollectivePoint> collective_points;
   NcclTuning nccl;

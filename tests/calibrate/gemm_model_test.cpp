@@ -134,6 +134,55 @@ TEST(SustainedClock, ComputeBoundKernelsRunAtTheSustainedRateMemoryBoundOnesDoNo
   }
 }
 
+// E[max of n standard normals]: n = 2 and 3 in closed form (1 / sqrt(pi), 3 / (2 sqrt(pi))), the
+// others from Harter 1961's table of expected normal order statistics.
+TEST(SlowestGpu, ExpectedMaximumOfNormalDrawsMatchesItsTable) {
+  const double pi = std::acos(-1.0);
+  EXPECT_EQ(expected_max_standard_normal(1), 0.0);
+  EXPECT_NEAR(expected_max_standard_normal(2), 1.0 / std::sqrt(pi), 1e-6);
+  EXPECT_NEAR(expected_max_standard_normal(3), 1.5 / std::sqrt(pi), 1e-6);
+  EXPECT_NEAR(expected_max_standard_normal(10), 1.53875, 1e-5);
+  EXPECT_NEAR(expected_max_standard_normal(100), 2.50759, 1e-5);
+  EXPECT_NEAR(expected_max_standard_normal(1000), 3.24144, 1e-5);
+  // It grows without bound but slowly (about sqrt(2 ln n)): monotone up to 16,384 GPUs.
+  double last = 0;
+  for (std::int64_t n = 2; n <= 16384; n *= 2) {
+    const double z = expected_max_standard_normal(n);
+    EXPECT_GT(z, last) << n;
+    EXPECT_LT(z, std::sqrt(2.0 * std::log(static_cast<double>(n)))) << n;
+    last = z;
+  }
+}
+
+// A synchronous job waits for its slowest GPU: every kernel of a job of N GPUs (GEMMs, attention,
+// memory-bound passes) takes 1 + spread x E[max of N] times the profile's time; one GPU runs at
+// the profile's speed, as does a profile without the figure.
+TEST(SlowestGpu, EveryKernelOfAJobRunsAtItsSlowestGpusPace) {
+  const Profile p = load_profile(test::data_dir(), "a100-sxm4-80g", "test");
+  EXPECT_NEAR(p.gpu_speed_spread.value, 0.08 / (4 * 1.349), 1e-4);  // Sinha et al.'s 8 % whisker span over 4 IQR
+  const CostModel one(p, "bf16"), many(p, "bf16", kAttentionDefault, 64);
+  const double pace = 1.0 + p.gpu_speed_spread.value * expected_max_standard_normal(64);
+  EXPECT_NEAR(slowest_gpu_pace(p, 64), pace, 1e-15);
+  EXPECT_NEAR(many.pace(), pace, 1e-15);
+  EXPECT_EQ(one.pace(), 1.0);
+  EXPECT_NEAR(many.gemm_s(8192, 8192, 8192) / one.gemm_s(8192, 8192, 8192), pace, 1e-12);
+  EXPECT_NEAR(many.attention_s(1e13, true, 4096) / one.attention_s(1e13, true, 4096), pace, 1e-12);
+  EXPECT_NEAR(many.memory_s(1e9) / one.memory_s(1e9), pace, 1e-12);
+  EXPECT_EQ(many.benchmark_gemm_s(8192, 8192, 8192), one.benchmark_gemm_s(8192, 8192, 8192));  // what a benchmark times
+  Json j = read_json_file(test::data_dir() + "/calibrate/profiles/a100-sxm4-80g.json");
+  j["compute"].erase("gpu_speed_spread");
+  const Profile alike = parse_profile(j, "a100.json");
+  EXPECT_EQ(alike.gpu_speed_spread.value, 0.0);
+  EXPECT_EQ(CostModel(alike, "bf16", kAttentionDefault, 4096).pace(), 1.0);
+  j["compute"]["gpu_speed_spread"] = {{"value", 0.6}, {"how", "assumed"}, {"source", "x"}};
+  try {
+    parse_profile(j, "a100.json");
+    ADD_FAILURE() << "expected an error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "a100.json: /compute/gpu_speed_spread/value: expected a number in [0, 0.5], got 0.6");
+  }
+}
+
 TEST(GemmKernelModel, EveryShippedProfileReproducesItsBestShapeMeasurement) {
   for (const auto& name : profile_names(test::data_dir())) {
     const Profile p = load_profile(test::data_dir(), name, "test");

@@ -142,7 +142,7 @@ TEST(LayerKinds, ScheduleTakesEachLayersBlocksFromItsKind) {
   EXPECT_EQ(sc.first_layer_in_chunk(1, 1), 24);
   const SimulationOutput out = test::simulate_with(sc, test::FreeNetwork{});
   const ModelGraph g = build_model_graph(sc.model, layer_shape(sc));
-  const CostModel cost(sc.profile, sc.training.gemm_dtype(), sc.training.priced_attention_kernel());
+  const CostModel cost(sc.profile, sc.training.gemm_dtype(), sc.training.priced_attention_kernel(), sc.cluster.gpus());
   double dense_mlp = 0, moe_mlp = 0;
   for (const auto& k : g.layer(0).mlp_fwd.kernels) dense_mlp += kernel_seconds(cost, k);
   for (const auto& k : g.layer(31).mlp_fwd.kernels) moe_mlp += kernel_seconds(cost, k);
@@ -241,7 +241,7 @@ TEST(SelectiveRecompute, EachModuleDropsItsActivationsAndReplaysItsKernels) {
   const Scenario sc = test::scenario_from(j);
   const SimulationOutput out = test::simulate_with(sc, test::FreeNetwork{});
   const ModelGraph g = build_model_graph(sc.model, layer_shape(sc));
-  const CostModel cost(sc.profile, sc.training.gemm_dtype(), sc.training.priced_attention_kernel());
+  const CostModel cost(sc.profile, sc.training.gemm_dtype(), sc.training.priced_attention_kernel(), sc.cluster.gpus());
   auto replay = [&](const LayerGraph& lg) {
     double t = 0;
     for (const Block* b : {&lg.attn_fwd, &lg.mlp_fwd})
@@ -289,7 +289,7 @@ TEST(MultiTokenPrediction, AddsALayerAndAPredictionOnTheLastStage) {
     return t;
   };
   const ModelGraph g = build_model_graph(mtp.model, layer_shape(mtp));
-  const CostModel cost(mtp.profile, mtp.training.gemm_dtype(), mtp.training.priced_attention_kernel());
+  const CostModel cost(mtp.profile, mtp.training.gemm_dtype(), mtp.training.priced_attention_kernel(), mtp.cluster.gpus());
   double module = 0;
   for (const Block* blk : {&g.kinds[0].mtp_fwd, &g.kinds[0].mtp_bwd, &g.kinds[0].attn_fwd, &g.kinds[0].attn_bwd, &g.kinds[0].mlp_fwd,
                            &g.kinds[0].mlp_bwd, &g.kinds[0].head_fwd, &g.kinds[0].head_bwd})

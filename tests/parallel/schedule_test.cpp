@@ -249,7 +249,7 @@ TEST(ZeroImpl, DeepSpeedBf16OptimizerKeepsAnFp32BufferForEveryLocalParameter) {
   const double params = pc.total();
   const auto grads = [](const SimulationOutput& o) { return o.program.ranks[0].static_mem[static_cast<size_t>(MemCat::Grads)]; };
   EXPECT_NEAR(static_cast<double>(grads(bf16) - grads(fp16)), 4 * params, 1.0);
-  const CostModel cost(sc.profile, sc.training.dtype);
+  const CostModel cost(sc.profile, sc.training.dtype, kAttentionDefault, sc.cluster.gpus());
   std::size_t passes = 0;
   for (const Op& op : bf16.program.ops)
     if (op.rank == 0 && bf16.program.labels[static_cast<size_t>(op.label)] == "grad accumulate" &&
@@ -301,7 +301,7 @@ TEST(GradAccumulation, UnfusedAddsOnePassPerLayerAndMicrobatch) {
   j["training"]["grad_accumulation_fusion"] = false;
   const Scenario sc = test::scenario_from(j);
   const auto sep = test::simulate_with(sc, test::FreeNetwork{});
-  const CostModel cost(sc.profile, sc.training.dtype);
+  const CostModel cost(sc.profile, sc.training.dtype, kAttentionDefault, sc.cluster.gpus());
   const ParamCount pc = count_params(sc.model);
   auto passes = [](const SimulationOutput& o) {
     std::vector<double> d;
@@ -340,7 +340,7 @@ TEST(Optimizer, UnfusedAdamMakesOneFp32PassPerUpdateTerm) {
     if (fsdp) j["parallel"]["fsdp"] = {{"sharding", "full"}};
     j["training"]["optimizer_impl"] = "fused";
     const Scenario sc = test::scenario_from(j);
-    const CostModel cost(sc.profile, sc.training.dtype);
+    const CostModel cost(sc.profile, sc.training.dtype, kAttentionDefault, sc.cluster.gpus());
     const ParamCount pc = count_params(sc.model);
     const double params = pc.total() / (fsdp ? 8.0 : 1.0);
     const auto fused = test::simulate_with(sc, test::FreeNetwork{});
@@ -354,7 +354,7 @@ TEST(Optimizer, UnfusedAdamMakesOneFp32PassPerUpdateTerm) {
   j["training"]["optimizer"] = "sgd";  // buf.mul_, buf.add_(grad), param.add_(buf): 8 * 4 B
   const Scenario sgd = test::scenario_from(j);
   EXPECT_NEAR(step(test::simulate_with(sgd, test::FreeNetwork{})),
-              CostModel(sgd.profile, sgd.training.dtype).optimizer_s(32 * count_params(sgd.model).total() / 8.0), 1e-9);
+              CostModel(sgd.profile, sgd.training.dtype, kAttentionDefault, sgd.cluster.gpus()).optimizer_s(32 * count_params(sgd.model).total() / 8.0), 1e-9);
   j["training"]["optimizer_impl"] = "foreach";
   EXPECT_EQ(test::scenario_error(j), "test.json: /training/optimizer_impl: expected one of \"fused\", \"unfused\", got \"foreach\"");
 }
@@ -370,7 +370,7 @@ TEST(Fsdp, GradientAndParameterCopiesOfFsdp1AndFsdp2) {
   const Scenario sc = test::scenario_from(j);
   EXPECT_EQ(sc.parallel.fsdp->version, 2);
   EXPECT_EQ(sc.resolved()["parallel"]["fsdp"]["version"], 2);
-  const CostModel cost(sc.profile, sc.training.dtype);
+  const CostModel cost(sc.profile, sc.training.dtype, kAttentionDefault, sc.cluster.gpus());
   const double layer = count_params(sc.model).per_layer;
   auto count = [](const SimulationOutput& o, const std::string& label, double want_s, Stream stream) {
     std::size_t n = 0;
@@ -557,7 +557,7 @@ TEST(AttentionKernels, StepChangesByTheAttentionKernelsTimeOnly) {
       const double e = k.backward ? a.bwd_efficiency.value : a.fwd_efficiency.value;
       const double c = k.backward ? a.bwd_causal_overhead.value : a.fwd_causal_overhead.value;
       const double s = static_cast<double>(k.seq);
-      return k.flops / (peak * sc.profile.sustained_clock_ratio.value * e * s / (s + c));
+      return slowest_gpu_pace(sc.profile, sc.cluster.gpus()) * k.flops / (peak * sc.profile.sustained_clock_ratio.value * e * s / (s + c));
     };
     double delta = 0;
     for (const Block* b : {&g.attn_fwd, &g.attn_bwd})
@@ -609,7 +609,7 @@ TEST(Recompute, OpLevelSacReplaysEveryOtherMatmulAndTheElementwiseOps) {
   const Scenario sac = test::scenario_from(j);
   const auto out = test::simulate_with(sac, test::FreeNetwork{});
   const LayerGraph g = build_layer_graph(sac.model, layer_shape(sac));
-  const CostModel cost(sac.profile, sac.training.dtype);
+  const CostModel cost(sac.profile, sac.training.dtype, kAttentionDefault, sac.cluster.gpus());
   double replay = 0;
   for (const Block* b : {&g.attn_fwd, &g.mlp_fwd})
     for (const auto& k : b->kernels) {
@@ -791,6 +791,26 @@ TEST(Schedule, InterleavedStagesReduceEachGradientOnce) {
     EXPECT_NEAR(reduced[0], 2 * (16 * pc.per_layer + pc.embedding), 64.0) << "vpp " << vpp;
     EXPECT_NEAR(reduced[1], 2 * (16 * pc.per_layer + pc.head), 64.0) << "vpp " << vpp;
   }
+}
+
+// The slowest GPU paces a synchronous step: with free communication a data-parallel step is its
+// kernels' time, so it grows by exactly slowest_gpu_pace, which grows with the job's GPU count.
+TEST(SlowestGpu, StepGrowsByThePaceOfTheJobsSlowestGpu) {
+  Json j = test::base_scenario();  // llama2-7b, dp 8 on one H100 node
+  const Scenario sc = test::scenario_from(j);
+  Scenario alike = sc;
+  alike.profile.gpu_speed_spread.value = 0;
+  const double paced = test::simulate_with(sc, test::FreeNetwork{}).result.step_time_s;
+  const double plain = test::simulate_with(alike, test::FreeNetwork{}).result.step_time_s;
+  EXPECT_GT(sc.profile.gpu_speed_spread.value, 0);
+  EXPECT_NEAR(paced / plain, slowest_gpu_pace(sc.profile, 8), 1e-6);
+  j["cluster"]["nodes"] = 8;
+  j["parallel"]["dp"] = 64;
+  j["training"]["global_batch"] = 512;  // the same 8 microbatches per GPU
+  const Scenario big = test::scenario_from(j);
+  const double paced64 = test::simulate_with(big, test::FreeNetwork{}).result.step_time_s;
+  EXPECT_NEAR(paced64 / plain, slowest_gpu_pace(sc.profile, 64), 1e-6);
+  EXPECT_GT(paced64, paced);
 }
 
 }  // namespace
