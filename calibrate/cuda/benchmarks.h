@@ -15,9 +15,15 @@ struct GemmResult {
   int algo_id = -1, tile_id = -1;
   bool correct = false;
   bool supported = true;  // false: cuBLASLt has no algorithm for this shape and dtype (not timed)
+  // With sustain_s > 0: time per GEMM over the second half of sustain_s seconds of back-to-back
+  // GEMMs, once the board has settled at its power limit (mamf-finder.py's MSMF against `time`,
+  // the short burst of a benchmark).
+  Stats sustained;
 };
-// C[m,n] = A[m,k] * B[k,n] in PyTorch's linear layout (TN), cuBLASLt heuristic algorithm.
-GemmResult bench_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std::string& dtype, const Method& method);
+// C[m,n] = A[m,k] * B[k,n] in PyTorch's linear layout (TN), cuBLASLt heuristic algorithm, on the
+// current device.
+GemmResult bench_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std::string& dtype, const Method& method,
+                      double sustain_s = 0);
 
 struct BandwidthResult {
   std::string what;  // d2d_copy | elementwise_triad | h2d | d2h

@@ -3,6 +3,7 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -85,7 +86,8 @@ float to_float(const void* p, cudaDataType_t t) {
 
 }  // namespace
 
-GemmResult bench_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std::string& dtype, const Method& method) {
+GemmResult bench_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std::string& dtype, const Method& method,
+                      double sustain_s) {
   GemmResult r{m, n, k, dtype};
   const Types ty = types_for(dtype);
   cublasLtHandle_t lt;
@@ -153,6 +155,32 @@ GemmResult bench_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std:
     CUBLAS_CHECK(cublasLtMatmul(lt, op, &alpha, A[s], la, B[s], lb, &beta, C[s], lc, C[s], lc, &heur.algo, ws, ws_bytes, st));
   };
   r.time = time_on_stream(st, method, run);
+  if (sustain_s > 0) {
+    // Batches of about 50 ms of GEMMs, each timed with events, back to back for sustain_s seconds;
+    // the batches of the second half give the sustained time per GEMM.
+    const int batch = std::max(1, static_cast<int>(0.05 / std::max(r.time.p50, 1e-9)));
+    cudaEvent_t a, b;
+    CUDA_CHECK(cudaEventCreate(&a));
+    CUDA_CHECK(cudaEventCreate(&b));
+    std::vector<double> late;
+    double last = 0;
+    int i = 0;
+    for (double elapsed = 0; elapsed < sustain_s;) {
+      CUDA_CHECK(cudaEventRecord(a, st));
+      for (int j = 0; j < batch; ++j) run(i++);
+      CUDA_CHECK(cudaEventRecord(b, st));
+      CUDA_CHECK(cudaEventSynchronize(b));
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+      last = ms * 1e-3 / batch;
+      if (elapsed >= 0.5 * sustain_s) late.push_back(last);
+      elapsed += ms * 1e-3;
+    }
+    if (late.empty()) late.push_back(last);  // one batch outlasted the whole window
+    CUDA_CHECK(cudaEventDestroy(a));
+    CUDA_CHECK(cudaEventDestroy(b));
+    r.sustained = stats_of(late);
+  }
   // Correctness: set 0's first and last elements of C against the host's dot products of row i
   // of op(A) (stored column i: elements i*k .. i*k+k-1) and column j of B (j*k .. j*k+k-1), within
   // 1 % of |expected| + the products' root sum of squares (output rounding, accumulation order).

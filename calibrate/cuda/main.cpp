@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <cudnn_version.h>
@@ -57,10 +58,39 @@ HarnessContext context(const std::string& command) {
   return c;
 }
 
+// The sustained-clock GEMM (bf16 8192^3, random operands) on GPUs 0 .. gpus-1 at once, one host
+// thread per GPU, so that every board of the node draws training-like power together.
+MeasuredSustained sustained_on_gpus(int gpus, double seconds, const Method& m) {
+  MeasuredSustained s;
+  s.dtype = "bf16";
+  s.m = s.n = s.k = 8192;
+  s.seconds = seconds;
+  s.burst_s.assign(static_cast<size_t>(gpus), 0.0);
+  s.sustained_s.assign(static_cast<size_t>(gpus), 0.0);
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(gpus));
+  std::vector<std::thread> threads;
+  for (int g = 0; g < gpus; ++g)
+    threads.emplace_back([&, g] {
+      try {
+        CUDA_CHECK(cudaSetDevice(g));
+        const GemmResult r = bench_gemm(s.m, s.n, s.k, s.dtype, m, seconds);
+        s.burst_s[static_cast<size_t>(g)] = r.time.p50;
+        s.sustained_s[static_cast<size_t>(g)] = r.sustained.p50;
+      } catch (...) {
+        errors[static_cast<size_t>(g)] = std::current_exception();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  return s;
+}
+
 #ifdef PARASIM_WITH_MPI
 // Under mpirun: every rank joins the NCCL sweep; rank 0 writes the profile. An error on any rank
 // aborts the job (the others would wait forever in a collective).
-int run_mpi(int argc, char** argv, const std::string& base, const std::string& out, const std::string& data_dir, bool quick) {
+int run_mpi(int argc, char** argv, const std::string& base, const std::string& out, const std::string& data_dir, bool quick,
+            double sustain_s) {
   MPI_Init(&argc, &argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -81,6 +111,25 @@ int run_mpi(int argc, char** argv, const std::string& base, const std::string& o
     for (double b = 1024; b <= (quick ? 1.0 * (1 << 30) : 8.0 * (1 << 30)); b *= quick ? 16 : 4) sizes.push_back(b);
     int nodes = 1;
     const auto results = bench_nccl_mpi({"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"}, sizes, m, &nodes);
+    // The sustained GEMM on every rank's GPU at once (bench_nccl_mpi selected it); rank 0 gathers.
+    MeasuredSustained sus;
+    if (sustain_s > 0) {
+      MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+      const GemmResult g = bench_gemm(8192, 8192, 8192, "bf16", m, sustain_s);
+      int size = 1;
+      MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+      double mine[2] = {g.time.p50, g.sustained.p50};
+      std::vector<double> all(2 * static_cast<size_t>(size));
+      MPI_CHECK(MPI_Gather(mine, 2, MPI_DOUBLE, all.data(), 2, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+      sus.dtype = "bf16";
+      sus.m = sus.n = sus.k = 8192;
+      sus.seconds = sustain_s;
+      sus.nodes = nodes;
+      for (int r = 0; r < size; ++r) {
+        sus.burst_s.push_back(all[2 * static_cast<size_t>(r)]);
+        sus.sustained_s.push_back(all[2 * static_cast<size_t>(r) + 1]);
+      }
+    }
     if (rank == 0) {
       const HarnessContext ctx = context(command);
       std::vector<MeasuredCollective> colls;
@@ -97,7 +146,7 @@ int run_mpi(int argc, char** argv, const std::string& base, const std::string& o
       }
       notes.push_back(fmt::format("multi-node NCCL sweep under MPI: {} ranks on {} node(s); GEMM, memory and attention figures are the base profile's",
                                   results.empty() ? 0 : results.front().ranks, nodes));
-      const Json prof = build_measured_profile(base_json, std::filesystem::path(out).stem().string(), ctx, {}, {}, colls, Json::object(), notes);
+      const Json prof = build_measured_profile(base_json, std::filesystem::path(out).stem().string(), ctx, {}, {}, colls, Json::object(), notes, sus);
       std::ofstream f(out);
       if (!f) throw HarnessError(out + ": cannot write");
       f << prof.dump(1) << "\n";
@@ -127,6 +176,10 @@ int main(int argc, char** argv) {
   app.add_option("--gpus", gpus, "GPUs for the NCCL sweep (default: all visible)");
   app.add_option("--dtypes", dtypes, "GEMM dtypes: bf16 fp16 fp8 tf32");
   app.add_option("--data-dir", data_dir, "where models/ and calibrate/profiles/ live");
+  double sustain_s = -1;
+  app.add_option("--sustain-seconds", sustain_s,
+                 "seconds every GPU runs a bf16 8192^3 GEMM at once for the sustained clock and the spread between GPUs "
+                 "(default 20, 3 with --quick; 0 skips)");
   bool mpi = false;
 #ifdef PARASIM_WITH_MPI
   app.add_flag("--mpi", mpi,
@@ -134,8 +187,9 @@ int main(int argc, char** argv) {
                "the other benchmarks are skipped");
 #endif
   CLI11_PARSE(app, argc, argv);
+  if (sustain_s < 0) sustain_s = quick ? 3.0 : 20.0;
 #ifdef PARASIM_WITH_MPI
-  if (mpi) return run_mpi(argc, argv, base, out, data_dir, quick);
+  if (mpi) return run_mpi(argc, argv, base, out, data_dir, quick, sustain_s);
 #endif
   (void)mpi;
   try {
@@ -197,9 +251,14 @@ int main(int argc, char** argv) {
       std::cerr << "  one GPU visible: NCCL sweep skipped\n";
     }
     if (ranks < 2) notes.push_back("NCCL sweep skipped: one GPU visible");
+    MeasuredSustained sus;
+    if (sustain_s > 0) {
+      std::cerr << fmt::format("  sustained bf16 8192^3 GEMM on {} GPU(s) at once for {:.0f} s\n", std::max(ranks, 1), sustain_s);
+      sus = sustained_on_gpus(std::max(ranks, 1), sustain_s, m);
+    }
     Json extra = {{"attention_unfused", attn},
                   {"attention_note", "fused attention (cuDNN SDPA) is not measured yet; attention efficiencies are the base profile's"}};
-    const Json prof = build_measured_profile(base_json, std::filesystem::path(out).stem().string(), ctx, gemms, bw, colls, extra, notes);
+    const Json prof = build_measured_profile(base_json, std::filesystem::path(out).stem().string(), ctx, gemms, bw, colls, extra, notes, sus);
     std::ofstream f(out);
     if (!f) throw HarnessError(out + ": cannot write");
     f << prof.dump(1) << "\n";

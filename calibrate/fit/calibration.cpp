@@ -141,9 +141,28 @@ GemmKernelFit fit_gemm_kernel(const Profile& p, const std::string& dtype, const 
   return f;
 }
 
+SpeedSpreadFit fit_speed_spread(std::vector<double> t) {
+  SpeedSpreadFit f;
+  f.gpus = t.size();
+  if (t.size() < 4) return f;
+  std::sort(t.begin(), t.end());
+  auto quantile = [&](double q) {
+    const double x = q * static_cast<double>(t.size() - 1);
+    const auto i = static_cast<std::size_t>(x);
+    return i + 1 < t.size() ? t[i] + (x - static_cast<double>(i)) * (t[i + 1] - t[i]) : t[i];
+  };
+  f.median_s = quantile(0.5);
+  f.iqr_s = quantile(0.75) - quantile(0.25);
+  if (!(f.median_s > 0)) return f;
+  f.sigma = f.iqr_s / 1.349 / f.median_s;
+  f.slowest_over_median = t.back() / f.median_s;
+  f.ok = true;
+  return f;
+}
+
 Json build_measured_profile(const Json& base, const std::string& name, const HarnessContext& ctx, const std::vector<MeasuredGemm>& gemms,
                             const std::vector<MeasuredBandwidth>& bw, const std::vector<MeasuredCollective>& colls,
-                            const Json& extra_notes, std::vector<std::string>& notes) {
+                            const Json& extra_notes, std::vector<std::string>& notes, const MeasuredSustained& sustained) {
   Json p = base;
   p["name"] = name;
   const std::string src = fmt::format("measured: parasim-calibrate on {} ({}), {}", ctx.gpu_name, ctx.date, ctx.command);
@@ -208,6 +227,37 @@ Json build_measured_profile(const Json& base, const std::string& name, const Har
     } else {
       notes.push_back(fmt::format("GEMM kernel model not fitted ({} {} shapes; needs 4 or more giving positive figures): "
                                   "the base profile's gemm_fixed_us and gemm_epilogue_gbps stay", v.size(), fit_dt));
+    }
+  }
+  // Sustained clock and the spread between GPUs, from the same GEMM run on every GPU at once.
+  if (!sustained.sustained_s.empty() && sustained.burst_s.size() == sustained.sustained_s.size()) {
+    std::vector<double> ratios;
+    for (std::size_t i = 0; i < sustained.burst_s.size(); ++i)
+      if (sustained.sustained_s[i] > 0) ratios.push_back(sustained.burst_s[i] / sustained.sustained_s[i]);
+    std::sort(ratios.begin(), ratios.end());
+    const std::string run = fmt::format("{}; {} {}x{}x{} GEMMs back to back for {:.0f} s on each of {} GPUs at once ({} node(s))", src,
+                                        sustained.dtype, sustained.m, sustained.n, sustained.k, sustained.seconds,
+                                        sustained.sustained_s.size(), sustained.nodes);
+    if (!ratios.empty()) {
+      const double r = ratios.size() % 2 ? ratios[ratios.size() / 2]
+                                         : 0.5 * (ratios[ratios.size() / 2 - 1] + ratios[ratios.size() / 2]);
+      p["compute"]["sustained_clock_ratio"] = {
+          {"value", std::clamp(r, 0.3, 1.0)}, {"how", "measured"},
+          {"source", fmt::format("{}: median over GPUs of the burst time (a short benchmark) over the time per GEMM in the "
+                                 "window's second half, {:.4f} (GPUs {:.4f} .. {:.4f})",
+                                 run, r, ratios.front(), ratios.back())}};
+    }
+    const SpeedSpreadFit sf = fit_speed_spread(sustained.sustained_s);
+    if (sf.ok) {
+      p["compute"]["gpu_speed_spread"] = {
+          {"value", std::min(0.5, sf.sigma)}, {"how", "measured"},
+          {"source", fmt::format("{}: sustained time per GEMM median {:.4g} ms, interquartile range {:.4g} ms, slowest GPU {:.2f} % over "
+                                 "the median; sigma = IQR / 1.349 / median = {:.2f} % (the estimator of Sinha et al. SC'22, "
+                                 "whose figure this replaces)",
+                                 run, 1e3 * sf.median_s, 1e3 * sf.iqr_s, 100 * (sf.slowest_over_median - 1), 100 * sf.sigma)}};
+    } else {
+      notes.push_back(fmt::format("gpu_speed_spread not measured: {} GPU(s) ran the sustained GEMM, 4 or more are needed; the base "
+                                  "profile's figure stays", sf.gpus));
     }
   }
   for (const auto& b : bw) {

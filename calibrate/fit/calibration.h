@@ -63,6 +63,25 @@ struct GemmKernelFit {
 };
 GemmKernelFit fit_gemm_kernel(const Profile& p, const std::string& dtype, const std::vector<GemmTiming>& points);
 
+// The same GEMM run on every GPU of the job at once (each board loaded as in training): its
+// burst time (a short benchmark) and its sustained time (after seconds at the power limit) per GPU.
+struct MeasuredSustained {
+  std::string dtype;
+  std::int64_t m = 0, n = 0, k = 0;
+  double seconds = 0;  // how long each GPU ran the GEMM back to back
+  std::int64_t nodes = 1;
+  std::vector<double> burst_s, sustained_s;  // per GPU, in one order
+};
+// Spread of the GPUs' sustained times, estimated as the published figure it replaces was
+// (compute.gpu_speed_spread): sigma = IQR / 1.349 / median, quartiles interpolated linearly
+// between order statistics. ok is false with fewer than 4 GPUs.
+struct SpeedSpreadFit {
+  bool ok = false;
+  double sigma = 0, median_s = 0, iqr_s = 0, slowest_over_median = 0;
+  std::size_t gpus = 0;
+};
+SpeedSpreadFit fit_speed_spread(std::vector<double> times_s);
+
 struct HarnessContext {
   std::string gpu_name, driver, cuda, cublas, nccl, cudnn, date, command;
   std::int64_t sms = 0;
@@ -72,9 +91,10 @@ struct HarnessContext {
 
 // Merges measurements into a copy of the base (datasheet) profile JSON; every figure it sets is
 // marked how = "measured" with the command and date as its source. Incorrect results are dropped
-// and listed in `notes`.
+// and listed in `notes`. A sustained run sets compute.sustained_clock_ratio (the median over GPUs
+// of burst / sustained time) and, with 4 GPUs or more, compute.gpu_speed_spread.
 Json build_measured_profile(const Json& base, const std::string& name, const HarnessContext& ctx, const std::vector<MeasuredGemm>& gemms,
                             const std::vector<MeasuredBandwidth>& bw, const std::vector<MeasuredCollective>& colls,
-                            const Json& extra_notes, std::vector<std::string>& notes);
+                            const Json& extra_notes, std::vector<std::string>& notes, const MeasuredSustained& sustained = {});
 
 }  // namespace parasim

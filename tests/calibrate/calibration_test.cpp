@@ -195,6 +195,60 @@ TEST(MeasuredProfile, MultiNodeRunAddsItsGroupsToTheBaseProfilesPoints) {
   EXPECT_NEAR(net.time_s({CollOp::AllReduce, 16, 8, 1, 1 << 30}), 1.1e-2, 1e-12);
 }
 
+// The spread estimator of the published figure it replaces: sigma = IQR / 1.349 / median, with
+// quartiles interpolated between order statistics; fewer than 4 GPUs give no estimate.
+TEST(SpeedSpread, InterquartileRangeOverTheMedianGivesSigma) {
+  // Eight GPUs, sorted 1.00 .. 1.07 ms: Q1 = 1.0175, median 1.035, Q3 = 1.0525 (positions 1.75,
+  // 3.5, 5.25 of 0..7), IQR 0.035 ms.
+  const SpeedSpreadFit f = fit_speed_spread({1.03e-3, 1.00e-3, 1.07e-3, 1.01e-3, 1.05e-3, 1.02e-3, 1.06e-3, 1.04e-3});
+  ASSERT_TRUE(f.ok);
+  EXPECT_EQ(f.gpus, 8u);
+  EXPECT_NEAR(f.median_s, 1.035e-3, 1e-12);
+  EXPECT_NEAR(f.iqr_s, 0.035e-3, 1e-12);
+  EXPECT_NEAR(f.sigma, 0.035 / 1.349 / 1.035, 1e-9);
+  EXPECT_NEAR(f.slowest_over_median, 1.07 / 1.035, 1e-12);
+  EXPECT_NEAR(fit_speed_spread({2e-3, 2e-3, 2e-3, 2e-3}).sigma, 0.0, 1e-15);  // GPUs alike
+  EXPECT_FALSE(fit_speed_spread({1e-3, 1.1e-3, 1.2e-3}).ok);
+  EXPECT_FALSE(fit_speed_spread({}).ok);
+}
+
+// A sustained run sets the sustained clock (median over GPUs of burst / sustained time) and, from
+// 4 GPUs on, the spread between them; the profile loads and a job's kernels take the measured pace.
+TEST(MeasuredProfile, SustainedGemmOnEveryGpuSetsTheClockRatioAndTheSpread) {
+  const Json base = read_json_file(test::data_dir() + "/calibrate/profiles/h100-sxm5-80g.json");
+  HarnessContext ctx;
+  ctx.gpu_name = "NVIDIA H100 80GB HBM3";
+  ctx.sms = 132;
+  ctx.memory_bytes = 85520809984.0;
+  ctx.date = "2026-12-01";
+  ctx.command = "parasim-calibrate (recorded test data)";
+  MeasuredSustained sus;
+  sus.dtype = "bf16";
+  sus.m = sus.n = sus.k = 8192;
+  sus.seconds = 20;
+  sus.burst_s = std::vector<double>(8, 1.40e-3);
+  sus.sustained_s = {1.50e-3, 1.52e-3, 1.54e-3, 1.56e-3, 1.58e-3, 1.60e-3, 1.62e-3, 1.70e-3};
+  std::vector<std::string> notes;
+  const Json prof = build_measured_profile(base, "h100-measured", ctx, {}, {}, {}, Json::object(), notes, sus);
+  const Profile p = parse_profile(prof, "h100-measured.json");
+  EXPECT_EQ(p.sustained_clock_ratio.how, "measured");
+  EXPECT_NEAR(p.sustained_clock_ratio.value, 0.5 * (1.40 / 1.56 + 1.40 / 1.58), 1e-12);  // the median of the eight ratios
+  EXPECT_EQ(p.gpu_speed_spread.how, "measured");
+  const SpeedSpreadFit f = fit_speed_spread(sus.sustained_s);
+  EXPECT_NEAR(p.gpu_speed_spread.value, f.sigma, 1e-12);
+  EXPECT_NE(p.gpu_speed_spread.source.find("8 GPUs at once"), std::string::npos) << p.gpu_speed_spread.source;
+  EXPECT_NEAR(slowest_gpu_pace(p, 64), 1.0 + f.sigma * expected_max_standard_normal(64), 1e-12);
+  // Two GPUs: the clock ratio is measured, the spread is not (the base figure stays, with a note).
+  sus.burst_s.resize(2);
+  sus.sustained_s.resize(2);
+  notes.clear();
+  const Profile two = parse_profile(build_measured_profile(base, "h100-two", ctx, {}, {}, {}, Json::object(), notes, sus), "two.json");
+  EXPECT_EQ(two.sustained_clock_ratio.how, "measured");
+  EXPECT_EQ(two.gpu_speed_spread.how, parse_profile(base, "base.json").gpu_speed_spread.how);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("gpu_speed_spread not measured: 2 GPU(s)"), std::string::npos) << notes[0];
+}
+
 // Runs a shell command; returns its stdout and stderr, and its exit code in *code.
 [[maybe_unused]] std::string run_capture(const std::string& cmd, int* code) {
   FILE* f = popen((cmd + " 2>&1").c_str(), "r");
