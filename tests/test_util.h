@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "calibrate/fit/calibration.h"
 #include "sim/simulation.h"
 
 namespace parasim::test {
@@ -34,6 +35,18 @@ inline Json base_scenario() {
     "training": {"global_batch": 64, "micro_batch": 1, "seq_len": 4096},
     "parallel": {"dp": 8, "tp": 1, "pp": 1, "schedule": "ddp"}
   })");
+}
+
+// The harness context of a recorded calibration run, for building measured profiles in tests.
+inline HarnessContext harness_context(const std::string& gpu, std::int64_t sms, double memory_bytes, const std::string& date = "",
+                                      const std::string& command = "") {
+  HarnessContext c;
+  c.gpu_name = gpu;
+  c.sms = sms;
+  c.memory_bytes = memory_bytes;
+  c.date = date;
+  c.command = command;
+  return c;
 }
 
 // A network where every transfer is free: for closed-form tests.

@@ -46,12 +46,8 @@ TEST(AlphaBetaFit, PiecewiseSegmentsReproduceRecordedNcclTestsSweep) {
 
 TEST(MeasuredProfile, BuiltFromRecordedResultsLoadsAndIsUsed) {
   const Json base = read_json_file(test::data_dir() + "/calibrate/profiles/h200-sxm-141g.json");
-  HarnessContext ctx;
-  ctx.gpu_name = "NVIDIA H200";
-  ctx.sms = 132;
-  ctx.memory_bytes = 150754820096.0;
-  ctx.date = "2026-11-29";
-  ctx.command = "parasim-calibrate --quick (recorded test data)";
+  const HarnessContext ctx =
+      test::harness_context("NVIDIA H200", 132, 150754820096.0, "2026-11-29", "parasim-calibrate --quick (recorded test data)");
   // Recorded: 8192^3 bf16 at 1.6 ms (687 TFLOP/s = 0.695 of 989), a smaller shape slower, one
   // wrong result that must be dropped, and a faster shape with n = 8190 (not a multiple of 8: the
   // kernel model would read it as an unaligned leading dimension), which is not the best shape.
@@ -177,10 +173,7 @@ TEST(MeasuredProfile, MultiNodeRunAddsItsGroupsToTheBaseProfilesPoints) {
   // base's points stay, the 16-rank 2-node groups are added, GEMM points are untouched.
   const Json base = read_json_file(test::data_dir() + "/calibrate/profiles/h100-sxm5-80g.json");
   const size_t before = base["network"]["collective_points"].size();
-  HarnessContext ctx;
-  ctx.gpu_name = "NVIDIA H100 80GB HBM3";
-  ctx.sms = 132;
-  ctx.memory_bytes = 85520809984.0;
+  const HarnessContext ctx = test::harness_context("NVIDIA H100 80GB HBM3", 132, 85520809984.0);
   MeasuredCollective a{"all_reduce", 16, 1 << 20, 9e-5, 1e-4, 1.1e-4};
   MeasuredCollective b{"all_reduce", 16, 1 << 30, 1.05e-2, 1.1e-2, 1.15e-2};
   a.nodes = b.nodes = 2;
@@ -216,12 +209,8 @@ TEST(SpeedSpread, InterquartileRangeOverTheMedianGivesSigma) {
 // 4 GPUs on, the spread between them; the profile loads and a job's kernels take the measured pace.
 TEST(MeasuredProfile, SustainedGemmOnEveryGpuSetsTheClockRatioAndTheSpread) {
   const Json base = read_json_file(test::data_dir() + "/calibrate/profiles/h100-sxm5-80g.json");
-  HarnessContext ctx;
-  ctx.gpu_name = "NVIDIA H100 80GB HBM3";
-  ctx.sms = 132;
-  ctx.memory_bytes = 85520809984.0;
-  ctx.date = "2026-12-01";
-  ctx.command = "parasim-calibrate (recorded test data)";
+  const HarnessContext ctx =
+      test::harness_context("NVIDIA H100 80GB HBM3", 132, 85520809984.0, "2026-12-01", "parasim-calibrate (recorded test data)");
   MeasuredSustained sus;
   sus.dtype = "bf16";
   sus.m = sus.n = sus.k = 8192;

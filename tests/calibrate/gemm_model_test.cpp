@@ -308,12 +308,7 @@ TEST(MeasuredProfile, HarnessFitsTheGemmKernelModelToItsSweep) {
         const double t = fixed + 2.0 * dm * dn / epi + 2.0 * dm * dn * dk / (989e12 * eff * wave_quantisation(bp, dm, dn, 1));
         g.push_back({{m, n, k}, "bf16", t, t, t, 1, 1, true});
       }
-  HarnessContext ctx;
-  ctx.gpu_name = "NVIDIA H200";
-  ctx.sms = 132;
-  ctx.memory_bytes = 150754820096.0;
-  ctx.date = "2026-11-29";
-  ctx.command = "synthetic sweep";
+  const HarnessContext ctx = test::harness_context("NVIDIA H200", 132, 150754820096.0, "2026-11-29", "synthetic sweep");
   std::vector<std::string> notes;
   const Json prof = build_measured_profile(base, "h200-fit", ctx, g, {}, {}, Json::object(), notes);
   EXPECT_TRUE(notes.empty());
