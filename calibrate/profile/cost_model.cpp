@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 
 namespace parasim {
 
-double expected_max_standard_normal(std::int64_t n) {
-  if (n <= 1) return 0.0;
+namespace {
+double expected_max_by_quadrature(std::int64_t n) {
   // The integrand x n phi(x) Phi(x)^(n-1) lives within [-9, 9] for any n below 10^15 (its peak
   // sits near sqrt(2 ln n) < 8.4); Simpson's rule on 7,200 steps of 0.0025.
   const double nn = static_cast<double>(n);
@@ -21,6 +23,19 @@ double expected_max_standard_normal(std::int64_t n) {
   double sum = f(lo) + f(hi);
   for (int i = 1; i < steps; ++i) sum += (i % 2 ? 4.0 : 2.0) * f(lo + i * h);
   return sum * h / 3.0;
+}
+}  // namespace
+
+double expected_max_standard_normal(std::int64_t n) {
+  if (n <= 1) return 0.0;
+  // The quadrature takes about a millisecond, longer than simulating a small job: each GPU
+  // count is integrated once per process (a sweep or --interval asks for the same few).
+  static std::mutex mutex;
+  static std::map<std::int64_t, double> known;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = known.find(n);
+  if (it == known.end()) it = known.emplace(n, expected_max_by_quadrature(n)).first;
+  return it->second;
 }
 
 double slowest_gpu_pace(const Profile& p, std::int64_t gpus) {
