@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <set>
 
 #include <fmt/format.h>
@@ -70,6 +71,7 @@ RunCheck check_run(const MeasuredRun& run, const Registries& reg, const Toleranc
   c.gpu = run.scenario.profile.name;
   c.family = run.family;
   c.confidence = run.confidence;
+  c.gpus = run.scenario.cluster.gpus();
   const SimulationOutput out = simulate(run.scenario, reg);
   c.result = out.result;
   const Result& r = c.result;
@@ -363,9 +365,16 @@ Groups group_by(const ValidationReport& r, const std::function<std::string(const
 
 std::string pct(double x) { return fmt::format("{:.1f}%", 100 * x); }
 
-void print_group_table(std::ostream& os, const std::string& title, const Groups& g) {
+// Rows in `order` when given (groups not named there are left out), else in key order.
+void print_group_table(std::ostream& os, const std::string& title, const Groups& g, const std::vector<std::string>& order = {}) {
   fmt::print(os, "\n### By {}\n\n| {} | runs | throughput MAPE | median | max | bias | memory runs | memory MAPE | memory bias |\n|---|---|---|---|---|---|---|---|---|\n", title, title);
-  for (const auto& [k, v] : g) {
+  std::vector<std::string> keys = order;
+  if (keys.empty())
+    for (const auto& kv : g) keys.push_back(kv.first);
+  for (const auto& k : keys) {
+    const auto it = g.find(k);
+    if (it == g.end()) continue;
+    const auto& v = it->second;
     const ErrorStats t = error_stats(v.first), m = error_stats(v.second);
     fmt::print(os, "| {} | {} | {} | {} | {} | {:+.1f}% | {} | {} | {} |\n", k, t.n, t.n ? pct(t.mape) : "-", t.n ? pct(t.median) : "-",
                t.n ? pct(t.max) : "-", 100 * t.bias, m.n, m.n ? pct(m.mape) : "-", m.n ? fmt::format("{:+.1f}%", 100 * m.bias) : "-");
@@ -407,6 +416,17 @@ void print_validation_markdown(std::ostream& os, const ValidationReport& r, cons
   print_group_table(os, "source", group_by(r, [](const RunCheck& c) { return c.source; }));
   print_group_table(os, "GPU", group_by(r, [](const RunCheck& c) { return c.gpu; }));
   print_group_table(os, "parallelism", group_by(r, [](const RunCheck& c) { return c.family; }));
+  // Job size: a synchronous step waits for its slowest GPU, so errors that grow with it show here.
+  const std::vector<std::pair<std::int64_t, std::string>> sizes = {
+      {1, "1 GPU"}, {8, "2-8 GPUs"}, {64, "9-64 GPUs"}, {512, "65-512 GPUs"}, {4096, "513-4,096 GPUs"}, {std::numeric_limits<std::int64_t>::max(), "over 4,096 GPUs"}};
+  std::vector<std::string> size_order;
+  for (const auto& sz : sizes) size_order.push_back(sz.second);
+  print_group_table(os, "job size", group_by(r, [&](const RunCheck& c) {
+                      for (const auto& [upto, label] : sizes)
+                        if (c.gpus <= upto) return label;
+                      return sizes.back().second;
+                    }),
+                    size_order);
   // The source's own transcription confidence: "low" rows are values read off figures.
   print_group_table(os, "confidence", group_by(r, [](const RunCheck& c) { return c.confidence.empty() ? std::string("unstated") : c.confidence; }));
   if (std::any_of(r.runs.begin(), r.runs.end(), [](const RunCheck& c) { return c.has_shares; })) {

@@ -26,6 +26,7 @@ struct Comparison {
 
 struct RunCheck {
   std::string file, id, source, gpu, family, confidence;
+  std::int64_t gpus = 0;  // the job's GPU count
   Result result;
   std::vector<Comparison> comparisons;
   bool oom_known = false, oom_measured = false, oom_predicted = false;

@@ -141,6 +141,13 @@ TEST(Validate, RatchetsFailOnTheirOwnMape) {
   EXPECT_NE(slurp(dir + "/report.md").find("## Error attribution"), std::string::npos);
   ASSERT_EQ(cli("validate " + dir + " --no-attribution -o " + dir + "/plain.md").code, 0);
   EXPECT_EQ(slurp(dir + "/plain.md").find("## Error attribution"), std::string::npos);
+  // Runs are also grouped by job size (the GPU count a step waits on): this one run in its bucket.
+  const std::string plain = slurp(dir + "/plain.md");
+  const std::int64_t n = sc.cluster.gpus();
+  const std::string bucket = n == 1 ? "1 GPU" : n <= 8 ? "2-8 GPUs" : n <= 64 ? "9-64 GPUs" : n <= 512 ? "65-512 GPUs" : "513-4,096 GPUs";
+  const auto table = plain.find("### By job size");
+  ASSERT_NE(table, std::string::npos);
+  EXPECT_NE(plain.find("| " + bucket + " | 1 | 0.0% |", table), std::string::npos) << plain.substr(table, 400);
   ASSERT_EQ(cli("validate " + dir + " --json -o " + dir + "/report.json").code, 0);
   const Json rep = read_json_file(dir + "/report.json");
   for (const char* by : {"by_source", "by_gpu"}) {
