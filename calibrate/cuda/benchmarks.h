@@ -32,6 +32,9 @@ struct BandwidthResult {
   double gbps() const { return bytes / time.p50 / 1e9; }
 };
 std::vector<BandwidthResult> bench_memory(double bytes, const Method& method);
+// Time per kernel of `kernels` dependent tiny kernels (a 4,096-element triad each) launched back
+// to back on one stream: the launch and tail gap every kernel of a training step pays at least.
+Stats bench_kernel_gap(const Method& method, int kernels = 256);
 
 struct AttentionResult {
   std::int64_t batch_heads = 0, seq = 0, head_dim = 0;

@@ -112,7 +112,8 @@ int run_mpi(int argc, char** argv, const std::string& base, const std::string& o
     int nodes = 1;
     const auto results = bench_nccl_mpi({"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"}, sizes, m, &nodes);
     // The sustained GEMM on every rank's GPU at once (bench_nccl_mpi selected it); rank 0 gathers.
-    MeasuredSustained sus;
+    HarnessExtras extras;
+    MeasuredSustained& sus = extras.sustained;
     if (sustain_s > 0) {
       MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
       const GemmResult g = bench_gemm(8192, 8192, 8192, "bf16", m, sustain_s);
@@ -146,7 +147,7 @@ int run_mpi(int argc, char** argv, const std::string& base, const std::string& o
       }
       notes.push_back(fmt::format("multi-node NCCL sweep under MPI: {} ranks on {} node(s); GEMM, memory and attention figures are the base profile's",
                                   results.empty() ? 0 : results.front().ranks, nodes));
-      const Json prof = build_measured_profile(base_json, std::filesystem::path(out).stem().string(), ctx, {}, {}, colls, Json::object(), notes, sus);
+      const Json prof = build_measured_profile(base_json, std::filesystem::path(out).stem().string(), ctx, {}, {}, colls, Json::object(), notes, extras);
       std::ofstream f(out);
       if (!f) throw HarnessError(out + ": cannot write");
       f << prof.dump(1) << "\n";
@@ -230,6 +231,9 @@ int main(int argc, char** argv) {
     std::cerr << fmt::format("  {} GEMMs measured\n", gemms.size());
     std::vector<MeasuredBandwidth> bw;
     for (const auto& b : bench_memory(quick ? 1 << 30 : 4.0 * (1 << 30), m)) bw.push_back({b.what, b.gbps()});
+    HarnessExtras extras;
+    extras.gap_kernels = 256;
+    extras.kernel_gap_s = bench_kernel_gap(m, extras.gap_kernels).p50;
     Json attn = Json::array();
     for (std::int64_t s : quick ? std::vector<std::int64_t>{2048, 4096} : std::vector<std::int64_t>{1024, 2048, 4096, 8192}) {
       const AttentionResult a = bench_attention_unfused(32, s, 128, m);
@@ -251,14 +255,13 @@ int main(int argc, char** argv) {
       std::cerr << "  one GPU visible: NCCL sweep skipped\n";
     }
     if (ranks < 2) notes.push_back("NCCL sweep skipped: one GPU visible");
-    MeasuredSustained sus;
     if (sustain_s > 0) {
       std::cerr << fmt::format("  sustained bf16 8192^3 GEMM on {} GPU(s) at once for {:.0f} s\n", std::max(ranks, 1), sustain_s);
-      sus = sustained_on_gpus(std::max(ranks, 1), sustain_s, m);
+      extras.sustained = sustained_on_gpus(std::max(ranks, 1), sustain_s, m);
     }
     Json extra = {{"attention_unfused", attn},
                   {"attention_note", "fused attention (cuDNN SDPA) is not measured yet; attention efficiencies are the base profile's"}};
-    const Json prof = build_measured_profile(base_json, std::filesystem::path(out).stem().string(), ctx, gemms, bw, colls, extra, notes, sus);
+    const Json prof = build_measured_profile(base_json, std::filesystem::path(out).stem().string(), ctx, gemms, bw, colls, extra, notes, extras);
     std::ofstream f(out);
     if (!f) throw HarnessError(out + ": cannot write");
     f << prof.dump(1) << "\n";

@@ -1,4 +1,5 @@
-// Device memory bandwidth (copy and an elementwise triad) and host<->device over PCIe (pinned).
+// Device memory bandwidth (copy and an elementwise triad), host<->device over PCIe (pinned), and the
+// gap between back-to-back kernels.
 #include "calibrate/cuda/benchmarks.h"
 
 namespace parasim::calib {
@@ -43,6 +44,28 @@ std::vector<BandwidthResult> bench_memory(double bytes, const Method& method) {
   CUDA_CHECK(cudaFreeHost(host));
   CUDA_CHECK(cudaStreamDestroy(st));
   return out;
+}
+
+Stats bench_kernel_gap(const Method& method, int kernels) {
+  constexpr std::int64_t n = 4096;
+  cudaStream_t st;
+  CUDA_CHECK(cudaStreamCreate(&st));
+  float *a, *b, *c;
+  CUDA_CHECK(cudaMalloc(&a, n * 4));
+  CUDA_CHECK(cudaMalloc(&b, n * 4));
+  CUDA_CHECK(cudaMalloc(&c, n * 4));
+  CUDA_CHECK(cudaMemsetAsync(b, 0, n * 4, st));
+  CUDA_CHECK(cudaMemsetAsync(c, 0, n * 4, st));
+  Stats s = time_on_stream(st, method, [&](int) {
+    for (int k = 0; k < kernels; ++k) triad<<<16, 256, 0, st>>>(a, b, c, 2.0f, n);
+    CUDA_CHECK(cudaGetLastError());
+  });
+  for (double* x : {&s.p10, &s.p50, &s.p90, &s.mean}) *x /= kernels;
+  CUDA_CHECK(cudaFree(a));
+  CUDA_CHECK(cudaFree(b));
+  CUDA_CHECK(cudaFree(c));
+  CUDA_CHECK(cudaStreamDestroy(st));
+  return s;
 }
 
 }  // namespace parasim::calib

@@ -162,7 +162,8 @@ SpeedSpreadFit fit_speed_spread(std::vector<double> t) {
 
 Json build_measured_profile(const Json& base, const std::string& name, const HarnessContext& ctx, const std::vector<MeasuredGemm>& gemms,
                             const std::vector<MeasuredBandwidth>& bw, const std::vector<MeasuredCollective>& colls,
-                            const Json& extra_notes, std::vector<std::string>& notes, const MeasuredSustained& sustained) {
+                            const Json& extra_notes, std::vector<std::string>& notes, const HarnessExtras& extras) {
+  const MeasuredSustained& sustained = extras.sustained;
   Json p = base;
   p["name"] = name;
   const std::string src = fmt::format("measured: parasim-calibrate on {} ({}), {}", ctx.gpu_name, ctx.date, ctx.command);
@@ -260,6 +261,12 @@ Json build_measured_profile(const Json& base, const std::string& name, const Har
                                   "profile's figure stays", sf.gpus));
     }
   }
+  if (extras.kernel_gap_s > 0)
+    p["compute"]["kernel_overhead_us"] = {
+        {"value", std::min(1e4, extras.kernel_gap_s * 1e6)}, {"how", "measured"},
+        {"source", fmt::format("{}; {} dependent kernels (a 4,096-element triad each) launched back to back on one stream, CUDA "
+                               "events: {:.2f} us per kernel, the launch and tail gap every kernel pays at least",
+                               src, extras.gap_kernels, extras.kernel_gap_s * 1e6)}};
   for (const auto& b : bw) {
     if (b.what == "elementwise_triad") {
       const double peak = p["memory"]["hbm_gbps"]["value"].get<double>();

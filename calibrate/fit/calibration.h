@@ -82,6 +82,14 @@ struct SpeedSpreadFit {
 };
 SpeedSpreadFit fit_speed_spread(std::vector<double> times_s);
 
+// Measurements beside the sweeps: the sustained GEMM on every GPU at once, and the time per kernel
+// of back-to-back tiny kernels on one stream (kernel_gap_s, over gap_kernels kernels; 0: not run).
+struct HarnessExtras {
+  MeasuredSustained sustained;
+  double kernel_gap_s = 0;
+  int gap_kernels = 0;
+};
+
 struct HarnessContext {
   std::string gpu_name, driver, cuda, cublas, nccl, cudnn, date, command;
   std::int64_t sms = 0;
@@ -92,9 +100,10 @@ struct HarnessContext {
 // Merges measurements into a copy of the base (datasheet) profile JSON; every figure it sets is
 // marked how = "measured" with the command and date as its source. Incorrect results are dropped
 // and listed in `notes`. A sustained run sets compute.sustained_clock_ratio (the median over GPUs
-// of burst / sustained time) and, with 4 GPUs or more, compute.gpu_speed_spread.
+// of burst / sustained time) and, with 4 GPUs or more, compute.gpu_speed_spread; a kernel-gap run
+// sets compute.kernel_overhead_us.
 Json build_measured_profile(const Json& base, const std::string& name, const HarnessContext& ctx, const std::vector<MeasuredGemm>& gemms,
                             const std::vector<MeasuredBandwidth>& bw, const std::vector<MeasuredCollective>& colls,
-                            const Json& extra_notes, std::vector<std::string>& notes, const MeasuredSustained& sustained = {});
+                            const Json& extra_notes, std::vector<std::string>& notes, const HarnessExtras& extras = {});
 
 }  // namespace parasim

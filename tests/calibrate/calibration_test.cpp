@@ -207,18 +207,20 @@ TEST(SpeedSpread, InterquartileRangeOverTheMedianGivesSigma) {
 
 // A sustained run sets the sustained clock (median over GPUs of burst / sustained time) and, from
 // 4 GPUs on, the spread between them; the profile loads and a job's kernels take the measured pace.
-TEST(MeasuredProfile, SustainedGemmOnEveryGpuSetsTheClockRatioAndTheSpread) {
+// The kernel-gap run sets the per-kernel overhead.
+TEST(MeasuredProfile, SustainedGemmAndKernelGapSetTheClockRatioTheSpreadAndTheKernelOverhead) {
   const Json base = read_json_file(test::data_dir() + "/calibrate/profiles/h100-sxm5-80g.json");
   const HarnessContext ctx =
       test::harness_context("NVIDIA H100 80GB HBM3", 132, 85520809984.0, "2026-12-01", "parasim-calibrate (recorded test data)");
-  MeasuredSustained sus;
+  HarnessExtras extras;
+  MeasuredSustained& sus = extras.sustained;
   sus.dtype = "bf16";
   sus.m = sus.n = sus.k = 8192;
   sus.seconds = 20;
   sus.burst_s = std::vector<double>(8, 1.40e-3);
   sus.sustained_s = {1.50e-3, 1.52e-3, 1.54e-3, 1.56e-3, 1.58e-3, 1.60e-3, 1.62e-3, 1.70e-3};
   std::vector<std::string> notes;
-  const Json prof = build_measured_profile(base, "h100-measured", ctx, {}, {}, {}, Json::object(), notes, sus);
+  const Json prof = build_measured_profile(base, "h100-measured", ctx, {}, {}, {}, Json::object(), notes, extras);
   const Profile p = parse_profile(prof, "h100-measured.json");
   EXPECT_EQ(p.sustained_clock_ratio.how, "measured");
   EXPECT_NEAR(p.sustained_clock_ratio.value, 0.5 * (1.40 / 1.56 + 1.40 / 1.58), 1e-12);  // the median of the eight ratios
@@ -227,11 +229,22 @@ TEST(MeasuredProfile, SustainedGemmOnEveryGpuSetsTheClockRatioAndTheSpread) {
   EXPECT_NEAR(p.gpu_speed_spread.value, f.sigma, 1e-12);
   EXPECT_NE(p.gpu_speed_spread.source.find("8 GPUs at once"), std::string::npos) << p.gpu_speed_spread.source;
   EXPECT_NEAR(slowest_gpu_pace(p, 64), 1.0 + f.sigma * expected_max_standard_normal(64), 1e-12);
+  EXPECT_EQ(p.kernel_overhead_us.how, parse_profile(base, "base.json").kernel_overhead_us.how);  // no gap measured
+  // The back-to-back kernel gap becomes the per-kernel overhead: an empty memory pass costs it.
+  extras.kernel_gap_s = 3.1e-6;
+  extras.gap_kernels = 256;
+  notes.clear();
+  const Profile gap = parse_profile(build_measured_profile(base, "h100-gap", ctx, {}, {}, {}, Json::object(), notes, extras), "gap.json");
+  EXPECT_EQ(gap.kernel_overhead_us.how, "measured");
+  EXPECT_NEAR(gap.kernel_overhead_us.value, 3.1, 1e-12);
+  EXPECT_NE(gap.kernel_overhead_us.source.find("256 dependent kernels"), std::string::npos) << gap.kernel_overhead_us.source;
+  EXPECT_NEAR(CostModel(gap, "bf16").memory_s(0), 3.1e-6, 1e-15);
+  extras.kernel_gap_s = 0;
   // Two GPUs: the clock ratio is measured, the spread is not (the base figure stays, with a note).
   sus.burst_s.resize(2);
   sus.sustained_s.resize(2);
   notes.clear();
-  const Profile two = parse_profile(build_measured_profile(base, "h100-two", ctx, {}, {}, {}, Json::object(), notes, sus), "two.json");
+  const Profile two = parse_profile(build_measured_profile(base, "h100-two", ctx, {}, {}, {}, Json::object(), notes, extras), "two.json");
   EXPECT_EQ(two.sustained_clock_ratio.how, "measured");
   EXPECT_EQ(two.gpu_speed_spread.how, parse_profile(base, "base.json").gpu_speed_spread.how);
   ASSERT_EQ(notes.size(), 1u);
