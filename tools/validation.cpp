@@ -365,6 +365,19 @@ Groups group_by(const ValidationReport& r, const std::function<std::string(const
 
 std::string pct(double x) { return fmt::format("{:.1f}%", 100 * x); }
 
+// Job size: a synchronous step waits for its slowest GPU, so errors that grow with it show here.
+const std::vector<std::pair<std::int64_t, std::string>>& job_sizes() {
+  static const std::vector<std::pair<std::int64_t, std::string>> sizes = {
+      {1, "1 GPU"}, {8, "2-8 GPUs"}, {64, "9-64 GPUs"}, {512, "65-512 GPUs"}, {4096, "513-4,096 GPUs"},
+      {std::numeric_limits<std::int64_t>::max(), "over 4,096 GPUs"}};
+  return sizes;
+}
+std::string job_size_of(const RunCheck& c) {
+  for (const auto& [upto, label] : job_sizes())
+    if (c.gpus <= upto) return label;
+  return job_sizes().back().second;
+}
+
 // Rows in `order` when given (groups not named there are left out), else in key order.
 void print_group_table(std::ostream& os, const std::string& title, const Groups& g, const std::vector<std::string>& order = {}) {
   fmt::print(os, "\n### By {}\n\n| {} | runs | throughput MAPE | median | max | bias | memory runs | memory MAPE | memory bias |\n|---|---|---|---|---|---|---|---|---|\n", title, title);
@@ -416,17 +429,9 @@ void print_validation_markdown(std::ostream& os, const ValidationReport& r, cons
   print_group_table(os, "source", group_by(r, [](const RunCheck& c) { return c.source; }));
   print_group_table(os, "GPU", group_by(r, [](const RunCheck& c) { return c.gpu; }));
   print_group_table(os, "parallelism", group_by(r, [](const RunCheck& c) { return c.family; }));
-  // Job size: a synchronous step waits for its slowest GPU, so errors that grow with it show here.
-  const std::vector<std::pair<std::int64_t, std::string>> sizes = {
-      {1, "1 GPU"}, {8, "2-8 GPUs"}, {64, "9-64 GPUs"}, {512, "65-512 GPUs"}, {4096, "513-4,096 GPUs"}, {std::numeric_limits<std::int64_t>::max(), "over 4,096 GPUs"}};
   std::vector<std::string> size_order;
-  for (const auto& sz : sizes) size_order.push_back(sz.second);
-  print_group_table(os, "job size", group_by(r, [&](const RunCheck& c) {
-                      for (const auto& [upto, label] : sizes)
-                        if (c.gpus <= upto) return label;
-                      return sizes.back().second;
-                    }),
-                    size_order);
+  for (const auto& sz : job_sizes()) size_order.push_back(sz.second);
+  print_group_table(os, "job size", group_by(r, job_size_of), size_order);
   // The source's own transcription confidence: "low" rows are values read off figures.
   print_group_table(os, "confidence", group_by(r, [](const RunCheck& c) { return c.confidence.empty() ? std::string("unstated") : c.confidence; }));
   if (std::any_of(r.runs.begin(), r.runs.end(), [](const RunCheck& c) { return c.has_shares; })) {
@@ -469,9 +474,12 @@ void print_validation_markdown(std::ostream& os, const ValidationReport& r, cons
 
 Json validation_json(const ValidationReport& r) {
   auto stats = [](const ErrorStats& s) { return Json{{"n", s.n}, {"mape", s.mape}, {"median", s.median}, {"max", s.max}, {"bias", s.bias}}; };
-  Json per = Json::object();
-  for (const auto& [k, v] : group_by(r, [](const RunCheck& c) { return c.source; }))
-    per[k] = {{"throughput", stats(error_stats(v.first))}, {"memory", stats(error_stats(v.second))}};
+  // Error statistics per group of runs: by source, GPU profile and job size.
+  auto per_group = [&](const std::function<std::string(const RunCheck&)>& key) {
+    Json per = Json::object();
+    for (const auto& [k, v] : group_by(r, key)) per[k] = {{"throughput", stats(error_stats(v.first))}, {"memory", stats(error_stats(v.second))}};
+    return per;
+  };
   Json fails = Json::array();
   for (const auto& f : r.failures) fails.push_back({{"file", f.file}, {"reason", f.reason}});
   Json attribution = Json::object();
@@ -497,7 +505,8 @@ Json validation_json(const ValidationReport& r) {
            }()},
           {"memory", stats(r.memory)},
           {"oom", {{"agree", r.oom_agree}, {"total", r.oom_total}, {"implied", r.oom_implied}}},
-          {"by_source", per},
+          {"by_source", per_group([](const RunCheck& c) { return c.source; })},
+          {"by_gpu", per_group([](const RunCheck& c) { return c.gpu; })}, {"by_job_size", per_group(job_size_of)},
           {"attribution", attribution}, {"load_failures", fails}, {"checks", checks_json(r.runs)["runs"]}};
 }
 

@@ -155,6 +155,8 @@ TEST(Validate, RatchetsFailOnTheirOwnMape) {
     EXPECT_EQ(rep["attribution"][by][1]["group"], "all runs");
   }
   EXPECT_EQ(rep["attribution"]["by_gpu"][0]["group"], "a100-sxm4-80g");
+  EXPECT_EQ(rep["by_gpu"]["a100-sxm4-80g"]["throughput"]["n"], 1);
+  EXPECT_EQ(rep["by_job_size"][bucket]["throughput"]["n"], 1);
   double sum = 0;
   for (const auto& k : kTimeClasses) sum += rep["checks"][0]["time_shares"][k.name].get<double>();
   EXPECT_GT(sum, 0.5);
