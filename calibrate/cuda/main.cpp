@@ -58,13 +58,19 @@ HarnessContext context(const std::string& command) {
   return c;
 }
 
-// The sustained-clock GEMM (bf16 8192^3, random operands) on GPUs 0 .. gpus-1 at once, one host
-// thread per GPU, so that every board of the node draws training-like power together.
-MeasuredSustained sustained_on_gpus(int gpus, double seconds, const Method& m) {
+// The sustained-clock GEMM (bf16 8192^3, random operands), before any GPU has run it.
+MeasuredSustained sustained_gemm(double seconds) {
   MeasuredSustained s;
   s.dtype = "bf16";
   s.m = s.n = s.k = 8192;
   s.seconds = seconds;
+  return s;
+}
+
+// That GEMM on GPUs 0 .. gpus-1 at once, one host thread per GPU, so that every board of the node
+// draws training-like power together.
+MeasuredSustained sustained_on_gpus(int gpus, double seconds, const Method& m) {
+  MeasuredSustained s = sustained_gemm(seconds);
   s.burst_s.assign(static_cast<size_t>(gpus), 0.0);
   s.sustained_s.assign(static_cast<size_t>(gpus), 0.0);
   std::vector<std::exception_ptr> errors(static_cast<size_t>(gpus));
@@ -115,17 +121,15 @@ int run_mpi(int argc, char** argv, const std::string& base, const std::string& o
     HarnessExtras extras;
     MeasuredSustained& sus = extras.sustained;
     if (sustain_s > 0) {
+      sus = sustained_gemm(sustain_s);
+      sus.nodes = nodes;
       MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-      const GemmResult g = bench_gemm(8192, 8192, 8192, "bf16", m, sustain_s);
+      const GemmResult g = bench_gemm(sus.m, sus.n, sus.k, sus.dtype, m, sustain_s);
       int size = 1;
       MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
       double mine[2] = {g.time.p50, g.sustained.p50};
       std::vector<double> all(2 * static_cast<size_t>(size));
       MPI_CHECK(MPI_Gather(mine, 2, MPI_DOUBLE, all.data(), 2, MPI_DOUBLE, 0, MPI_COMM_WORLD));
-      sus.dtype = "bf16";
-      sus.m = sus.n = sus.k = 8192;
-      sus.seconds = sustain_s;
-      sus.nodes = nodes;
       for (int r = 0; r < size; ++r) {
         sus.burst_s.push_back(all[2 * static_cast<size_t>(r)]);
         sus.sustained_s.push_back(all[2 * static_cast<size_t>(r) + 1]);
