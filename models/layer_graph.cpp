@@ -375,9 +375,11 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     // softmax/mask/dropout through HBM.
     Kernel qk = gemm("scores", static_cast<std::int64_t>(sq), static_cast<std::int64_t>(s_kv), m.qk_head_dim());
     qk.batch = sh.micro_batch * (m.heads / t);
+    qk.head_dim = m.qk_head_dim();
     qk.flops = qk.model_flops = score_flops;
     Kernel pv = gemm("context", static_cast<std::int64_t>(sq), m.v_head_dim(), static_cast<std::int64_t>(s_kv));
     pv.batch = qk.batch;
+    pv.head_dim = m.v_head_dim();
     pv.flops = pv.model_flops = score_flops * dv / dqk;
     af.kernels.push_back(qk);
     af.kernels.push_back(mem("softmax", 3 * 2 * b * heads_local * sq * s_kv * e));

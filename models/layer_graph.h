@@ -33,6 +33,7 @@ struct Kernel {
   bool sixteen_bit = false;  // a GEMM an FP8 recipe keeps in 16-bit (the output layer)
   MemClass mem_class = MemClass::Stream;  // memory-bound kernels: what kind of pass
   // Fused attention: the sequence length, the context-parallel ranks it is split over, the head dim.
+  // Unfused attention's batched GEMMs carry the head dim too (0 on every other GEMM).
   std::int64_t seq = 0, cp = 1, head_dim = 0;
 };
 

@@ -17,7 +17,9 @@ double class_ratio(const Profile& p, MemClass c) {
 
 double kernel_seconds(const CostModel& c, const Kernel& k) {
   switch (k.kind) {
-    case KernelKind::Gemm: return k.sixteen_bit ? c.gemm16_s(k.m, k.n, k.k, k.batch) : c.gemm_s(k.m, k.n, k.k, k.batch);
+    case KernelKind::Gemm:
+      if (k.head_dim > 0) return c.attention_gemm_s(k.m, k.n, k.k, k.batch, k.head_dim);
+      return k.sixteen_bit ? c.gemm16_s(k.m, k.n, k.k, k.batch) : c.gemm_s(k.m, k.n, k.k, k.batch);
     case KernelKind::Attention: return c.attention_s(k.flops, k.backward, static_cast<double>(k.seq), k.cp, static_cast<double>(k.head_dim));
     case KernelKind::Memory: return c.memory_s(k.bytes, class_ratio(c.profile(), k.mem_class));
   }
@@ -38,7 +40,9 @@ std::vector<KernelRow> kernel_rows(const LayerGraph& g, const CostModel& c) {
       switch (k.kind) {
         case KernelKind::Gemm: {
           bool measured = false;
-          r.seconds = k.sixteen_bit ? c.gemm16_s(k.m, k.n, k.k, k.batch, &measured) : c.gemm_s(k.m, k.n, k.k, k.batch, &measured);
+          r.seconds = k.head_dim > 0      ? c.attention_gemm_s(k.m, k.n, k.k, k.batch, k.head_dim, &measured)
+                      : k.sixteen_bit ? c.gemm16_s(k.m, k.n, k.k, k.batch, &measured)
+                                      : c.gemm_s(k.m, k.n, k.k, k.batch, &measured);
           r.priced_by = measured ? "GEMM points" : "GEMM kernel model";
           break;
         }

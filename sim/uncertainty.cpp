@@ -36,7 +36,9 @@ std::vector<std::pair<std::string, Figure*>> ranged(Profile& p, const TrainingSp
   for (auto& [name, f] : std::initializer_list<std::pair<const char*, Figure*>>{
            {"hbm_efficiency", &p.hbm_efficiency}, {"kernel_overhead_us", &p.kernel_overhead_us},
            {"gemm_fixed_us", &p.gemm_fixed_us}, {"gemm_epilogue_gbps", &p.gemm_epilogue_gbps},
-           {"gemm_unaligned_ratio", &p.gemm_unaligned_ratio}, {"overlap_compute_slowdown", &p.overlap_compute_slowdown},
+           {"gemm_unaligned_ratio", &p.gemm_unaligned_ratio},
+           {"attention_gemm_unaligned_ratio", &p.attention_gemm_unaligned_ratio},
+           {"overlap_compute_slowdown", &p.overlap_compute_slowdown},
            {"intra_bus_efficiency", &p.intra_bus_efficiency},
            {"inter_bus_efficiency", &p.inter_bus_efficiency}, {"inter_alpha_us", &p.inter_alpha_us},
            {"sustained_clock_ratio", &p.sustained_clock_ratio}, {"gpu_speed_spread", &p.gpu_speed_spread}})

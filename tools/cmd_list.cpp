@@ -50,7 +50,8 @@ std::vector<std::pair<std::string, Figure>> figures(const Profile& p) {
   for (const auto& [dt, f] : p.peak_tflops) out.push_back({"peak_tflops." + dt, f});
   for (const auto& [dt, f] : p.gemm_max_efficiency) out.push_back({"gemm_max_efficiency." + dt, f});
   for (const auto& [k, f] : std::initializer_list<std::pair<const char*, const Figure*>>{
-           {"gemm_tile_m", &p.gemm_tile_m}, {"gemm_tile_n", &p.gemm_tile_n}, {"gemm_unaligned_ratio", &p.gemm_unaligned_ratio}, {"gemm_fixed_us", &p.gemm_fixed_us},
+           {"gemm_tile_m", &p.gemm_tile_m}, {"gemm_tile_n", &p.gemm_tile_n}, {"gemm_unaligned_ratio", &p.gemm_unaligned_ratio},
+           {"attention_gemm_unaligned_ratio", &p.attention_gemm_unaligned_ratio}, {"gemm_fixed_us", &p.gemm_fixed_us},
            {"gemm_epilogue_gbps", &p.gemm_epilogue_gbps}, {"kernel_overhead_us", &p.kernel_overhead_us},
            {"overlap_compute_slowdown", &p.overlap_compute_slowdown}, {"sustained_clock_ratio", &p.sustained_clock_ratio},
            {"gpu_speed_spread", &p.gpu_speed_spread},

@@ -129,4 +129,37 @@ AttentionResult bench_attention_unfused(std::int64_t bh, std::int64_t seq, std::
   return r;
 }
 
+Stats bench_attention_scores_fused_qkv(std::int64_t heads, std::int64_t seq, std::int64_t d, const Method& method) {
+  cublasLtHandle_t lt;
+  CUBLAS_CHECK(cublasLtCreate(&lt));
+  cudaStream_t st;
+  CUDA_CHECK(cudaStreamCreate(&st));
+  const std::int64_t qkv_n = seq * heads * 3 * d, s_n = heads * seq * seq;
+  __nv_bfloat16 *qkv, *s;
+  CUDA_CHECK(cudaMalloc(&qkv, static_cast<size_t>(qkv_n) * 2));
+  CUDA_CHECK(cudaMalloc(&s, static_cast<size_t>(s_n) * 2));
+  fill_bf16<<<1024, 256, 0, st>>>(qkv, qkv_n, 0.01f);
+  CUDA_CHECK(cudaGetLastError());
+  const size_t ws_bytes = 32u << 20;
+  void* ws;
+  CUDA_CHECK(cudaMalloc(&ws, ws_bytes));
+  // Column-major: per head, Q and K are d x seq with leading dimension heads x 3d; head i starts
+  // 3d i elements in; K sits d elements after Q. S (seq x seq) = K^T Q.
+  const std::int64_t ld = heads * 3 * d;
+  BatchedGemm g = make_batched(lt, CUBLAS_OP_T, CUBLAS_OP_N, seq, seq, d, heads, ld, ld, 3 * d, 3 * d, seq * seq, ws_bytes);
+  const float alpha = 1.0f, beta = 0.0f;
+  const __nv_bfloat16* q = qkv;
+  const __nv_bfloat16* k = qkv + d;
+  const Stats t = time_on_stream(st, method, [&](int) {
+    CUBLAS_CHECK(cublasLtMatmul(lt, g.op, &alpha, k, g.la, q, g.lb, &beta, s, g.lc, s, g.lc, &g.heur.algo, ws, ws_bytes, st));
+  });
+  destroy(g);
+  CUDA_CHECK(cudaFree(qkv));
+  CUDA_CHECK(cudaFree(s));
+  CUDA_CHECK(cudaFree(ws));
+  CUDA_CHECK(cudaStreamDestroy(st));
+  CUBLAS_CHECK(cublasLtDestroy(lt));
+  return t;
+}
+
 }  // namespace parasim::calib

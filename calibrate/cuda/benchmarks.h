@@ -44,6 +44,10 @@ struct AttentionResult {
 };
 // Unfused attention (QK^T, softmax, PV) with cuBLASLt strided-batched GEMMs and a softmax kernel.
 AttentionResult bench_attention_unfused(std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim, const Method& method);
+// Unfused attention's QK^T as Megatron runs it: Q and K are views into one fused [seq, heads,
+// 3 x head_dim] tensor (row stride heads x 3 x head_dim, per-head batch stride 3 x head_dim), so a
+// head_dim off 16 bytes puts every row and batch of both operands off 16 bytes.
+Stats bench_attention_scores_fused_qkv(std::int64_t heads, std::int64_t seq, std::int64_t head_dim, const Method& method);
 
 struct CollectiveResult {
   std::string op;

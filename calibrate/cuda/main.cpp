@@ -244,6 +244,9 @@ int main(int argc, char** argv) {
       attn.push_back({{"batch_heads", a.batch_heads}, {"seq", a.seq}, {"head_dim", a.head_dim}, {"causal", a.causal},
                       {"fwd_p50_s", a.fwd.p50}, {"fwd_p10_s", a.fwd.p10}, {"fwd_p90_s", a.fwd.p90}, {"kernel", a.kernel}});
     }
+    extras.attention_heads = {32, 2048, 112, 108, 0, 0};  // BLOOM's head dim 108 against the aligned 112
+    extras.attention_heads.aligned_s = bench_attention_scores_fused_qkv(32, 2048, 112, m).p50;
+    extras.attention_heads.unaligned_s = bench_attention_scores_fused_qkv(32, 2048, 108, m).p50;
     std::vector<MeasuredCollective> colls;
     const int ranks = gpus > 0 ? std::min(gpus, visible) : visible;
     if (ranks >= 2) {

@@ -267,6 +267,17 @@ Json build_measured_profile(const Json& base, const std::string& name, const Har
         {"source", fmt::format("{}; {} dependent kernels (a 4,096-element triad each) launched back to back on one stream, CUDA "
                                "events: {:.2f} us per kernel, the launch and tail gap every kernel pays at least",
                                src, extras.gap_kernels, extras.kernel_gap_s * 1e6)}};
+  const MeasuredHeadPair& hp = extras.attention_heads;
+  if (hp.aligned_s > 0 && hp.unaligned_s > 0 && hp.aligned_dim > 0 && hp.unaligned_dim > 0) {
+    const double r = (static_cast<double>(hp.unaligned_dim) / hp.unaligned_s) / (static_cast<double>(hp.aligned_dim) / hp.aligned_s);
+    p["compute"]["attention_gemm_unaligned_ratio"] = {
+        {"value", std::clamp(r, 0.01, 1.0)}, {"how", "measured"},
+        {"source", fmt::format("{}; unfused attention's QK^T (bf16, cuBLASLt strided-batched) over {} heads at sequence {}, Q and K "
+                               "views into one fused [seq, heads, 3 x head_dim] tensor: head dim {} ({} bytes, off 16) {:.4g} ms, "
+                               "head dim {} (aligned) {:.4g} ms; FLOP rate ratio {:.4f}",
+                               src, hp.heads, hp.seq, hp.unaligned_dim, 2 * hp.unaligned_dim, 1e3 * hp.unaligned_s, hp.aligned_dim,
+                               1e3 * hp.aligned_s, r)}};
+  }
   for (const auto& b : bw) {
     if (b.what == "elementwise_triad") {
       const double peak = p["memory"]["hbm_gbps"]["value"].get<double>();

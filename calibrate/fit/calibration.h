@@ -84,10 +84,17 @@ SpeedSpreadFit fit_speed_spread(std::vector<double> times_s);
 
 // Measurements beside the sweeps: the sustained GEMM on every GPU at once, and the time per kernel
 // of back-to-back tiny kernels on one stream (kernel_gap_s, over gap_kernels kernels; 0: not run).
+// Unfused attention's QK^T in Megatron's fused-QKV layout at two head dims of about the same
+// size, one a 16-byte multiple and one not (times 0: not run).
+struct MeasuredHeadPair {
+  std::int64_t heads = 0, seq = 0, aligned_dim = 0, unaligned_dim = 0;
+  double aligned_s = 0, unaligned_s = 0;
+};
 struct HarnessExtras {
   MeasuredSustained sustained;
   double kernel_gap_s = 0;
   int gap_kernels = 0;
+  MeasuredHeadPair attention_heads;
 };
 
 struct HarnessContext {
@@ -101,7 +108,8 @@ struct HarnessContext {
 // marked how = "measured" with the command and date as its source. Incorrect results are dropped
 // and listed in `notes`. A sustained run sets compute.sustained_clock_ratio (the median over GPUs
 // of burst / sustained time) and, with 4 GPUs or more, compute.gpu_speed_spread; a kernel-gap run
-// sets compute.kernel_overhead_us.
+// sets compute.kernel_overhead_us; a head pair sets compute.attention_gemm_unaligned_ratio (the
+// unaligned head dim's FLOP rate over the aligned one's).
 Json build_measured_profile(const Json& base, const std::string& name, const HarnessContext& ctx, const std::vector<MeasuredGemm>& gemms,
                             const std::vector<MeasuredBandwidth>& bw, const std::vector<MeasuredCollective>& colls,
                             const Json& extra_notes, std::vector<std::string>& notes, const HarnessExtras& extras = {});

@@ -89,6 +89,18 @@ double CostModel::gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::in
   return p_.time_scale.gemm * pace_ * benchmark_gemm_s(m, n, k, batch, measured) / p_.sustained_clock_ratio.value;
 }
 
+double CostModel::attention_gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, std::int64_t head_dim,
+                                   bool* measured) const {
+  if (head_dim <= 0 || std::fmod(static_cast<double>(head_dim), gemm_.align_elems) == 0) return gemm_s(m, n, k, batch, measured);
+  ++lookups_;
+  ++fallbacks_;
+  if (measured) *measured = false;
+  const double t = gemm_.time_s(p_, static_cast<double>(m), static_cast<double>(n), static_cast<double>(k),
+                                static_cast<double>(batch),
+                                (p_.has_attention_gemm_unaligned_ratio ? p_.attention_gemm_unaligned_ratio : p_.gemm_unaligned_ratio).value);
+  return p_.time_scale.gemm * pace_ * t / p_.sustained_clock_ratio.value;
+}
+
 double CostModel::benchmark_gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, bool* measured) const {
   ++lookups_;
   if (measured) *measured = true;
@@ -131,9 +143,12 @@ double wave_quantisation(const Profile& p, double m, double n, double batch) {
 }
 
 double GemmKernelModel::time_s(const Profile& p, double m, double n, double k, double batch) const {
-  const double flops = 2.0 * m * n * k * batch;
   // Row-major C[m,n] = A[m,k] B[k,n]: the leading dimensions are k (A) and n (B and C).
-  const double ar = std::fmod(n, align_elems) != 0 || std::fmod(k, align_elems) != 0 ? unaligned_ratio : 1.0;
+  return time_s(p, m, n, k, batch, std::fmod(n, align_elems) != 0 || std::fmod(k, align_elems) != 0 ? unaligned_ratio : 1.0);
+}
+
+double GemmKernelModel::time_s(const Profile& p, double m, double n, double k, double batch, double ar) const {
+  const double flops = 2.0 * m * n * k * batch;
   const double t_main = flops / (peak_flops * main_efficiency * ar * wave_quantisation(p, m, n, batch));
   const double t_reads = in_elem_bytes * batch * (m * k + k * n) / (p.hbm_gbps.value * 1e9 * p.hbm_efficiency.value);
   const double t = fixed_s + std::max(t_main, t_reads) + out_elem_bytes * batch * m * n / epilogue_bytes_per_s;

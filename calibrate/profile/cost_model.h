@@ -36,6 +36,8 @@ struct GemmKernelModel {
   double align_elems = 8;
   double unaligned_ratio = 1.0;
   double time_s(const Profile& p, double m, double n, double k, double batch) const;
+  // The same with the main loop at `ratio` of the aligned speed, whatever the shape.
+  double time_s(const Profile& p, double m, double n, double k, double batch, double ratio) const;
 };
 // Solves the main-loop efficiency from compute.gemm_max_efficiency.<dtype> and its shape_mnk
 // (without a shape the figure is taken as the main-loop efficiency). Throws ProfileError when the
@@ -67,6 +69,13 @@ class CostModel {
   // transformer layers' linear layers, not the output layer): priced as bf16 when this model's
   // dtype is fp8, else exactly as gemm_s.
   double gemm16_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1, bool* measured = nullptr) const;
+  // A batched GEMM of unfused attention over heads head_dim wide (QK^T, PV, their gradients): as
+  // gemm_s while head_dim is a 16-byte multiple; otherwise every operand holding the head dimension
+  // is off 16 bytes, and the GEMM kernel model prices the main loop at
+  // compute.attention_gemm_unaligned_ratio of the aligned speed (measured points, taken on aligned
+  // operands, do not apply).
+  double attention_gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, std::int64_t head_dim,
+                          bool* measured = nullptr) const;
   // A fused attention kernel over `flops` of causal attention (the executed half of the score
   // matrix) for sequences of seq_len tokens, split over cp context-parallel ranks, with heads of
   // head_dim; see Profile::AttentionKernel for how both set the kernel's efficiency.

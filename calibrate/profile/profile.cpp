@@ -195,6 +195,15 @@ Profile parse_profile(const Json& j, const std::string& file) {
     p.gemm_tile_m = figure(c, "gemm_tile_m", 1, 4096);
     p.gemm_tile_n = figure(c, "gemm_tile_n", 1, 4096);
     p.gemm_unaligned_ratio = figure(c, "gemm_unaligned_ratio", 0.05, 1.0);
+    p.has_attention_gemm_unaligned_ratio = c.has("attention_gemm_unaligned_ratio");
+    if (p.has_attention_gemm_unaligned_ratio) {
+      p.attention_gemm_unaligned_ratio = figure(c, "attention_gemm_unaligned_ratio", 0.01, 1.0);
+    } else {
+      p.attention_gemm_unaligned_ratio = p.gemm_unaligned_ratio;
+      p.attention_gemm_unaligned_ratio.low = p.attention_gemm_unaligned_ratio.high = p.gemm_unaligned_ratio.value;
+      p.attention_gemm_unaligned_ratio.source =
+          "not in the profile: compute.gemm_unaligned_ratio (" + p.gemm_unaligned_ratio.source + ")";
+    }
     // One kernel's figures, named prefix + fwd_efficiency, ... (prefix "attention_" for the default).
     const auto attention_figures = [&](const JsonObject& o, const std::string& prefix) {
       Profile::AttentionKernel a;

@@ -120,6 +120,13 @@ struct Profile {
   // major) are not 16-byte multiples, relative to an aligned one: such operands cannot use the
   // 16-byte vector loads of the fast kernels, and cuBLAS falls back to narrower-load kernels.
   Figure gemm_unaligned_ratio;
+  // The same for unfused attention's batched GEMMs (QK^T, PV and their gradients) over heads whose
+  // width is not a 16-byte multiple: Q, K, V and the context are then views into the fused QKV and
+  // context tensors whose rows and per-head batch strides are all off 16 bytes. Optional: absent
+  // (has_attention_gemm_unaligned_ratio false), such GEMMs run at gemm_unaligned_ratio, which this
+  // figure then shows (its value and provenance, with a note, no range of its own).
+  Figure attention_gemm_unaligned_ratio;
+  bool has_attention_gemm_unaligned_ratio = false;
   // A fused attention kernel. Its efficiency figures are the long-sequence asymptote (non-causal,
   // fraction of peak); shorter sequences run slower because each query block (forward) or key
   // block (backward) carries a fixed cost - loading Q or K/V, the softmax rescale and writing the

@@ -251,6 +251,31 @@ TEST(MeasuredProfile, SustainedGemmAndKernelGapSetTheClockRatioTheSpreadAndTheKe
   EXPECT_NE(notes[0].find("gpu_speed_spread not measured: 2 GPU(s)"), std::string::npos) << notes[0];
 }
 
+// A timed head pair (QK^T in the fused-QKV layout at head dims 112 and 108) sets
+// compute.attention_gemm_unaligned_ratio to the FLOP-rate ratio; without it the base figure (here:
+// none, so the general unaligned ratio) stays.
+TEST(MeasuredProfile, AttentionHeadPairSetsTheUnalignedAttentionRatio) {
+  const Json base = read_json_file(test::data_dir() + "/calibrate/profiles/h100-sxm5-80g.json");
+  const HarnessContext ctx =
+      test::harness_context("NVIDIA H100 80GB HBM3", 132, 85520809984.0, "2026-12-01", "parasim-calibrate (recorded test data)");
+  std::vector<std::string> notes;
+  HarnessExtras extras;
+  EXPECT_FALSE(parse_profile(build_measured_profile(base, "h100", ctx, {}, {}, {}, Json::object(), notes, extras), "h.json")
+                   .has_attention_gemm_unaligned_ratio);
+  extras.attention_heads = {32, 2048, 112, 108, 0.20e-3, 2.70e-3};
+  const Profile p = parse_profile(build_measured_profile(base, "h100", ctx, {}, {}, {}, Json::object(), notes, extras), "h.json");
+  ASSERT_TRUE(p.has_attention_gemm_unaligned_ratio);
+  EXPECT_EQ(p.attention_gemm_unaligned_ratio.how, "measured");
+  EXPECT_NEAR(p.attention_gemm_unaligned_ratio.value, (108 / 2.70e-3) / (112 / 0.20e-3), 1e-12);  // 0.0714
+  EXPECT_NE(p.attention_gemm_unaligned_ratio.source.find("head dim 108 (216 bytes, off 16)"), std::string::npos)
+      << p.attention_gemm_unaligned_ratio.source;
+  // A pathological timing is held inside the figure's valid range.
+  extras.attention_heads.unaligned_s = 1.0;
+  EXPECT_EQ(parse_profile(build_measured_profile(base, "h100", ctx, {}, {}, {}, Json::object(), notes, extras), "h.json")
+                .attention_gemm_unaligned_ratio.value,
+            0.01);
+}
+
 // Runs a shell command; returns its stdout and stderr, and its exit code in *code.
 [[maybe_unused]] std::string run_capture(const std::string& cmd, int* code) {
   FILE* f = popen((cmd + " 2>&1").c_str(), "r");

@@ -251,6 +251,58 @@ TEST(GemmKernelModel, UnalignedLeadingDimensionsReproduceThePublishedSwigluPair)
   EXPECT_NEAR(cm.benchmark_gemm_s(8192, 8184, 8192) / cm.benchmark_gemm_s(8192, 8192, 8192), 8184.0 / 8192, 0.01);
 }
 
+// Unfused attention's batched GEMMs over heads whose width is not a 16-byte multiple: every one
+// of the six (QK^T, PV and their gradients) holds the head dimension in a view off 16 bytes, so
+// each runs its main loop at compute.attention_gemm_unaligned_ratio of the aligned speed, whichever
+// of m, n, k the head dimension is; aligned heads price exactly as plain GEMMs. A profile without
+// the figure prices them at compute.gemm_unaligned_ratio; the figure is range-checked.
+TEST(GemmKernelModel, UnalignedAttentionHeadsRunTheirBatchedGemmsAtTheAttentionRatio) {
+  Json j = read_json_file(test::data_dir() + "/calibrate/profiles/a100-sxm4-80g.json");
+  const Profile p = parse_profile(j, "a100.json");
+  ASSERT_TRUE(p.has_attention_gemm_unaligned_ratio);
+  EXPECT_EQ(p.attention_gemm_unaligned_ratio.how, "fitted");
+  EXPECT_LT(p.attention_gemm_unaligned_ratio.value, p.gemm_unaligned_ratio.value);
+  const CostModel cm(p, "bf16");
+  // Aligned heads (128, 216 elements): the plain GEMM price, measured points and all.
+  for (const std::int64_t hd : {128, 216}) {
+    EXPECT_EQ(cm.attention_gemm_s(2048, 2048, hd, 64, hd), cm.gemm_s(2048, 2048, hd, 64)) << hd;
+    EXPECT_EQ(cm.attention_gemm_s(hd, 2048, 2048, 64, hd), cm.gemm_s(hd, 2048, 2048, 64)) << hd;
+  }
+  // Without fixed time and epilogue, and with the general unaligned ratio 1, the main loop of a
+  // compute-bound shape is all there is: the attention GEMM takes exactly 1 / ratio its time.
+  for (const char* f : {"gemm_fixed_us", "gemm_epilogue_gbps", "gemm_unaligned_ratio"})
+    for (const char* key : {"range", "range_source"}) j["compute"][f].erase(key);
+  j["compute"]["gemm_fixed_us"]["value"] = 0.0;
+  j["compute"]["gemm_epilogue_gbps"]["value"] = 1e6;
+  j["compute"]["gemm_unaligned_ratio"]["value"] = 1.0;
+  const Profile bare = parse_profile(j, "a100.json");
+  const CostModel b(bare, "bf16");
+  const double r = bare.attention_gemm_unaligned_ratio.value;
+  EXPECT_NEAR(b.attention_gemm_s(2048, 2048, 225, 64, 225) / b.gemm_s(2048, 2048, 225, 64), 1.0 / r, 1e-9);
+  EXPECT_NEAR(b.attention_gemm_s(2048, 225, 2048, 64, 225) / b.gemm_s(2048, 225, 2048, 64), 1.0 / r, 1e-9);
+  // The head dimension as m (dK = dS^T Q, computed transposed): a plain GEMM would not see it.
+  EXPECT_NEAR(b.attention_gemm_s(225, 2048, 2048, 64, 225) / b.gemm_s(225, 2048, 2048, 64), 1.0 / r, 1e-9);
+  // Absent: the general ratio, shown with a note and no range of its own (not sampled twice).
+  j["compute"].erase("attention_gemm_unaligned_ratio");
+  j["compute"]["gemm_unaligned_ratio"]["value"] = 0.5;
+  const Profile general = parse_profile(j, "a100.json");
+  EXPECT_FALSE(general.has_attention_gemm_unaligned_ratio);
+  EXPECT_EQ(general.attention_gemm_unaligned_ratio.value, 0.5);
+  EXPECT_FALSE(general.attention_gemm_unaligned_ratio.has_range());
+  EXPECT_EQ(general.attention_gemm_unaligned_ratio.source.rfind("not in the profile: compute.gemm_unaligned_ratio", 0), 0u);
+  const CostModel g(general, "bf16");
+  EXPECT_NEAR(g.attention_gemm_s(2048, 2048, 225, 64, 225), g.gemm_s(2048, 2048, 225, 64), 1e-15);
+  EXPECT_NEAR(g.attention_gemm_s(2048, 2048, 225, 64, 225) / b.gemm_s(2048, 2048, 225, 64), 2.0, 1e-9);
+  j["compute"]["attention_gemm_unaligned_ratio"] = {{"value", 0.001}, {"how", "assumed"}, {"source", "x"}};
+  try {
+    parse_profile(j, "a100.json");
+    ADD_FAILURE() << "expected an error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "a100.json: /compute/attention_gemm_unaligned_ratio/value: expected a number in [0.01, 1], got 0.001");
+  }
+}
+
 TEST(GemmKernelModel, NoShapeIsPricedAboveTheBestMeasuredEfficiency) {
   // Without the cap the model would price a 65536 x 8192 x 8192 H100 GEMM at 0.85 of peak where
   // the best published shape reached 0.803.

@@ -793,6 +793,33 @@ TEST(Schedule, InterleavedStagesReduceEachGradientOnce) {
   }
 }
 
+// BigScience's head-count pair on A100 80GB (train/tr11-176B-ml/chronicles-prequel.md, 2022-02-26,
+// Megatron-DeepSpeed with unfused attention): hidden 13824, 78 layers, dp 8 x tp 4 x pp 12, micro
+// batch 2, measured 147.41 s per step with 128 heads (head dim 108: 216 bytes, off 16) and 103.51 s
+// with 64 (head dim 216, aligned), 1.424x. The A100's attention_gemm_unaligned_ratio is fitted to
+// another pair of the same document (hidden 14400 against 13824, 2022-02-20), so this one is held
+// out: the predicted ratio is within 5 % of the measured one, where the general unaligned ratio
+// (an H100 large-GEMM measurement) gives under 1.1x. Only the batched attention GEMMs change:
+// with flash attention the two head counts cost within 5 % of each other.
+TEST(UnalignedHeads, BloomHeadCountPairIsPredictedOutOfSample) {
+  const std::string file = test::data_dir() + "/scenarios/measured/pub-bloom-prequel-0226-h13824l78a128-dp8tp4pp12mbs2gbs2048.json";
+  const Json measured = read_json_file(file);
+  const auto step = [&](std::int64_t heads, bool general_ratio, bool flash) {
+    Json j = measured["scenario"];
+    j["model"]["heads"] = j["model"]["kv_heads"] = heads;
+    if (flash) j["training"]["flash_attention"] = true;
+    Scenario sc = parse_scenario(j, file, test::data_dir());
+    if (general_ratio) sc.profile.attention_gemm_unaligned_ratio = sc.profile.gemm_unaligned_ratio;
+    static const Registries reg;
+    return simulate(sc, reg).result.step_time_s;
+  };
+  const double measured_ratio = 147.41 / 103.51;
+  EXPECT_EQ(measured["measured"]["step_time_s"].get<double>(), 147.41);
+  EXPECT_NEAR(step(128, false, false) / step(64, false, false) / measured_ratio, 1.0, 0.05);
+  EXPECT_LT(step(128, true, false) / step(64, true, false), 1.1);
+  EXPECT_NEAR(step(128, false, true) / step(64, false, true), 1.0, 0.05);
+}
+
 // The slowest GPU paces a synchronous step: with free communication a data-parallel step is its
 // kernels' time, so it grows by exactly slowest_gpu_pace, which grows with the job's GPU count.
 TEST(SlowestGpu, StepGrowsByThePaceOfTheJobsSlowestGpu) {
