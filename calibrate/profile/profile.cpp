@@ -63,6 +63,10 @@ NcclTuning parse_nccl(const JsonObject& n) {
     for (const auto& [p, c] : row)
       if (c.bw_fraction <= 0)
         n.fail("bw_fraction", std::string("expected a fraction > 0 for ") + nccl_algo_name(a) + "/" + nccl_proto_name(p));
+  if (auto f = n.object_opt("multinode_nvlink_step_factor")) {
+    for (size_t i = 0; i < kProtos.size(); ++i) t.multinode_nvlink_step_factor[static_cast<NcclProto>(i)] = f->number(kProtos[i], 0.1, 100, 1.0);
+    f->finish();
+  }
   if (auto nv = n.object_opt("nvls")) {
     t.nvls_algbw_gbps = figure(*nv, "algbw_gbps", 0.1, 1e5);
     t.nvls_min_ranks = figure(*nv, "min_ranks", 2, 1024);

@@ -89,6 +89,9 @@ struct NcclTuning {
   bool present = false;  // false: ring/Simple only, latencies from intra/inter_alpha_us
   std::string how, source;
   std::map<NcclAlgo, std::map<NcclProto, NcclProtoCost>> cost;  // ring and tree
+  // Per protocol: the NVLink step latency of a communicator that spans more than one node, over the
+  // single-node one (NCCL's tuning model multiplies LL's by 1.8). Optional: 1 for every protocol.
+  std::map<NcclProto, double> multinode_nvlink_step_factor = {{NcclProto::LL, 1.0}, {NcclProto::LL128, 1.0}, {NcclProto::Simple, 1.0}};
   Figure nvls_algbw_gbps;  // NVLink SHARP all-reduce algorithm bandwidth (0: no NVLS)
   Figure nvls_min_ranks;
   std::vector<NcclRule> rules;

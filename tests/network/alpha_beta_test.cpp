@@ -178,6 +178,35 @@ TEST(Tuner, NcclNeverChoosesTheHierarchicalSchedule) {
   EXPECT_GT(net.time_s({CollOp::AllGather, 1536, 8, 1, 24e3}), 1e-3);
 }
 
+// NCCL's tuning model (src/graph/tuning.cc, v2.9-v2.11): in a communicator across nodes the LL
+// protocol's NVLink steps cost 1.8x their single-node latency (the profile's
+// network.nccl.multinode_nvlink_step_factor); inside one node, and for LL128 and Simple, they do not.
+TEST(Tuner, LowLatencyNvlinkStepsSlowDownInACommunicatorAcrossNodes) {
+  Profile p = a100();
+  p.collective_points.clear();
+  EXPECT_EQ(p.nccl.multinode_nvlink_step_factor.at(NcclProto::LL), 1.8);
+  EXPECT_EQ(p.nccl.multinode_nvlink_step_factor.at(NcclProto::LL128), 1.0);
+  const auto& k = p.nccl.cost.at(NcclAlgo::Ring).at(NcclProto::LL);
+  ClusterSpec c = nodes_of_8(192);
+  c.nccl_algorithm = "ring";
+  c.nccl_protocol = "ll";
+  const double S = 24e3, n = 1536, nodes = 192;
+  const double bw = std::min(p.nvlink_gbps.value * p.intra_bus_efficiency.value, 8 * 50 * p.inter_bus_efficiency.value) * 1e9 * k.bw_fraction;
+  const double lat = (k.base_us + (n - nodes) * 1.8 * k.nvlink_step_us + (nodes - 1) * k.net_step_us) * 1e-6;
+  EXPECT_NEAR(AlphaBetaNetwork(p, c).time_s({CollOp::AllGather, 1536, 8, 1, S}), lat + (n - 1) / n * S / bw, 1e-12);
+  // One node: the plain step latency.
+  ClusterSpec one;
+  one.nccl_algorithm = "ring";
+  one.nccl_protocol = "ll";
+  const double bw1 = p.nvlink_gbps.value * p.intra_bus_efficiency.value * 1e9 * k.bw_fraction;
+  EXPECT_NEAR(AlphaBetaNetwork(p, one).time_s({CollOp::AllGather, 8, 8, 1, S}), (k.base_us + 7 * k.nvlink_step_us) * 1e-6 + 7.0 / 8 * S / bw1,
+              1e-12);
+  // A profile without the factor: every protocol's steps as in one node.
+  p.nccl.multinode_nvlink_step_factor.at(NcclProto::LL) = 1.0;
+  EXPECT_NEAR(AlphaBetaNetwork(p, c).time_s({CollOp::AllGather, 1536, 8, 1, S}),
+              (k.base_us + (n - nodes) * k.nvlink_step_us + (nodes - 1) * k.net_step_us) * 1e-6 + (n - 1) / n * S / bw, 1e-12);
+}
+
 TEST(Tuner, HierarchicalAddsTheIntraNodePhases) {
   Profile p = a100();
   ClusterSpec c = nodes_of_8(4);

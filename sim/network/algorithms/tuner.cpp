@@ -28,7 +28,10 @@ NcclProtoCost proto_cost(const AlgoInput& in, NcclAlgo a, NcclProto p) {
   if (legacy(in)) return {0, in.intra_alpha_us, in.inter_alpha_us, 1.0};
   const auto& cost = in.tuning->cost;
   auto it = cost.find(a == NcclAlgo::Tree ? NcclAlgo::Tree : NcclAlgo::Ring);
-  return it->second.at(p);
+  NcclProtoCost c = it->second.at(p);
+  // A communicator across nodes: NCCL's model slows its NVLink steps (LL: x1.8).
+  if (in.nodes > 1) c.nvlink_step_us *= in.tuning->multinode_nvlink_step_factor.at(p);
+  return c;
 }
 
 std::vector<AlgoEstimate> tuner_candidates(const AlgoInput& in, const TunerOverride& o) {
