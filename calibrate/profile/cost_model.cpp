@@ -70,6 +70,12 @@ double CostModel::memory_s(double bytes, double class_ratio) const {
 double CostModel::attention_s(double flops, bool backward, double seq_len, std::int64_t cp, double head_dim) const {
   if (!attention_) p_.attention_kernel(kAttentionDefault);  // throws: the profile prices no fused attention
   const Profile::AttentionKernel& a = *attention_;
+  // A head narrower than the kernel's next built width runs at that width: its work scales up.
+  const double padded = a.padded_head_dim(head_dim);
+  if (head_dim > 0 && padded > head_dim) {
+    flops *= padded / head_dim;
+    head_dim = padded;
+  }
   const double h = (backward ? a.bwd_head_dim_overhead : a.fwd_head_dim_overhead).value;
   const double d = std::min(head_dim, kAttentionHeadDim);
   const double eff = (backward ? a.bwd_efficiency : a.fwd_efficiency).value * (d / (d + h)) / (kAttentionHeadDim / (kAttentionHeadDim + h));

@@ -96,6 +96,12 @@ NcclTuning parse_nccl(const JsonObject& n) {
 
 }  // namespace
 
+double Profile::AttentionKernel::padded_head_dim(double head_dim) const {
+  for (const std::int64_t w : head_dims)
+    if (head_dim <= static_cast<double>(w)) return static_cast<double>(w);
+  return head_dim;
+}
+
 const char* nccl_algo_name(NcclAlgo a) {
   switch (a) {
     case NcclAlgo::Ring: return "ring";
@@ -212,6 +218,15 @@ Profile parse_profile(const Json& j, const std::string& file) {
     const auto attention_figures = [&](const JsonObject& o, const std::string& prefix) {
       Profile::AttentionKernel a;
       for (const auto& f : Profile::kAttentionFigures) a.*f.member = figure(o, prefix + f.name, f.min, f.max);
+      if (auto hd = o.object_opt(prefix + "head_dims")) {
+        a.head_dims = hd->int_list("values", 1, 4096);
+        if (a.head_dims.empty() || !std::is_sorted(a.head_dims.begin(), a.head_dims.end()) ||
+            std::adjacent_find(a.head_dims.begin(), a.head_dims.end()) != a.head_dims.end())
+          hd->fail("values", "expected the kernel's head widths, ascending and distinct");
+        a.head_dims_source = hd->str("source");
+        if (a.head_dims_source.empty()) hd->fail("source", "expected where the head widths come from");
+        hd->finish();
+      }
       return a;
     };
     p.has_fused_attention = false;

@@ -147,6 +147,13 @@ struct Profile {
     Figure fwd_seq_overhead, bwd_seq_overhead;            // a, tokens
     Figure fwd_causal_overhead, bwd_causal_overhead;      // c, tokens
     Figure fwd_head_dim_overhead, bwd_head_dim_overhead;  // h, head-dim units
+    // The head widths the kernel is built for, ascending (optional): a head dim between two runs
+    // the next one up, doing that width's work (FlashAttention-2's HEADDIM_SWITCH: 32, 64, ...,
+    // 256); empty, or a head dim above the last, runs at its own width.
+    std::vector<std::int64_t> head_dims;
+    std::string head_dims_source;
+    // The width a head of head_dim runs at.
+    double padded_head_dim(double head_dim) const;
   };
   // Each AttentionKernel figure: its JSON name (the default kernel's carry an "attention_" prefix),
   // the member, and the bounds the loader accepts.

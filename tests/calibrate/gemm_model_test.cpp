@@ -303,6 +303,36 @@ TEST(GemmKernelModel, UnalignedAttentionHeadsRunTheirBatchedGemmsAtTheAttentionR
   }
 }
 
+// A fused attention kernel is built for a few head widths; a head between two runs the next one up
+// at that width's work (FlashAttention-2: multiples of 32 to 256; the Triton kernel: powers of two
+// to 128; FlashAttention-3: 64, 96, 128, 192, 256). A listed width, a kernel without a list (cuDNN),
+// and a head above the list run at their own width. The list is checked when the profile loads.
+TEST(AttentionKernel, HeadsBetweenTheKernelsWidthsRunAtTheNextWidth) {
+  const Profile h100 = load_profile(test::data_dir(), "h100-sxm5-80g", "test");
+  const CostModel fa2(h100, "bf16"), tri(h100, "bf16", "triton"), fa3(h100, "bf16", "flash3"), cudnn(h100, "bf16", "cudnn");
+  const double f = 1e12, s = 4096;
+  for (bool bwd : {false, true}) {
+    EXPECT_DOUBLE_EQ(fa2.attention_s(f, bwd, s, 1, 112), fa2.attention_s(f * 128 / 112, bwd, s, 1, 128)) << bwd;
+    EXPECT_DOUBLE_EQ(fa2.attention_s(f, bwd, s, 1, 80), fa2.attention_s(f * 96 / 80, bwd, s, 1, 96)) << bwd;
+    EXPECT_DOUBLE_EQ(tri.attention_s(f, bwd, s, 1, 80), tri.attention_s(f * 128 / 80, bwd, s, 1, 128)) << bwd;
+    EXPECT_DOUBLE_EQ(fa3.attention_s(f, bwd, s, 1, 160), fa3.attention_s(f * 192 / 160, bwd, s, 1, 192)) << bwd;
+    EXPECT_GT(fa2.attention_s(f, bwd, s, 1, 112), fa2.attention_s(f, bwd, s, 1, 128)) << bwd;  // more work, not less
+  }
+  EXPECT_EQ(h100.attention.padded_head_dim(128), 128);
+  EXPECT_EQ(h100.attention.padded_head_dim(300), 300);  // above FlashAttention-2's widths
+  EXPECT_TRUE(h100.attention_kernels.at("cudnn").head_dims.empty());
+  EXPECT_EQ(h100.attention_kernels.at("cudnn").padded_head_dim(112), 112);
+  Json j = read_json_file(test::data_dir() + "/calibrate/profiles/h100-sxm5-80g.json");
+  j["compute"]["attention_kernels"]["triton"]["head_dims"]["values"] = {64, 32};
+  try {
+    parse_profile(j, "h100.json");
+    ADD_FAILURE() << "expected an error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "h100.json: /compute/attention_kernels/triton/head_dims/values: expected the kernel's head widths, ascending and distinct");
+  }
+}
+
 TEST(GemmKernelModel, NoShapeIsPricedAboveTheBestMeasuredEfficiency) {
   // Without the cap the model would price a 65536 x 8192 x 8192 H100 GEMM at 0.85 of peak where
   // the best published shape reached 0.803.
