@@ -15,11 +15,18 @@ double class_ratio(const Profile& p, MemClass c) {
   return 1.0;
 }
 
+namespace {
+// A GEMM kernel: unfused attention's batched GEMMs carry their head dim, an FP8 recipe's 16-bit
+// GEMMs their flag; the rest are plain GEMMs.
+double gemm_seconds(const CostModel& c, const Kernel& k, bool* measured = nullptr) {
+  if (k.head_dim > 0) return c.attention_gemm_s(k.m, k.n, k.k, k.batch, k.head_dim, measured);
+  return k.sixteen_bit ? c.gemm16_s(k.m, k.n, k.k, k.batch, measured) : c.gemm_s(k.m, k.n, k.k, k.batch, measured);
+}
+}  // namespace
+
 double kernel_seconds(const CostModel& c, const Kernel& k) {
   switch (k.kind) {
-    case KernelKind::Gemm:
-      if (k.head_dim > 0) return c.attention_gemm_s(k.m, k.n, k.k, k.batch, k.head_dim);
-      return k.sixteen_bit ? c.gemm16_s(k.m, k.n, k.k, k.batch) : c.gemm_s(k.m, k.n, k.k, k.batch);
+    case KernelKind::Gemm: return gemm_seconds(c, k);
     case KernelKind::Attention: return c.attention_s(k.flops, k.backward, static_cast<double>(k.seq), k.cp, static_cast<double>(k.head_dim));
     case KernelKind::Memory: return c.memory_s(k.bytes, class_ratio(c.profile(), k.mem_class));
   }
@@ -40,9 +47,7 @@ std::vector<KernelRow> kernel_rows(const LayerGraph& g, const CostModel& c) {
       switch (k.kind) {
         case KernelKind::Gemm: {
           bool measured = false;
-          r.seconds = k.head_dim > 0      ? c.attention_gemm_s(k.m, k.n, k.k, k.batch, k.head_dim, &measured)
-                      : k.sixteen_bit ? c.gemm16_s(k.m, k.n, k.k, k.batch, &measured)
-                                      : c.gemm_s(k.m, k.n, k.k, k.batch, &measured);
+          r.seconds = gemm_seconds(c, k, &measured);
           r.priced_by = measured ? "GEMM points" : "GEMM kernel model";
           break;
         }

@@ -91,8 +91,12 @@ double CostModel::attention_s(double flops, bool backward, double seq_len, std::
          (flops * stretch / (attention_peak_ * eff * p_.sustained_clock_ratio.value) + p_.kernel_overhead_us.value * 1e-6);
 }
 
+double CostModel::gemm_in_step_s(double benchmark_s) const {
+  return p_.time_scale.gemm * pace_ * benchmark_s / p_.sustained_clock_ratio.value;
+}
+
 double CostModel::gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, bool* measured) const {
-  return p_.time_scale.gemm * pace_ * benchmark_gemm_s(m, n, k, batch, measured) / p_.sustained_clock_ratio.value;
+  return gemm_in_step_s(benchmark_gemm_s(m, n, k, batch, measured));
 }
 
 double CostModel::attention_gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, std::int64_t head_dim,
@@ -101,10 +105,8 @@ double CostModel::attention_gemm_s(std::int64_t m, std::int64_t n, std::int64_t 
   ++lookups_;
   ++fallbacks_;
   if (measured) *measured = false;
-  const double t = gemm_.time_s(p_, static_cast<double>(m), static_cast<double>(n), static_cast<double>(k),
-                                static_cast<double>(batch),
-                                (p_.has_attention_gemm_unaligned_ratio ? p_.attention_gemm_unaligned_ratio : p_.gemm_unaligned_ratio).value);
-  return p_.time_scale.gemm * pace_ * t / p_.sustained_clock_ratio.value;
+  return gemm_in_step_s(gemm_.time_s(p_, static_cast<double>(m), static_cast<double>(n), static_cast<double>(k), static_cast<double>(batch),
+                                    (p_.has_attention_gemm_unaligned_ratio ? p_.attention_gemm_unaligned_ratio : p_.gemm_unaligned_ratio).value));
 }
 
 double CostModel::benchmark_gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, bool* measured) const {

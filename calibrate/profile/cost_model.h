@@ -95,6 +95,8 @@ class CostModel {
   const Profile& profile() const { return p_; }
 
  private:
+  // A benchmarked GEMM time as a training step runs it: at the sustained clock and the job's pace.
+  double gemm_in_step_s(double benchmark_s) const;
   const Profile& p_;
   std::string dtype_;
   double peak_;
