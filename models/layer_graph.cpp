@@ -134,6 +134,10 @@ void add_rope(Block& b, const std::string& tensor, double elems, double e, bool 
 //   Backward: nll_loss_backward zero-fills the fp32 gradient 4 (the scatter of -1s is per token);
 //   log_softmax_backward reads the gradient for its row sum, then the gradient and the output
 //   again to write the input gradient: 16; the downcast 4+e.
+//  Eager16: the same F.cross_entropy on the 16-bit logits, without the upcast (NeMo AutoModel's
+//   MaskedCrossEntropy with fp32_upcast false): log_softmax's three reads and one write of 16-bit
+//   elements (it accumulates in fp32 registers), 4e; backward the zero-filled 16-bit gradient e and
+//   log_softmax_backward's 4e.
 //  Fused (Liger-Kernel, Transformer Engine's cross entropy, torch.compile): one pass over the 16-bit
 //   logits for the online max and sum, a second that writes the gradient in their place: 3e;
 //   backward scales that gradient by the output gradient in place: 2e.
@@ -155,6 +159,10 @@ void add_loss(Block& fwd, Block& bwd, double elems, double e, LossImpl impl) {
       f = {{"log_softmax", 16}};
       b = {{"zero_fill", 4}, {"log_softmax", 16}};
       break;
+    case LossImpl::Eager16:
+      f = {{"log_softmax", 4 * e}};
+      b = {{"zero_fill", e}, {"log_softmax", 4 * e}};
+      break;
     case LossImpl::Fused:
       fwd.kernels.push_back(mem("cross_entropy", 3 * e * elems));
       bwd.kernels.push_back(mem("cross_entropy.bwd", 2 * e * elems, true));
@@ -164,7 +172,7 @@ void add_loss(Block& fwd, Block& bwd, double elems, double e, LossImpl impl) {
       bwd.kernels.push_back(mem("cross_entropy.bwd", 2 * e * elems, true));
       return;
   }
-  if (cast) {
+  if (cast && impl != LossImpl::Eager16) {
     f.insert(f.begin(), {"upcast", e + 4});
     b.push_back({"downcast", 4 + e});
   }

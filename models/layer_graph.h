@@ -19,7 +19,7 @@ enum class KernelKind : std::uint8_t { Gemm, Attention, Memory };
 enum class MemClass : std::uint8_t { Stream, Norm, Activation, Reduction, Cast };
 
 // Cross-entropy implementations (see add_loss in layer_graph.cpp for their kernels).
-enum class LossImpl : std::uint8_t { Megatron, Eager, Fused, Xentropy };
+enum class LossImpl : std::uint8_t { Megatron, Eager, Eager16, Fused, Xentropy };
 
 struct Kernel {
   std::string name;

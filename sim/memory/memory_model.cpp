@@ -98,7 +98,7 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
   // Final-norm input and the loss's saved logits: the fp32 softmax (Megatron) or log-softmax (eager
   // PyTorch), or the 16-bit logits a fused kernel writes its gradient over or the xentropy
   // kernel reads again in backward.
-  const double per_logit = sh.loss == LossImpl::Fused || sh.loss == LossImpl::Xentropy ? e : 4.0;
+  const double per_logit = sh.loss == LossImpl::Fused || sh.loss == LossImpl::Xentropy || sh.loss == LossImpl::Eager16 ? e : 4.0;
   out.head = (e + eager_norm) * sbh / sp + per_logit * s * b * v_local;
   // The loss's backward (the kernels of add_loss in models/layer_graph.cpp) allocates beside the
   // saved logits: eager PyTorch's nll_loss_backward an fp32 gradient (zeros, then the scatter) and
@@ -106,8 +106,10 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
   // downcast's 4 + e after them is smaller); Megatron's kernel works in place on its saved softmax
   // and only the downcast to the 16-bit gradient is new (e); a fused kernel writes over the logits;
   // the xentropy backward writes a new 16-bit gradient beside them (e; FlashAttention's
-  // CrossEntropyLoss with its default inplace_backward=False).
+  // CrossEntropyLoss with its default inplace_backward=False); eager PyTorch on the 16-bit logits
+  // the same two gradients as eager's, 16-bit (2e).
   const double working_per_logit = sh.loss == LossImpl::Eager                 ? 8.0
+                                   : sh.loss == LossImpl::Eager16             ? 2 * e
                                    : sh.loss == LossImpl::Xentropy             ? e
                                    : sh.loss == LossImpl::Megatron && e != 4.0 ? e
                                                                                : 0.0;

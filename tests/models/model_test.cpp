@@ -310,7 +310,8 @@ TEST(LayerGraph, CrossEntropyTrafficPerImplementation) {
     return std::pair{bytes / logits, kernels};
   };
   const std::vector<std::tuple<LossImpl, double, double, std::size_t, std::size_t>> want = {
-      {LossImpl::Megatron, 38, 14, 6, 2}, {LossImpl::Eager, 22, 26, 2, 3}, {LossImpl::Fused, 6, 4, 1, 1},
+      {LossImpl::Megatron, 38, 14, 6, 2}, {LossImpl::Eager, 22, 26, 2, 3}, {LossImpl::Eager16, 8, 10, 1, 2},
+      {LossImpl::Fused, 6, 4, 1, 1},
       {LossImpl::Xentropy, 4, 4, 1, 1}};
   for (const auto& [impl, fwd, bwd, nf, nb] : want) {
     sh.loss = impl;
@@ -320,7 +321,7 @@ TEST(LayerGraph, CrossEntropyTrafficPerImplementation) {
     EXPECT_EQ(loss_bytes(g.head_fwd).second, nf);
     EXPECT_EQ(loss_bytes(g.head_bwd).second, nb);
     const double saved = activation_bytes(m, sh, "none").head - 2.0 * 8192 * static_cast<double>(m.hidden);
-    EXPECT_NEAR(saved / logits, impl == LossImpl::Fused || impl == LossImpl::Xentropy ? 2.0 : 4.0, 1e-9);
+    EXPECT_NEAR(saved / logits, impl == LossImpl::Fused || impl == LossImpl::Xentropy || impl == LossImpl::Eager16 ? 2.0 : 4.0, 1e-9);
   }
   sh.loss = LossImpl::Megatron;
   sh.dtype_bytes = 4;
@@ -354,7 +355,7 @@ TEST(Scenario, LossImplIsAChoice) {
   j["training"]["loss_impl"] = "eager";
   EXPECT_EQ(test::scenario_from(j).training.loss_impl, "eager");
   j["training"]["loss_impl"] = "liger";
-  EXPECT_EQ(test::scenario_error(j), "test.json: /training/loss_impl: expected one of \"megatron\", \"eager\", \"fused\", \"xentropy\", got \"liger\"; did you mean \"eager\"?");
+  EXPECT_EQ(test::scenario_error(j), "test.json: /training/loss_impl: expected one of \"megatron\", \"eager\", \"eager16\", \"fused\", \"xentropy\", got \"liger\"; did you mean \"eager\"?");
 }
 
 TEST(Scenario, EagerNormAndRopeNeedAnRmsNormRopeModel) {

@@ -262,6 +262,31 @@ MOE_MODELS = {"qwen330ba3b": "qwen3-30b-a3b", "qwen3235ba22b": "qwen3-235b-a22b"
               "gptoss120b": "gpt-oss-120b"}
 # Megatron-Bridge MoE rows whose plan the converter reads from the performance presets (moe_preset).
 MB_MOE_MODELS = ("qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3", "gpt-oss-120b")
+# NeMo AutoModel MoE rows (FSDP2 + EP) whose plan the converter reads from AutoModel's benchmark configs, by zoo model.
+# Only rows without pipeline parallelism: AutoModel's pipelined MoE rows run torch.distributed.pipelining's interleaved
+# 1F1B over FSDP2 with DeepEP's inter-node dispatch, which is not modelled.
+AM_MOE = {
+    "qwen3-30b-a3b": (
+        "NeMo AutoModel's benchmark config examples/benchmark/configs/qwen3_moe_30b_te_deepep.yaml (github.com/NVIDIA-NeMo/"
+        "Automodel): FSDP2Manager with ep_size 8, parallelizer activation_checkpointing: true (nemo_automodel/components/moe/"
+        "parallelizer.py apply_ac wraps every decoder block in checkpoint_wrapper: full recompute), backend attn: te "
+        "(Transformer Engine's DotProductAttention, cuDNN fused attention on Hopper), enable_deepep (intra-node here, "
+        "NVLink) and fake_balanced_gate (balanced routing, as parasim prices it), torch.optim.Adam (its default foreach "
+        "multi-tensor path: one elementwise kernel per update term), MaskedCrossEntropy with fp32_upcast false "
+        "(F.cross_entropy over the 16-bit logits: loss_impl eager16), apply_fsdp's default MixedPrecisionPolicy (bf16 parameters, fp32 gradient "
+        "reduction); the experts are ignored by FSDP when ep = dp (expert-data-parallel group of 1). parallelize_model's "
+        "default reshard_after_forward = False (the dense parameters, %s of each layer's, stay gathered from forward "
+        "to backward) is modelled as full sharding: one more all-gather of them per layer and microbatch"),
+}
+
+
+def layer_params_of(zoo):
+    """Parameters of one MoE decoder layer of a zoo model: attention projections, router, experts and norms."""
+    h, heads, kv = zoo["hidden"], zoo["heads"], zoo.get("kv_heads", zoo["heads"])
+    hd = zoo.get("head_dim", h // heads)
+    moe = zoo["moe"]
+    attn = h * heads * hd + 2 * h * kv * hd + heads * hd * h
+    return attn + h * moe["experts"] + moe["experts"] * 3 * h * moe["expert_ffn_hidden"] + 2 * h
 
 
 def moe_zoo_name(name):
@@ -648,7 +673,10 @@ def convert(r):
                                           p.get("cp") or 1, prec))
     moe_zoo, zoo_name = None, moe_zoo_name(m.get("name"))
     mb_moe = title.startswith("NVIDIA Megatron-Bridge") and zoo_name in MB_MOE_MODELS
-    if zoo_name and (mb_moe or p.get("ep") in (None, 1) or not title.startswith(("NVIDIA Megatron-Bridge", "NVIDIA NeMo AutoModel"))):
+    am_moe = (AM_MOE.get(zoo_name) if title.startswith("NVIDIA NeMo AutoModel") and p.get("ep") not in (None, 1)
+              and (p.get("pp") or 1) == 1 else None)
+    if zoo_name and (mb_moe or am_moe or p.get("ep") in (None, 1)
+                     or not title.startswith(("NVIDIA Megatron-Bridge", "NVIDIA NeMo AutoModel"))):
         moe_zoo = json.load(open(os.path.join(ROOT, "models", zoo_name + ".json")))
         m = dict(m, **{k: moe_zoo[k] for k in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "activation")})
         ci["model"] = "models/%s.json: %s" % (zoo_name, moe_zoo["source"])
@@ -682,7 +710,10 @@ def convert(r):
     missing += ["parallel." + k for k in ("tp", "pp", "micro_batch", "global_batch") if p.get(k) is None]
     if p.get("ep") not in (None, 1) and not moe_zoo:
         if zoo_name and title.startswith("NVIDIA NeMo AutoModel"):
-            return None, "expert parallelism (MoE) under FSDP2 (NeMo AutoModel's plan) is not modelled"
+            if (p.get("pp") or 1) > 1:
+                return None, ("expert parallelism (MoE) with pipeline parallelism under FSDP2 (NeMo AutoModel's plan: "
+                              "torch.distributed.pipelining over FSDP2 + EP, DeepEP's inter-node dispatch) is not modelled")
+            return None, "expert parallelism (MoE) under FSDP2: no NeMo AutoModel benchmark config for this model is known to the converter"
         return None, "expert parallelism (MoE): the model is not in the zoo (hybrid Mamba layers, DeepSeek-V4's architecture)"
     prof = gpu_profile(h.get("gpu"))
     dgx2 = "dgx-2" in (h.get("system") or "").lower() and "v100" in (h.get("gpu") or "").lower()
@@ -727,6 +758,8 @@ def convert(r):
         ci["parallel.recompute"] = ("full recompute of every 2nd layer (parallel.recompute_num_layers = %d): torchtitan's "
                                     "'selective layer' AC with its default --activation_checkpoint.selective_ac_option \"2\" "
                                     "('for every nth layer', torchtitan/config_manager.py)" % rec_layers)
+    if rec is None and am_moe:
+        rec = "full"
     if rec is None and "recompute" in conv:
         rec = conv["recompute"]
         ci["parallel.recompute"] = conv["why"]
@@ -843,6 +876,13 @@ def convert(r):
             par.update(recompute="selective", recompute_modules=preset["recompute_modules"])
         elif "recompute_modules" in preset:
             par["recompute"] = "none"
+    elif moe_zoo and am_moe:
+        par["ep"] = p["ep"]
+        if fsdp is None or fsdp.get("sharding") != "full":
+            return None, "NeMo AutoModel MoE row without FSDP2 sharding"
+        par["fsdp"] = dict(fsdp, reduce_dtype="fp32")
+        dense = 1 - moe_zoo["moe"]["experts"] * 3 * moe_zoo["hidden"] * moe_zoo["moe"]["expert_ffn_hidden"] / layer_params_of(moe_zoo)
+        ci["parallel.recompute/fsdp/ep, training.attention_kernel/optimizer_impl/loss_impl"] = am_moe % ("%.1f%%" % (100 * dense))
     elif moe_zoo:
         # Other sources: the row's expert parallelism; experts split like the dense layers (Megatron-Core's default
         # expert_tensor_parallel_size = tp) unless the row's notes say otherwise.
@@ -949,6 +989,10 @@ def convert(r):
         ci["parallel.zero_impl"] = ("deepspeed-bf16: DeepSpeed's BF16 optimizer accumulates gradients in fp32, 'additional memory "
                                     "usage is 4bytes x params and it's not sharded across gpus' (chronicles-prequel.md, "
                                     "'Rebalancing layers', 02-28); its ZeRO-1 step reads fp32 partitions of that buffer")
+    if am_moe:
+        training.update(attention_kernel="cudnn", optimizer_impl="unfused", loss_impl="eager16")
+        for k in ("training.attention_kernel", "training.optimizer_impl", "training.loss_impl"):
+            ci.pop(k, None)
     cluster = {"gpu": prof, "nodes": gpus // gpn, "gpus_per_node": gpn}
     net, why = network_of(h)
     if net:
