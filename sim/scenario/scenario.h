@@ -78,8 +78,8 @@ struct TrainingSpec {
   // output.float(): max, subtract, exp, sum and divide passes in fp32; the Megatron-LM default),
   // "eager" (PyTorch F.cross_entropy on fp32 logits: upcast, log_softmax, nll_loss; torchtitan,
   // Hugging Face), "eager16" (the same on the 16-bit logits, no upcast: NeMo AutoModel's
-  // MaskedCrossEntropy with fp32_upcast false) or "fused" (one kernel over the 16-bit logits that also writes their gradient:
-  // Liger-Kernel, Transformer Engine, torch.compile) or "xentropy" (FlashAttention's
+  // MaskedCrossEntropy with fp32_upcast false) or "fused" (one kernel over the 16-bit logits that
+  // also writes their gradient: Liger-Kernel, Transformer Engine, torch.compile) or "xentropy" (FlashAttention's
   // CrossEntropyLoss on the 16-bit logits, Apex's xentropy kernels: llm-foundry's default).
   std::string loss_impl = "megatron";
   // The optimizer step's kernels: "fused" (one multi-tensor kernel: apex/Megatron FusedAdam,

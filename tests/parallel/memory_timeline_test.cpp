@@ -43,8 +43,8 @@ TEST(ActivationsInFlight, LossBackwardBuffersPerImplementation) {
   // Peak on one GPU = all layers' stored activations + the saved logits + the loss backward's new
   // buffers per logit: eager PyTorch (nll_loss_backward's fp32 gradient and log_softmax_backward's
   // fp32 input gradient) 8 bytes, Megatron (in place on its saved softmax; the bf16 downcast) 2,
-  // the same on 16-bit logits (eager16) 4, a fused kernel (in place on the logits) 0, FlashAttention's xentropy (a new 16-bit gradient
-  // beside the saved logits) 2. Measured on an H200 with eager PyTorch
+  // eager PyTorch on 16-bit logits (eager16: the same two gradients, 16-bit) 4, a fused kernel (in place on the logits) 0,
+  // FlashAttention's xentropy (a new 16-bit gradient beside the saved logits) 2. Measured on an H200 with eager PyTorch
   // (calibrate/measurements/h200-sxm-141g-2026-11-30): 12 bytes per logit in all, as here.
   for (const auto& [impl, per_logit] : {std::pair<std::string, double>{"eager", 8.0}, {"eager16", 4.0}, {"megatron", 2.0}, {"fused", 0.0}, {"xentropy", 2.0}}) {
     Json j = test::base_scenario();
