@@ -3,6 +3,7 @@
 // schema entry fails here.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 #include <string>
@@ -68,6 +69,40 @@ TEST(Schema, EveryExampleAndMeasuredScenarioFieldIsInTheScenarioSchema) {
   std::vector<std::string> unknown;
   unknown_keys(schema, schema, bad, "", unknown);
   EXPECT_EQ(unknown, std::vector<std::string>{"/parallel/no_such_field"});
+}
+
+// The choices the schema lists for each training and parallel field equal those the parser
+// accepts: each listed value parses, and the parser's own list (from its error for a value outside
+// it) is the schema's.
+TEST(Schema, EnumsListTheChoicesTheParserAccepts) {
+  const Json schema = read_json_file(test::data_dir() + "/schemas/scenario.schema.json");
+  int checked = 0;
+  for (const char* section : {"training", "parallel"}) {
+    const Json& props = resolve(schema, schema["properties"][section])["properties"];
+    for (const auto& [key, raw] : props.items()) {
+      const Json& node = resolve(schema, raw);
+      if (!node.contains("enum") || !node["enum"][0].is_string()) continue;
+      std::vector<std::string> listed;
+      for (const Json& v : node["enum"]) listed.push_back(v.get<std::string>());
+      Json j = test::base_scenario();
+      j[section][key] = "no-such-choice";
+      const std::string err = test::scenario_error(j);
+      const std::string head = "expected one of ";
+      const auto at = err.find(head), end = err.find(", got \"no-such-choice\"");
+      ASSERT_NE(at, std::string::npos) << section << "/" << key << ": " << err;
+      ASSERT_NE(end, std::string::npos) << section << "/" << key << ": " << err;
+      std::vector<std::string> parsed;
+      const std::string list = err.substr(at + head.size(), end - at - head.size());
+      const std::regex quoted("\"([^\"]*)\"");
+      for (auto it = std::sregex_iterator(list.begin(), list.end(), quoted); it != std::sregex_iterator(); ++it)
+        parsed.push_back((*it)[1]);
+      std::sort(listed.begin(), listed.end());
+      std::sort(parsed.begin(), parsed.end());
+      EXPECT_EQ(listed, parsed) << "schemas/scenario.schema.json " << section << "/" << key;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 10);
 }
 
 }  // namespace
