@@ -130,6 +130,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
   const std::vector<double> tensors0 = ds03 ? layer_tensor_params(sc.model, 0) : std::vector<double>{};
   const double per_rank_copies_s = sc.profile.kernel_overhead_us.value * 1e-6 * nd;
   const std::int64_t prefetch = ds03 ? 0 : par.fsdp ? par.fsdp->prefetch : 1;
+  const bool bwd_post = par.fsdp && par.fsdp->backward_prefetch == "post";
   const bool fsdp2 = per_layer_sharded && par.fsdp && par.fsdp->version == 2;
   const bool fsdp1 = per_layer_sharded && par.fsdp && par.fsdp->version == 1;
   const bool grad_sync = par.dp * par.cp > 1;
@@ -252,7 +253,9 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
         const double unit_w = unit_bytes(lp);
         const double gathered = gathered_bytes(lp);
         std::vector<OpId> d;
-        const auto idx = static_cast<std::int64_t>(layer_done.size()) - 1 - prefetch;
+        // BACKWARD_POST: the gather is issued after the previous unit's gradient computation.
+        const std::int64_t depth = k != Action::F && bwd_post ? 0 : prefetch;
+        const auto idx = static_cast<std::int64_t>(layer_done.size()) - 1 - depth;
         if (idx >= 0) d.push_back(layer_done[static_cast<size_t>(idx)]);
         if (offload) {
           const double shard = lp.all / nd * kMasterBytes;

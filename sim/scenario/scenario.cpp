@@ -141,6 +141,10 @@ ParallelSpec parse_parallel(const JsonObject& o) {
     if (f->has("param_dtype")) s.param_dtype = f->choice("param_dtype", {"bf16", "fp16", "fp32"});
     if (f->has("reduce_dtype")) s.reduce_dtype = f->choice("reduce_dtype", {"bf16", "fp16", "fp32"});
     s.version = static_cast<int>(f->integer("version", 1, 2, 2));
+    s.backward_prefetch = f->choice("backward_prefetch", {"pre", "post"}, "pre");
+    if (s.backward_prefetch == "post" && s.version != 1)
+      f->fail("backward_prefetch", "\"post\" is FSDP1's BackwardPrefetch.BACKWARD_POST (parallel.fsdp.version 1); FSDP2 always "
+                                   "prefetches the next unit before the current one's backward (\"pre\")");
     f->finish();
     p.fsdp = s;
   }
@@ -497,7 +501,7 @@ Json Scenario::resolved() const {
   if (parallel.fsdp)
     pj["fsdp"] = {{"sharding", parallel.fsdp->sharding}, {"shard_group", parallel.fsdp->shard_group}, {"prefetch", parallel.fsdp->prefetch},
                   {"offload", parallel.fsdp->offload}, {"param_dtype", fsdp_param_dtype()}, {"reduce_dtype", fsdp_reduce_dtype()},
-                  {"version", parallel.fsdp->version}};
+                  {"version", parallel.fsdp->version}, {"backward_prefetch", parallel.fsdp->backward_prefetch}};
   else
     pj["fsdp"] = nullptr;
   j["parallel"] = pj;

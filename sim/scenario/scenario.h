@@ -127,6 +127,12 @@ struct FsdpSpec {
   std::string sharding = "full";  // full | hybrid | grad_op
   std::int64_t shard_group = 0;   // hybrid: ranks per shard group (0 = all dp)
   std::int64_t prefetch = 1;
+  // When the backward issues the next unit's all-gather, FSDP1's BackwardPrefetch: "pre"
+  // (BACKWARD_PRE: before the current unit's gradient computation, overlapping it; PyTorch's
+  // default, and FSDP2's only behaviour) or "post" (BACKWARD_POST: after it, so the gather overlaps
+  // only the current unit's reduce-scatter and the next unit's backward waits for it; Composer's
+  // default). Forward gathers follow `prefetch` either way.
+  std::string backward_prefetch = "pre";
   bool offload = false;
   // FSDP MixedPrecision: the dtype parameters are all-gathered in and the dtype gradients are
   // reduce-scattered in; "" = the training dtype (bf16 for fp8 training). torchtitan reduces in

@@ -169,6 +169,53 @@ TEST(Fsdp, BackwardPrefetchIssuesTheNextGatherBeforeThisLayersReduceScatter) {
   EXPECT_LT(out.result.ranks[0].comm_exposed_s, 8 * 2 * gather + reduce + 1e-6);
 }
 
+TEST(Fsdp, BackwardPostPrefetchGathersAfterTheCurrentUnitsGradient) {
+  // FSDP1's BACKWARD_POST issues the next unit's all-gather after the current unit's gradient
+  // computation: in each microbatch's backward, every gather after the first starts when the
+  // layer before it has finished its backward, and that layer's backward starts only when its
+  // gather is done (the gather overlaps no compute of its own pass). BACKWARD_PRE hides them.
+  Json j = test::base_scenario();
+  j["parallel"]["fsdp"] = {{"sharding", "full"}, {"version", 1}};
+  const auto pre = simulate(test::scenario_from(j), Registries{});
+  j["parallel"]["fsdp"]["backward_prefetch"] = "post";
+  const Scenario sc = test::scenario_from(j);
+  EXPECT_EQ(sc.resolved()["parallel"]["fsdp"]["backward_prefetch"], "post");
+  const auto post = simulate(sc, Registries{});
+  const Program& p = post.program;
+  const auto label = [&](size_t i) { return p.labels[static_cast<size_t>(p.ops[i].label)]; };
+  std::int64_t checked = 0;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    if (p.ops[i].rank != 0 || label(i) != "param all-gather bwd") continue;
+    // The previous compute op of this rank, and the next one.
+    std::int64_t before = -1, after = -1;
+    for (size_t b = i; b-- > 0;)
+      if (p.ops[b].rank == 0 && p.ops[b].stream == Stream::Compute && label(b) != "release gathered params" &&
+          label(b) != "flat gradient concat (FSDP1)") {
+        before = static_cast<std::int64_t>(b);
+        break;
+      }
+    for (size_t a = i + 1; a < p.ops.size(); ++a)
+      if (p.ops[a].rank == 0 && p.ops[a].stream == Stream::Compute && label(a) != "flat gradient concat (FSDP1)") {
+        after = static_cast<std::int64_t>(a);
+        break;
+      }
+    ASSERT_GE(before, 0);
+    ASSERT_GE(after, 0);
+    if (label(static_cast<size_t>(before)) != "attention bwd") continue;  // the first gather of a backward
+    EXPECT_GE(post.timeline.start[i], post.timeline.end[static_cast<size_t>(before)]) << i;
+    EXPECT_EQ(label(static_cast<size_t>(after)), "mlp bwd");
+    EXPECT_EQ(post.timeline.start[static_cast<size_t>(after)], post.timeline.end[i]) << i;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 8 * 31);  // 8 microbatches, 32 layers
+  EXPECT_GT(post.result.step_time_s, pre.result.step_time_s);
+  EXPECT_GT(post.result.ranks[0].comm_exposed_s, pre.result.ranks[0].comm_exposed_s);
+  // FSDP2 has no BACKWARD_POST.
+  j["parallel"]["fsdp"]["version"] = 2;
+  EXPECT_NE(test::scenario_error(j).find("/parallel/fsdp/backward_prefetch: \"post\" is FSDP1's"), std::string::npos)
+      << test::scenario_error(j);
+}
+
 // A network whose every collective takes 1 ns per byte: op durations read back the bytes moved.
 class BytesNetwork final : public NetworkModel {
  public:

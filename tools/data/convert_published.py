@@ -543,6 +543,14 @@ SOURCE_CONVENTIONS = {
                              "optimizer_why": "unfused: the MPT yamls' optimizer decoupled_adamw is Composer's DecoupledAdamW, whose "
                                               "adamw() loops over parameters with one elementwise kernel per update term "
                                               "(mul_, add_, mul_, addcmul_, sqrt, div, add_, addcdiv_)",
+                             "fsdp_backward_prefetch": "post",
+                             "backward_prefetch_why": "post: Composer's prepare_fsdp_module (composer/trainer/dist_strategy.py) "
+                                                      "takes fsdp_config.get('backward_prefetch', 'BACKWARD_POST'), and neither "
+                                                      "the MPT yamls nor scripts/train/benchmarking/submit_benchmarks.py set it "
+                                                      "(the latter sets mixed_precision, activation_checkpointing, "
+                                                      "activation_checkpointing_reentrant and limit_all_gathers); PyTorch's "
+                                                      "BackwardPrefetch.BACKWARD_POST prefetches the next unit's parameters after "
+                                                      "the current unit's gradient computation",
                              "default_mp_reduce_dtype": "fp32",
                              "default_mp_why": "fp32: the row's FSDP mixed_precision DEFAULT is, in the Composer of torch "
                                                "2.0.1 (composer/trainer/mosaic_fsdp_utils.py get_mixed_precision), "
@@ -918,6 +926,9 @@ def convert(r):
     if conv.get("fsdp_version") and fsdp is not None:
         par["fsdp"] = dict(par["fsdp"], version=conv["fsdp_version"])
         ci["parallel.fsdp.version"] = conv["fsdp_version_why"]
+    if conv.get("fsdp_backward_prefetch") and fsdp is not None:
+        par["fsdp"] = dict(par["fsdp"], backward_prefetch=conv["fsdp_backward_prefetch"])
+        ci["parallel.fsdp.backward_prefetch"] = conv["backward_prefetch_why"]
     if conv.get("zero3_impl") and zero == 3 and fsdp is None:
         par["zero_impl"] = conv["zero3_impl"]
         ci["parallel.zero_impl"] = conv["zero3_impl_why"]
