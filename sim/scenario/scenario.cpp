@@ -150,7 +150,6 @@ ParallelSpec parse_parallel(const JsonObject& o) {
   }
   if (o.has("stage_layers")) p.stage_layers = o.int_list("stage_layers", 0, 1 << 20);
   p.bucket_mb = o.number("bucket_mb", 0.001, 1e6, 25);
-  p.overlap_grad_reduce = o.boolean("overlap_grad_reduce", true);
   if (o.has("order")) {
     const std::string ord = o.str("order");
     std::vector<std::string> dims;
@@ -171,6 +170,10 @@ ParallelSpec parse_parallel(const JsonObject& o) {
   p.ep_comm_overlap = o.boolean("ep_comm_overlap", false);
   p.p2p_sync = o.boolean("p2p_sync", true);
   p.pipeline_impl = o.choice("pipeline_impl", {"megatron", "deepspeed"}, "megatron");
+  // DeepSpeed's PipelineEngine turns the backward-hook gradient reduction off and reduces in its
+  // ReduceGrads instruction after the step's last backward (deepspeed/runtime/pipe/engine.py,
+  // enable_backward_allreduce = False), so with pp > 1 the reduction does not overlap by default.
+  p.overlap_grad_reduce = o.boolean("overlap_grad_reduce", !(p.pipeline_impl == "deepspeed" && p.pp > 1));
   o.finish();
   return p;
 }

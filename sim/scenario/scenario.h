@@ -203,6 +203,8 @@ struct ParallelSpec {
   // model order: chunk c of stage s is virtual stage c*pp + s); empty = even split.
   std::vector<std::int64_t> stage_layers;
   double bucket_mb = 25;                   // DDP gradient bucket size, MB (10^6 bytes)
+  // Gradient buckets reduced as the backward produces them; default false for pipeline_impl
+  // "deepspeed" with pp > 1 (its PipelineEngine reduces after the last backward).
   bool overlap_grad_reduce = true;
   // Rank order, innermost (consecutive ranks) first: Megatron's default keeps TP inside a node.
   std::vector<std::string> order = {"tp", "cp", "dp", "pp"};

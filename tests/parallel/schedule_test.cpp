@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <limits>
 
 #include "../test_util.h"
 #include "sim/parallel/emitter.h"
@@ -477,6 +478,43 @@ TEST(Pipeline, DeepSpeedPipeBuffersKeepStageOutputsUntilTheirBackward) {
   EXPECT_DOUBLE_EQ(deepspeed.result.step_time_s, megatron.result.step_time_s);  // memory only
   j["parallel"]["pipeline_impl"] = "colossal";
   EXPECT_EQ(test::scenario_error(j), "test.json: /parallel/pipeline_impl: expected one of \"megatron\", \"deepspeed\", got \"colossal\"");
+}
+
+TEST(Pipeline, DeepSpeedPipelineReducesGradientsAfterTheLastBackward) {
+  // DeepSpeed's PipelineEngine disables the backward-hook reduction and reduces every gradient in
+  // its ReduceGrads instruction after the step's last backward: with pp > 1 and
+  // pipeline_impl "deepspeed", overlap_grad_reduce defaults to false, and no gradient collective of
+  // a rank starts before that rank's last backward op ends. Megatron's buckets start during it.
+  Json j = test::base_scenario();  // llama2-7b on 8 GPUs
+  j["parallel"] = {{"dp", 4}, {"tp", 1}, {"pp", 2}, {"schedule", "1f1b"}, {"zero_stage", 1}};
+  j["training"]["global_batch"] = 32;
+  auto first_reduce_vs_last_backward = [](const SimulationOutput& out, std::int32_t rank) {
+    const Program& p = out.program;
+    Time last_bwd = 0, first_reduce = std::numeric_limits<Time>::max();
+    for (size_t i = 0; i < p.ops.size(); ++i) {
+      if (p.ops[i].rank != rank) continue;
+      if (p.ops[i].phase == Phase::Backward) last_bwd = std::max(last_bwd, out.timeline.end[i]);
+      const std::string& l = p.labels[static_cast<size_t>(p.ops[i].label)];
+      if (l == "grad reduce-scatter" || l == "grad all-reduce") first_reduce = std::min(first_reduce, out.timeline.start[i]);
+    }
+    return std::pair{first_reduce, last_bwd};
+  };
+  const Scenario mg = test::scenario_from(j);
+  EXPECT_TRUE(mg.parallel.overlap_grad_reduce);
+  const auto megatron = simulate(mg, Registries{});
+  j["parallel"]["pipeline_impl"] = "deepspeed";
+  const Scenario ds = test::scenario_from(j);
+  EXPECT_FALSE(ds.parallel.overlap_grad_reduce);
+  EXPECT_EQ(ds.resolved()["parallel"]["overlap_grad_reduce"], false);
+  const auto deepspeed = simulate(ds, Registries{});
+  for (std::int32_t r = 0; r < 2; ++r) {
+    const auto [reduce_ds, bwd_ds] = first_reduce_vs_last_backward(deepspeed, r);
+    EXPECT_GE(reduce_ds, bwd_ds) << "stage " << r;
+    const auto [reduce_mg, bwd_mg] = first_reduce_vs_last_backward(megatron, r);
+    EXPECT_LT(reduce_mg, bwd_mg) << "stage " << r;
+  }
+  j["parallel"]["overlap_grad_reduce"] = true;  // an explicit setting wins
+  EXPECT_TRUE(test::scenario_from(j).parallel.overlap_grad_reduce);
 }
 
 TEST(Pipeline, SyncedSendsBlockTheSendingStage) {
