@@ -912,7 +912,8 @@ def convert(r):
         # expert_tensor_parallel_size = tp) unless the row's notes say otherwise.
         par["ep"] = p.get("ep") or 1
         if fsdp is not None or zero >= 2:
-            return None, "mixture of experts with FSDP or ZeRO-2/3 is not modelled"
+            return None, ("mixture of experts with ZeRO-2/3 is not modelled, nor is FSDP with experts where the converter knows "
+                          "no plan for the source (FSDP over MoE converts from NeMo AutoModel's benchmark configs)")
     if preset and preset.get("parallel"):
         par.update(preset["parallel"])
     if stage_layers:
