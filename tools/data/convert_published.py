@@ -647,7 +647,8 @@ def family(tp, pp, cp, zero, fsdp, ep=1):
     return "DP/FSDP"
 
 PREQUEL = "BigScience BLOOM"
-DS_PIPE_REDUCE_WHY = ("false: DeepSpeed's PipelineEngine turns the engine's backward-hook gradient reduction off "
+DS_PIPE_REDUCE_WHY = ("its gradients reduce after the last backward (parallel.overlap_grad_reduce's default for "
+                      "pipeline_impl deepspeed): DeepSpeed's PipelineEngine turns the engine's backward-hook gradient reduction off "
                       "(deepspeed/runtime/pipe/engine.py __init__: 'We schedule the all-reduces, so disable it in "
                       "super().backward()', enable_backward_allreduce = False) and reduces the gradients in its ReduceGrads "
                       "instruction, which TrainSchedule (deepspeed/runtime/pipe/schedule.py) issues after the step's last "
@@ -942,8 +943,7 @@ def convert(r):
         par["pipeline_impl"] = conv["pipeline_impl"]
         ci["parallel.pipeline_impl"] = conv["pipeline_why"]
         if conv["pipeline_impl"] == "deepspeed" and dp > 1:
-            par["overlap_grad_reduce"] = False
-            ci["parallel.overlap_grad_reduce"] = DS_PIPE_REDUCE_WHY
+            ci["parallel.pipeline_impl"] += "; " + DS_PIPE_REDUCE_WHY
     if conv.get("zero_impl") and zero in (1, 2) and not bf16_optimizer:
         par["zero_impl"] = conv["zero_impl"]
         ci["parallel.zero_impl"] = conv["zero_impl_why"]
