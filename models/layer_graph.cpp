@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -524,6 +525,18 @@ ModelGraph build_model_graph(const ModelSpec& model, const LayerShape& shape) {
   for (const LayerKind& k : model.kinds()) mg.kinds.push_back(build_layer_graph(model.of_kind(k), shape));
   mg.kind_of = model.kind_of_layers();
   return mg;
+}
+
+std::vector<std::string> loss_impl_names() {
+  std::vector<std::string> names;
+  for (const auto& l : kLossImpls) names.emplace_back(l.name);
+  return names;
+}
+
+LossImpl loss_impl_from_name(const std::string& name) {
+  for (const auto& l : kLossImpls)
+    if (name == l.name) return l.impl;
+  throw std::invalid_argument("unknown loss implementation \"" + name + "\"");
 }
 
 }  // namespace parasim

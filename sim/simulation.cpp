@@ -25,11 +25,7 @@ LayerShape layer_shape(const Scenario& sc) {
   sh.two_pass_norm = sc.training.norm_impl == "two_pass";
   sh.eager_rope = sc.training.rope_impl == "eager";
   sh.mtp_layers = sc.training.mtp_layers;
-  sh.loss = sc.training.loss_impl == "eager"      ? LossImpl::Eager
-            : sc.training.loss_impl == "eager16"  ? LossImpl::Eager16
-            : sc.training.loss_impl == "fused"    ? LossImpl::Fused
-            : sc.training.loss_impl == "xentropy" ? LossImpl::Xentropy
-                                                  : LossImpl::Megatron;
+  sh.loss = loss_impl_from_name(sc.training.loss_impl);
   return sh;
 }
 

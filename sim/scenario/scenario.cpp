@@ -87,7 +87,7 @@ TrainingSpec parse_training(const JsonObject& o) {
   t.grad_accumulation_fusion = o.boolean("grad_accumulation_fusion", true);
   t.norm_impl = o.choice("norm_impl", {"fused", "two_pass", "eager"}, "fused");
   t.rope_impl = o.choice("rope_impl", {"fused", "eager"}, "fused");
-  t.loss_impl = o.choice("loss_impl", {"megatron", "eager", "eager16", "fused", "xentropy"}, "megatron");
+  t.loss_impl = o.choice("loss_impl", loss_impl_names(), kLossImplDefault);
   t.optimizer_impl = o.choice("optimizer_impl", {"fused", "unfused"}, "fused");
   t.mtp_layers = o.integer("mtp_layers", 0, 16, 0);
   t.make_vocab_size_divisible_by = o.integer("make_vocab_size_divisible_by", 1, 1 << 20, 1);

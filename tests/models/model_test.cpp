@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
 #include <cmath>
 #include <tuple>
@@ -8,6 +9,7 @@
 #include "../test_util.h"
 #include "sim/kernels.h"
 #include "sim/memory/memory_model.h"
+#include "sim/simulation.h"
 
 namespace parasim {
 namespace {
@@ -356,6 +358,22 @@ TEST(Scenario, LossImplIsAChoice) {
   EXPECT_EQ(test::scenario_from(j).training.loss_impl, "eager");
   j["training"]["loss_impl"] = "liger";
   EXPECT_EQ(test::scenario_error(j), "test.json: /training/loss_impl: expected one of \"megatron\", \"eager\", \"eager16\", \"fused\", \"xentropy\", got \"liger\"; did you mean \"eager\"?");
+}
+
+// The parser's choice list and the simulator's name-to-kernel map come from one table: every name
+// the parser accepts is priced as its own implementation, and no two names share one.
+TEST(Scenario, EveryLossImplNameIsPricedAsItsOwnKernel) {
+  std::set<LossImpl> seen;
+  for (const std::string& name : loss_impl_names()) {
+    Json j = test::base_scenario();
+    j["training"]["loss_impl"] = name;
+    const LossImpl impl = layer_shape(test::scenario_from(j)).loss;
+    EXPECT_EQ(impl, loss_impl_from_name(name)) << name;
+    EXPECT_TRUE(seen.insert(impl).second) << name << " shares its implementation with another name";
+  }
+  EXPECT_EQ(seen.size(), std::size(kLossImpls));
+  EXPECT_EQ(layer_shape(test::scenario_from(test::base_scenario())).loss, LossImpl::Megatron);
+  EXPECT_THROW(loss_impl_from_name("liger"), std::invalid_argument);
 }
 
 TEST(Scenario, EagerNormAndRopeNeedAnRmsNormRopeModel) {
