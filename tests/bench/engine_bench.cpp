@@ -55,13 +55,15 @@ void BM_Ddp1024Gpus(benchmark::State& state) {
 }
 BENCHMARK(BM_Ddp1024Gpus)->Unit(benchmark::kMillisecond);
 
-// 16,384 GPUs, 4D: Llama 3.1 405B as trained (TP 8, PP 16, CP 2, DP 64), 2048 microbatches of 8k.
+// 16,384 GPUs: Llama 3.1 405B with the plan of the Llama 3 paper's Table 4 at 8k sequences (TP 8, PP 16 in
+// one-layer interleaved chunks, the first and last empty but for the embedding and the loss, DP 128, ZeRO-2),
+// 16 microbatches per pipeline (scenarios/llama3.1-405b-16k-h100.json).
 void BM_Llama405b16kGpus(benchmark::State& state) {
-  std::vector<int> layers(16, 8);
-  layers.front() = 7;
-  layers.back() = 7;
-  run_scenario(state, big(2048, {{"dp", 64}, {"tp", 8}, {"pp", 16}, {"cp", 2}, {"schedule", "1f1b"}, {"sequence_parallel", true},
-                                 {"zero_stage", 1}, {"stage_layers", layers}},
+  std::vector<int> layers(128, 1);
+  layers.front() = 0;
+  layers.back() = 0;
+  run_scenario(state, big(2048, {{"dp", 128}, {"tp", 8}, {"pp", 16}, {"vpp", 8}, {"schedule", "interleaved"}, {"sequence_parallel", true},
+                                 {"zero_stage", 2}, {"p2p_sync", false}, {"order", "tp-cp-pp-dp"}, {"stage_layers", layers}},
                           "llama3.1-405b", 2048, 8192));
 }
 BENCHMARK(BM_Llama405b16kGpus)->Unit(benchmark::kMillisecond);
