@@ -62,6 +62,7 @@ struct Block {
 struct LayerShape {
   std::int64_t tp = 1;
   std::int64_t cp = 1;
+  bool cp_allgather = false;  // context parallel all-gathers K and V (saves them gathered: cp x the local K, V)
   // Mixture of experts: expert-parallel ranks and expert tensor parallel (1 or tp).
   std::int64_t ep = 1;
   std::int64_t etp = 1;

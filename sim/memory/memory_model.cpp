@@ -38,7 +38,10 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
   //  MLP: GeLU input and fc2 input (e + li per sbf), SwiGLU gate+up output and fc2 input (2e + li).
   //  With head_dim set, Q and the attention-projection input are heads x head_dim wide, not h.
   const double sbq = s * b * static_cast<double>(m.q_dim());
-  double attn_split = (e + li) * sbq + 2 * e * s * b * kv;
+  //  All-gather context parallelism saves the gathered K and V (every CP rank's sequence), not the
+  //  local ones, for the attention backward.
+  const double kv_seq = sh.cp_allgather ? static_cast<double>(sh.seq_len) : s;
+  double attn_split = (e + li) * sbq + 2 * e * kv_seq * b * kv;
   //  Multi-head latent attention: Q and K heads x (qk_nope + qk_rope) wide, V and the projection
   //  input heads x v_head_dim (e each, li for the projection input); the latents are kept
   //  replicated: each latent norm's input (e) and its up projection's input (li) per latent

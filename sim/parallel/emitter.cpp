@@ -188,7 +188,13 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
       t.ep_comm_f = t.ep_comm_b = 0;
     }
   }
-  if (l.cp > 1) {
+  if (l.cp > 1 && in.scenario.parallel.cp_impl == "allgather") {
+    // All-gather context parallelism: every rank's K and V gathered (cp x the local blocks), and
+    // their gradients reduce-scattered back to the ranks that own them.
+    const double all = static_cast<double>(l.cp) * g.cp_kv_bytes;
+    t.cp_gather_f = in.network.time_s(l.cp_group(CollOp::AllGather, all));
+    t.cp_scatter_b = in.network.time_s(l.cp_group(CollOp::ReduceScatter, all));
+  } else if (l.cp > 1) {
     // Ring attention: cp-1 K/V block exchanges in forward; K/V and their gradients in backward.
     CollectiveSpec kv = l.cp_group(CollOp::SendRecv, g.cp_kv_bytes);
     kv.ranks = 2;
@@ -275,6 +281,7 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
     }
     OpId cp_op = -1;
     if (t.cp_comm_f > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, "cp kv ring", t.cp_comm_f, r.last >= 0 ? std::vector<OpId>{r.last} : deps, mb, chunk);
+    if (t.cp_gather_f > 0) add(Phase::CpComm, "cp kv all-gather", t.cp_gather_f, 0, 0, MemCat::Activations);
     add(Phase::Forward, "attention fwd", t.attn_f, t.attn_f_flops, static_cast<Bytes>(stored(l, k)), MemCat::Activations);
     if (t.tp_comm_f > 0) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, 0, MemCat::Activations);
     if (cp_op >= 0) deps.push_back(cp_op);
@@ -387,7 +394,7 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
     if (recomputed(l)) {
       const double fl = t.attn_f_flops + t.mlp_f_flops;
       const double tp = (t.mlp_tp_comm ? 2 : 1) * t.tp_comm_f;
-      const OpId id = add(Phase::Recompute, "recompute fwd", t.attn_f + t.mlp_f + tp + t.ep_comm_f, 0, 0,
+      const OpId id = add(Phase::Recompute, "recompute fwd", t.attn_f + t.mlp_f + tp + t.ep_comm_f + t.cp_gather_f, 0, 0,
                           {MemCat::Activations, extra_working}, none);
       p_.ops[static_cast<size_t>(id)].hw_flops = fl;
     } else if (op_sac_) {
@@ -409,6 +416,7 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
     const MemDelta free_act{MemCat::Activations, -(static_cast<Bytes>(stored(l, k)) + extra_working)};
     const OpId id = add(Phase::Backward, "attention bwd", t.attn_b - w_attn, af, af, none, split ? MemDelta{MemCat::Activations, -extra_working} : free_act);
     if (cp_op >= 0) p_.ops[static_cast<size_t>(id)].deps.push_back(cp_op);
+    if (t.cp_scatter_b > 0) add(Phase::CpComm, "cp dkv reduce-scatter", t.cp_scatter_b, 0, 0, none, none);
     if (post) post(Action::B, l, id);
   }
   if (first) add(Phase::Backward, "embedding bwd", e.embed_b, 0, 0, none, MemDelta{MemCat::Activations, -static_cast<Bytes>(ends_act().embed)});

@@ -29,6 +29,9 @@ struct BlockTimes {
   double ep_comm_f = 0, ep_comm_b = 0;  // per MoE layer: the dispatch and combine all-to-alls, on the critical path
   double tp_comm_hidden_f = 0, tp_comm_hidden_b = 0;  // per block, overlapped with its GEMMs
   double cp_comm_f = 0, cp_comm_b = 0;  // per layer, overlapped with attention
+  // cp_impl "allgather", per layer on the critical path: the K/V all-gather before attention (and
+  // before its replay under full recompute) and the K/V-gradient reduce-scatter after its backward.
+  double cp_gather_f = 0, cp_scatter_b = 0;
 };
 // The block times of one kind of layer (g: one of in.layers.kinds).
 BlockTimes block_times(const LoweringInput& in, const LayerGraph& g);

@@ -105,6 +105,7 @@ ParallelSpec parse_parallel(const JsonObject& o) {
   p.pp = o.integer("pp", 1, 1 << 16, 1);
   p.vpp = o.integer("vpp", 1, 1 << 10, 1);
   p.cp = o.integer("cp", 1, 1 << 16, 1);
+  p.cp_impl = o.choice("cp_impl", {"ring", "allgather"}, "ring");
   p.ep = o.integer("ep", 1, 1 << 16, 1);
   p.etp = o.integer("etp", 1, 1 << 16, p.tp);
   std::vector<std::string> all = kDpSchedules;
@@ -487,7 +488,7 @@ Json Scenario::resolved() const {
   if (training.dtype == "fp8") j["training"]["fp8_recipe"] = training.fp8_recipe;
   if (training.mtp_layers > 0) j["training"]["mtp_layers"] = training.mtp_layers;
   Json pj = {{"dp", parallel.dp}, {"tp", parallel.tp}, {"pp", parallel.pp}, {"vpp", parallel.vpp}, {"cp", parallel.cp},
-             {"ep", parallel.ep}, {"etp", parallel.expert_tp()},
+             {"cp_impl", parallel.cp_impl}, {"ep", parallel.ep}, {"etp", parallel.expert_tp()},
              {"schedule", parallel.schedule}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", parallel.recompute},
              {"zero_stage", parallel.zero_stage}, {"zero_impl", parallel.zero_impl}, {"bucket_mb", parallel.bucket_mb}, {"overlap_grad_reduce", parallel.overlap_grad_reduce},
              {"stage_layers", parallel.stage_layers.size() > static_cast<size_t>(parallel.pp) ? parallel.stage_layers : layers_per_stage()},

@@ -154,6 +154,12 @@ inline const std::vector<std::string> kRecomputeModules = {"core_attn", "layerno
 
 struct ParallelSpec {
   std::int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1;
+  // How context parallelism exchanges K and V: "ring" (Megatron / Transformer Engine: cp - 1
+  // point-to-point block exchanges overlapped with the attention kernel) or "allgather" (the
+  // Llama 3 paper's section 3.3.2 and PyTorch's context_parallel with the allgather rotate method:
+  // K and V are all-gathered before attention, on the critical path; their gradients are
+  // reduce-scattered after the attention backward, and the gathered K and V stay saved for it).
+  std::string cp_impl = "ring";
   // Mixture of experts (Megatron-Core's expert parallelism): the experts of every MoE layer are
   // split over `ep` ranks, each expert's weights over `etp` ranks (expert tensor parallel; 1 or
   // tp, Megatron's default being tp). The ep * etp ranks of an expert group are consecutive within
