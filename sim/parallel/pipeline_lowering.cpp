@@ -202,8 +202,13 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
       const std::int32_t vs = a.chunk * p + s;
       const bool first = vs == 0, last = vs == nvs - 1;
       const std::int64_t layers = sc.layers_in_chunk(s, a.chunk);
-      const bool sync_here = grad_sync && !per_layer_sharded && i == last_grad[static_cast<size_t>(a.chunk)];
-      // DDP / ZeRO-1/2 bucketed gradient sync, hung on the layer ops of the last backward.
+      // DDP / ZeRO-1 bucketed gradient sync, hung on the layer ops of the last backward. Sharded
+      // gradients (ZeRO-2, FSDP grad_op) are reduce-scattered after every microbatch's backward and
+      // accumulate as the rank's shard: DeepSpeed's stage_1_and_2.py reduces in the gradient hooks
+      // when partition_gradients or at the accumulation boundary (ZeRO-1 only there), and FSDP's
+      // post-backward hook reduce-scatters in every backward outside no_sync().
+      const bool sync_here =
+          grad_sync && !per_layer_sharded && (sh.grads || i == last_grad[static_cast<size_t>(a.chunk)]);
       double bucket = 0;
       double ebucket = 0;  // MoE: expert gradients, reduced over the expert-data-parallel group
       const double bucket_cap = par.bucket_mb * 1e6;

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <limits>
+#include <map>
 
 #include "../test_util.h"
 #include "sim/memory/memory_model.h"
@@ -1013,6 +1014,53 @@ TEST(ContextParallel, AllGatherExposesTheGatherAndKeepsTheGatheredKv) {
 
   j["parallel"]["cp_impl"] = "ulysses";
   EXPECT_EQ(test::scenario_error(j), "test.json: /parallel/cp_impl: expected one of \"ring\", \"allgather\", got \"ulysses\"");
+}
+
+}  // namespace
+}  // namespace parasim
+
+namespace parasim {
+namespace {
+
+// Gradient reduction across microbatches: ZeRO-1 (and DDP) reduce once, after the step's last
+// backward; sharded gradients (ZeRO-2, FSDP grad_op) are reduce-scattered after every microbatch's
+// backward (DeepSpeed's partition_gradients hooks, FSDP's post-backward hook outside no_sync), the
+// same buckets each time, so the step moves m times the gradient bytes.
+TEST(ZeroTwo, ReduceScattersEveryMicrobatchWhereZeroOneReducesOnce) {
+  Json j = test::base_scenario();  // llama2-7b, dp 8, 64 sequences: 8 microbatches per rank
+  const std::int32_t m = 8;
+  auto reduces = [](const SimulationOutput& o) {
+    std::map<std::int32_t, int> per_mb;
+    for (const Op& op : o.program.ops)
+      if (op.rank == 0 && o.program.labels[static_cast<size_t>(op.label)] == "grad reduce-scatter") per_mb[op.microbatch]++;
+    return per_mb;
+  };
+  j["parallel"]["zero_stage"] = 1;
+  const auto z1 = simulate(test::scenario_from(j), Registries{});
+  const auto r1 = reduces(z1);
+  ASSERT_EQ(r1.size(), 1u);
+  EXPECT_EQ(r1.begin()->first, m - 1);  // the last microbatch's backward
+  const int buckets = r1.begin()->second;
+  EXPECT_GT(buckets, 0);
+
+  j["parallel"]["zero_stage"] = 2;
+  const auto z2 = simulate(test::scenario_from(j), Registries{});
+  const auto r2 = reduces(z2);
+  ASSERT_EQ(r2.size(), static_cast<size_t>(m));
+  for (const auto& [mb, n] : r2) EXPECT_EQ(n, buckets) << "microbatch " << mb;
+  const auto rs_seconds = [](const SimulationOutput& o) {
+    double sec = 0;
+    for (const Op& op : o.program.ops)
+      if (op.rank == 0 && o.program.labels[static_cast<size_t>(op.label)] == "grad reduce-scatter") sec += time_to_seconds(op.duration);
+    return sec;
+  };
+  EXPECT_NEAR(rs_seconds(z2), m * rs_seconds(z1), 1e-9 * m * rs_seconds(z1));
+  EXPECT_GT(z2.result.step_time_s, z1.result.step_time_s);
+  EXPECT_LT(z2.result.ranks[0].peak_mem_gib, z1.result.ranks[0].peak_mem_gib);  // the gradients sharded
+
+  j["parallel"]["zero_stage"] = 0;
+  j["parallel"]["fsdp"] = {{"sharding", "grad_op"}};
+  EXPECT_EQ(reduces(simulate(test::scenario_from(j), Registries{})).size(), static_cast<size_t>(m));
 }
 
 }  // namespace
