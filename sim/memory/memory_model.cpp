@@ -49,7 +49,8 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
   double mla_latents = 0;
   if (m.mla) {
     const double sbv = s * b * static_cast<double>(m.attn_out_dim());
-    attn_split = (recomputes("mla_up_proj") ? 0.0 : 2 * e * sbq + e * sbv) + li * sbv;
+    const double gathered = kv_seq / s;  // all-gather CP keeps every rank's K and V
+    attn_split = (recomputes("mla_up_proj") ? 0.0 : e * sbq + gathered * (e * sbq + e * sbv)) + li * sbv;
     mla_latents = (e + li) * s * b * static_cast<double>(m.mla->q_lora_rank + m.mla->kv_lora_rank);
   }
   double mlp_split = recomputes("mlp") ? 0.0 : ((m.activation == "swiglu" ? 2.0 : 1.0) * e + li) * s * b * f;

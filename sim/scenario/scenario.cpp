@@ -175,6 +175,10 @@ ParallelSpec parse_parallel(const JsonObject& o) {
   // ReduceGrads instruction after the step's last backward (deepspeed/runtime/pipe/engine.py,
   // enable_backward_allreduce = False), so with pp > 1 the reduction does not overlap by default.
   p.overlap_grad_reduce = o.boolean("overlap_grad_reduce", !(p.pipeline_impl == "deepspeed" && p.pp > 1));
+  if (p.pipeline_impl == "deepspeed" && p.pp > 1 && (p.zero_stage >= 2 || p.fsdp))
+    o.fail("pipeline_impl", "DeepSpeed's PipelineEngine runs ZeRO stage 0 or 1 only (deepspeed/runtime/pipe/engine.py asserts "
+                            "zero_optimization_stage() < 2: \"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\"), but "
+                            "zero_stage is " + std::to_string(p.zero_stage) + (p.fsdp ? " with FSDP" : ""));
   o.finish();
   return p;
 }

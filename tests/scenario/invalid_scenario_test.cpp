@@ -26,6 +26,11 @@ TEST(InvalidScenario, EachProducesItsExactError) {
          j["parallel"]["zero_stage"] = 1;
        },
        "test.json: /parallel/zero_impl: \"deepspeed-0.3\" describes DeepSpeed 0.3's ZeRO-3 parameter partitioning, but zero_stage is 1"},
+      {"DeepSpeed pipeline with ZeRO-2", [](Json& j) {
+         j["parallel"] = {{"dp", 4}, {"pp", 2}, {"schedule", "1f1b"}, {"pipeline_impl", "deepspeed"}, {"zero_stage", 2}};
+       },
+       "test.json: /parallel/pipeline_impl: DeepSpeed's PipelineEngine runs ZeRO stage 0 or 1 only (deepspeed/runtime/pipe/engine.py "
+       "asserts zero_optimization_stage() < 2: \"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\"), but zero_stage is 2"},
       {"misspelt key", [](Json& j) { j["parallel"]["scheudle"] = "ddp"; },
        "test.json: /parallel/scheudle: unknown key; did you mean \"schedule\"?"},
       {"unknown top-level key", [](Json& j) { j["clustr"] = 1; },
