@@ -11,7 +11,7 @@ LayerShape layer_shape(const Scenario& sc) {
   LayerShape sh;
   sh.tp = sc.parallel.tp;
   sh.cp = sc.parallel.cp;
-  sh.cp_allgather = sc.parallel.cp > 1 && sc.parallel.cp_impl == "allgather";
+  sh.cp_allgather = sc.parallel.cp_allgather();
   sh.sequence_parallel = sc.parallel.sequence_parallel;
   sh.ep = sc.parallel.ep;
   sh.etp = sc.parallel.expert_tp();

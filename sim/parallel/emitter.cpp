@@ -188,7 +188,7 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
       t.ep_comm_f = t.ep_comm_b = 0;
     }
   }
-  if (l.cp > 1 && in.scenario.parallel.cp_impl == "allgather") {
+  if (in.scenario.parallel.cp_allgather()) {
     // All-gather context parallelism: every rank's K and V gathered (cp x the local blocks), and
     // their gradients reduce-scattered back to the ranks that own them.
     const double all = static_cast<double>(l.cp) * g.cp_kv_bytes;

@@ -160,6 +160,7 @@ struct ParallelSpec {
   // K and V are all-gathered before attention, on the critical path; their gradients are
   // reduce-scattered after the attention backward, and the gathered K and V stay saved for it).
   std::string cp_impl = "ring";
+  bool cp_allgather() const { return cp > 1 && cp_impl == "allgather"; }
   // Mixture of experts (Megatron-Core's expert parallelism): the experts of every MoE layer are
   // split over `ep` ranks, each expert's weights over `etp` ranks (expert tensor parallel; 1 or
   // tp, Megatron's default being tp). The ep * etp ranks of an expert group are consecutive within
