@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <stdexcept>
 #include <tuple>
 #include <utility>
@@ -147,8 +148,12 @@ void add_rope(Block& b, const std::string& tensor, double elems, double e, bool 
 //   for its max and once for the sum of exponentials and writes one fp32 loss and log-sum-exp per
 //   row: 2e; the backward kernel reads the saved logits and writes a new 16-bit gradient: 2e.
 // With fp32 activations (e = 4) the casts are no-ops and are not listed.
+using Steps = std::vector<std::pair<const char*, double>>;
+// Eager F.cross_entropy's forward over fp32 logits (log_softmax's three row passes, 16 B per
+// element; nll_loss reads one element per row); the upcast from e-byte logits is added by the caller.
+const Steps kEagerCrossEntropyFwd = {{"log_softmax", 16}};
+
 void add_loss(Block& fwd, Block& bwd, double elems, double e, LossImpl impl) {
-  using Steps = std::vector<std::pair<const char*, double>>;
   const bool cast = e != 4.0;
   Steps f, b;
   switch (impl) {
@@ -157,7 +162,7 @@ void add_loss(Block& fwd, Block& bwd, double elems, double e, LossImpl impl) {
       b = {{"mul_grad", 8}};
       break;
     case LossImpl::Eager:
-      f = {{"log_softmax", 16}};
+      f = kEagerCrossEntropyFwd;
       b = {{"zero_fill", 4}, {"log_softmax", 16}};
       break;
     case LossImpl::Eager16:
@@ -179,6 +184,21 @@ void add_loss(Block& fwd, Block& bwd, double elems, double e, LossImpl impl) {
   }
   for (const auto& [step, bytes] : f) fwd.kernels.push_back(mem(std::string("cross_entropy.") + step, bytes * elems, false, cast_class(step)));
   for (const auto& [step, bytes] : b) bwd.kernels.push_back(mem(std::string("cross_entropy.bwd.") + step, bytes * elems, true, cast_class(step)));
+}
+
+// Training metrics over `elems` e-byte logits, after the microbatch's backward and without
+// gradients. Composer's trainer (composer/trainer/trainer.py _train_microbatch) calls
+// _eval_train_metrics after every microbatch's backward, inside the precision context (autocast);
+// Composer's LanguageCrossEntropy.update (composer/metrics/nlp.py) runs
+// torch.nn.CrossEntropyLoss(reduction='sum') over the model's output logits, and autocast runs
+// log_softmax in fp32: each metric is the eager cross entropy's forward with its upcast (e + 4
+// and 16 B per logit). LanguagePerplexity subclasses LanguageCrossEntropy without overriding
+// update, so it runs the same cross entropy again.
+void add_train_metrics(Block& b, double elems, double e, std::int64_t n) {
+  Steps f = kEagerCrossEntropyFwd;
+  if (e != 4.0) f.insert(f.begin(), {"upcast", e + 4});
+  for (std::int64_t i = 0; i < n; ++i)
+    for (const auto& [step, bytes] : f) b.kernels.push_back(mem(std::string("train_metric.") + step, bytes * elems, false, cast_class(step)));
 }
 
 
@@ -485,6 +505,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   lg.sixteen_bit = true;  // FP8 recipes convert the transformer layers' linears only
   g.head_fwd.kernels.push_back(lg);
   add_loss(g.head_fwd, g.head_bwd, logits, e, sh.loss);
+  add_train_metrics(g.metrics, logits, e, sh.train_metrics);
   add_gemm_bwd(g.head_bwd, lg);
   add_norm(g.head_bwd, "final_norm", act_elems, e, sh, true);
   Kernel eh{"", KernelKind::Gemm};
@@ -532,6 +553,8 @@ std::vector<std::string> loss_impl_names() {
   for (const auto& l : kLossImpls) names.emplace_back(l.name);
   return names;
 }
+
+std::vector<std::string> train_metric_names() { return {std::begin(kTrainMetrics), std::end(kTrainMetrics)}; }
 
 LossImpl loss_impl_from_name(const std::string& name) {
   for (const auto& l : kLossImpls)

@@ -38,6 +38,13 @@ std::vector<std::string> loss_impl_names();
 // Throws std::invalid_argument for a name not in kLossImpls.
 LossImpl loss_impl_from_name(const std::string& name);
 
+// Training metrics a scenario can name (training.train_metrics), each priced as one cross entropy
+// over the logits without gradients (add_train_metrics in layer_graph.cpp): Composer's
+// LanguageCrossEntropy ("cross_entropy") and LanguagePerplexity ("perplexity"), whose update is
+// its parent's.
+inline constexpr const char* kTrainMetrics[] = {"cross_entropy", "perplexity"};
+std::vector<std::string> train_metric_names();
+
 struct Kernel {
   std::string name;
   KernelKind kind = KernelKind::Memory;
@@ -93,6 +100,8 @@ struct LayerShape {
   // FusedLayerNorm), instead of one kernel doing both (Transformer Engine, Liger).
   bool two_pass_norm = false;
   LossImpl loss = LossImpl::Megatron;
+  // Training metrics evaluated on each microbatch's logits after its backward (TrainingSpec::train_metrics).
+  std::int64_t train_metrics = 0;
   // Multi-token prediction modules after the last layer (TrainingSpec::mtp_layers).
   std::int64_t mtp_layers = 0;
 };
@@ -122,6 +131,7 @@ struct LayerGraph {
   Block attn_fwd, attn_bwd, mlp_fwd, mlp_bwd;  // one transformer layer
   Block embed_fwd, embed_bwd;                  // first stage
   Block head_fwd, head_bwd;                    // last stage: final norm, logits, loss
+  Block metrics;                               // last stage, after each microbatch's backward: the training metrics
   // Multi-token prediction (shape.mtp_layers > 0), one module's own kernels: the shifted tokens'
   // embedding, the two input norms and the 2h -> h projection. Its transformer layer is the last
   // layer's kind's blocks and its prediction the head blocks.

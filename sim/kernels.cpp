@@ -38,7 +38,8 @@ std::vector<KernelRow> kernel_rows(const LayerGraph& g, const CostModel& c) {
   const std::pair<const char*, const Block*> blocks[] = {
       {"embedding fwd", &g.embed_fwd}, {"attention fwd", &g.attn_fwd}, {"mlp fwd", &g.mlp_fwd},
       {"head fwd", &g.head_fwd},       {"head bwd", &g.head_bwd},      {"mlp bwd", &g.mlp_bwd},
-      {"attention bwd", &g.attn_bwd},  {"embedding bwd", &g.embed_bwd}, {"mtp fwd", &g.mtp_fwd}, {"mtp bwd", &g.mtp_bwd}};
+      {"attention bwd", &g.attn_bwd},  {"embedding bwd", &g.embed_bwd}, {"mtp fwd", &g.mtp_fwd}, {"mtp bwd", &g.mtp_bwd},
+      {"train metrics", &g.metrics}};
   for (const auto& [name, b] : blocks)
     for (const auto& k : b->kernels) {
       KernelRow r;

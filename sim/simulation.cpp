@@ -27,6 +27,7 @@ LayerShape layer_shape(const Scenario& sc) {
   sh.eager_rope = sc.training.rope_impl == "eager";
   sh.mtp_layers = sc.training.mtp_layers;
   sh.loss = loss_impl_from_name(sc.training.loss_impl);
+  sh.train_metrics = static_cast<std::int64_t>(sc.training.train_metrics.size());
   return sh;
 }
 

@@ -104,6 +104,14 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
   // kernel reads again in backward.
   const double per_logit = sh.loss == LossImpl::Fused || sh.loss == LossImpl::Xentropy || sh.loss == LossImpl::Eager16 ? e : 4.0;
   out.head = (e + eager_norm) * sbh / sp + per_logit * s * b * v_local;
+  if (sh.train_metrics > 0) {
+    // The metrics read the model's e-byte output logits (Composer keeps them in state.outputs):
+    // already the loss's saved tensor when it saves 16-bit logits, another tensor beside its fp32
+    // copy otherwise.
+    out.metrics_kept = e * s * b * v_local;
+    if (per_logit != e) out.head += out.metrics_kept;
+    out.metrics_working = (e == 4.0 ? 4.0 : 8.0) * s * b * v_local;
+  }
   // The loss's backward (the kernels of add_loss in models/layer_graph.cpp) allocates beside the
   // saved logits: eager PyTorch's nll_loss_backward an fp32 gradient (zeros, then the scatter) and
   // log_softmax_backward a new fp32 input gradient while both are alive (8 bytes per logit; the

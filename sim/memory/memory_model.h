@@ -15,6 +15,11 @@ struct ActivationBytes {
   double embed = 0;          // first stage, per microbatch
   double head = 0;           // last stage, per microbatch (fp32 logits for the loss)
   double head_working = 0;   // last stage: the loss's gradient buffers, alive during its backward
+  // Training metrics (LayerShape::train_metrics): the 16-bit logits, part of `head`, stay alive
+  // until the metrics have run after the microbatch's backward; each metric's cross entropy holds
+  // its fp32 upcast and log_softmax output meanwhile (one metric at a time).
+  double metrics_kept = 0;
+  double metrics_working = 0;
 };
 
 // recompute: "none" | "selective" | "full" | "selective_op"; with "selective", the recomputed

@@ -97,6 +97,7 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
   t.embed_b = block_s(c, g.embed_bwd);
   t.head_f = block_s(c, g.head_fwd);
   t.head_b = block_s(c, g.head_bwd, &t.head_w);
+  t.metrics = block_s(c, g.metrics);
   if (in.scenario.parallel.recompute == "selective") {
     // Megatron-Core's selective recompute replays the forward kernels of each recomputed module
     // (ParallelSpec::recompute_modules) before its backward; an MoE block's replay includes its
@@ -367,7 +368,8 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
     add(Phase::Backward, "head bwd", e.head_b - w_head, 2 * e.head_f_flops * (e.head_b - w_head) / std::max(e.head_b, 1e-30),
         2 * e.head_f_flops * (e.head_b - w_head) / std::max(e.head_b, 1e-30),
         MemDelta{MemCat::Activations, static_cast<Bytes>(ends_act().head_working)},
-        MemDelta{MemCat::Activations, -static_cast<Bytes>(ends_act().head_working + (split ? 0.0 : ends_act().head))});
+        MemDelta{MemCat::Activations,
+                 -static_cast<Bytes>(ends_act().head_working + (split ? 0.0 : ends_act().head - ends_act().metrics_kept))});
   if (last && in_.scenario.training.mtp_layers > 0)
     mtp_backward([&](Phase ph, const std::string& label, double sec, double flops, MemDelta start, MemDelta end) {
       return add(ph, label, sec, flops, flops, start, end);
@@ -420,6 +422,11 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
     if (post) post(Action::B, l, id);
   }
   if (first) add(Phase::Backward, "embedding bwd", e.embed_b, 0, 0, none, MemDelta{MemCat::Activations, -static_cast<Bytes>(ends_act().embed)});
+  // The training loop's metrics on this microbatch's logits, after its whole backward (training
+  // metrics need pp = 1: TrainingSpec::train_metrics), which frees the logits they kept.
+  if (last && e.metrics > 0)
+    add(Phase::Other, "train metrics", e.metrics, 0, 0, MemDelta{MemCat::Activations, static_cast<Bytes>(ends_act().metrics_working)},
+        MemDelta{MemCat::Activations, -static_cast<Bytes>(ends_act().metrics_working + ends_act().metrics_kept)});
   return r;
 }
 
@@ -439,7 +446,7 @@ Emitter::Range Emitter::weight_grad(std::int32_t rank, std::int32_t mb, std::int
   };
   if (last)
     add("head wgrad", ends().head_w, 2 * ends().head_f_flops * ends().head_w / std::max(ends().head_b, 1e-30),
-        {MemCat::Activations, -static_cast<Bytes>(ends_act().head)});
+        {MemCat::Activations, -static_cast<Bytes>(ends_act().head - ends_act().metrics_kept)});
   for (std::int64_t l = layers - 1; l >= 0; --l) {
     const std::int32_t k = kind(rank, chunk, l);
     const BlockTimes& t = times_[static_cast<size_t>(k)];

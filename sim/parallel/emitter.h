@@ -18,6 +18,7 @@ struct BlockTimes {
   double attn_f = 0, mlp_f = 0, attn_b = 0, mlp_b = 0;  // backward = input + weight gradients
   double attn_w = 0, mlp_w = 0;                         // weight-gradient part of the backward
   double embed_f = 0, embed_b = 0, head_f = 0, head_b = 0, head_w = 0;
+  double metrics = 0;  // last stage, after each microbatch's backward: the training metrics
   double mtp_f = 0, mtp_b = 0, mtp_f_flops = 0;  // one multi-token-prediction module's own kernels
   // Selective recompute: the recomputed modules' forward kernels, replayed before the layer's
   // backward (the unfused attention core by default), and their FLOPs.

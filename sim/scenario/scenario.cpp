@@ -89,6 +89,7 @@ TrainingSpec parse_training(const JsonObject& o) {
   t.rope_impl = o.choice("rope_impl", {"fused", "eager"}, "fused");
   t.loss_impl = o.choice("loss_impl", loss_impl_names(), kLossImplDefault);
   t.optimizer_impl = o.choice("optimizer_impl", {"fused", "unfused"}, "fused");
+  if (o.has("train_metrics")) t.train_metrics = o.choice_list("train_metrics", train_metric_names());
   t.mtp_layers = o.integer("mtp_layers", 0, 16, 0);
   t.make_vocab_size_divisible_by = o.integer("make_vocab_size_divisible_by", 1, 1 << 20, 1);
   t.fp8_recipe = o.choice("fp8_recipe", {"delayed", "current", "mxfp8", "nvfp4"}, "delayed");
@@ -237,6 +238,9 @@ void validate(const Scenario& s, const JsonObject& root) {
   if (t.mtp_layers > 0 && (p.fsdp || p.zero_stage >= 2 || p.schedule == "dataparallel"))
     fail("/training/mtp_layers", "multi-token prediction is modelled with Megatron-Core's schedules and data parallelism (zero_stage 0 "
                                  "or 1, no FSDP, not \"dataparallel\")");
+  if (!t.train_metrics.empty() && p.pp > 1)
+    fail("/training/train_metrics", "training metrics are modelled for a training loop without pipeline parallelism (Composer's "
+                                    "trainer, which has none): pp must be 1, got " + itos(p.pp));
   if (m.sliding_window > 0 && p.cp > 1)
     fail(par + "/cp", "context parallelism with sliding-window attention (model.sliding_window) is not modelled");
   if (m.moe && m.moe->shared_expert_ffn_hidden % p.expert_tp() != 0)
@@ -491,6 +495,7 @@ Json Scenario::resolved() const {
                    {"make_vocab_size_divisible_by", training.make_vocab_size_divisible_by}};
   if (training.dtype == "fp8") j["training"]["fp8_recipe"] = training.fp8_recipe;
   if (training.mtp_layers > 0) j["training"]["mtp_layers"] = training.mtp_layers;
+  if (!training.train_metrics.empty()) j["training"]["train_metrics"] = training.train_metrics;
   Json pj = {{"dp", parallel.dp}, {"tp", parallel.tp}, {"pp", parallel.pp}, {"vpp", parallel.vpp}, {"cp", parallel.cp},
              {"cp_impl", parallel.cp_impl}, {"ep", parallel.ep}, {"etp", parallel.expert_tp()},
              {"schedule", parallel.schedule}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", parallel.recompute},

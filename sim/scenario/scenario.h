@@ -86,6 +86,14 @@ struct TrainingSpec {
   // torch fused=True) or "unfused" (one elementwise kernel per term of the update: PyTorch's
   // for-loop and foreach AdamW, Composer's DecoupledAdamW). See optimizer_step_bytes.
   std::string optimizer_impl = "fused";
+  // Training metrics the loop evaluates on each microbatch's logits after its backward, without
+  // gradients (Composer's trainer calls _eval_train_metrics after every microbatch's backward;
+  // llm-foundry's ComposerMPTCausalLM passes LanguageCrossEntropy and LanguagePerplexity, and the
+  // latter inherits the former's update: a second cross entropy over the same logits). Each one is
+  // an eager F.cross_entropy forward under autocast over the last stage's logits (upcast,
+  // log_softmax, nll_loss; models/layer_graph.cpp add_train_metrics), and the 16-bit logits stay
+  // alive until it has run. Names: kTrainMetrics in models/layer_graph.h. Empty (the default): none.
+  std::vector<std::string> train_metrics;
   // Multi-token prediction (DeepSeek-V3's training objective; Megatron-Core's mtp_num_layers): on
   // the last pipeline stage each MTP module embeds the tokens shifted by one more position (the
   // model's embedding, shared), normalises them and the previous hidden states, projects their

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "../test_util.h"
+#include "sim/kernels.h"
 #include "sim/memory/memory_model.h"
 
 namespace parasim {
@@ -57,6 +58,62 @@ TEST(ActivationsInFlight, LossBackwardBuffersPerImplementation) {
     EXPECT_DOUBLE_EQ(a.head_working, per_logit * 1024 * 2 * 32000) << impl;
     EXPECT_DOUBLE_EQ(peak_activations(sc, 0), per_microbatch(sc, true) + static_cast<double>(static_cast<Bytes>(a.head_working))) << impl;
   }
+}
+
+TEST(TrainMetrics, EachMetricIsOneEagerCrossEntropyAfterEveryMicrobatchsBackward) {
+  // Composer evaluates its training metrics on each microbatch's logits after that microbatch's
+  // backward, under autocast: each metric is an upcast (2 + 4 B per logit) and log_softmax's three
+  // fp32 row passes (16 B). With m microbatches and n metrics the step grows by exactly m x n of
+  // them (one GPU, nothing to overlap), and the peak activations by what the metric holds beside
+  // the 16-bit logits it reads: the fp32 upcast and log_softmax output (8 B per logit).
+  Json j = test::base_scenario();
+  j["model"] = {{"name", "eq"}, {"layers", 4}, {"hidden", 1024}, {"heads", 8}, {"vocab", 32000}};
+  j["cluster"] = {{"gpu", "a100-sxm4-80g"}, {"nodes", 1}, {"gpus_per_node", 1}};
+  j["training"] = {{"global_batch", 8}, {"micro_batch", 2}, {"seq_len", 1024}, {"loss_impl", "xentropy"}};
+  j["parallel"] = {{"dp", 1}};
+  const double logits = 2.0 * 1024 * 32000, m = 4;
+  const Scenario none = test::scenario_from(j);
+  const auto base = test::simulate_with(none, test::FreeNetwork{});
+  const CostModel cost(none.profile, none.training.dtype, kAttentionDefault, 1);
+  for (const auto& names : {std::vector<std::string>{"cross_entropy"}, std::vector<std::string>{"cross_entropy", "perplexity"}}) {
+    j["training"]["train_metrics"] = names;
+    const Scenario sc = test::scenario_from(j);
+    const LayerGraph g = build_layer_graph(sc.model, layer_shape(sc));
+    ASSERT_EQ(g.metrics.kernels.size(), 2 * names.size());
+    EXPECT_DOUBLE_EQ(g.metrics.kernels[0].bytes, 6 * logits);
+    EXPECT_DOUBLE_EQ(g.metrics.kernels[1].bytes, 16 * logits);
+    EXPECT_EQ(g.metrics.kernels[0].mem_class, MemClass::Cast);
+    const double one = kernel_seconds(cost, g.metrics.kernels[0]) + kernel_seconds(cost, g.metrics.kernels[1]);
+    EXPECT_NEAR(one, cost.memory_s(6 * logits, none.profile.kernel_class_ratio.cast.value) + cost.memory_s(16 * logits), 1e-12);
+    const auto out = test::simulate_with(sc, test::FreeNetwork{});
+    int ops = 0;
+    for (const Op& op : out.program.ops)
+      if (op.phase == Phase::Other && out.program.labels[static_cast<size_t>(op.label)] == "train metrics") {
+        ++ops;
+        EXPECT_NEAR(time_to_seconds(op.duration), static_cast<double>(names.size()) * one, 1e-9);
+      }
+    EXPECT_EQ(ops, m);
+    EXPECT_NEAR(out.result.step_time_s - base.result.step_time_s, m * static_cast<double>(names.size()) * one, 1e-6);
+    // The xentropy loss saves the 16-bit logits, the tensor the metrics read: nothing more is held
+    // from forward to backward. After the backward, when the layers' activations are gone, the
+    // metric holds those logits (2 B) and its upcast and log_softmax output (8 B per logit): with
+    // this large vocabulary that is the new peak.
+    const ActivationBytes a = activation_bytes(sc.model, layer_shape(sc), "none");
+    EXPECT_DOUBLE_EQ(a.head, activation_bytes(none.model, layer_shape(none), "none").head);
+    EXPECT_DOUBLE_EQ(a.metrics_working, 8 * logits);
+    EXPECT_GT(10 * logits, peak_activations(none, 0));
+    EXPECT_DOUBLE_EQ(peak_activations(sc, 0), 10 * logits);
+  }
+  j["parallel"] = {{"dp", 1}, {"pp", 2}, {"schedule", "1f1b"}};
+  j["cluster"]["gpus_per_node"] = 2;
+  EXPECT_EQ(test::scenario_error(j), "test.json: /training/train_metrics: training metrics are modelled for a training loop without "
+                                     "pipeline parallelism (Composer's trainer, which has none): pp must be 1, got 2");
+  j["parallel"] = {{"dp", 1}};
+  j["cluster"]["gpus_per_node"] = 1;
+  j["training"]["train_metrics"] = {"cross_entropy", "cross_entropy"};
+  EXPECT_EQ(test::scenario_error(j), "test.json: /training/train_metrics/1: \"cross_entropy\" is listed twice");
+  j["training"]["train_metrics"] = {"accuracy"};
+  EXPECT_NE(test::scenario_error(j).find("test.json: /training/train_metrics/0: "), std::string::npos);
 }
 
 TEST(ActivationsInFlight, GPipeHoldsAllM) {

@@ -539,6 +539,17 @@ SOURCE_CONVENTIONS = {
                                  "both FlashAttention-1 and the Triton kernel 1.3-3x below FlashAttention-2, and the rows' cost per "
                                  "token grows with sequence length at the Triton figures' rate (FlashAttention-2's would be ~2x "
                                  "too fast: throughput MAPE of these 66 rows 13-27 % with Triton, 37-52 % with FlashAttention-2)",
+                             "train_metrics": ["cross_entropy", "perplexity"],
+                             "train_metrics_why": "Composer's trainer (composer/trainer/trainer.py _train_microbatch) updates "
+                                                  "the model's training metrics after every microbatch's backward "
+                                                  "(_eval_train_metrics, under the precision's autocast), on the training "
+                                                  "forward's outputs (HuggingFaceModel.eval_forward returns them); "
+                                                  "llm-foundry's ComposerMPTCausalLM (llmfoundry/models/mpt/modeling_mpt.py) "
+                                                  "passes train_metrics = [LanguageCrossEntropy, LanguagePerplexity], and "
+                                                  "Composer's LanguagePerplexity (composer/metrics/nlp.py) inherits "
+                                                  "LanguageCrossEntropy.update, torch.nn.CrossEntropyLoss(reduction='sum') "
+                                                  "over the logits: two cross entropies per microbatch. Composer's precisions "
+                                                  "are fp32 and amp_* (autocast), so the tables' 'bf16' is amp_bf16",
                              "optimizer_impl": "unfused",
                              "optimizer_why": "unfused: the MPT yamls' optimizer decoupled_adamw is Composer's DecoupledAdamW, whose "
                                               "adamw() loops over parameters with one elementwise kernel per update term "
@@ -1007,6 +1018,9 @@ def convert(r):
     if conv.get("optimizer_impl"):
         training["optimizer_impl"] = conv["optimizer_impl"]
         ci["training.optimizer_impl"] = conv["optimizer_why"]
+    if conv.get("train_metrics"):
+        training["train_metrics"] = conv["train_metrics"]
+        ci["training.train_metrics"] = conv["train_metrics_why"]
     if conv.get("megatron_vocab"):
         training["make_vocab_size_divisible_by"] = 128
         ci["training.make_vocab_size_divisible_by"] = MEGATRON_VOCAB_WHY % conv["megatron_vocab"]
