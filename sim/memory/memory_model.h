@@ -20,6 +20,9 @@ struct ActivationBytes {
   // its fp32 upcast and log_softmax output meanwhile (one metric at a time).
   double metrics_kept = 0;
   double metrics_working = 0;
+  // What the head's backward (or, split, its weight gradient) frees: all of `head` but the
+  // logits the training metrics still read.
+  double head_freed_by_backward() const { return head - metrics_kept; }
 };
 
 // recompute: "none" | "selective" | "full" | "selective_op"; with "selective", the recomputed

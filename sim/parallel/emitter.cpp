@@ -369,7 +369,7 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
         2 * e.head_f_flops * (e.head_b - w_head) / std::max(e.head_b, 1e-30),
         MemDelta{MemCat::Activations, static_cast<Bytes>(ends_act().head_working)},
         MemDelta{MemCat::Activations,
-                 -static_cast<Bytes>(ends_act().head_working + (split ? 0.0 : ends_act().head - ends_act().metrics_kept))});
+                 -static_cast<Bytes>(ends_act().head_working + (split ? 0.0 : ends_act().head_freed_by_backward()))});
   if (last && in_.scenario.training.mtp_layers > 0)
     mtp_backward([&](Phase ph, const std::string& label, double sec, double flops, MemDelta start, MemDelta end) {
       return add(ph, label, sec, flops, flops, start, end);
@@ -446,7 +446,7 @@ Emitter::Range Emitter::weight_grad(std::int32_t rank, std::int32_t mb, std::int
   };
   if (last)
     add("head wgrad", ends().head_w, 2 * ends().head_f_flops * ends().head_w / std::max(ends().head_b, 1e-30),
-        {MemCat::Activations, -static_cast<Bytes>(ends_act().head - ends_act().metrics_kept)});
+        {MemCat::Activations, -static_cast<Bytes>(ends_act().head_freed_by_backward())});
   for (std::int64_t l = layers - 1; l >= 0; --l) {
     const std::int32_t k = kind(rank, chunk, l);
     const BlockTimes& t = times_[static_cast<size_t>(k)];
