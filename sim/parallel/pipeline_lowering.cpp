@@ -335,7 +335,13 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
             // its own stream, casts it to the reduce dtype when that differs and divides it by the
             // gradient pre-divide factor before the reduce-scatter (torch.distributed.fsdp
             // _runtime_utils._post_backward_hook; FSDP2 copies into its reduce-scatter buffer
-            // instead, the copy-in below).
+            // instead, the copy-in below). Those kernels run on FSDP's post-backward (FSDP2:
+            // reduce-scatter) stream beside the next layer's backward, but unlike an NCCL kernel,
+            // which holds a few SMs (one per channel), an elementwise kernel over the whole
+            // gradient launches blocks for every SM: the two streams take turns on the SMs, so
+            // the side kernel costs the compute stream its full time. They are priced on the
+            // compute stream, where the next layer's backward waits behind them (the copy stream
+            // is for the DMA engines' host transfers, which do run beside the SMs).
             const OpId grad_ready =
                 fsdp1 ? em.op(s, Stream::Compute, Phase::Backward, "flat gradient concat (FSDP1)",
                               in.cost.memory_s(2 * lp.all * sc.fsdp_param_bytes()), {op}, a.microbatch, a.chunk)
@@ -346,9 +352,9 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
               const double pbytes = lp.all * sc.fsdp_param_bytes();
               const double all_g = gbytes + ebytes;
               const double cast = sc.fsdp_reduce_dtype() != sc.fsdp_param_dtype() ? pbytes + all_g : 0.0;
-              const OpId in_op = fsdp2   ? em.op(s, Stream::Copy, Phase::Other, "reduce-scatter copy-in (FSDP2)",
+              const OpId in_op = fsdp2   ? em.op(s, Stream::Compute, Phase::Other, "reduce-scatter copy-in (FSDP2)",
                                                  in.cost.memory_s(pbytes + all_g), {grad_ready}, a.microbatch, a.chunk)
-                                 : fsdp1 ? em.op(s, Stream::Copy, Phase::Other, "gradient cast and pre-divide (FSDP1)",
+                                 : fsdp1 ? em.op(s, Stream::Compute, Phase::Other, "gradient cast and pre-divide (FSDP1)",
                                                  in.cost.memory_s(cast + 2 * all_g), {grad_ready}, a.microbatch, a.chunk)
                                          : grad_ready;
               const OpId rs = em.comm_op(s, Stream::Comm, Phase::DpComm, "grad reduce-scatter", dp_spec(CollOp::ReduceScatter, gbytes), {in_op}, a.microbatch, a.chunk);
