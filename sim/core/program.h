@@ -13,9 +13,11 @@ namespace parasim {
 
 using OpId = std::int32_t;
 
-// CUDA-stream-like FIFO queues per rank. Ops on one stream run in program order. Copy: memory
-// copies a framework runs on a side stream beside compute and NCCL (FSDP2's reduce-scatter
-// copy-in); metrics count them neither as compute nor as communication.
+// CUDA-stream-like FIFO queues per rank. Ops on one stream run in program order. Copy: host-device
+// transfers on the DMA (copy) engines, which run beside compute and NCCL (CPU activation
+// offloading); metrics count them neither as compute nor as communication. A kernel a
+// framework launches on a side stream (FSDP's gradient cast or copy-in) takes the SMs like the
+// compute stream's own and is placed on Compute.
 enum class Stream : std::uint8_t { Compute = 0, Comm = 1, P2P = 2, Copy = 3 };
 inline constexpr int kStreams = 4;
 const char* stream_name(Stream s);
