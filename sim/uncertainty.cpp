@@ -84,16 +84,24 @@ double quantile_sorted(const std::vector<double>& sorted, double p) {
   return i + 1 < sorted.size() ? sorted[i] * (1 - w) + sorted[i + 1] * w : sorted[i];
 }
 
-std::optional<ModelErrorBand> load_model_error(const std::string& data_dir) {
+std::optional<ModelErrorBands> load_model_error(const std::string& data_dir) {
   const std::string path = (std::filesystem::path(data_dir) / kModelErrorFile).string();
   if (!std::filesystem::exists(path)) return std::nullopt;
   return read_model_error(path);
 }
 
-ModelErrorBand read_model_error(const std::string& path) {
-  const Json j = read_json_file(path);
-  const JsonObject o(j, path, "");
-  if (o.str("schema") != "parasim.model_error/1") o.fail("schema", "expected \"parasim.model_error/1\"");
+std::string model_class(const ModelSpec& model) { return model.moe ? "moe" : "dense"; }
+
+std::pair<const ModelErrorBand*, std::string> ModelErrorBands::band_for(const std::string& cls) const {
+  const auto it = classes.find(cls);
+  if (it != classes.end() && static_cast<std::int64_t>(it->second.log_ratios.size()) >= kMinClassRuns) return {&it->second, cls};
+  return {&all, "all"};
+}
+
+namespace {
+
+// One band's fields, at the top level of the file (all runs) or under /classes/<name>.
+ModelErrorBand read_band(const JsonObject& o, const std::string& path) {
   ModelErrorBand me;
   me.p10 = o.number("p10", -5, 5);
   me.p90 = o.number("p90", -5, 5);
@@ -108,22 +116,49 @@ ModelErrorBand read_model_error(const std::string& path) {
   }
   if (!std::is_sorted(me.log_ratios.begin(), me.log_ratios.end())) o.fail("log_ratios", "expected the values sorted ascending");
   if (me.p10 > me.p90) o.fail("p10", "expected p10 <= p90");
+  return me;
+}
+
+Json band_json(const ModelErrorBand& me) {
+  return {{"runs", me.log_ratios.size()}, {"sources", me.sources}, {"p10", me.p10}, {"p90", me.p90},
+          {"held_out_coverage", me.held_out_coverage}, {"log_ratios", me.log_ratios}};
+}
+
+}  // namespace
+
+ModelErrorBands read_model_error(const std::string& path) {
+  const Json j = read_json_file(path);
+  const JsonObject o(j, path, "");
+  if (o.str("schema") != "parasim.model_error/1") o.fail("schema", "expected \"parasim.model_error/1\"");
+  ModelErrorBands me;
+  me.all = read_band(o, path);
+  if (o.has("classes")) {
+    const Json& cs = o.raw("classes");
+    if (!cs.is_object()) o.fail("classes", "expected an object of model classes (\"dense\", \"moe\")");
+    for (const auto& [name, band] : cs.items()) {
+      const std::string at = pointer_child(o.path("classes"), name);
+      if (name != "dense" && name != "moe") throw_config(path, at, "expected the model class \"dense\" or \"moe\"");
+      const JsonObject c(band, path, at);
+      me.classes[name] = read_band(c, path);
+      c.finish({"runs"});
+    }
+  }
   o.finish({"what", "runs", "generated_by"});
   return me;
 }
 
-Json model_error_json(const ModelErrorBand& me, const std::string& generated_by) {
-  return {{"schema", "parasim.model_error/1"},
-          {"what", "ln(measured step / predicted step) of each measured run with a throughput figure (positive: the run was "
-                   "slower than predicted); p10 and p90 of them; held_out_coverage: the fraction of runs inside the p10..p90 "
-                   "band of the other sources' runs"},
-          {"generated_by", generated_by},
-          {"runs", me.log_ratios.size()},
-          {"sources", me.sources},
-          {"p10", me.p10},
-          {"p90", me.p90},
-          {"held_out_coverage", me.held_out_coverage},
-          {"log_ratios", me.log_ratios}};
+Json model_error_json(const ModelErrorBands& me, const std::string& generated_by) {
+  Json j = band_json(me.all);
+  j["schema"] = "parasim.model_error/1";
+  j["what"] = "ln(measured step / predicted step) of each measured run with a throughput figure (positive: the run was slower "
+              "than predicted); p10 and p90 of them; held_out_coverage: the fraction of runs inside the p10..p90 band of the "
+              "other sources' runs; classes: the same for the runs of dense and of mixture-of-experts models, the band "
+              "`parasim run --interval` takes for a scenario of that class when it holds at least 10 runs";
+  j["generated_by"] = generated_by;
+  Json cs = Json::object();
+  for (const auto& [name, band] : me.classes) cs[name] = band_json(band);
+  j["classes"] = cs;
+  return j;
 }
 
 std::pair<double, double> combined_interval(const std::vector<double>& step_samples, const ModelErrorBand& me) {

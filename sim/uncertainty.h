@@ -3,6 +3,7 @@
 // bit) and the scenario re-simulated; the interval is the p10..p90 of the sampled step times.
 #pragma once
 #include <array>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -35,12 +36,24 @@ struct ModelErrorBand {
   double held_out_coverage = 0;  // fraction of runs inside the band of the other sources
   std::int64_t sources = 0;
 };
+// The band over all runs and one per model class (model_class: "dense", "moe"), since the model's
+// error differs by class: a scenario's interval takes its class's band when that class has at
+// least kMinClassRuns runs (a p10..p90 needs about ten values to mean anything), else all runs'.
+struct ModelErrorBands {
+  ModelErrorBand all;
+  std::map<std::string, ModelErrorBand> classes;
+  // The band for a scenario of class `cls`, and which one it is ("moe", or "all" as the fallback).
+  std::pair<const ModelErrorBand*, std::string> band_for(const std::string& cls) const;
+};
+inline constexpr std::int64_t kMinClassRuns = 10;
+// "moe" when the model has mixture-of-experts layers, else "dense".
+std::string model_class(const ModelSpec& model);
 inline constexpr const char* kModelErrorFile = "calibrate/model_error.json";
 // <data_dir>/calibrate/model_error.json, or std::nullopt when there is none; a malformed file is a
 // ConfigError naming it and the JSON path.
-std::optional<ModelErrorBand> load_model_error(const std::string& data_dir);
-ModelErrorBand read_model_error(const std::string& path);  // a missing file is a ConfigError too
-Json model_error_json(const ModelErrorBand& me, const std::string& generated_by);
+std::optional<ModelErrorBands> load_model_error(const std::string& data_dir);
+ModelErrorBands read_model_error(const std::string& path);  // a missing file is a ConfigError too
+Json model_error_json(const ModelErrorBands& me, const std::string& generated_by);
 // p10..p90 of every sampled step time times exp(r) for every run's r: the profile's spread and
 // the model's measured error taken as independent.
 std::pair<double, double> combined_interval(const std::vector<double>& step_samples, const ModelErrorBand& me);

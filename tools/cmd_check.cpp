@@ -91,20 +91,30 @@ void add_check_commands(CLI::App& app, Context& ctx) {
           std::cerr << fmt::format("FAIL: {} MAPE {:.2f}% is above the ratchet {:.2f}%\n", what, 100 * stats.mape, 100 * limit);
           rc = 1;
         }
-      const ModelErrorBand me = model_error_of(rep);
+      const ModelErrorBands me = model_error_of(rep);
       if (!vo->write_model_error.empty()) {
         std::ofstream f(vo->write_model_error);
         if (!f) throw ConfigError(vo->write_model_error + ": cannot write");
         f << model_error_json(me, "parasim validate " + vo->dir + " --write-model-error " + vo->write_model_error).dump(1) << "\n";
       }
       if (!vo->check_model_error.empty()) {
-        const ModelErrorBand have = read_model_error(vo->check_model_error);
-        if (std::abs(have.p10 - me.p10) > 0.01 || std::abs(have.p90 - me.p90) > 0.01) {
-          std::cerr << fmt::format("FAIL: {} holds the band {:+.3f}..{:+.3f}, these runs give {:+.3f}..{:+.3f}; regenerate it with "
-                                   "`parasim validate {} --write-model-error {}`\n",
-                                   vo->check_model_error, have.p10, have.p90, me.p10, me.p90, vo->dir, vo->check_model_error);
-          rc = 1;
+        const ModelErrorBands have = read_model_error(vo->check_model_error);
+        // The all-runs band and each class's band must be the ones these runs give.
+        std::vector<std::tuple<std::string, const ModelErrorBand*, const ModelErrorBand*>> bands{{"all runs", &have.all, &me.all}};
+        for (const auto& [cls, band] : me.classes) {
+          const auto it = have.classes.find(cls);
+          bands.push_back({"class " + cls, it == have.classes.end() ? nullptr : &it->second, &band});
         }
+        for (const auto& [what, h, m] : bands)
+          if (!h || std::abs(h->p10 - m->p10) > 0.01 || std::abs(h->p90 - m->p90) > 0.01) {
+            std::cerr << (h ? fmt::format("FAIL: {} holds the band {:+.3f}..{:+.3f} for {}, these runs give {:+.3f}..{:+.3f}",
+                                          vo->check_model_error, h->p10, h->p90, what, m->p10, m->p90)
+                            : fmt::format("FAIL: {} holds no band for {}, these runs give {:+.3f}..{:+.3f}", vo->check_model_error,
+                                          what, m->p10, m->p90))
+                      << fmt::format("; regenerate it with `parasim validate {} --write-model-error {}`\n", vo->dir,
+                                     vo->check_model_error);
+            rc = 1;
+          }
       }
       if (const std::int64_t wrong = rep.oom_total - rep.oom_agree; vo->max_oom_disagreements >= 0 && wrong > vo->max_oom_disagreements) {
         std::cerr << fmt::format("FAIL: {} of {} out-of-memory verdicts disagree; the ratchet allows {}\n", wrong, rep.oom_total,

@@ -74,13 +74,15 @@ void add_run_command(CLI::App& app, Context& ctx) {
         const Interval iv = predict_interval(sc, ctx.registries, o->interval);
         j["step_time_interval_s"] = {iv.step_time_p10_s, iv.step_time_p90_s};
         j["interval_figures"] = iv.figures;
-        const std::optional<ModelErrorBand> me = load_model_error(ctx.data_dir);
+        const std::optional<ModelErrorBands> error = load_model_error(ctx.data_dir);
+        const std::string cls = model_class(sc.model);
+        const auto [me, band_name] = error ? error->band_for(cls) : std::pair<const ModelErrorBand*, std::string>{nullptr, ""};
         std::pair<double, double> both{};
         if (me) {
           both = combined_interval(iv.steps, *me);
           j["step_time_interval_with_model_error_s"] = {both.first, both.second};
           j["model_error"] = {{"p10", me->p10}, {"p90", me->p90}, {"runs", me->log_ratios.size()},
-                              {"held_out_coverage", me->held_out_coverage}};
+                              {"held_out_coverage", me->held_out_coverage}, {"model_class", cls}, {"band", band_name}};
         }
         if (!o->json) {
           std::cout << fmt::format("step time interval (p10..p90, {} samples over {} ranged profile figures): {:.4g} .. {:.4g} s\n",
@@ -93,11 +95,15 @@ void add_run_command(CLI::App& app, Context& ctx) {
                                      "of their published ranges (best-shape figures)\n",
                                      t, t < iv.step_time_p10_s ? "below" : "above", t < iv.step_time_p10_s ? "fast" : "slow");
           if (me)
-            std::cout << fmt::format("with parasim's own error on {} measured runs ({}: their steps took {:.2f}x to {:.2f}x the "
-                                     "predicted time for 80 % of them; that band, judged on each source from the others, held "
-                                     "{:.0f} % of runs): {:.4g} .. {:.4g} s\n",
-                                     me->log_ratios.size(), kModelErrorFile, std::exp(me->p10), std::exp(me->p90),
-                                     100 * me->held_out_coverage, both.first, both.second);
+            std::cout << fmt::format("with parasim's own error on {} measured runs{} ({}: their steps took {:.2f}x to {:.2f}x the "
+                                     "predicted time for 80 % of them; {}): {:.4g} .. {:.4g} s\n",
+                                     me->log_ratios.size(), band_name == "all" ? "" : " of " + band_name + " models", kModelErrorFile,
+                                     std::exp(me->p10), std::exp(me->p90),
+                                     me->sources >= 3 ? fmt::format("that band, judged on each source from the others, held {:.0f} % "
+                                                                    "of runs", 100 * me->held_out_coverage)
+                                                      : fmt::format("the runs come from {} sources only, too few to judge the band "
+                                                                    "out of sample", me->sources),
+                                     both.first, both.second);
           std::cout << "\n";
         }
       }

@@ -71,6 +71,7 @@ RunCheck check_run(const MeasuredRun& run, const Registries& reg, const Toleranc
   c.gpu = run.scenario.profile.name;
   c.family = run.family;
   c.confidence = run.confidence;
+  c.model_class = model_class(run.scenario.model);
   c.gpus = run.scenario.cluster.gpus();
   const SimulationOutput out = simulate(run.scenario, reg);
   c.result = out.result;
@@ -212,11 +213,10 @@ ValidationReport validate_dir(const std::string& dir, const std::string& data_di
   return rep;
 }
 
-ModelErrorBand model_error_of(const ValidationReport& r) {
+namespace {
+
+ModelErrorBand band_of(const std::vector<std::pair<std::string, double>>& runs) {  // (source, r)
   ModelErrorBand me;
-  std::vector<std::pair<std::string, double>> runs;  // (source, r)
-  for (const auto& c : r.runs)
-    if (const Comparison* t = throughput_comparison(c)) runs.push_back({c.source, std::log1p(t->throughput_error)});
   std::set<std::string> sources;
   for (const auto& [s, x] : runs) {
     me.log_ratios.push_back(x);
@@ -237,6 +237,22 @@ ModelErrorBand model_error_of(const ValidationReport& r) {
       if (s == held && !others.empty()) inside += x >= lo && x <= hi;
   }
   me.held_out_coverage = runs.empty() ? 0.0 : static_cast<double>(inside) / static_cast<double>(runs.size());
+  return me;
+}
+
+}  // namespace
+
+ModelErrorBands model_error_of(const ValidationReport& r) {
+  std::vector<std::pair<std::string, double>> all;
+  std::map<std::string, std::vector<std::pair<std::string, double>>> by_class;
+  for (const auto& c : r.runs)
+    if (const Comparison* t = throughput_comparison(c)) {
+      all.push_back({c.source, std::log1p(t->throughput_error)});
+      if (!c.model_class.empty()) by_class[c.model_class].push_back(all.back());
+    }
+  ModelErrorBands me;
+  me.all = band_of(all);
+  for (const auto& [cls, runs] : by_class) me.classes[cls] = band_of(runs);
   return me;
 }
 
@@ -412,13 +428,28 @@ void print_validation_markdown(std::ostream& os, const ValidationReport& r, cons
     fmt::print(os, "\nPrediction intervals (p10..p90 over the calibration profiles' published spread, fixed seed): the measured "
                    "throughput falls inside for {} of {} runs ({:.0f}%).\n", r.inside, r.with_interval,
                100.0 * static_cast<double>(r.inside) / static_cast<double>(r.with_interval));
-  if (const ModelErrorBand me = model_error_of(r); !me.log_ratios.empty())
+  if (const ModelErrorBands error = model_error_of(r); !error.all.log_ratios.empty()) {
+    const ModelErrorBand& me = error.all;
     fmt::print(os, "\nModel error band (parasim's own error on these runs, r = ln(measured step / predicted step)): p10..p90 of r "
                    "= {:+.3f}..{:+.3f}, i.e. the measured step took {:.2f}x to {:.2f}x the predicted one for 80% of the {} runs. "
                    "Held out by source (each run judged against the band of the other {} sources' runs), {} of runs fall inside "
                    "({}); `parasim run --interval` combines this band with the profile's spread.\n",
                me.p10, me.p90, std::exp(me.p10), std::exp(me.p90), me.log_ratios.size(), me.sources - 1,
                pct(me.held_out_coverage), kModelErrorFile);
+    if (!error.classes.empty()) {
+      fmt::print(os, "\nThe error differs by model class, so `run --interval` takes the band of the scenario's class when that "
+                     "class holds at least {} runs:\n\n| model class | runs | sources | p10..p90 of r | measured / predicted step "
+                     "| held out by source | inside the all-runs band |\n|---|---|---|---|---|---|---|\n",
+                 kMinClassRuns);
+      for (const auto& [cls, band] : error.classes) {
+        const auto inside = std::count_if(band.log_ratios.begin(), band.log_ratios.end(),
+                                          [&](double x) { return x >= me.p10 && x <= me.p90; });
+        fmt::print(os, "| {} | {} | {} | {:+.3f}..{:+.3f} | {:.2f}x..{:.2f}x | {} | {} of {} |\n", cls, band.log_ratios.size(),
+                   band.sources, band.p10, band.p90, std::exp(band.p10), std::exp(band.p90), pct(band.held_out_coverage), inside,
+                   band.log_ratios.size());
+      }
+    }
+  }
   fmt::print(os, "\n## Coverage\n\n{} measured runs simulated from `{}`; {} could not be loaded.\n", r.runs.size(), r.dir, r.failures.size());
   if (r.converter_skipped.is_object() && r.converter_skipped.contains("by_reason")) {
     fmt::print(os, "\nThe converter skipped {} of {} published rows (by missing feature):\n\n| rows | reason |\n|---|---|\n",
@@ -499,9 +530,15 @@ Json validation_json(const ValidationReport& r) {
   return {{"schema", "parasim.validation/1"}, {"runs", r.runs.size()}, {"throughput", stats(r.throughput)},
           {"interval", {{"inside", r.inside}, {"with_interval", r.with_interval}}},
           {"model_error", [&] {
-             const ModelErrorBand me = model_error_of(r);
-             return Json{{"p10", me.p10}, {"p90", me.p90}, {"runs", me.log_ratios.size()}, {"sources", me.sources},
-                         {"held_out_coverage", me.held_out_coverage}};
+             const ModelErrorBands error = model_error_of(r);
+             const auto band = [](const ModelErrorBand& me) {
+               return Json{{"p10", me.p10}, {"p90", me.p90}, {"runs", me.log_ratios.size()}, {"sources", me.sources},
+                           {"held_out_coverage", me.held_out_coverage}};
+             };
+             Json j = band(error.all);
+             j["classes"] = Json::object();
+             for (const auto& [cls, me] : error.classes) j["classes"][cls] = band(me);
+             return j;
            }()},
           {"memory", stats(r.memory)},
           {"oom", {{"agree", r.oom_agree}, {"total", r.oom_total}, {"implied", r.oom_implied}}},

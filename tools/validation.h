@@ -26,6 +26,7 @@ struct Comparison {
 
 struct RunCheck {
   std::string file, id, source, gpu, family, confidence;
+  std::string model_class;  // model_class(): "dense" or "moe"
   std::int64_t gpus = 0;  // the job's GPU count
   Result result;
   std::vector<Comparison> comparisons;
@@ -81,8 +82,9 @@ ValidationReport validate_dir(const std::string& dir, const std::string& data_di
 
 // parasim's error on the report's runs with a throughput figure: r = ln(measured step / predicted
 // step), the band p10..p90 of r, and the fraction of runs inside the band computed from the runs
-// of the other sources alone (held out by source; a source with all runs is its own fold).
-ModelErrorBand model_error_of(const ValidationReport& r);
+// of the other sources alone (held out by source; a source with all runs is its own fold); for all
+// runs and for the runs of each model class.
+ModelErrorBands model_error_of(const ValidationReport& r);
 
 // Error attribution over a group of runs with time shares and a throughput comparison: the
 // multiplier m_c on each class's priced time that best explains the measured step times, from

@@ -191,12 +191,14 @@ TEST(Validate, ARunThatRanFitInMemory) {
   EXPECT_EQ(cli("validate " + dir + " --no-attribution --max-oom-disagreements 0 -o " + dir + "/report.md").code, 0);
 }
 
-// A report of runs from three sources with the given ln(measured / predicted step) each.
-ValidationReport report_of(const std::vector<std::pair<std::string, double>>& runs) {
+// A report of runs from three sources with the given ln(measured / predicted step) each, of model
+// class `cls`.
+ValidationReport report_of(const std::vector<std::pair<std::string, double>>& runs, const std::string& cls = "dense") {
   ValidationReport rep;
   for (const auto& [source, r] : runs) {
     RunCheck c;
     c.source = source;
+    c.model_class = cls;
     Comparison cmp;
     cmp.figure = "step_time_s";
     cmp.throughput_error = std::expm1(r);
@@ -211,7 +213,7 @@ TEST(Validate, ModelErrorBandIsTheMiddleEightyPercentAndItsHeldOutCoverage) {
   std::vector<std::pair<std::string, double>> runs;
   for (int i = 0; i < 10; ++i) runs.push_back({i < 5 ? "a" : "b", 0.01 * i});
   runs.push_back({"c", 0.11});
-  const ModelErrorBand me = model_error_of(report_of(runs));
+  const ModelErrorBand me = model_error_of(report_of(runs)).all;
   ASSERT_EQ(me.log_ratios.size(), 11u);
   EXPECT_EQ(me.sources, 3);
   EXPECT_NEAR(me.p10, 0.01, 1e-12);  // quantile 0.1 of 11 sorted values: the 2nd
@@ -222,15 +224,18 @@ TEST(Validate, ModelErrorBandIsTheMiddleEightyPercentAndItsHeldOutCoverage) {
 }
 
 TEST(Validate, ModelErrorFileRoundTripsAndIsCheckedByValidate) {
-  const ModelErrorBand me = model_error_of(report_of({{"a", -0.1}, {"a", 0.0}, {"b", 0.1}, {"b", 0.2}, {"c", 0.3}}));
+  const ModelErrorBands error = model_error_of(report_of({{"a", -0.1}, {"a", 0.0}, {"b", 0.1}, {"b", 0.2}, {"c", 0.3}}));
+  const ModelErrorBand& me = error.all;
   const std::string dir = ::testing::TempDir() + "model_error_data";
   std::filesystem::create_directories(dir + "/calibrate");
-  std::ofstream(dir + "/" + kModelErrorFile) << model_error_json(me, "test").dump();
-  const std::optional<ModelErrorBand> back = load_model_error(dir);
+  std::ofstream(dir + "/" + kModelErrorFile) << model_error_json(error, "test").dump();
+  const std::optional<ModelErrorBands> back = load_model_error(dir);
   ASSERT_TRUE(back.has_value());
-  EXPECT_EQ(back->log_ratios, me.log_ratios);
-  EXPECT_DOUBLE_EQ(back->p10, me.p10);
-  EXPECT_DOUBLE_EQ(back->held_out_coverage, me.held_out_coverage);
+  EXPECT_EQ(back->all.log_ratios, me.log_ratios);
+  EXPECT_DOUBLE_EQ(back->all.p10, me.p10);
+  EXPECT_DOUBLE_EQ(back->all.held_out_coverage, me.held_out_coverage);
+  ASSERT_EQ(back->classes.count("dense"), 1u);
+  EXPECT_EQ(back->classes.at("dense").log_ratios, me.log_ratios);
   EXPECT_FALSE(load_model_error(dir + "/none").has_value());
   // Every sampled step time times exp(r) for every r: one sample of 2 s and r = ln 1 .. ln 3.
   ModelErrorBand flat;
@@ -239,7 +244,7 @@ TEST(Validate, ModelErrorFileRoundTripsAndIsCheckedByValidate) {
   EXPECT_NEAR(lo, 2.0 * (1.0 + 0.2 * 1.0), 1e-9);  // quantile 0.1 of {2, 4, 6}: 2 + 0.2 x 2
   EXPECT_NEAR(hi, 6.0 - 0.2 * 2.0, 1e-9);
   // A malformed file names the file and the JSON path.
-  Json bad = model_error_json(me, "test");
+  Json bad = model_error_json(error, "test");
   bad["log_ratios"] = {0.2, "x"};
   std::ofstream(dir + "/" + kModelErrorFile) << bad.dump();
   try {
@@ -262,8 +267,9 @@ TEST(Validate, ModelErrorFileRoundTripsAndIsCheckedByValidate) {
                                            .dump();
   const std::string file = dir + "/" + kModelErrorFile;
   ASSERT_EQ(cli("validate " + runs + " --no-attribution --write-model-error " + file + " -o " + runs + "/r.md").code, 0);
-  const ModelErrorBand written = read_model_error(file);
-  EXPECT_NEAR(written.p10, std::log(1.2), 1e-6);
+  const ModelErrorBands written = read_model_error(file);
+  EXPECT_NEAR(written.all.p10, std::log(1.2), 1e-6);
+  EXPECT_NEAR(written.classes.at("dense").p90, std::log(1.2), 1e-6);
   EXPECT_EQ(cli("validate " + runs + " --no-attribution --check-model-error " + file + " -o " + runs + "/r.md").code, 0);
   std::ofstream(runs + "/run.json") << Json{{"schema", "parasim.measured/1"}, {"id", "run"},
                                             {"scenario", read_json_file(test::data_dir() + "/" + kScenario)},
@@ -272,6 +278,55 @@ TEST(Validate, ModelErrorFileRoundTripsAndIsCheckedByValidate) {
   const Ran stale = cli("validate " + runs + " --no-attribution --check-model-error " + file + " -o " + runs + "/r.md");
   EXPECT_EQ(stale.code, 1) << stale.out;
   EXPECT_NE(stale.out.find("regenerate it with"), std::string::npos) << stale.out;
+}
+
+TEST(Validate, ModelErrorBandsPerModelClass) {
+  // Ten dense runs at r = 0.00..0.09 (sources a, b) and ten MoE runs at 0.20..0.38 (sources c, d).
+  ValidationReport rep = report_of({{"a", 0.00}, {"a", 0.01}, {"a", 0.02}, {"a", 0.03}, {"a", 0.04},
+                                    {"b", 0.05}, {"b", 0.06}, {"b", 0.07}, {"b", 0.08}, {"b", 0.09}});
+  for (const RunCheck& c : report_of({{"c", 0.20}, {"c", 0.22}, {"c", 0.24}, {"c", 0.26}, {"c", 0.28},
+                                      {"d", 0.30}, {"d", 0.32}, {"d", 0.34}, {"d", 0.36}, {"d", 0.38}}, "moe").runs)
+    rep.runs.push_back(c);
+  const ModelErrorBands e = model_error_of(rep);
+  ASSERT_EQ(e.all.log_ratios.size(), 20u);
+  ASSERT_EQ(e.classes.size(), 2u);
+  EXPECT_NEAR(e.classes.at("dense").p10, 0.009, 1e-12);  // quantile 0.1 of 0.00..0.09: 0.9 of the way to the 2nd
+  EXPECT_NEAR(e.classes.at("dense").p90, 0.081, 1e-12);
+  EXPECT_NEAR(e.classes.at("moe").p10, 0.218, 1e-12);
+  EXPECT_NEAR(e.classes.at("moe").p90, 0.362, 1e-12);
+  EXPECT_EQ(e.classes.at("moe").sources, 2);
+  // A class with at least kMinClassRuns runs gets its own band; any other class, all runs' band.
+  EXPECT_EQ(e.band_for("moe").first, &e.classes.at("moe"));
+  EXPECT_EQ(e.band_for("moe").second, "moe");
+  EXPECT_EQ(e.band_for("other").first, &e.all);
+  ModelErrorBands few = e;
+  few.classes.at("moe").log_ratios.resize(kMinClassRuns - 1);
+  EXPECT_EQ(few.band_for("moe").first, &few.all);
+  EXPECT_EQ(few.band_for("moe").second, "all");
+  // The class of a scenario is its model's.
+  ModelSpec m;
+  EXPECT_EQ(model_class(m), "dense");
+  m.moe = MoeSpec{.experts = 8, .top_k = 2, .expert_ffn_hidden = 1024};
+  EXPECT_EQ(model_class(m), "moe");
+  // A file without classes (written before them) reads; an unknown class is an error at its path.
+  const std::string dir = ::testing::TempDir() + "model_error_classes";
+  std::filesystem::create_directories(dir + "/calibrate");
+  Json j = model_error_json(e, "test");
+  j.erase("classes");
+  std::ofstream(dir + "/" + kModelErrorFile) << j.dump();
+  const std::optional<ModelErrorBands> old = load_model_error(dir);
+  ASSERT_TRUE(old.has_value());
+  EXPECT_TRUE(old->classes.empty());
+  EXPECT_EQ(old->band_for("moe").first, &old->all);
+  j = model_error_json(e, "test");
+  j["classes"]["sparse"] = j["classes"]["moe"];
+  std::ofstream(dir + "/" + kModelErrorFile) << j.dump();
+  try {
+    (void)load_model_error(dir);
+    ADD_FAILURE() << "expected a ConfigError";
+  } catch (const ConfigError& e2) {
+    EXPECT_NE(std::string(e2.what()).find("/classes/sparse: expected the model class"), std::string::npos) << e2.what();
+  }
 }
 
 TEST(Validate, ErrorStatsAreMeanMedianMaxBias) {

@@ -2,10 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 
 #include "../test_util.h"
+#include "sim/uncertainty.h"
 
 namespace parasim {
 namespace {
@@ -45,6 +47,28 @@ TEST(Cli, IntervalSaysWhenThePointLiesOutside) {
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("step time interval (p10..p90, 4 samples"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("lies below the interval"), std::string::npos) << r.out;
+}
+
+TEST(Cli, IntervalTakesTheModelErrorBandOfTheScenariosModelClass) {
+  // calibrate/model_error.json holds a band per model class; a mixture-of-experts scenario gets the
+  // MoE runs' band, a dense one the dense runs' band (each has at least kMinClassRuns runs).
+  const ModelErrorBands bands = read_model_error(test::data_dir() + "/" + kModelErrorFile);
+  for (const auto& [file, cls] : {std::pair{"scenarios/moe-qwen3-30b-a3b-16xh100-fp8.json", "moe"},
+                                  std::pair{"scenarios/default.json", "dense"}}) {
+    const Ran r = run("run --json --interval 2 " + test::data_dir() + "/" + file);
+    ASSERT_EQ(r.code, 0) << r.out;
+    const Json j = Json::parse(r.out);
+    EXPECT_EQ(j["model_error"]["model_class"], cls) << file;
+    EXPECT_EQ(j["model_error"]["band"], cls) << file;
+    const ModelErrorBand& band = bands.classes.at(cls);
+    EXPECT_DOUBLE_EQ(j["model_error"]["p10"].get<double>(), band.p10) << file;
+    EXPECT_DOUBLE_EQ(j["model_error"]["p90"].get<double>(), band.p90) << file;
+    // The combined interval is every sampled step times exp(r) of every run of that class.
+    const auto steps = j["step_time_interval_s"];
+    const auto both = j["step_time_interval_with_model_error_s"];
+    EXPECT_LE(both[0].get<double>(), steps[1].get<double>() * std::exp(band.log_ratios.back()));
+    EXPECT_GE(both[1].get<double>(), steps[0].get<double>() * std::exp(band.log_ratios.front()));
+  }
 }
 
 TEST(Cli, BadScenarioExitsTwoWithPointer) {
