@@ -153,7 +153,8 @@ Json model_error_json(const ModelErrorBands& me, const std::string& generated_by
   j["what"] = "ln(measured step / predicted step) of each measured run with a throughput figure (positive: the run was slower "
               "than predicted); p10 and p90 of them; held_out_coverage: the fraction of runs inside the p10..p90 band of the "
               "other sources' runs; classes: the same for the runs of dense and of mixture-of-experts models, the band "
-              "`parasim run --interval` takes for a scenario of that class when it holds at least 10 runs";
+              "`parasim run --interval` takes for a scenario of that class when it holds at least " +
+              std::to_string(kMinClassRuns) + " runs";
   j["generated_by"] = generated_by;
   Json cs = Json::object();
   for (const auto& [name, band] : me.classes) cs[name] = band_json(band);
