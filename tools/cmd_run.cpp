@@ -124,6 +124,16 @@ void add_run_command(CLI::App& app, Context& ctx) {
         std::cout << j.dump(2) << "\n";
       } else {
         print_summary(std::cout, sc, out.result);
+        // How far to trust the point prediction, without --interval: the model's measured error on
+        // published runs of the scenario's model class.
+        if (o->interval <= 0)
+          if (const std::optional<ModelErrorBands> error = load_model_error(ctx.data_dir)) {
+            const auto [band, name] = error->band_for(model_class(sc.model));
+            std::cout << fmt::format("\n  parasim's error on {} published runs{}: their steps took {:.2f}x to {:.2f}x the predicted one "
+                                     "(p10..p90, {}); `--interval N` turns it into a range for this scenario\n",
+                                     band->log_ratios.size(), name == "all" ? "" : " of " + name + " models", std::exp(band->p10),
+                                     std::exp(band->p90), kModelErrorFile);
+          }
         if (measured) {
           std::cout << fmt::format("\n  measured ({}{}):\n", measured->source_title.empty() ? measured->id : measured->source_title,
                                    measured->confidence.empty() ? "" : ", confidence " + measured->confidence);

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "../test_util.h"
 #include "sim/uncertainty.h"
 
@@ -47,6 +49,17 @@ TEST(Cli, IntervalSaysWhenThePointLiesOutside) {
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("step time interval (p10..p90, 4 samples"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("lies below the interval"), std::string::npos) << r.out;
+}
+
+TEST(Cli, RunStatesTheModelErrorOfTheScenariosModelClass) {
+  const ModelErrorBands bands = read_model_error(test::data_dir() + "/" + kModelErrorFile);
+  const ModelErrorBand& moe = bands.classes.at("moe");
+  const Ran r = run("run " + test::data_dir() + "/scenarios/moe-qwen3-30b-a3b-16xh100-fp8.json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(fmt::format("parasim's error on {} published runs of moe models: their steps took {:.2f}x to {:.2f}x",
+                                   moe.log_ratios.size(), std::exp(moe.p10), std::exp(moe.p90))),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(Cli, IntervalTakesTheModelErrorBandOfTheScenariosModelClass) {
