@@ -90,7 +90,7 @@ std::optional<ModelErrorBands> load_model_error(const std::string& data_dir) {
   return read_model_error(path);
 }
 
-std::string model_class(const ModelSpec& model) { return model.moe ? "moe" : "dense"; }
+std::string model_class(const ModelSpec& model) { return model.moe ? kModelClasses[1] : kModelClasses[0]; }
 
 std::pair<const ModelErrorBand*, std::string> ModelErrorBands::band_for(const std::string& cls) const {
   const auto it = classes.find(cls);
@@ -137,7 +137,8 @@ ModelErrorBands read_model_error(const std::string& path) {
     if (!cs.is_object()) o.fail("classes", "expected an object of model classes (\"dense\", \"moe\")");
     for (const auto& [name, band] : cs.items()) {
       const std::string at = pointer_child(o.path("classes"), name);
-      if (name != "dense" && name != "moe") throw_config(path, at, "expected the model class \"dense\" or \"moe\"");
+      if (std::find(kModelClasses.begin(), kModelClasses.end(), name) == kModelClasses.end())
+        throw_config(path, at, "expected the model class \"dense\" or \"moe\"");
       const JsonObject c(band, path, at);
       me.classes[name] = read_band(c, path);
       c.finish({"runs"});

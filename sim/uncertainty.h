@@ -46,7 +46,8 @@ struct ModelErrorBands {
   std::pair<const ModelErrorBand*, std::string> band_for(const std::string& cls) const;
 };
 inline constexpr std::int64_t kMinClassRuns = 10;
-// "moe" when the model has mixture-of-experts layers, else "dense".
+inline constexpr std::array<const char*, 2> kModelClasses = {"dense", "moe"};
+// "moe" when the model has mixture-of-experts layers, else "dense" (one of kModelClasses).
 std::string model_class(const ModelSpec& model);
 inline constexpr const char* kModelErrorFile = "calibrate/model_error.json";
 // <data_dir>/calibrate/model_error.json, or std::nullopt when there is none; a malformed file is a
