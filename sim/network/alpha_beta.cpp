@@ -94,6 +94,15 @@ double AlphaBetaNetwork::measured_time(const CollectiveSpec& c) const {
       break;
     }
   }
+  // Another op priced from all-reduce points moves its bytes over the wires. Where NCCL picked
+  // NVLink SHARP (NVLS) for the all-reduce, the switch reduces the data and the all-reduce's bus
+  // bandwidth exceeds what the links carry (8x H200: 482 GB/s NVLS against 367 ring; ring
+  // all-gather 361, reduce-scatter 363; NCCL's maintainers: about 370 GB/s effective NVLink for
+  // ring or any collective other than all-reduce, shared/validation/published_microbench.json ids
+  // nccl-h200-8gpu-16GiB-*, nccl-h100-8gpu-expected-peaks-maintainer). So those ops run at no
+  // more than the link rate times the profile's measured ring bus efficiency.
+  if (op0 == CollOp::AllReduce && c.op != CollOp::AllReduce)
+    busbw = std::min(busbw, link_gbps_ * 1e9 * p_.intra_bus_efficiency.value);
   return bus_factor(c.op, c.ranks) * c.bytes / busbw;
 }
 

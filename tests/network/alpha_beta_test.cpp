@@ -222,5 +222,32 @@ TEST(Tuner, HierarchicalAddsTheIntraNodePhases) {
   EXPECT_NEAR(net.time_s({CollOp::AllReduce, 32, 8, 1, S}), 2 * rs + ar, 1e-12);
 }
 
+// The H200 profile's all-reduce points are NCCL's default choice, NVLink SHARP from 2 MiB (482 GB/s
+// bus bandwidth at 16 GiB, above the 450 GB/s links). All-gather and reduce-scatter, priced from
+// them, must not inherit the switch's reduction: the published nccl-tests rows at 16 GiB ran them
+// at 361 and 363 GB/s (Ring), held out from the profile.
+TEST(AlphaBeta, AllGatherAndReduceScatterFromNvlsAllReducePointsRunAtTheWireRate) {
+  const Profile p = load_profile(test::data_dir(), "h200-sxm-141g", "test");
+  const AlphaBetaNetwork net(p, ClusterSpec{});
+  const Json rows = read_json_file(test::test_data("published_microbench.json"));
+  int checked = 0;
+  for (const auto& r : rows) {
+    const std::string id = r["id"];
+    const bool ag = id == "nccl-h200-8gpu-16GiB-all_gather-ring", rs = id == "nccl-h200-8gpu-16GiB-reduce_scatter-ring";
+    if (!ag && !rs) continue;
+    const double S = r["message_bytes"].get<double>(), n = 8;
+    const CollectiveSpec s{ag ? CollOp::AllGather : CollOp::ReduceScatter, 8, 8, 1, S};
+    const double busbw = (n - 1) / n * S / net.time_s(s) / 1e9;
+    EXPECT_NEAR(busbw / r["measured"]["busbw_GBps"].get<double>(), 1.0, 0.03) << id;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2);
+  // The all-reduce itself keeps NCCL's measured NVLS curve.
+  const CollectivePoint& top = *std::max_element(p.collective_points.begin(), p.collective_points.end(),
+                                                 [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+  EXPECT_NEAR(net.time_s({CollOp::AllReduce, 8, 8, 1, top.bytes}) / top.time_s, 1.0, 1e-9);
+  EXPECT_GT(2 * (8 - 1) / 8.0 * top.bytes / top.time_s, 1.2 * p.nvlink_gbps.value * 1e9 * p.intra_bus_efficiency.value);
+}
+
 }  // namespace
 }  // namespace parasim
