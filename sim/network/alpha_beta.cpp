@@ -59,15 +59,29 @@ std::vector<const CollectivePoint*> AlphaBetaNetwork::measured_points(const Coll
   // bandwidth per chunk is close across ring collectives: 367 vs 361 GB/s AR vs AG on 8x H200).
   const std::int64_t g = std::max<std::int64_t>(1, std::min(c.ranks_per_node, c.ranks));
   const std::int64_t nodes = (c.ranks + g - 1) / g;
+  // A group inside one NVSwitch node smaller than the measured one runs NCCL's ring over the same
+  // switch ports, so its bus bandwidth at the same per-rank chunk is the measured group's (ring
+  // all-reduce at 8 GiB on 4..7 of 8 H200s: 363.3-365.7 GB/s, shared/validation/
+  // published_microbench.json ids nccl-allreduce-8GiB-h200-*gpu, NVLS disabled). Only where the
+  // node has no NVLink SHARP: NVLS keeps the algorithm bandwidth, not the bus bandwidth, across
+  // group sizes (414 against 482 GB/s bus at 5 and 8 GPUs), and is not run below its minimum group.
+  const bool subgroup_ok = nodes == 1 && c_.intra_kind == "nvswitch" && !(p_.nccl.present && p_.nccl.nvls_algbw_gbps.value > 0);
   std::vector<const CollectivePoint*> pts;
-  for (const std::string& op : {std::string(coll_op_name(c.op)), std::string("all_reduce")}) {
-    if (op == "all_reduce" && nodes > 1 && c.op != CollOp::AllReduce) break;
-    pts.clear();
-    for (const auto& pt : p_.collective_points)
-      if (pt.op == op && pt.nodes == nodes && pt.ranks == c.ranks) pts.push_back(&pt);
-    if (pts.size() >= 2) break;
+  for (const bool sub : {false, true}) {
+    if (sub && !subgroup_ok) break;
+    for (const std::string& op : {std::string(coll_op_name(c.op)), std::string("all_reduce")}) {
+      if (op == "all_reduce" && nodes > 1 && c.op != CollOp::AllReduce) break;
+      pts.clear();
+      std::int64_t ranks = sub ? 0 : c.ranks;  // the sub-group case takes the smallest larger measured group
+      if (sub)
+        for (const auto& pt : p_.collective_points)
+          if (pt.op == op && pt.nodes == 1 && pt.ranks > c.ranks && (ranks == 0 || pt.ranks < ranks)) ranks = pt.ranks;
+      for (const auto& pt : p_.collective_points)
+        if (pt.op == op && pt.nodes == nodes && pt.ranks == ranks) pts.push_back(&pt);
+      if (pts.size() >= 2) return pts;
+    }
   }
-  if (pts.size() < 2) pts.clear();
+  pts.clear();
   return pts;
 }
 

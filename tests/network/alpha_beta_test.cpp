@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "../test_util.h"
+#include "sim/network/algorithms/algorithms.h"
 
 namespace parasim {
 namespace {
@@ -45,6 +46,41 @@ TEST(AlphaBeta, MeasuredPointsAreReproduced) {
   for (const auto& pt : p.collective_points) {
     CollectiveSpec s{CollOp::AllReduce, pt.ranks, 8, 1, pt.bytes};
     EXPECT_NEAR(net.time_s(s) / pt.time_s, 1.0, 1e-9) << pt.bytes;
+  }
+}
+
+// A100 nodes have no NVLink SHARP: every group inside the node runs NCCL's ring over the same
+// switch ports, so a 2- or 4-GPU group (tensor parallel inside a node) is priced from the 8-GPU
+// measured curve at the same per-rank chunk, bus bandwidth for bus bandwidth.
+TEST(AlphaBeta, SubNodeGroupsUseTheNodesMeasuredCurveAtTheSameChunk) {
+  const Profile p = a100();
+  ASSERT_EQ(p.nccl.nvls_algbw_gbps.value, 0.0);
+  const AlphaBetaNetwork net(p, ClusterSpec{});
+  const auto busbw8 = [&](double bytes) { return 2.0 * 7 / 8 * bytes / net.time_s({CollOp::AllReduce, 8, 8, 1, bytes}); };
+  for (const double n : {2.0, 4.0})
+    for (const double S : {4e6, 16e6, 64e6, 256e6}) {
+      const auto ranks = static_cast<std::int64_t>(n);
+      EXPECT_NEAR(net.time_s({CollOp::AllReduce, ranks, 8, 8 / ranks, S}) / (2 * (n - 1) / n * S / busbw8(S * 8 / n)), 1.0, 1e-9) << n << " " << S;
+      EXPECT_EQ(net.algorithm({CollOp::AllReduce, ranks, 8, 8 / ranks, S}), "measured (NCCL's choice on this group shape)");
+    }
+  // Without the node's curve the same group falls back to the tuner, which misses NCCL's bandwidth
+  // ramp: at 64 MB on 4 GPUs the measured curve is the slower one.
+  Profile bare = p;
+  bare.collective_points.clear();
+  const AlphaBetaNetwork tuner(bare, ClusterSpec{});
+  EXPECT_GT(net.time_s({CollOp::AllReduce, 4, 8, 2, 64e6}), 1.1 * tuner.time_s({CollOp::AllReduce, 4, 8, 2, 64e6}));
+}
+
+// Where the node runs NVLink SHARP, its 8-GPU all-reduce curve is NVLS and does not stand for a
+// smaller group's ring (or a 5-7 GPU NVLS group, whose bus bandwidth is lower): the tuner prices them.
+TEST(AlphaBeta, SubNodeGroupsOnNvlsNodesAreLeftToTheTuner) {
+  const Profile p = load_profile(test::data_dir(), "h200-sxm-141g", "test");
+  ASSERT_GT(p.nccl.nvls_algbw_gbps.value, 0.0);
+  const AlphaBetaNetwork net(p, ClusterSpec{});
+  for (const std::int64_t n : {2, 4, 5, 7}) {
+    const CollectiveSpec s{CollOp::AllReduce, n, 8, 1, 8.0 * (1LL << 30)};
+    EXPECT_NE(net.algorithm(s), "measured (NCCL's choice on this group shape)") << n;
+    EXPECT_NEAR(net.time_s(s), net.choose(s).time_s, 1e-12) << n;
   }
 }
 
