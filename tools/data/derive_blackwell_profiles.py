@@ -15,12 +15,22 @@ import copy
 import json
 import os
 
-from fit_attention_shapes import cudnn_shape, shapes
+from fit_attention_shapes import CUDNN_B200_913, cudnn_blackwell, cudnn_shape, shapes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROFILES = os.path.join(ROOT, "calibrate", "profiles")
 DATE = "2026-11-30"
 MB = "shared/validation/published_microbench.json"
+# cuBLAS block-scaled FP4 GEMMs on B200: the 'cBLT TFLOPS' column of deepseek-ai/DeepGEMM PR #348 (checked against the
+# kernel model in tests/calibrate/gemm_model_test.cpp with tests/data/cublas_b200_fp4_gemm.json).
+FP4_CUBLAS = ("cuBLAS block-scaled FP4 GEMM on B200 (the 'cBLT TFLOPS' column, 'cublasTest 13.3 direct binary', CUDA 12.9) in "
+              "deepseek-ai/DeepGEMM pull request #348 (github.com/deepseek-ai/DeepGEMM/pull/348, 'feat: support mxfp4 x mxfp4 "
+              "gemm on sm100', 2026-06-01): 5239 TFLOP/s at 8192x8192x8192 = 0.5821 of the 9000 TFLOP/s dense FP4 peak; the "
+              "same table's smaller shapes (338 / 745 / 1422 / 1190 / 1399 / 3939 TFLOP/s at 128x2048x7168, 128x24576x1536, "
+              "512x2048x7168, 512x7168x2048, 1024x7168x2048, 4096x4096x7168) come out of the kernel model anchored at 8192^3 "
+              "within -9..+16 %% except 1024x7168x2048 (+37 %%) [tests/data/cublas_b200_fp4_gemm.json]. MXFP4 (E8M0 scale per "
+              "32 elements) and NVFP4 (E4M3 scale per 16) run on the same block-scaled tcgen05 MMA at the FP4 rate")
+FP4_EFF, FP4_SHAPE = 0.5821, [8192, 8192, 8192]
 
 GB200_SHEET = ("NVIDIA GB200 NVL72 datasheet (rack of 36 Grace CPUs and 72 Blackwell GPUs): FP16/BF16 Tensor Core 360 "
                "PFLOPS and FP8/FP6 720 PFLOPS with sparsity, i.e. %s per GPU dense")
@@ -68,8 +78,9 @@ def carry_shared_compute(c, clock_why):
     c["sustained_clock_ratio"]["range_source"] = "from the B200's measured MSMF/MAMF to no derating"
 
 
-def blackwell_additions(p, gpu, fp8_peak, fp8_eff, fp8_how, fp8_src, fp4_peak, fp4_src, measured_gpu=False):
-    """MXFP8 and NVFP4 GEMMs and cuDNN fused attention, on any Blackwell profile."""
+def blackwell_additions(p, gpu, fp8_peak, fp8_eff, fp8_how, fp8_src, fp4_peak, fp4_src, cudnn, fp4_why=None, measured_gpu=False):
+    """MXFP8 and NVFP4 GEMMs and cuDNN fused attention, on any Blackwell profile. cudnn: the attention kernel's figures
+    (cudnn_kernel); fp4_why: why the B200's FP4 GEMM figure applies (None on the B200 itself)."""
     c = p["compute"]
     c["peak_tflops"]["mxfp8"] = fig(fp8_peak, "datasheet",
                                     "Blackwell's fifth-generation tensor cores run the OCP MX formats (MXFP8: E4M3/E5M2 with one "
@@ -86,30 +97,51 @@ def blackwell_additions(p, gpu, fp8_peak, fp8_eff, fp8_how, fp8_src, fp4_peak, f
                                     fp4_src + "; NVFP4 (E2M1 with one E4M3 scale per 16 elements) runs on the block-scaled FP4 "
                                     "MMA at that rate")
     c["gemm_max_efficiency"]["nvfp4"] = fig(
-        fp8_eff, "assumed",
-        "assumed: the per-tensor FP8 figure (%s: %s); no published NVFP4 GEMM sweep found for this GPU. The kernel model's fixed "
-        "time, operand reads (0.5625 B per element with the scales) and 16-bit epilogue bound the shapes where the FP4 rate "
-        "cannot be reached" % (fp8_how, fp8_src),
+        FP4_EFF, "published" if fp4_why is None else "assumed",
+        ("published: " if fp4_why is None else "assumed: %s: " % fp4_why) + FP4_CUBLAS,
         (round(fp8_eff * 0.5, 4), fp8_eff),
-        "assumed: from half the FP8 efficiency (FP4 kernels less mature than the FP8 ones) to the FP8 efficiency")
-    fa4 = ("Zadouri, Hoehnerbach, Shah, Liu, Thakkar, Dao 2026, 'FlashAttention-4: Algorithm and Kernel Pipelining Co-Design "
-           "for Asymmetric Hardware Scaling' (arXiv:2603.05451), abstract: on B200 with BF16 FlashAttention-4 reaches up to "
-           "1613 TFLOP/s (71% of 2250) and is up to 1.3x faster than cuDNN 9.13, so cuDNN's fused attention forward runs at "
-           "no less than 1613 / 1.3 = 1241 TFLOP/s = 0.551 of peak")
-    c["attention_kernels"] = {"cudnn": {
-        "note": "cuDNN fused attention (Transformer Engine's FusedAttention, the backend Megatron-Core/NeMo/Megatron-Bridge "
-                "select on Blackwell); fractions of this GPU's bf16 peak",
-        "fwd_efficiency": fig(0.551, "published" if measured_gpu else "assumed",
-                              fa4 if measured_gpu else "assumed: the B200 fraction (same Blackwell SMs; the paper measured B200): " + fa4,
-                              (0.551, 0.717), "from cuDNN 9.13 (FlashAttention-4 / 1.3) to FlashAttention-4's 71.7%"),
-        "bwd_efficiency": fig(0.511, "assumed",
-                              "assumed: the forward fraction times the Hopper backward/forward ratio of the architecture-native "
-                              "kernel (h100-sxm5-80g compute.attention_kernels.flash3: 0.5687 / 0.6125 = 0.928, from Shah et al. "
-                              "2024 'FlashAttention-3' section 4.1); FlashAttention-4 reports no cuDNN backward figure in its "
-                              "abstract: " + fa4,
-                              (0.45, 0.6), "the forward range times the Hopper ratio, widened"),
-        **cudnn_shape(shapes(), measured_gpu),
-    }}
+        "from half the per-tensor FP8 efficiency to the per-tensor FP8 efficiency (the FP4 figure's former assumption)",
+        shape_mnk=FP4_SHAPE)
+    c["attention_kernels"] = {"cudnn": cudnn}
+
+
+def cudnn_kernel(fit_gpu, why=None, low=None, low_src=None, measured_gpu=False):
+    """cuDNN fused attention fitted to NVIDIA's sweep on fit_gpu (a profile name: "gb200-nvl72-186g" or "gb300-nvl72-288g"), as fractions of each part's own
+    BF16 peak; why: the reason another part takes that fit (None on the measured part); low: per pass, the efficiency
+    range's low end and its source when older software on the part itself ran slower."""
+    o = cudnn_blackwell(fit_gpu)
+    how = "fitted" if why is None else "assumed"
+    pre = "" if why is None else "assumed: %s: " % why
+    k = {"note": "cuDNN fused attention (Transformer Engine's FusedAttention, the backend Megatron-Core/NeMo/Megatron-Bridge "
+                 "select on Blackwell); fractions of this GPU's bf16 peak"}
+    for d in ("fwd", "bwd"):
+        e = o[d]["e"]
+        rng = ((low[d], round(e * 1.08, 4)), low_src + " to 8 % above the fit" + LATER) if low else (
+            (round(e * 0.9, 4), round(e * 1.08, 4)), "from 10 % below the fit (older cuDNN releases: the GB200's backward at "
+            "seq 8k ran 1211 TFLOP/s in cuDNN 9.17, artifacts/sdpa_bf16_benchmark_results_NVIDIA_GB200.csv, against 1332 in "
+            "9.22) to 8 % above it" + LATER)
+        k[d + "_efficiency"] = fig(e, how, pre + o["src"], *rng)
+        k[d + "_seq_overhead"] = fig(o[d]["a"], how, pre + o["src"])
+        k[d + "_causal_overhead"] = fig(o[d]["c"], how, pre + o["src"])
+    sh = cudnn_shape(shapes(), measured_gpu)
+    for d in ("fwd", "bwd"):
+        k[d + "_head_dim_overhead"] = sh[d + "_head_dim_overhead"]
+    return k
+
+
+FP4_ULTRA = ("the B200's fraction of the FP4 peak (no Blackwell Ultra FP4 GEMM sweep published; its FP4 rate is 1.5x "
+             "Blackwell's with the same HBM and epilogue, so this errs fast)")
+
+
+def b200_cudnn_low():
+    """The B200's cuDNN 9.13 point as a fraction of its peak with the GB200 fit's causal overhead, per pass."""
+    o = cudnn_blackwell("gb200-nvl72-186g")
+    s = 8192
+    return {d: round(t / (2250 * s / (s + o[d]["c"])), 4) for d, t in (("fwd", CUDNN_B200_913[1]), ("bwd", CUDNN_B200_913[2]))}
+
+
+LATER = (" (cuDNN 9.26 of 2026-07-24 in the same benchmark: the GB300's causal forward at seq 8k 1991 TFLOP/s against 1856 in "
+         "9.22)")
 
 
 def main():
@@ -124,7 +156,11 @@ def main():
     bfp8 = b200["compute"]["gemm_max_efficiency"]["fp8"]
     blackwell_additions(b200, "HGX B200", 4500, bfp8["value"], "published", bfp8["source"], 9000,
                         "NVIDIA HGX B200 datasheet: FP4 Tensor Core 144 PFLOPS with sparsity for 8 GPUs, i.e. 18 PFLOP/s "
-                        "per GPU sparse and 9 PFLOP/s dense", measured_gpu=True)
+                        "per GPU sparse and 9 PFLOP/s dense",
+                        cudnn_kernel("gb200-nvl72-186g", "the GB200's fit (the same Blackwell die; no B200 sweep with current cuDNN published)",
+                                     b200_cudnn_low(), "from the B200's own cuDNN 9.13 point (%s)" % (CUDNN_B200_913[0] % CUDNN_B200_913[1:]),
+                                     measured_gpu=True),
+                        measured_gpu=True)
     json.dump(b200, open(b200_path, "w"), indent=1, ensure_ascii=False)
     open(b200_path, "a").write("\n")
 
@@ -210,7 +246,10 @@ def main():
         nv = n["nccl"]["nvls"]
         nv["algbw_gbps"] = carried(nv["algbw_gbps"], "NVLink SHARP on the same NVLink 5 switches")
         nv["min_ranks"] = carried(nv["min_ranks"], "NCCL's selection on NVLink 5 switches")
-        blackwell_additions(p, gpu + " NVL72", 5000, f8["value"], f8["how"], f8["source"], fp4_peak, fp4_src)
+        ultra = gpu == "GB300"
+        blackwell_additions(p, gpu + " NVL72", 5000, f8["value"], f8["how"], f8["source"], fp4_peak, fp4_src,
+                            cudnn_kernel(name), FP4_ULTRA if ultra else "the B200's fraction of the FP4 peak (the "
+                            "same Blackwell die; no GB200 FP4 GEMM sweep published)")
         out = os.path.join(PROFILES, name + ".json")
         json.dump(p, open(out, "w"), indent=1, ensure_ascii=False)
         open(out, "a").write("\n")
@@ -276,7 +315,9 @@ def write_b300(base):
     fp4 = ("verda.com, 'GB300 NVL72 architecture' per-GPU specification table (performance without sparsity): B300 FP4 "
            "14 PFLOPS (B200 9); Blackwell Ultra's dense FP4 rate; the HGX B300 datasheet's dense FP4 figure read per GPU by "
            "other summaries is 13.1-13.5 PFLOPS (glennklockwood.com 'B300': 13,125 TFLOP/s)")
-    blackwell_additions(p, "HGX B300", 4500, f8["value"], f8["how"], f8["source"], 14000, fp4)
+    blackwell_additions(p, "HGX B300", 4500, f8["value"], f8["how"], f8["source"], 14000, fp4,
+                        cudnn_kernel("gb300-nvl72-288g", "the GB300's fit (the same Blackwell Ultra die with its doubled exponential "
+                                     "throughput; no B300 training SDPA sweep published)"), FP4_ULTRA)
     p["compute"]["peak_tflops"]["nvfp4"]["range"] = [13125, 14000]
     p["compute"]["peak_tflops"]["nvfp4"]["range_source"] = "the per-GPU dense FP4 figures of the two summaries"
     out = os.path.join(PROFILES, p["name"] + ".json")

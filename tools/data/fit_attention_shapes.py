@@ -20,7 +20,9 @@ cuDNN shape from here):
     python3 tools/data/fit_attention_shapes.py
 
 It rewrites the attention figures of calibrate/profiles/{a100-sxm4-40g,a100-sxm4-80g,
-h100-sxm5-80g,h200-sxm-141g,b200-sxm-180g}.json; the output is deterministic.
+h100-sxm5-80g,h200-sxm-141g,b200-sxm-180g}.json; the output is deterministic. cudnn_blackwell()
+fits cuDNN's kernel to NVIDIA's own sweep on GB200 and GB300 (tests/data/cudnn_sdpa_llama31_gb200_gb300.json
+holds the same numbers); derive_blackwell_profiles.py writes those figures into the four Blackwell profiles.
 """
 import json
 import math
@@ -57,6 +59,28 @@ CUDNN_FWD_64, CUDNN_BWD_64 = [335, 373, 395, 408, 412, 413], [266, 348, 395, 417
 FA4_FWD_64 = ("flash-attention PR #2605, the same table at head dim 64: 1087 / 1167 / 1213 / 1229 / 1243 TFLOP/s non-causal at "
               "seq 1k-16k", [1087, 1167, 1213, 1229, 1243])
 H100_BF16_PEAK = 989.0
+# NVIDIA's cuDNN SDPA training benchmark on GB200 and GB300, the same cuDNN release the same day (TFLOP/s, BF16, head dim 128;
+# causal = the top_left mask, whose FLOPs count the executed half), from tests/data/cudnn_sdpa_llama31_gb200_gb300.json. The
+# 32k points run 2-10% below the curve (longer kernels, lower clocks) and are left out: the training clock is the profile's
+# sustained_clock_ratio.
+CUDNN_FE_FILE = os.path.join(ROOT, "tests", "data", "cudnn_sdpa_llama31_gb200_gb300.json")
+CUDNN_FE_MAX_SEQ = 16384
+CUDNN_FE_PEAK = 2500  # BF16 TFLOP/s of both parts (their NVL72 datasheets)
+
+
+def cudnn_fe_table(gpu):
+    """(source, seq lengths, fwd causal, fwd non-causal, bwd causal, bwd non-causal) of one part, up to CUDNN_FE_MAX_SEQ."""
+    t = json.load(open(CUDNN_FE_FILE))
+    assert t["columns"] == ["seq_len", "fwd_causal", "bwd_causal", "fwd_noncausal", "bwd_noncausal"]
+    rows = [r for r in t["gpus"][gpu] if r[0] <= CUDNN_FE_MAX_SEQ]
+    src = "%s (%s, commit %s; %s)" % (t["source"]["title"], t["source"]["address"], t["source"]["commit"], t["source"]["what"])
+    return src, [r[0] for r in rows], [r[1] for r in rows], [r[3] for r in rows], [r[2] for r in rows], [r[4] for r in rows]
+
+
+# The B200's own cuDNN point, older software (cuDNN 9.13 through PyTorch's SDPA, batch 1, 128 query and 8 key-value heads).
+CUDNN_B200_913 = ("github.com/NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/artifacts/"
+                  "sdpa_bf16_benchmark_results_NVIDIA_B200.csv (commit bb37575d103b9974bc619a193dc1a96d835dc117, cuDNN 9.13, "
+                  "torch 2.9 nv25.09): %d / %d TFLOP/s forward / backward, causal, seq 8k", 1171, 942)
 
 
 def fit(seqs, tflops, e_inf=None):
@@ -140,6 +164,28 @@ def shapes():
                          % (a4, 100 * r4, c4, 100 * rc4),
                   "bwd_src": "backward a assumed FlashAttention-3's on Hopper (%d; no B200 backward sweep found), c from one pair "
                              "at seq 8192: %s" % (ab4, FA4_BWD)}
+    return out
+
+
+def cudnn_blackwell(gpu):
+    """cuDNN's fused attention on a Grace-Blackwell GPU ("gb200-nvl72-186g" or "gb300-nvl72-288g"), fitted to NVIDIA's own
+    sweep on it: per pass, e_inf and a from the non-causal curve, then c from the causal one with e_inf shared (as the
+    FlashAttention fits above)."""
+    src, seq, fc, fn, bc, bn = cudnn_fe_table(gpu)
+    out = {}
+    for d, nc, ca in (("fwd", fn, fc), ("bwd", bn, bc)):
+        a, e, r = fit(seq, nc)
+        c, _, rc = fit(seq, ca, e)
+        out[d] = {"e": round(e / CUDNN_FE_PEAK, 4), "a": a, "c": c, "rms": r, "rms_c": rc, "nc": nc, "ca": ca}
+    bars = "; ".join("%s TFLOP/s at seq %s: non-causal %s, causal %s" % (
+        "forward" if d == "fwd" else "backward", " / ".join("%dk" % (x // 1024) for x in seq),
+        " / ".join(map(str, out[d]["nc"])), " / ".join(map(str, out[d]["ca"]))) for d in ("fwd", "bwd"))
+    out["src"] = ("fitted e_inf x s / (s + a) to %s, %s: forward e_inf %.4f of the %d TFLOP/s peak, a %d tokens (rms %.1f%%), "
+                  "causal c %d (rms %.1f%%); backward e_inf %.4f, a %d (rms %.1f%%), causal c %d (rms %.1f%%); the 32k points "
+                  "(2-10%% below the curve) left out [tests/data/cudnn_sdpa_llama31_gb200_gb300.json]" % (
+                      src, bars, out["fwd"]["e"], CUDNN_FE_PEAK, out["fwd"]["a"], 100 * out["fwd"]["rms"], out["fwd"]["c"],
+                      100 * out["fwd"]["rms_c"], out["bwd"]["e"], out["bwd"]["a"], 100 * out["bwd"]["rms"], out["bwd"]["c"],
+                      100 * out["bwd"]["rms_c"]))
     return out
 
 
