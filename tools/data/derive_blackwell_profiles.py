@@ -30,7 +30,17 @@ FP4_CUBLAS = ("cuBLAS block-scaled FP4 GEMM on B200 (the 'cBLT TFLOPS' column, '
               "512x2048x7168, 512x7168x2048, 1024x7168x2048, 4096x4096x7168) come out of the kernel model anchored at 8192^3 "
               "within -9..+16 %% except 1024x7168x2048 (+37 %%) [tests/data/cublas_b200_fp4_gemm.json]. MXFP4 (E8M0 scale per "
               "32 elements) and NVFP4 (E4M3 scale per 16) run on the same block-scaled tcgen05 MMA at the FP4 rate")
-FP4_EFF, FP4_SHAPE = 0.5821, [8192, 8192, 8192]
+FP4_TABLE = os.path.join(ROOT, "tests", "data", "cublas_b200_fp4_gemm.json")
+FP4_SHAPE = [8192, 8192, 8192]
+B200_FP4_PEAK = 9000  # TFLOP/s dense (HGX B200 datasheet, below)
+
+
+def fp4_efficiency():
+    """The cuBLAS table's FP4_SHAPE point as a fraction of the B200's dense FP4 peak."""
+    t = json.load(open(FP4_TABLE))
+    assert t["columns"] == ["b", "m", "n", "k", "flops_per_s"]
+    (row,) = [r for r in t["rows"] if r[0] == 1 and r[1:4] == FP4_SHAPE]
+    return round(row[4] / 1e12 / B200_FP4_PEAK, 4)
 
 GB200_SHEET = ("NVIDIA GB200 NVL72 datasheet (rack of 36 Grace CPUs and 72 Blackwell GPUs): FP16/BF16 Tensor Core 360 "
                "PFLOPS and FP8/FP6 720 PFLOPS with sparsity, i.e. %s per GPU dense")
@@ -78,7 +88,7 @@ def carry_shared_compute(c, clock_why):
     c["sustained_clock_ratio"]["range_source"] = "from the B200's measured MSMF/MAMF to no derating"
 
 
-def blackwell_additions(p, gpu, fp8_peak, fp8_eff, fp8_how, fp8_src, fp4_peak, fp4_src, cudnn, fp4_why=None, measured_gpu=False):
+def blackwell_additions(p, gpu, fp8_peak, fp8_eff, fp8_how, fp8_src, fp4_peak, fp4_src, cudnn, fp4_why=None):
     """MXFP8 and NVFP4 GEMMs and cuDNN fused attention, on any Blackwell profile. cudnn: the attention kernel's figures
     (cudnn_kernel); fp4_why: why the B200's FP4 GEMM figure applies (None on the B200 itself)."""
     c = p["compute"]
@@ -97,7 +107,7 @@ def blackwell_additions(p, gpu, fp8_peak, fp8_eff, fp8_how, fp8_src, fp4_peak, f
                                     fp4_src + "; NVFP4 (E2M1 with one E4M3 scale per 16 elements) runs on the block-scaled FP4 "
                                     "MMA at that rate")
     c["gemm_max_efficiency"]["nvfp4"] = fig(
-        FP4_EFF, "published" if fp4_why is None else "assumed",
+        fp4_efficiency(), "published" if fp4_why is None else "assumed",
         ("published: " if fp4_why is None else "assumed: %s: " % fp4_why) + FP4_CUBLAS,
         (round(fp8_eff * 0.5, 4), fp8_eff),
         "from half the per-tensor FP8 efficiency to the per-tensor FP8 efficiency (the FP4 figure's former assumption)",
@@ -133,11 +143,12 @@ FP4_ULTRA = ("the B200's fraction of the FP4 peak (no Blackwell Ultra FP4 GEMM s
              "Blackwell's with the same HBM and epilogue, so this errs fast)")
 
 
-def b200_cudnn_low():
-    """The B200's cuDNN 9.13 point as a fraction of its peak with the GB200 fit's causal overhead, per pass."""
+def b200_cudnn_low(peak):
+    """The B200's cuDNN 9.13 point (seq 8k, causal) as a fraction of its BF16 peak with the GB200 fit's causal overhead,
+    per pass."""
     o = cudnn_blackwell("gb200-nvl72-186g")
     s = 8192
-    return {d: round(t / (2250 * s / (s + o[d]["c"])), 4) for d, t in (("fwd", CUDNN_B200_913[1]), ("bwd", CUDNN_B200_913[2]))}
+    return {d: round(t / (peak * s / (s + o[d]["c"])), 4) for d, t in (("fwd", CUDNN_B200_913[1]), ("bwd", CUDNN_B200_913[2]))}
 
 
 LATER = (" (cuDNN 9.26 of 2026-07-24 in the same benchmark: the GB300's causal forward at seq 8k 1991 TFLOP/s against 1856 in "
@@ -154,13 +165,12 @@ def main():
     base = copy.deepcopy(b200)
 
     bfp8 = b200["compute"]["gemm_max_efficiency"]["fp8"]
-    blackwell_additions(b200, "HGX B200", 4500, bfp8["value"], "published", bfp8["source"], 9000,
+    blackwell_additions(b200, "HGX B200", 4500, bfp8["value"], "published", bfp8["source"], B200_FP4_PEAK,
                         "NVIDIA HGX B200 datasheet: FP4 Tensor Core 144 PFLOPS with sparsity for 8 GPUs, i.e. 18 PFLOP/s "
                         "per GPU sparse and 9 PFLOP/s dense",
                         cudnn_kernel("gb200-nvl72-186g", "the GB200's fit (the same Blackwell die; no B200 sweep with current cuDNN published)",
-                                     b200_cudnn_low(), "from the B200's own cuDNN 9.13 point (%s)" % (CUDNN_B200_913[0] % CUDNN_B200_913[1:]),
-                                     measured_gpu=True),
-                        measured_gpu=True)
+                                     b200_cudnn_low(b200["compute"]["peak_tflops"]["bf16"]["value"]), "from the B200's own cuDNN 9.13 point (%s)" % (CUDNN_B200_913[0] % CUDNN_B200_913[1:]),
+                                     measured_gpu=True))
     json.dump(b200, open(b200_path, "w"), indent=1, ensure_ascii=False)
     open(b200_path, "a").write("\n")
 
