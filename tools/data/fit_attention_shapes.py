@@ -21,8 +21,8 @@ cuDNN shape from here):
 
 It rewrites the attention figures of calibrate/profiles/{a100-sxm4-40g,a100-sxm4-80g,
 h100-sxm5-80g,h200-sxm-141g,b200-sxm-180g}.json; the output is deterministic. cudnn_blackwell()
-fits cuDNN's kernel to NVIDIA's own sweep on GB200 and GB300 (tests/data/cudnn_sdpa_llama31_gb200_gb300.json
-holds the same numbers); derive_blackwell_profiles.py writes those figures into the four Blackwell profiles.
+fits cuDNN's kernel to NVIDIA's own sweep on GB200 and GB300, read from tests/data/cudnn_sdpa_llama31_gb200_gb300.json;
+derive_blackwell_profiles.py writes those figures into the four Blackwell profiles.
 """
 import json
 import math
