@@ -15,7 +15,7 @@ import copy
 import json
 import os
 
-from fit_attention_shapes import CUDNN_B200_913, cudnn_blackwell, cudnn_shape, shapes
+from fit_attention_shapes import CUDNN_B200_913, NVL72_BF16_PEAK, cudnn_blackwell, cudnn_shape, shapes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROFILES = os.path.join(ROOT, "calibrate", "profiles")
@@ -202,9 +202,9 @@ def main():
                        % (gpu, "up to 13.4 TB HBM3e, 576 TB/s" if gpu == "GB200" else "up to 20.7 TB HBM3e, 576 TB/s",
                           mem_gb, mem_gb))}
         c["peak_tflops"] = {
-            "bf16": fig(2500, "datasheet", sheet % "2.5 PFLOP/s BF16" + "; the ml-engineering MAMF table uses 2500 for GB200 "
+            "bf16": fig(NVL72_BF16_PEAK, "datasheet", sheet % "2.5 PFLOP/s BF16" + "; the ml-engineering MAMF table uses 2500 for GB200 "
                         "[%s id mamf-bf16-nvidia-gb200-sxm]" % MB),
-            "fp16": fig(2500, "datasheet", sheet % "2.5 PFLOP/s FP16"),
+            "fp16": fig(NVL72_BF16_PEAK, "datasheet", sheet % "2.5 PFLOP/s FP16"),
             "fp8": fig(5000, "datasheet", sheet % "5 PFLOP/s FP8" + "; the MAMF table uses 5000 for GB200 "
                        "[%s id mamf-fp8-nvidia-gb200-sxm]" % MB),
         }

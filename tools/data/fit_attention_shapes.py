@@ -65,7 +65,7 @@ H100_BF16_PEAK = 989.0
 # sustained_clock_ratio.
 CUDNN_FE_FILE = os.path.join(ROOT, "tests", "data", "cudnn_sdpa_llama31_gb200_gb300.json")
 CUDNN_FE_MAX_SEQ = 16384
-CUDNN_FE_PEAK = 2500  # BF16 TFLOP/s of both parts (their NVL72 datasheets)
+NVL72_BF16_PEAK = 2500  # dense BF16 TFLOP/s per GPU of both parts (their NVL72 datasheets); derive_blackwell_profiles.py writes it
 
 
 def cudnn_fe_table(gpu):
@@ -176,14 +176,14 @@ def cudnn_blackwell(gpu):
     for d, nc, ca in (("fwd", fn, fc), ("bwd", bn, bc)):
         a, e, r = fit(seq, nc)
         c, _, rc = fit(seq, ca, e)
-        out[d] = {"e": round(e / CUDNN_FE_PEAK, 4), "a": a, "c": c, "rms": r, "rms_c": rc, "nc": nc, "ca": ca}
+        out[d] = {"e": round(e / NVL72_BF16_PEAK, 4), "a": a, "c": c, "rms": r, "rms_c": rc, "nc": nc, "ca": ca}
     bars = "; ".join("%s TFLOP/s at seq %s: non-causal %s, causal %s" % (
         "forward" if d == "fwd" else "backward", " / ".join("%dk" % (x // 1024) for x in seq),
         " / ".join(map(str, out[d]["nc"])), " / ".join(map(str, out[d]["ca"]))) for d in ("fwd", "bwd"))
     out["src"] = ("fitted e_inf x s / (s + a) to %s, %s: forward e_inf %.4f of the %d TFLOP/s peak, a %d tokens (rms %.1f%%), "
                   "causal c %d (rms %.1f%%); backward e_inf %.4f, a %d (rms %.1f%%), causal c %d (rms %.1f%%); the 32k points "
                   "(2-10%% below the curve) left out [tests/data/cudnn_sdpa_llama31_gb200_gb300.json]" % (
-                      src, bars, out["fwd"]["e"], CUDNN_FE_PEAK, out["fwd"]["a"], 100 * out["fwd"]["rms"], out["fwd"]["c"],
+                      src, bars, out["fwd"]["e"], NVL72_BF16_PEAK, out["fwd"]["a"], 100 * out["fwd"]["rms"], out["fwd"]["c"],
                       100 * out["fwd"]["rms_c"], out["bwd"]["e"], out["bwd"]["a"], 100 * out["bwd"]["rms"], out["bwd"]["c"],
                       100 * out["bwd"]["rms_c"]))
     return out

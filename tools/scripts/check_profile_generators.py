@@ -20,16 +20,13 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 GENERATORS = ["fit_attention_shapes.py", "derive_blackwell_profiles.py"]  # in this order (see their docstrings)
-DATA = ["cudnn_sdpa_llama31_gb200_gb300.json", "cublas_b200_fp4_gemm.json"]
 
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copytree(os.path.join(ROOT, "tools", "data"), os.path.join(tmp, "tools", "data"))
         shutil.copytree(os.path.join(ROOT, "calibrate", "profiles"), os.path.join(tmp, "calibrate", "profiles"))
-        os.makedirs(os.path.join(tmp, "tests", "data"))
-        for f in DATA:
-            shutil.copy(os.path.join(ROOT, "tests", "data", f), os.path.join(tmp, "tests", "data", f))
+        shutil.copytree(os.path.join(ROOT, "tests", "data"), os.path.join(tmp, "tests", "data"))
         for g in GENERATORS:
             r = subprocess.run([sys.executable, os.path.join(tmp, "tools", "data", g)], cwd=tmp, capture_output=True, text=True)
             if r.returncode != 0:
