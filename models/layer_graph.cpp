@@ -16,6 +16,12 @@ double Block::model_flops() const {
   return f;
 }
 
+double Block::flops() const {
+  double f = 0;
+  for (const auto& k : kernels) f += k.flops;
+  return f;
+}
+
 namespace {
 
 Kernel gemm(const std::string& name, std::int64_t m, std::int64_t n, std::int64_t k, bool bwd = false) {

@@ -64,6 +64,7 @@ struct Kernel {
 struct Block {
   std::vector<Kernel> kernels;
   double model_flops() const;
+  double flops() const;  // executed (what HFU counts)
 };
 
 struct LayerShape {

@@ -56,6 +56,13 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
   mi.capacity_bytes = sc.profile.device.memory_bytes;
   out.result = compute_metrics(mi, out.program, out.timeline);
   auto& w = out.result.warnings;
+  // MFU counts the model's FLOPs as the field does (Megatron-LM's formula, Narayanan et al. SC'21,
+  // appendix: attention over the full score matrix); HFU counts what the kernels execute (causal
+  // attention computes half of it). Only HFU is bounded by the hardware.
+  if (out.result.mfu > sc.profile.sustained_clock_ratio.value && out.result.hfu < out.result.mfu)
+    w.push_back("MFU " + std::to_string(static_cast<int>(100 * out.result.mfu + 0.5)) +
+                " % counts causal attention's full score matrix (the model-FLOPs convention); the FLOPs executed give HFU " +
+                std::to_string(static_cast<int>(100 * out.result.hfu + 0.5)) + " %");
   if (cost.fallbacks() > 0)
     w.push_back(std::to_string(cost.fallbacks()) + " of " + std::to_string(cost.lookups()) +
                 " GEMM shapes priced by the GEMM kernel model (no measured point in profile \"" + sc.profile.name + "\" within 2x)");

@@ -153,6 +153,7 @@ Json result_json(const Result& r) {
   j["tflops_per_gpu"] = r.tflops_per_gpu;
   j["mfu"] = r.mfu;
   j["hfu"] = r.hfu;
+  j["hfu_reported"] = r.hfu_reported;
   j["bubble_fraction"] = r.bubble_fraction;
   j["peak_mem_gib"] = r.peak_mem_gib;
   j["reserved_gib"] = r.reserved_gib;

@@ -29,9 +29,9 @@ std::vector<Comparison> compare_figures(const MeasuredRun& run, const Result& r,
     cmp.measured = f.value;
     if (f.name == "step_time_s") cmp.predicted = r.step_time_s;
     else if (f.name == "tokens_per_s_per_gpu") cmp.predicted = r.tokens_per_s / gpus;
-    else if (f.name == "tflops_per_gpu") cmp.predicted = f.detail == "hardware" ? r.hfu * peak_tflops : r.tflops_per_gpu;
+    else if (f.name == "tflops_per_gpu") cmp.predicted = f.detail == "hardware" ? r.hfu_reported * peak_tflops : r.tflops_per_gpu;
     else if (f.name == "mfu") cmp.predicted = r.mfu;
-    else if (f.name == "hfu") cmp.predicted = r.hfu;
+    else if (f.name == "hfu") cmp.predicted = r.hfu_reported;
     else if (f.name == "peak_mem_gib") {
       // A framework's peak (torch.cuda.max_memory_allocated) excludes the CUDA context and
       // library workspaces that nvidia-smi sees; nvidia-smi also sees the caching allocator's

@@ -58,7 +58,7 @@ struct Op {
   std::int8_t shared_link = -1;
   std::int32_t label = 0;        // index into Program::labels
   Time duration = 0;
-  double model_flops = 0;        // FLOPs counted for MFU (no recompute)
+  double model_flops = 0;        // FLOPs in the model-FLOPs convention (MFU; on Recompute ops: the replay's)
   double hw_flops = 0;           // FLOPs actually executed
   MemDelta at_start;             // applied when the op starts
   MemDelta at_end;               // applied when the op ends

@@ -59,7 +59,7 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
   res.step_time_s = time_to_seconds(step);
   const size_t nr = p.ranks.size();
   std::vector<Intervals> comp(nr), comm(nr), own_comm(nr);
-  double model_flops = 0, hw_flops = 0;
+  double model_flops = 0, hw_flops = 0, reported_hw_flops = 0;
   Time win_lo = step, win_hi = 0;
   std::vector<std::array<Time, kPhases>> phase(nr);
   for (auto& a : phase) a.fill(0);
@@ -67,7 +67,9 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
     const Op& op = p.ops[i];
     const auto r = static_cast<size_t>(op.rank);
     const std::pair<Time, Time> iv{t.start[i], t.end[i]};
-    model_flops += op.model_flops * static_cast<double>(p.ranks[r].count);
+    const double flops = op.model_flops * static_cast<double>(p.ranks[r].count);
+    if (op.phase != Phase::Recompute) model_flops += flops;
+    reported_hw_flops += flops;
     hw_flops += op.hw_flops * static_cast<double>(p.ranks[r].count);
     phase[r][static_cast<size_t>(op.phase)] += iv.second - iv.first;
     if (op.stream == Stream::Compute) {
@@ -135,6 +137,7 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
   res.tflops_per_gpu = denom > 0 ? model_flops / denom / 1e12 : 0;
   res.mfu = denom > 0 ? model_flops / denom / in.peak_flops : 0;
   res.hfu = denom > 0 ? hw_flops / denom / in.peak_flops : 0;
+  res.hfu_reported = denom > 0 ? reported_hw_flops / denom / in.peak_flops : 0;
   res.capacity_gib = bytes_to_gib(in.capacity_bytes);
   res.fits_in_memory = res.peak_mem_gib <= res.capacity_gib;
   return res;

@@ -47,8 +47,14 @@ struct Result {
   double step_time_s = 0;
   double tokens_per_s = 0;
   double tflops_per_gpu = 0;
+  // MFU: the model's FLOPs in the field's convention (Megatron-LM's formula, Narayanan et al.
+  // SC'21: attention over the full score matrix, no recompute). HFU: the FLOPs the kernels execute
+  // (causal attention half the score matrix, recompute included): bounded by the hardware.
+  // hfu_reported: "hardware FLOPs" as Megatron-LM and its successors report them, the model-FLOPs
+  // convention plus recompute (what published hardware TFLOP/s are compared with).
   double mfu = 0;
   double hfu = 0;
+  double hfu_reported = 0;
   double bubble_fraction = 0;
   double peak_mem_gib = 0;
   double reserved_gib = 0;  // the most over ranks of RankResult::reserved_gib

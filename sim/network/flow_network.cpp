@@ -38,11 +38,14 @@ double FlowNetwork::simulate(const CollectiveSpec& c) const {
   const std::int64_t rpn = std::max<std::int64_t>(1, std::min(c.ranks_per_node, c.ranks));
   const std::int64_t nodes = (c.ranks + rpn - 1) / rpn;
   const std::int64_t groups = std::max<std::int64_t>(1, std::min(c.groups_per_node, c_.gpus_per_node / rpn));
+  // Groups beyond what the node's GPUs hold side by side run on the same GPUs (separate
+  // communicators at once): their bytes ride on the same flows.
+  const double stacked = static_cast<double>(std::max<std::int64_t>(1, c.groups_per_node)) / static_cast<double>(groups);
   const double n = static_cast<double>(c.ranks);
   std::vector<Flow> flows;
   double steps = 1;
   auto add = [&](std::int64_t a, std::int64_t b, double bytes) {
-    if (a != b) flows.push_back({topo_.route(a, b), bytes, 0.0});
+    if (a != b) flows.push_back({topo_.route(a, b), bytes * stacked, 0.0});
   };
   for (std::int64_t j = 0; j < groups; ++j) {
     const auto m = members(c, j);

@@ -29,38 +29,56 @@ double overlap_extra(double gemm, double comm, double slowdown) { return std::ma
 
 }  // namespace
 
-std::int64_t Layout::per_node(std::int64_t stride, std::int64_t size) const {
-  return stride >= gpus_per_node ? 1 : std::max<std::int64_t>(1, std::min(size, gpus_per_node / stride));
+const GroupPlacement& Layout::placed(const std::vector<std::pair<std::int64_t, std::int64_t>>& dims) const {
+  auto it = placed_.find(dims);
+  if (it == placed_.end()) it = placed_.emplace(dims, place_groups(world(), gpus_per_node, dims)).first;
+  return it->second;
+}
+
+// A group of `ranks` whose kind is placed as `pl`: within one node, every GPU of the node in some
+// group of this kind; across nodes, its ranks spread over the most nodes any such group spans, and
+// the node-spanning groups that meet on one node share its NICs.
+CollectiveSpec Layout::spec(CollOp op, std::int64_t ranks, const GroupPlacement& pl, double bytes) const {
+  CollectiveSpec c;
+  c.op = op;
+  c.ranks = ranks;
+  c.bytes = bytes;
+  c.ranks_per_node = std::max<std::int64_t>(1, (ranks + pl.max_nodes - 1) / pl.max_nodes);
+  c.groups_per_node = pl.max_nodes > 1 ? std::max<std::int64_t>(1, pl.crossing_per_node)
+                                       : std::max<std::int64_t>(1, gpus_per_node / c.ranks_per_node);
+  return c;
 }
 
 CollectiveSpec Layout::group(CollOp op, std::int64_t stride, std::int64_t size, double bytes) const {
-  CollectiveSpec c;
-  c.op = op;
-  c.ranks = size;
-  c.bytes = bytes;
-  c.ranks_per_node = per_node(stride, size);
-  c.groups_per_node = std::max<std::int64_t>(1, gpus_per_node / c.ranks_per_node);
-  return c;
+  return group(op, {{stride, size}}, bytes);
+}
+
+CollectiveSpec Layout::group(CollOp op, const std::vector<std::pair<std::int64_t, std::int64_t>>& dims, double bytes) const {
+  std::int64_t ranks = 1;
+  for (const auto& d : dims) ranks *= d.second;
+  return spec(op, ranks, placed(dims), bytes);
 }
 
 CollectiveSpec Layout::dpcp_group(CollOp op, double bytes) const {
   // Adjacent in the order (cp just inside dp, Megatron's default): one strided group. Otherwise
-  // the two dimensions' members on a node multiply.
+  // the group runs over both dimensions.
   if (cp == 1 || s_dp == s_cp * cp) return group(op, dpcp_stride(), dp * cp, bytes);
-  CollectiveSpec c = group(op, std::min(s_cp, s_dp), dp * cp, bytes);
-  c.ranks_per_node = std::min(dp * cp, per_node(s_cp, cp) * per_node(s_dp, dp));
-  c.groups_per_node = std::max<std::int64_t>(1, gpus_per_node / c.ranks_per_node);
+  return group(op, {{s_cp, cp}, {s_dp, dp}}, bytes);
+}
+
+CollectiveSpec Layout::pp_p2p(double bytes, std::int64_t from, std::int64_t to) const {
+  CollectiveSpec c = spec(CollOp::SendRecv, 2, place_pairs(world(), gpus_per_node, s_pp, pp, from, to), bytes);
+  if (c.ranks_per_node == 2) c.groups_per_node = 1;  // within a node: NVLink, nothing shared
   return c;
 }
 
-CollectiveSpec Layout::pp_p2p(double bytes) const {
-  const std::int64_t stride = s_pp;
-  CollectiveSpec c;
-  c.op = CollOp::SendRecv;
-  c.ranks = 2;
-  c.bytes = bytes;
-  c.ranks_per_node = stride >= gpus_per_node ? 1 : 2;
-  c.groups_per_node = stride >= gpus_per_node ? gpus_per_node : 1;  // every GPU of the node sends at once
+CollectiveSpec Layout::ring_hop(std::int64_t stride, std::int64_t size, double bytes) const {
+  const GroupPlacement& pl = placed({{stride, size}});
+  // A ring over k nodes leaves each node once per group: every group that spans nodes sends one
+  // hop through the NICs of each node it touches.
+  GroupPlacement hop{pl.max_nodes > 1 ? 2 : 1, pl.crossing_per_node};
+  CollectiveSpec c = spec(CollOp::SendRecv, 2, hop, bytes);
+  if (c.ranks_per_node == 2) c.groups_per_node = 1;
   return c;
 }
 
@@ -140,11 +158,16 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
         else if (k.name == "scores" || k.name == "softmax" || k.name == "context") share = 1;  // unfused: batched, not saved
         t.op_sac_recompute += share * kernel_seconds(c, k);
         t.op_sac_flops += share * k.model_flops;
+        t.op_sac_hw += share * k.flops;
       }
   }
   t.attn_f_flops = g.attn_fwd.model_flops();
   t.mlp_f_flops = g.mlp_fwd.model_flops();
   t.head_f_flops = g.head_fwd.model_flops();
+  t.attn_f_hw = g.attn_fwd.flops();
+  t.mlp_f_hw = g.mlp_fwd.flops();
+  t.head_f_hw = g.head_fwd.flops();
+  t.mtp_f_hw = g.mtp_fwd.flops();
   const Layout l = make_layout(in.scenario);
   if (l.tp > 1) {
     // Megatron: one all-reduce per block forward and one backward; with sequence parallel an
@@ -197,9 +220,8 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
     t.cp_scatter_b = in.network.time_s(l.cp_group(CollOp::ReduceScatter, all));
   } else if (l.cp > 1) {
     // Ring attention: cp-1 K/V block exchanges in forward; K/V and their gradients in backward.
-    CollectiveSpec kv = l.cp_group(CollOp::SendRecv, g.cp_kv_bytes);
-    kv.ranks = 2;
-    const double step = in.network.time_s(kv);
+    // Each step waits for its slowest hop: a ring that spans nodes has hops through the NICs.
+    const double step = in.network.time_s(l.ring_hop(l.s_cp, l.cp, g.cp_kv_bytes));
     t.cp_comm_f = static_cast<double>(l.cp - 1) * step;
     t.cp_comm_b = 2 * t.cp_comm_f;
   }
@@ -260,12 +282,13 @@ OpId Emitter::comm_op(std::int32_t rank, Stream s, Phase ph, const std::string& 
 Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool first,
                                 bool last, std::vector<OpId> deps, const PreHook& pre, const LayerHook& post) {
   Range r;
-  auto add = [&](Phase ph, const std::string& label, double s, double flops, Bytes alloc, MemCat cat) {
+  auto add = [&](Phase ph, const std::string& label, double s, double flops, Bytes alloc, MemCat cat, double hw = -1) {
     std::vector<OpId> d = std::move(deps);
     deps.clear();
     const OpId id = op(rank, Stream::Compute, ph, label, s, std::move(d), mb, chunk);
     Op& o = p_.ops[static_cast<size_t>(id)];
-    o.model_flops = o.hw_flops = flops;
+    o.model_flops = flops;
+    o.hw_flops = hw < 0 ? flops : hw;
     o.at_start = {cat, alloc};
     if (r.first < 0) r.first = id;
     r.last = id;
@@ -283,10 +306,10 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
     OpId cp_op = -1;
     if (t.cp_comm_f > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, "cp kv ring", t.cp_comm_f, r.last >= 0 ? std::vector<OpId>{r.last} : deps, mb, chunk);
     if (t.cp_gather_f > 0) add(Phase::CpComm, "cp kv all-gather", t.cp_gather_f, 0, 0, MemCat::Activations);
-    add(Phase::Forward, "attention fwd", t.attn_f, t.attn_f_flops, static_cast<Bytes>(stored(l, k)), MemCat::Activations);
+    add(Phase::Forward, "attention fwd", t.attn_f, t.attn_f_flops, static_cast<Bytes>(stored(l, k)), MemCat::Activations, t.attn_f_hw);
     if (t.tp_comm_f > 0) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, 0, MemCat::Activations);
     if (cp_op >= 0) deps.push_back(cp_op);
-    add(Phase::Forward, "mlp fwd", t.mlp_f, t.mlp_f_flops, 0, MemCat::Activations);
+    add(Phase::Forward, "mlp fwd", t.mlp_f, t.mlp_f_flops, 0, MemCat::Activations, t.mlp_f_hw);
     if (t.ep_comm_f > 0) add(Phase::EpComm, "ep all-to-all fwd", t.ep_comm_f, 0, 0, MemCat::Activations);
     if (t.tp_comm_f > 0 && t.mlp_tp_comm) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, 0, MemCat::Activations);
     if (post) post(Action::F, l, r.last);
@@ -301,10 +324,11 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
     }
   }
   if (last && in_.scenario.training.mtp_layers > 0)
-    mtp_forward([&](Phase ph, const std::string& label, double sec, double flops, MemDelta start, MemDelta) {
-      return add(ph, label, sec, flops, start.bytes, MemCat::Activations);
+    mtp_forward([&](Phase ph, const std::string& label, double sec, double flops, double hw, MemDelta start, MemDelta) {
+      return add(ph, label, sec, flops, start.bytes, MemCat::Activations, hw);
     });
-  if (last) add(Phase::Forward, "head fwd", ends().head_f, ends().head_f_flops, static_cast<Bytes>(ends_act().head), MemCat::Activations);
+  if (last)
+    add(Phase::Forward, "head fwd", ends().head_f, ends().head_f_flops, static_cast<Bytes>(ends_act().head), MemCat::Activations, ends().head_f_hw);
   return r;
 }
 
@@ -314,13 +338,13 @@ void Emitter::mtp_forward(const AddOp& add) const {
   const double stored = (full_recompute_ ? acts_kept_[k] : acts_[k]).layer_stored;
   const MemDelta none{};
   for (std::int64_t i = 0; i < in_.scenario.training.mtp_layers; ++i) {
-    add(Phase::Forward, "mtp fwd", ends().mtp_f, ends().mtp_f_flops, {MemCat::Activations, static_cast<Bytes>(in_.graph.mtp_stored_bytes)}, none);
-    add(Phase::Forward, "mtp attention fwd", t.attn_f, t.attn_f_flops, {MemCat::Activations, static_cast<Bytes>(stored)}, none);
-    if (t.tp_comm_f > 0) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, none, none);
-    add(Phase::Forward, "mtp mlp fwd", t.mlp_f, t.mlp_f_flops, none, none);
-    if (t.ep_comm_f > 0) add(Phase::EpComm, "ep all-to-all fwd", t.ep_comm_f, 0, none, none);
-    if (t.tp_comm_f > 0 && t.mlp_tp_comm) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, none, none);
-    add(Phase::Forward, "mtp head fwd", ends().head_f, ends().head_f_flops, {MemCat::Activations, static_cast<Bytes>(ends_act().head)}, none);
+    add(Phase::Forward, "mtp fwd", ends().mtp_f, ends().mtp_f_flops, ends().mtp_f_hw, {MemCat::Activations, static_cast<Bytes>(in_.graph.mtp_stored_bytes)}, none);
+    add(Phase::Forward, "mtp attention fwd", t.attn_f, t.attn_f_flops, t.attn_f_hw, {MemCat::Activations, static_cast<Bytes>(stored)}, none);
+    if (t.tp_comm_f > 0) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, 0, none, none);
+    add(Phase::Forward, "mtp mlp fwd", t.mlp_f, t.mlp_f_flops, t.mlp_f_hw, none, none);
+    if (t.ep_comm_f > 0) add(Phase::EpComm, "ep all-to-all fwd", t.ep_comm_f, 0, 0, none, none);
+    if (t.tp_comm_f > 0 && t.mlp_tp_comm) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, 0, none, none);
+    add(Phase::Forward, "mtp head fwd", ends().head_f, ends().head_f_flops, ends().head_f_hw, {MemCat::Activations, static_cast<Bytes>(ends_act().head)}, none);
   }
 }
 
@@ -331,16 +355,16 @@ void Emitter::mtp_backward(const AddOp& add) const {
   const MemDelta none{};
   for (std::int64_t i = 0; i < in_.scenario.training.mtp_layers; ++i) {
     const ActivationBytes& a = ends_act();
-    add(Phase::Backward, "mtp head bwd", ends().head_b, 2 * ends().head_f_flops, {MemCat::Activations, static_cast<Bytes>(a.head_working)},
+    add(Phase::Backward, "mtp head bwd", ends().head_b, 2 * ends().head_f_flops, 2 * ends().head_f_hw, {MemCat::Activations, static_cast<Bytes>(a.head_working)},
         {MemCat::Activations, -static_cast<Bytes>(a.head_working + a.head)});
     if (t.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == "selective")
-      add(Phase::Recompute, "recompute (selective)", t.attn_recompute_selective, 0, none, none);
-    if (t.tp_comm_b > 0 && t.mlp_tp_comm) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, none, none);
-    if (t.ep_comm_b > 0) add(Phase::EpComm, "ep all-to-all bwd", t.ep_comm_b, 0, none, none);
-    add(Phase::Backward, "mtp mlp bwd", t.mlp_b, 2 * t.mlp_f_flops, none, none);
-    if (t.tp_comm_b > 0) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, none, none);
-    add(Phase::Backward, "mtp attention bwd", t.attn_b, 2 * t.attn_f_flops, none, {MemCat::Activations, -static_cast<Bytes>(stored)});
-    add(Phase::Backward, "mtp bwd", ends().mtp_b, 2 * ends().mtp_f_flops, none,
+      add(Phase::Recompute, "recompute (selective)", t.attn_recompute_selective, t.selective_recompute_flops, t.selective_recompute_flops, none, none);
+    if (t.tp_comm_b > 0 && t.mlp_tp_comm) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, 0, none, none);
+    if (t.ep_comm_b > 0) add(Phase::EpComm, "ep all-to-all bwd", t.ep_comm_b, 0, 0, none, none);
+    add(Phase::Backward, "mtp mlp bwd", t.mlp_b, 2 * t.mlp_f_flops, 2 * t.mlp_f_hw, none, none);
+    if (t.tp_comm_b > 0) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, 0, none, none);
+    add(Phase::Backward, "mtp attention bwd", t.attn_b, 2 * t.attn_f_flops, 2 * t.attn_f_hw, none, {MemCat::Activations, -static_cast<Bytes>(stored)});
+    add(Phase::Backward, "mtp bwd", ends().mtp_b, 2 * ends().mtp_f_flops, 2 * ends().mtp_f_hw, none,
         {MemCat::Activations, -static_cast<Bytes>(in_.graph.mtp_stored_bytes)});
   }
 }
@@ -366,13 +390,13 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
   const double w_head = split ? e.head_w : 0;
   if (last)
     add(Phase::Backward, "head bwd", e.head_b - w_head, 2 * e.head_f_flops * (e.head_b - w_head) / std::max(e.head_b, 1e-30),
-        2 * e.head_f_flops * (e.head_b - w_head) / std::max(e.head_b, 1e-30),
+        2 * e.head_f_hw * (e.head_b - w_head) / std::max(e.head_b, 1e-30),
         MemDelta{MemCat::Activations, static_cast<Bytes>(ends_act().head_working)},
         MemDelta{MemCat::Activations,
                  -static_cast<Bytes>(ends_act().head_working + (split ? 0.0 : ends_act().head_freed_by_backward()))});
   if (last && in_.scenario.training.mtp_layers > 0)
-    mtp_backward([&](Phase ph, const std::string& label, double sec, double flops, MemDelta start, MemDelta end) {
-      return add(ph, label, sec, flops, flops, start, end);
+    mtp_backward([&](Phase ph, const std::string& label, double sec, double flops, double hw, MemDelta start, MemDelta end) {
+      return add(ph, label, sec, flops, hw, start, end);
     });
   std::vector<OpId> reloads(static_cast<size_t>(std::max<std::int64_t>(offload_layers_, 0)), -1);
   for (std::int64_t l = layers - 1; l >= 0; --l) {
@@ -394,29 +418,26 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
     if (l < offload_layers_) deps.push_back(reloads[static_cast<size_t>(l)]);
     const Bytes extra_working = static_cast<Bytes>(this->extra_working(l, k));
     if (recomputed(l)) {
-      const double fl = t.attn_f_flops + t.mlp_f_flops;
+      // A replay's FLOPs count for HFU and reported hardware FLOPs, not for MFU (metrics.cpp).
       const double tp = (t.mlp_tp_comm ? 2 : 1) * t.tp_comm_f;
-      const OpId id = add(Phase::Recompute, "recompute fwd", t.attn_f + t.mlp_f + tp + t.ep_comm_f + t.cp_gather_f, 0, 0,
-                          {MemCat::Activations, extra_working}, none);
-      p_.ops[static_cast<size_t>(id)].hw_flops = fl;
+      add(Phase::Recompute, "recompute fwd", t.attn_f + t.mlp_f + tp + t.ep_comm_f + t.cp_gather_f, t.attn_f_flops + t.mlp_f_flops,
+          t.attn_f_hw + t.mlp_f_hw, {MemCat::Activations, extra_working}, none);
     } else if (op_sac_) {
-      const OpId id = add(Phase::Recompute, "recompute (op SAC)", t.op_sac_recompute, 0, 0, {MemCat::Activations, extra_working}, none);
-      p_.ops[static_cast<size_t>(id)].hw_flops = t.op_sac_flops;
+      add(Phase::Recompute, "recompute (op SAC)", t.op_sac_recompute, t.op_sac_flops, t.op_sac_hw, {MemCat::Activations, extra_working}, none);
     } else if (t.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == "selective") {
-      const OpId id = add(Phase::Recompute, "recompute (selective)", t.attn_recompute_selective, 0, 0, none, none);
-      // Hardware FLOPs: what the replay executes (HFU counts it, MFU not).
-      p_.ops[static_cast<size_t>(id)].hw_flops = t.selective_recompute_flops;
+      add(Phase::Recompute, "recompute (selective)", t.attn_recompute_selective, t.selective_recompute_flops, t.selective_recompute_flops,
+          none, none);
     }
     if (t.tp_comm_b > 0 && t.mlp_tp_comm) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, 0, none, none);
     if (t.ep_comm_b > 0) add(Phase::EpComm, "ep all-to-all bwd", t.ep_comm_b, 0, 0, none, none);
-    const double mf = 2 * t.mlp_f_flops * (t.mlp_b - w_mlp) / std::max(t.mlp_b, 1e-30);
-    add(Phase::Backward, "mlp bwd", t.mlp_b - w_mlp, mf, mf, none, none);
+    const double mlp_share = 2 * (t.mlp_b - w_mlp) / std::max(t.mlp_b, 1e-30);
+    add(Phase::Backward, "mlp bwd", t.mlp_b - w_mlp, t.mlp_f_flops * mlp_share, t.mlp_f_hw * mlp_share, none, none);
     OpId cp_op = -1;
     if (t.cp_comm_b > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, "cp kv ring bwd", t.cp_comm_b, {r.last}, mb, chunk);
     if (t.tp_comm_b > 0) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, 0, none, none);
-    const double af = 2 * t.attn_f_flops * (t.attn_b - w_attn) / std::max(t.attn_b, 1e-30);
+    const double attn_share = 2 * (t.attn_b - w_attn) / std::max(t.attn_b, 1e-30);
     const MemDelta free_act{MemCat::Activations, -(static_cast<Bytes>(stored(l, k)) + extra_working)};
-    const OpId id = add(Phase::Backward, "attention bwd", t.attn_b - w_attn, af, af, none, split ? MemDelta{MemCat::Activations, -extra_working} : free_act);
+    const OpId id = add(Phase::Backward, "attention bwd", t.attn_b - w_attn, t.attn_f_flops * attn_share, t.attn_f_hw * attn_share, none, split ? MemDelta{MemCat::Activations, -extra_working} : free_act);
     if (cp_op >= 0) p_.ops[static_cast<size_t>(id)].deps.push_back(cp_op);
     if (t.cp_scatter_b > 0) add(Phase::CpComm, "cp dkv reduce-scatter", t.cp_scatter_b, 0, 0, none, none);
     if (post) post(Action::B, l, id);
@@ -433,12 +454,13 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
 Emitter::Range Emitter::weight_grad(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool last,
                                     std::vector<OpId> deps, const LayerHook& post) {
   Range r;
-  auto add = [&](const std::string& label, double s, double flops, MemDelta end) {
+  auto add = [&](const std::string& label, double s, double flops, double hw, MemDelta end) {
     std::vector<OpId> d = std::move(deps);
     deps.clear();
     const OpId id = op(rank, Stream::Compute, Phase::WeightGrad, label, s, std::move(d), mb, chunk);
     Op& o = p_.ops[static_cast<size_t>(id)];
-    o.model_flops = o.hw_flops = flops;
+    o.model_flops = flops;
+    o.hw_flops = hw;
     o.at_end = end;
     if (r.first < 0) r.first = id;
     r.last = id;
@@ -446,12 +468,14 @@ Emitter::Range Emitter::weight_grad(std::int32_t rank, std::int32_t mb, std::int
   };
   if (last)
     add("head wgrad", ends().head_w, 2 * ends().head_f_flops * ends().head_w / std::max(ends().head_b, 1e-30),
+        2 * ends().head_f_hw * ends().head_w / std::max(ends().head_b, 1e-30),
         {MemCat::Activations, -static_cast<Bytes>(ends_act().head_freed_by_backward())});
   for (std::int64_t l = layers - 1; l >= 0; --l) {
     const std::int32_t k = kind(rank, chunk, l);
     const BlockTimes& t = times_[static_cast<size_t>(k)];
-    const double fl = 2 * t.attn_f_flops * t.attn_w / std::max(t.attn_b, 1e-30) + 2 * t.mlp_f_flops * t.mlp_w / std::max(t.mlp_b, 1e-30);
-    const OpId id = add("layer wgrad", t.attn_w + t.mlp_w, fl, {MemCat::Activations, -static_cast<Bytes>(stored(l, k))});
+    const double aw = 2 * t.attn_w / std::max(t.attn_b, 1e-30), mw = 2 * t.mlp_w / std::max(t.mlp_b, 1e-30);
+    const double fl = t.attn_f_flops * aw + t.mlp_f_flops * mw, hw = t.attn_f_hw * aw + t.mlp_f_hw * mw;
+    const OpId id = add("layer wgrad", t.attn_w + t.mlp_w, fl, hw, {MemCat::Activations, -static_cast<Bytes>(stored(l, k))});
     if (post) post(Action::W, l, id);
   }
   return r;

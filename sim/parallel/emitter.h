@@ -5,10 +5,12 @@
 #pragma once
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "sim/memory/memory_model.h"
+#include "sim/parallel/placement.h"
 #include "sim/parallel/schedule.h"
 
 namespace parasim {
@@ -23,8 +25,11 @@ struct BlockTimes {
   // Selective recompute: the recomputed modules' forward kernels, replayed before the layer's
   // backward (the unfused attention core by default), and their FLOPs.
   double attn_recompute_selective = 0, selective_recompute_flops = 0;
-  double op_sac_recompute = 0, op_sac_flops = 0;  // per layer, replayed under torchtitan's op-level SAC
-  double attn_f_flops = 0, mlp_f_flops = 0, head_f_flops = 0;  // model FLOPs, forward
+  double op_sac_recompute = 0, op_sac_flops = 0, op_sac_hw = 0;  // per layer, replayed under torchtitan's op-level SAC
+  double attn_f_flops = 0, mlp_f_flops = 0, head_f_flops = 0;  // model FLOPs, forward (MFU's convention)
+  // Executed FLOPs, forward (HFU): causal or windowed attention computes part of the score matrix
+  // that the model-FLOPs convention counts in full.
+  double attn_f_hw = 0, mlp_f_hw = 0, head_f_hw = 0, mtp_f_hw = 0;
   double tp_comm_f = 0, tp_comm_b = 0;  // per block, on the critical path (0 when overlapped)
   bool mlp_tp_comm = true;              // false: an MoE block on sequence-parallel tokens (etp = 1) has none
   double ep_comm_f = 0, ep_comm_b = 0;  // per MoE layer: the dispatch and combine all-to-alls, on the critical path
@@ -39,11 +44,15 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g);
 
 // Real-rank groups of each parallel dimension under the scenario's rank order (default tp, cp,
 // dp, pp, innermost first), as CollectiveSpecs for the network model: a dimension's stride is the
-// product of the sizes inside it, and its members on one node follow from the stride.
+// product of the sizes inside it, and how its groups span nodes is read off the placement of every
+// group (placement.h).
 struct Layout {
   std::int64_t tp = 1, cp = 1, dp = 1, pp = 1, gpus_per_node = 8;
   std::int64_t s_tp = 1, s_cp = 1, s_dp = 1, s_pp = 1;  // strides
+  std::int64_t world() const { return tp * cp * dp * pp; }
   CollectiveSpec group(CollOp op, std::int64_t stride, std::int64_t size, double bytes) const;
+  // A group over several dimensions at once, (stride, size) each.
+  CollectiveSpec group(CollOp op, const std::vector<std::pair<std::int64_t, std::int64_t>>& dims, double bytes) const;
   CollectiveSpec tp_group(CollOp op, double bytes) const { return group(op, s_tp, tp, bytes); }
   CollectiveSpec cp_group(CollOp op, double bytes) const { return group(op, s_cp, cp, bytes); }
   CollectiveSpec dp_group(CollOp op, double bytes) const { return group(op, s_dp, dp, bytes); }
@@ -60,9 +69,16 @@ struct Layout {
     return group(op, dpcp_stride() * nd, dp * cp / nd, bytes);
   }
   std::int64_t dpcp_stride() const { return cp > 1 ? std::min(s_cp, s_dp) : s_dp; }
-  CollectiveSpec pp_p2p(double bytes) const;
-  // A group's members on one node: a dimension of stride s and size n puts min(n, gpn/s) there.
-  std::int64_t per_node(std::int64_t stride, std::int64_t size) const;
+  // The send from pipeline stage `from` to stage `to` (every replica's at once).
+  CollectiveSpec pp_p2p(double bytes, std::int64_t from, std::int64_t to) const;
+  // One hop of a ring over a dimension's group (context parallel's K/V exchange): crosses the
+  // NICs when any member's hop does.
+  CollectiveSpec ring_hop(std::int64_t stride, std::int64_t size, double bytes) const;
+
+ private:
+  CollectiveSpec spec(CollOp op, std::int64_t ranks, const GroupPlacement& pl, double bytes) const;
+  const GroupPlacement& placed(const std::vector<std::pair<std::int64_t, std::int64_t>>& dims) const;
+  mutable std::map<std::vector<std::pair<std::int64_t, std::int64_t>>, GroupPlacement> placed_;  // by dims
 };
 Layout make_layout(const Scenario& s);
 
@@ -118,7 +134,8 @@ class Emitter {
   // input kernels, a transformer layer of the last layer's kind, and its prediction through the
   // output layer; in backward the reverse. `add` emits one compute op (label, seconds, model
   // FLOPs, memory at its start and end).
-  using AddOp = std::function<OpId(Phase, const std::string&, double, double, MemDelta, MemDelta)>;
+  // (phase, label, seconds, model FLOPs, executed FLOPs, memory at start, memory at end)
+  using AddOp = std::function<OpId(Phase, const std::string&, double, double, double, MemDelta, MemDelta)>;
   void mtp_forward(const AddOp& add) const;
   void mtp_backward(const AddOp& add) const;
   Layout layout_;

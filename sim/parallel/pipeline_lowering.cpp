@@ -175,7 +175,13 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
     prog.ranks.push_back(r);
   }
 
-  const CollectiveSpec p2p_spec = L.pp_p2p(p > 1 ? in.graph.p2p_bytes : 0.0);
+  // Each stage's sends, priced by where its ranks and the next (previous) stage's really sit.
+  std::vector<CollectiveSpec> send_next, send_prev;
+  for (std::int32_t s = 0; s < p; ++s) {
+    const double bytes = p > 1 ? in.graph.p2p_bytes : 0.0;
+    send_next.push_back(L.pp_p2p(bytes, s, (s + 1) % p));
+    send_prev.push_back(L.pp_p2p(bytes, s, (s + p - 1) % p));
+  }
   const std::int32_t nvs = p * v;
   std::vector<std::vector<OpId>> fsend(static_cast<size_t>(nvs), std::vector<OpId>(static_cast<size_t>(m), -1));
   auto bsend = fsend, ffirst = fsend, bfirst = fsend;
@@ -396,7 +402,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
             prog.ops[static_cast<size_t>(keep)].at_end = {MemCat::Activations, static_cast<Bytes>(in.graph.p2p_bytes)};
           }
           last_send = fsend[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] =
-              em.comm_op(s, Stream::P2P, Phase::PpComm, "pp send activations", p2p_spec, {r.last}, a.microbatch, a.chunk);
+              em.comm_op(s, Stream::P2P, Phase::PpComm, "pp send activations", send_next[static_cast<size_t>(s)], {r.last}, a.microbatch, a.chunk);
         }
       } else if (a.kind == Action::B) {
         const auto r = em.backward(s, a.microbatch, a.chunk, layers, first, last, split, after_send, pre, post);
@@ -408,7 +414,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
         bfirst[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] = r.first;
         if (!first)
           last_send = bsend[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] =
-              em.comm_op(s, Stream::P2P, Phase::PpComm, "pp send gradients", p2p_spec, {r.last}, a.microbatch, a.chunk);
+              em.comm_op(s, Stream::P2P, Phase::PpComm, "pp send gradients", send_prev[static_cast<size_t>(s)], {r.last}, a.microbatch, a.chunk);
         const double ends = sp.chunk_extra(first, last);
         const OpId ready = split ? r.last : accumulate(ends, r.last);
         if (sync_here && !split) {

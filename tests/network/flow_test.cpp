@@ -204,3 +204,31 @@ TEST(CollectiveValidation, PublishedMicrobenchRows) {
 
 }  // namespace
 }  // namespace parasim
+
+namespace parasim {
+namespace {
+
+TEST(FlowNetwork, ConcurrentGroupsOnTheSameGpusShareTheNics) {
+  // issue 40, item 3: `collective --network flow --concurrent-groups 1, 8, 1000` all gave one
+  // time. A 2-node all-reduce of whole nodes (8 ranks per node) leaves each node through its 8
+  // NICs; k such groups at once (separate communicators on the same GPUs) carry k times the bytes
+  // through the same NICs, so a bandwidth-bound call takes about k times as long.
+  const Profile p = load_profile(test::data_dir(), "h100-sxm5-80g", "test");
+  ClusterSpec c;
+  c.nodes = 2;
+  c.gpus_per_node = 8;
+  c.nics_per_node = 8;
+  c.nic_gbps = 50;
+  c.inter_kind = "fat_tree";
+  const FlowNetwork net(p, c);
+  const double S = 4e9;
+  const double one = net.time_s({CollOp::AllReduce, 16, 8, 1, S});
+  const double eight = net.time_s({CollOp::AllReduce, 16, 8, 8, S});
+  const double many = net.time_s({CollOp::AllReduce, 16, 8, 1000, S});
+  EXPECT_GT(eight / one, 6.0);
+  EXPECT_LT(eight / one, 8.5);
+  EXPECT_GT(many / eight, 100.0);
+}
+
+}  // namespace
+}  // namespace parasim
