@@ -10,6 +10,8 @@
 #   gemm.json     the zoo's expert GEMMs: torch._grouped_mm and a per-expert loop, fwd and fwd+bwd
 #   kernels.json  router and permute / unpermute kernels at the zoo models' widths
 #   run.log       every step's output
+# MOE_RUN=2 runs only the second set of training steps (TRAIN_CASES_2), writing context.txt,
+# dmon.txt, train.json and run.log.
 # Each section runs in its own process under its own timeout, so one failure keeps the rest.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -30,13 +32,18 @@ export PYTHONUNBUFFERED=1
 nvidia-smi dmon -s pc -d 1 -o T > "$OUT/dmon.txt" 2>&1 &
 DMON=$!
 trap 'kill $DMON 2>/dev/null' EXIT
-section() {  # name budget_s timeout_s
+section() {  # name budget_s timeout_s [extra arguments]
   echo "== $1 $(date -u +%T)"
-  timeout "$3" python3 "$bench" "$1" -o "$OUT/$1.json" --budget-s "$2" || echo "$1 exit $?"
+  timeout "$3" python3 "$bench" "$1" -o "$OUT/$1.json" --budget-s "$2" "${@:4}" || echo "$1 exit $?"
 }
-section launch 20 60
-section train 100 150
-section gemm 140 180
-section kernels 35 70
+if [ "${MOE_RUN:-1}" = 2 ]; then
+  # The second run: training-step variants only (torch_moe_bench.py's TRAIN_CASES_2).
+  section train 150 200 --cases 2
+else
+  section launch 20 60
+  section train 100 140
+  section gemm 120 160
+  section kernels 30 60
+fi
 { echo "== after"; date -u +"%Y-%m-%dT%H:%M:%SZ"; nvidia-smi -q -d CLOCK,POWER,PERFORMANCE; } >> "$OUT/context.txt" 2>&1 || true
 echo "== done $(date -u +%T)"

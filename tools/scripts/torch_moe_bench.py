@@ -63,6 +63,19 @@ TRAIN_CASES = [
     {"name": "qwen3-30b-a3b-l4-mb2-loop", "layers": 4, "hidden": 2048, "heads": 32, "kv_heads": 4, "head_dim": 128,
      "qk_norm": True, "vocab": 151936, "E": 128, "k": 8, "f": 768, "seq_len": 4096, "micro_batch": 2, "experts": "loop"},
 ]
+# Second run (after the first showed where the time went): the first case again, and variants of it
+# that parasim's scenario does not distinguish: per-expert parameters (SequentialMLP, the first run's
+# loop sliced one stacked parameter, whose backward materialised a full-size gradient per expert),
+# routing forced balanced, and permute/unpermute without atomics.
+_Q = dict(TRAIN_CASES[0])
+TRAIN_CASES_2 = [
+    dict(_Q),
+    dict(_Q, name="qwen3-30b-a3b-l4-mb2-gatherperm", permute="gather"),
+    dict(_Q, name="qwen3-30b-a3b-l4-mb2-balanced", routing="balanced"),
+    dict(_Q, name="qwen3-30b-a3b-l4-mb2-balanced-gatherperm", routing="balanced", permute="gather"),
+    dict(TRAIN_CASES[2], name="mixtral-8x7b-l2-mb1-gatherperm", permute="gather"),
+    dict(_Q, name="qwen3-30b-a3b-l4-mb2-seqmlp", experts="seqmlp"),
+]
 ALIGN = 16  # rows per token group for torch._grouped_mm (torchtitan pads groups to 8/16)
 
 
@@ -373,7 +386,38 @@ def section_kernels(torch, res, budget_s):
 
 
 # ----------------------------------------------------------------------------------------- train
+def permute_functions(torch):
+    class PermuteIn(torch.autograd.Function):
+        """xt [T, h] -> padded expert-ordered rows [P, h]; backward: one gather and a sum over the k copies."""
+        @staticmethod
+        def forward(ctx, xt, src, dest, dest_tok, P, k):
+            ctx.save_for_backward(dest_tok)
+            ctx.k = k
+            return xt.new_zeros(P, xt.shape[1]).index_copy_(0, dest, xt.index_select(0, src))
+
+        @staticmethod
+        def backward(ctx, g):
+            (dest_tok,) = ctx.saved_tensors
+            return g.index_select(0, dest_tok).view(-1, ctx.k, g.shape[1]).sum(1), None, None, None, None, None
+
+    class UnpermuteOut(torch.autograd.Function):
+        """padded expert rows [P, h] -> token-major copies [T k, h]; backward: a plain scatter (no atomics)."""
+        @staticmethod
+        def forward(ctx, ys, dest_tok, P):
+            ctx.save_for_backward(dest_tok)
+            ctx.P = P
+            return ys.index_select(0, dest_tok)
+
+        @staticmethod
+        def backward(ctx, g):
+            (dest_tok,) = ctx.saved_tensors
+            return g.new_zeros(ctx.P, g.shape[1]).index_copy_(0, dest_tok, g), None, None
+
+    return PermuteIn, UnpermuteOut
+
+
 def build_model(torch, c, gqa_native):
+    PermuteIn, UnpermuteOut = permute_functions(torch)
     nn = torch.nn
     F = torch.nn.functional
     h, H, KV, D, E, k, f = c["hidden"], c["heads"], c["kv_heads"], c["head_dim"], c["E"], c["k"], c["f"]
@@ -394,8 +438,12 @@ def build_model(torch, c, gqa_native):
     class Experts(nn.Module):
         def __init__(self):
             super().__init__()
-            self.w13 = nn.Parameter(torch.randn(E, 2 * f, h) * 0.02)  # [E, out, in]: gate and up fused
-            self.w2 = nn.Parameter(torch.randn(E, h, f) * 0.02)
+            if c["experts"] == "seqmlp":  # one parameter per expert, as Megatron-Core's SequentialMLP
+                self.w13 = nn.ParameterList([nn.Parameter(torch.randn(2 * f, h) * 0.02) for _ in range(E)])
+                self.w2 = nn.ParameterList([nn.Parameter(torch.randn(h, f) * 0.02) for _ in range(E)])
+            else:
+                self.w13 = nn.Parameter(torch.randn(E, 2 * f, h) * 0.02)  # [E, out, in]: gate and up fused
+                self.w2 = nn.Parameter(torch.randn(E, h, f) * 0.02)
 
         def forward(self, xs, counts):
             if c["experts"] == "grouped":
@@ -423,9 +471,34 @@ def build_model(torch, c, gqa_native):
             T = xt.shape[0]
             top_w, top_i, aux = router_fn(torch, xt, self.router.weight, k, "softmax", E)
             flat = top_i.reshape(-1)
+            if c.get("routing") == "balanced":
+                # Every expert gets T k / E copies (parasim's assumption); the router still runs and
+                # its weights still scale the outputs, so its backward is unchanged.
+                flat = torch.arange(T * k, device="cuda") % E
             idx = torch.argsort(flat, stable=True)
             src = idx // k  # token of each sorted copy
             counts = torch.bincount(flat, minlength=E)
+            if c["experts"] == "grouped" and c.get("permute") == "gather":
+                # Permute and unpermute as gathers whose backward is a gather or a plain scatter
+                # (no atomics), as fused permute kernels do: custom autograd functions.
+                cl = counts.tolist()
+                padded = [((n + ALIGN - 1) // ALIGN) * ALIGN for n in cl]
+                starts = [0] * E
+                pstarts = [0] * E
+                for i in range(1, E):
+                    starts[i] = starts[i - 1] + cl[i - 1]
+                    pstarts[i] = pstarts[i - 1] + padded[i - 1]
+                shift = torch.tensor([p - q for p, q in zip(pstarts, starts)], device="cuda")
+                dest = torch.arange(T * k, device="cuda") + shift[flat[idx]]  # padded row of sorted copy
+                inv = torch.empty_like(idx).scatter_(0, idx, torch.arange(T * k, device="cuda"))
+                dest_tok = dest.index_select(0, inv)  # padded row of token-major copy
+                P = sum(padded)
+                xs = PermuteIn.apply(xt, src, dest, dest_tok, P, k)
+                ys = self.experts(xs, torch.tensor(padded, device="cuda"))
+                y_tok = UnpermuteOut.apply(ys, dest_tok, P).view(T, k, h)
+                stats["max_over_mean"].append(max(cl) * E / (T * k))
+                out = (y_tok * top_w.to(x.dtype).unsqueeze(-1)).sum(1)
+                return out.view(b, s, h), aux
             if c["experts"] == "grouped":
                 # Pad each expert's group to ALIGN rows (torchtitan's token-group alignment).
                 cl = counts.tolist()  # host sync, as the frameworks' dispatchers do
@@ -605,11 +678,11 @@ def train_case(torch, c, steps, gqa_native):
     return out
 
 
-def section_train(torch, res, budget_s, steps):
+def section_train(torch, res, budget_s, steps, cases=1):
     torch.backends.cuda.matmul.allow_tf32 = False
     t_end = time.time() + budget_s
     gqa = gqa_probe(torch)
-    for c in TRAIN_CASES:
+    for c in (TRAIN_CASES_2 if cases == 2 else TRAIN_CASES):
         if time.time() > t_end:
             res.doc["stopped"] = "budget %d s spent" % budget_s
             res.save()
@@ -638,6 +711,7 @@ def main():
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--budget-s", type=float, default=120)
     ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--cases", type=int, default=1, choices=[1, 2], help="train: TRAIN_CASES (1) or TRAIN_CASES_2 (2)")
     args = ap.parse_args()
     try:
         import torch
@@ -656,7 +730,7 @@ def main():
         elif args.section == "kernels":
             section_kernels(torch, res, args.budget_s)
         else:
-            section_train(torch, res, args.budget_s, args.steps)
+            section_train(torch, res, args.budget_s, args.steps, args.cases)
     except Exception as e:
         res.error("section " + args.section, e)
         return 1
