@@ -11,7 +11,7 @@
 #   kernels.json  router and permute / unpermute kernels at the zoo models' widths
 #   run.log       every step's output
 # MOE_RUN=2 runs only the second set of training steps (TRAIN_CASES_2), writing context.txt,
-# dmon.txt, train.json and run.log.
+# dmon.txt, train.json and run.log; MOE_RUN=3 only the CUDA-graph timings (graph.json).
 # Each section runs in its own process under its own timeout, so one failure keeps the rest.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -39,6 +39,9 @@ section() {  # name budget_s timeout_s [extra arguments]
 if [ "${MOE_RUN:-1}" = 2 ]; then
   # The second run: training-step variants only (torch_moe_bench.py's TRAIN_CASES_2).
   section train 150 200 --cases 2
+elif [ "${MOE_RUN:-1}" = 3 ]; then
+  # The third run: GPU time alone, from CUDA-graph replays (graph.json).
+  section graph 100 150
 else
   section launch 20 60
   section train 100 140

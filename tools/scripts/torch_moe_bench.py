@@ -13,6 +13,9 @@ timeout keeps what finished):
   kernels  the router (linear, softmax or sigmoid in fp32, top-k, a Switch-style aux loss) and
            permute / unpermute (argsort by expert, gather, weighted index_add back), forward and
            forward+backward, at the zoo models' widths.
+  graph    GPU time alone (CUDA-graph replay, no host launch cost) of the router, argsort, gather,
+           index_add and a gather-based unpermute, and of grouped expert GEMMs with forward, data
+           gradient and weight gradient timed apart.
   train    whole training steps (forward, backward, AdamW) of few-layer MoE models, the cases in
            TRAIN_CASES, whose parasim scenarios are calibrate/measurements/<dir>/scenarios/.
 
@@ -299,6 +302,127 @@ def section_gemm(torch, res, budget_s):
                         res.save()
                         return
                     gemm_case(torch, res, mdl, ep, t, have)
+
+
+# ----------------------------------------------------------------------------------------- graph
+def graph_s(torch, fn, copies=4, reps=5):
+    """GPU seconds per call of fn, captured `copies` times in one CUDA graph and replayed: no host launch cost."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(copies):
+            fn()
+    g.replay()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(3):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(reps):
+            g.replay()
+        b.record()
+        torch.cuda.synchronize()
+        out.append(a.elapsed_time(b) / 1e3 / (reps * copies))
+    del g
+    return statistics.median(out)
+
+
+GRAPH_MODELS = [("qwen3-30b-a3b", [1, 8, 32]), ("deepseek-v3", [8]), ("gpt-oss-120b", [8]), ("mixtral-8x7b", [1]),
+                ("qwen3-235b-a22b", [8])]
+
+
+def graph_gemm_case(torch, res, mdl, ep, t):
+    """One group of expert GEMMs as CUDA-graph replays: forward, data gradient and weight gradient apart."""
+    h, f, E = mdl["h"], mdl["f"], mdl["E"]
+    G = max(1, E // ep)
+    rows = G * t
+    offs = grouped_offsets(torch, G, t)
+    for gemm, K, N in (("fc1", h, 2 * f), ("fc2", f, h)):
+        row = {"model": mdl["name"], "ep": ep, "local_experts": G, "tokens_per_expert": t, "gemm": gemm,
+               "m": t, "n": N, "k": K, "flops_fwd": 2.0 * rows * K * N}
+        try:
+            x = torch.randn(rows, K, device="cuda", dtype=torch.bfloat16)
+            w = torch.randn(G, N, K, device="cuda", dtype=torch.bfloat16) * 0.02
+            dy = torch.randn(rows, N, device="cuda", dtype=torch.bfloat16)
+            wt = w.transpose(-2, -1)
+            xT = x.t()
+            steps = {"fwd": lambda: torch._grouped_mm(x, wt, offs=offs),
+                     "dgrad": lambda: torch._grouped_mm(dy, w, offs=offs),
+                     "wgrad": lambda: torch._grouped_mm(xT, dy, offs=offs),
+                     "dense_fwd": lambda: torch.mm(x, w[0].t())}
+            for name, fn in steps.items():
+                try:
+                    row[name + "_s"] = graph_s(torch, fn)
+                    row[name + "_tflops"] = row["flops_fwd"] / row[name + "_s"] / 1e12
+                except Exception as e:
+                    row[name + "_error"] = repr(e)[:200]
+            # The weight gradient checked against one expert's x^T dy.
+            try:
+                ref = (xT[:, :t].float() @ dy[:t].float())
+                got = torch._grouped_mm(xT, dy, offs=offs)[0].float()
+                row["wgrad_rel_err"] = float((got - ref).norm() / ref.norm())
+            except Exception as e:
+                row["wgrad_check_error"] = repr(e)[:200]
+            res.add(row)
+            log("graph %s ep%d G%d t%d %s: fwd %s dgrad %s wgrad %s TFLOP/s" % (
+                mdl["name"], ep, G, t, gemm, *("%.0f" % row.get(n + "_tflops", -1) for n in ("fwd", "dgrad", "wgrad"))))
+        except Exception as e:
+            res.error("graph gemm %s ep%d t%d %s" % (mdl["name"], ep, t, gemm), e)
+        finally:
+            x = w = dy = wt = xT = steps = None
+            gc.collect()
+            torch.cuda.empty_cache()
+
+
+def graph_router_case(torch, res, mdl, T):
+    h, E, k = mdl["h"], mdl["E"], mdl["k"]
+    row = {"model": mdl["name"], "tokens": T, "hidden": h, "experts": E, "top_k": k, "op": "router+permute (graph)"}
+    try:
+        x = torch.randn(T, h, device="cuda", dtype=torch.bfloat16)
+        wr = torch.randn(E, h, device="cuda", dtype=torch.bfloat16) * 0.02
+        with torch.no_grad():
+            row["router_fwd_s"] = graph_s(torch, lambda: router_fn(torch, x, wr, k, mdl["score"], E))
+            top_w, top_i, _ = router_fn(torch, x, wr, k, mdl["score"], E)
+            flat = top_i.reshape(-1)
+            row["argsort_s"] = graph_s(torch, lambda: torch.argsort(flat, stable=True))
+            idx = torch.argsort(flat, stable=True)
+            src = idx // k
+            row["gather_s"] = graph_s(torch, lambda: x.index_select(0, src))
+            yp = torch.randn(T * k, h, device="cuda", dtype=torch.bfloat16)
+            row["index_add_s"] = graph_s(torch, lambda: torch.zeros(T, h, device="cuda", dtype=torch.bfloat16).index_add_(0, src, yp))
+            inv = torch.empty_like(idx).scatter_(0, idx, torch.arange(T * k, device="cuda"))
+            wt = top_w.to(torch.bfloat16).unsqueeze(-1)
+            row["gather_unpermute_s"] = graph_s(torch, lambda: (yp.index_select(0, inv).view(T, k, h) * wt).sum(1))
+        res.add(row)
+        log("graph router %s T%d: router %.0f us, argsort %.0f, gather %.0f, index_add %.0f, gather-unpermute %.0f" % (
+            mdl["name"], T, *(1e6 * row.get(n, -1e-6) for n in ("router_fwd_s", "argsort_s", "gather_s", "index_add_s", "gather_unpermute_s"))))
+    except Exception as e:
+        res.error("graph router %s T%d" % (mdl["name"], T), e)
+
+
+def section_graph(torch, res, budget_s):
+    t_end = time.time() + budget_s
+    models = {m["name"]: m for m in MODELS}
+    for T in (4096, 16384):
+        for m in MODELS:
+            if time.time() < t_end:
+                graph_router_case(torch, res, m, T)
+    for t in (64, 256, 1024, 4096):
+        for name, eps in GRAPH_MODELS:
+            for ep in eps:
+                mdl = models[name]
+                if max(1, mdl["E"] // ep) * t > MAX_ROWS:
+                    continue
+                if time.time() > t_end:
+                    res.doc["stopped"] = "budget %d s spent" % budget_s
+                    res.save()
+                    return
+                graph_gemm_case(torch, res, mdl, ep, t)
 
 
 # --------------------------------------------------------------------------------------- kernels
@@ -707,7 +831,7 @@ def section_train(torch, res, budget_s, steps, cases=1):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("section", choices=["launch", "gemm", "kernels", "train"])
+    ap.add_argument("section", choices=["launch", "gemm", "kernels", "train", "graph"])
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--budget-s", type=float, default=120)
     ap.add_argument("--steps", type=int, default=5)
@@ -729,6 +853,8 @@ def main():
             section_gemm(torch, res, args.budget_s)
         elif args.section == "kernels":
             section_kernels(torch, res, args.budget_s)
+        elif args.section == "graph":
+            section_graph(torch, res, args.budget_s)
         else:
             section_train(torch, res, args.budget_s, args.steps, args.cases)
     except Exception as e:
