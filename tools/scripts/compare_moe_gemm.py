@@ -5,7 +5,11 @@ expert) it writes a one-layer scenario whose expert GEMMs have exactly that shap
 per rank T = t E / (k ep), balanced routing), runs `parasim run --kernels` on it and reads the prices of
 experts.gate_up / experts.down and their data and weight gradients.
 
-Usage: python3 tools/scripts/compare_moe_gemm.py PARASIM_BINARY GEMM_JSON [--profile h200-sxm-141g] [--csv OUT]
+The graph section's rows (CUDA-graph replays: forward, data gradient and weight gradient timed apart,
+without the host's launch cost) are compared kernel by kernel; the gemm section's rows (eager, back to back,
+autograd for the backward) as forward and forward+backward.
+
+Usage: python3 tools/scripts/compare_moe_gemm.py PARASIM_BINARY GEMM_OR_GRAPH_JSON [--profile h200-sxm-141g] [--csv OUT]
 """
 import argparse
 import json
@@ -58,14 +62,24 @@ def main():
     ap.add_argument("--profile", default="h200-sxm-141g")
     ap.add_argument("--csv")
     args = ap.parse_args()
-    rows = json.load(open(args.gemm_json))["rows"]
-    lines = ["model,ep,local_experts,tokens_per_expert,gemm,flops_fwd,measured_grouped_fwd_s,parasim_fwd_s,"
-             "measured_grouped_fwd_bwd_s,parasim_fwd_bwd_s,measured_loop_fwd_bwd_s,fwd_ratio,fwd_bwd_ratio"]
+    doc = json.load(open(args.gemm_json))
+    graph = doc.get("section") == "graph"
+    rows = [r for r in doc["rows"] if "gemm" in r]
+    if graph:
+        lines = ["model,ep,local_experts,tokens_per_expert,gemm,flops_fwd,measured_fwd_s,parasim_fwd_s,measured_dgrad_s,"
+                 "parasim_dgrad_s,measured_wgrad_s,parasim_wgrad_s,fwd_ratio,dgrad_ratio,wgrad_ratio"]
+    else:
+        lines = ["model,ep,local_experts,tokens_per_expert,gemm,flops_fwd,measured_grouped_fwd_s,parasim_fwd_s,"
+                 "measured_grouped_fwd_bwd_s,parasim_fwd_bwd_s,measured_loop_fwd_bwd_s,fwd_ratio,fwd_bwd_ratio"]
     cache = {}
     with tempfile.TemporaryDirectory() as tmp:
         for r in sorted(rows, key=lambda r: (r["model"], r["ep"], r["tokens_per_expert"], r["gemm"])):
-            if "grouped_fwd_s" not in r:
+            if ("fwd_s" if graph else "grouped_fwd_s") not in r:
                 continue
+            if graph:
+                r = dict(r, hidden=r["k"] if r["gemm"] == "fc1" else r["n"],
+                         expert_ffn=(r["n"] // 2) if r["gemm"] == "fc1" else r["k"],
+                         experts=r["local_experts"] * r["ep"])
             key = (r["model"], r["ep"], r["tokens_per_expert"])
             if key not in cache:
                 sc = scenario(r, args.profile)
@@ -79,6 +93,12 @@ def main():
                 continue
             name = "experts.gate_up" if r["gemm"] == "fc1" else "experts.down"
             fwd = p.get(name)
+            if graph:
+                pd, pw = p.get(name + ".dgrad"), p.get(name + ".wgrad")
+                lines.append("%s,%d,%d,%d,%s,%.4g,%.4g,%.4g,%.4g,%.4g,%.4g,%.4g,%.3f,%.3f,%.3f" % (
+                    r["model"], r["ep"], r["local_experts"], r["tokens_per_expert"], r["gemm"], r["flops_fwd"],
+                    r["fwd_s"], fwd, r["dgrad_s"], pd, r["wgrad_s"], pw, fwd / r["fwd_s"], pd / r["dgrad_s"], pw / r["wgrad_s"]))
+                continue
             fb = sum(p.get(name + s, 0) for s in ("", ".dgrad", ".wgrad"))
             lines.append("%s,%d,%d,%d,%s,%.4g,%.4g,%.4g,%.4g,%.4g,%.4g,%.3f,%.3f" % (
                 r["model"], r["ep"], r["local_experts"], r["tokens_per_expert"], r["gemm"], r["flops_fwd"],
