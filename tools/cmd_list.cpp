@@ -103,6 +103,7 @@ void add_profile_command(CLI::App& app, Context& ctx) {
       return 0;
     });
   });
+  add_profile_derive_command(prof, ctx);
   auto ab = std::make_shared<std::pair<std::string, std::string>>();
   CLI::App* diff = prof->add_subcommand("diff", "compare two profiles figure by figure");
   diff->add_option("a", ab->first, "first profile")->required();

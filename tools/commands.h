@@ -22,6 +22,7 @@ int run_guarded(const std::function<int()>& fn);
 void add_run_command(CLI::App& app, Context& ctx);
 void add_list_command(CLI::App& app, Context& ctx);
 void add_profile_command(CLI::App& app, Context& ctx);
+void add_profile_derive_command(CLI::App* profile, Context& ctx);  // cmd_profile_derive.cpp, under `profile`
 void add_check_commands(CLI::App& app, Context& ctx);
 void add_network_commands(CLI::App& app, Context& ctx);
 void add_import_command(CLI::App& app, Context& ctx);

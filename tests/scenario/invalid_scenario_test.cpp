@@ -78,7 +78,7 @@ TEST(InvalidScenario, EachProducesItsExactError) {
        "megatron-gpt-39.1b, megatron-gpt-529.6b, megatron-gpt-7.5b, megatron-gpt-76.1b, mixtral-8x22b, mixtral-8x7b, mpt-30b, mpt-7b, qwen3-235b-a22b, qwen3-30b-a3b"},
       {"unknown gpu", [](Json& j) { j["cluster"]["gpu"] = "h100-sxm-80g"; },
        "test.json: /cluster/gpu: unknown GPU profile \"h100-sxm-80g\"; did you mean \"h100-sxm5-80g\"? Profiles: a100-sxm4-40g, "
-       "a100-sxm4-80g, b200-sxm-180g, b300-sxm-288g, gb200-nvl72-186g, gb300-nvl72-288g, h100-sxm5-80g, h200-sxm-141g, v100-sxm3-32g"},
+       "a100-sxm4-80g, b200-sxm-180g, b300-sxm-288g, gb200-nvl72-186g, gb300-nvl72-288g, h100-sxm-96g-hbm2e-500w, h100-sxm5-80g, h200-sxm-141g, v100-sxm3-32g"},
       {"pipeline schedule without pp", [](Json& j) { j["parallel"]["schedule"] = "1f1b"; },
        "test.json: /parallel/schedule: pipeline schedule \"1f1b\" needs pp > 1; with pp = 1 use \"ddp\" or \"dataparallel\""},
       {"dp schedule with pp", [](Json& j) { j["parallel"] = {{"dp", 2}, {"pp", 4}, {"schedule", "ddp"}}; },
