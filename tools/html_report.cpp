@@ -244,15 +244,15 @@ std::string svg_throughput_vs_gpus(const Json& doc) {
     tmax = std::max(tmax, row_number(r, "tokens_per_s").value_or(0));
   }
   if (gmax <= 0) return "";
-  const bool log = gmax / gmin > 4;
+  const bool log = gmax / gmin >= 2;
   const Scale x{log ? gmin / 1.3 : gmin - 0.5 - 0.05 * (gmax - gmin), log ? gmax * 1.3 : gmax + 0.5 + 0.05 * (gmax - gmin), 90, 1000, log};
   const Scale y{0, tmax > 0 ? tmax * 1.1 : 1, 360, 20};
   std::string s = svg_open(1270, 410, "throughput against GPUs");
   s += axes(x, y, "GPUs", "tokens per second");
   // Layouts with no prediction (invalid, or out of memory without a step time) sit in a band at the bottom.
   s += fmt::format("<rect x='{:.1f}' y='{:.1f}' width='{:.1f}' height='14' fill='#d62728' opacity='0.08'/>"
-                   "<text x='{:.1f}' y='{:.1f}' class='small' fill='#d62728'>no prediction (invalid or does not fit)</text>",
-                   x.p0, y.p0 - 14, x.p1 - x.p0, x.p0 + 4, y.p0 - 3);
+                   "<text x='{:.1f}' y='{:.1f}' class='small' fill='#d62728' text-anchor='end'>no prediction (invalid or does not fit)</text>",
+                   x.p0, y.p0 - 14, x.p1 - x.p0, x.p1 - 4, y.p0 - 3);
   std::vector<std::pair<double, double>> front;
   for (const Json& r : rows) {
     const auto g = row_number(r, "gpus");
@@ -302,7 +302,7 @@ std::string svg_time_cost_curve(const Json& doc) {
   double dmax = 0, mmax = 0;
   for (const auto& p : pts) dmax = std::max(dmax, p[1]), mmax = std::max(mmax, p[2]);
   const double g0 = pts.front()[0], g1 = pts.back()[0];
-  const bool log = g1 / g0 > 4;
+  const bool log = g1 / g0 >= 2;
   const Scale x{log ? g0 / 1.3 : g0 * 0.9, log ? g1 * 1.3 : g1 * 1.1, 90, 1000, log};
   const Scale yd{0, dmax * 1.1, 330, 20}, ym{0, mmax * 1.1, 330, 20};
   const std::string mname = has_cost ? "cost" : "GPU-hours";

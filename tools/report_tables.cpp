@@ -18,6 +18,14 @@ std::string opt_num(const Json& j, const char* key, const char* fmtstr) {
   const auto v = row_number(j, key);
   return v ? fmt::format(fmt::runtime(fmtstr), *v) : "-";
 }
+// Counts and money: whole numbers below ten million, then "12.3 million" / "1.23 billion".
+std::string opt_big(const Json& j, const char* key) {
+  const auto v = row_number(j, key);
+  if (!v) return "-";
+  if (std::abs(*v) >= 1e9) return fmt::format("{:.3g} billion", *v / 1e9);
+  if (std::abs(*v) >= 1e7) return fmt::format("{:.3g} million", *v / 1e6);
+  return fmt::format("{:.0f}", *v);
+}
 
 std::vector<ReportSection> step_sections(const StepView& v) {
   std::vector<ReportSection> out;
@@ -60,16 +68,16 @@ ReportSection ttt_section(const Json& t) {
   const Json& ck = t.contains("checkpoint") ? t["checkpoint"] : Json::object();
   const Json& f = t.contains("failures") ? t["failures"] : Json::object();
   Table tt{"", {"figure", "value", "p10 .. p90 (parasim's model error)"}, {}, {}, false};
-  tt.rows.push_back({"tokens / steps", fmt::format("{} / {}", opt_num(t, "tokens", "{:.4g}"), opt_num(t, "steps", "{:.0f}")), ""});
+  tt.rows.push_back({"tokens / steps", fmt::format("{} / {}", opt_num(t, "tokens", "{:.4g}"), opt_big(t, "steps")), ""});
   tt.rows.push_back({"step time", opt_num(t, "step_s", "{:.4g} s"), ""});
   tt.rows.push_back({"wall clock", opt_num(t, "days", "{:.1f} days"),
                      fmt::format("{} .. {}", opt_num(band, "p10_days", "{:.1f}"), opt_num(band, "p90_days", "{:.1f} days"))});
   tt.rows.push_back({"ideal (no failures, no checkpoints)", opt_num(t, "ideal_days", "{:.1f} days"), ""});
-  tt.rows.push_back({"GPU-hours", opt_num(t, "gpu_hours", "{:.4g}"),
-                     fmt::format("{} .. {}", opt_num(band, "p10_gpu_hours", "{:.4g}"), opt_num(band, "p90_gpu_hours", "{:.4g}"))});
-  tt.rows.push_back({"cost", row_number(t, "cost") ? fmt::format("{:.4g} at {} per GPU-hour", *row_number(t, "cost"), opt_num(t, "price_per_gpu_hour", "{:g}"))
+  tt.rows.push_back({"GPU-hours", opt_big(t, "gpu_hours"),
+                     fmt::format("{} .. {}", opt_big(band, "p10_gpu_hours"), opt_big(band, "p90_gpu_hours"))});
+  tt.rows.push_back({"cost", row_number(t, "cost") ? fmt::format("{} at {} per GPU-hour", opt_big(t, "cost"), opt_num(t, "price_per_gpu_hour", "{:g}"))
                                                    : "- (no --price-per-gpu-hour)",
-                     row_number(band, "p10_cost") ? fmt::format("{} .. {}", opt_num(band, "p10_cost", "{:.4g}"), opt_num(band, "p90_cost", "{:.4g}")) : ""});
+                     row_number(band, "p10_cost") ? fmt::format("{} .. {}", opt_big(band, "p10_cost"), opt_big(band, "p90_cost")) : ""});
   tt.rows.push_back({"goodput", opt_num(t, "goodput", "{:.3f}"), ""});
   tt.rows.push_back({"unexpected interruptions", fmt::format("{} (one per {} h at {} per GPU-hour)", opt_num(f, "expected_interruptions", "{:.0f}"),
                                                              opt_num(f, "mtbf_h", "{:.3g}"), opt_num(f, "per_gpu_per_hour", "{:.4g}")), ""});
@@ -108,7 +116,7 @@ std::vector<ReportSection> table_sections(const Json& doc) {
     Table c{"", {"GPUs", "step", "days", "GPU-hours", "cost"}, {}, {}};
     for (const Json& p : doc["curve"])
       c.rows.push_back({opt_num(p, "gpus", "{:.0f}"), opt_num(p, "step_s", "{:.4g} s"), opt_num(p, "days", "{:.1f}"),
-                        opt_num(p, "gpu_hours", "{:.4g}"), opt_num(p, "cost", "{:.4g}")});
+                        opt_big(p, "gpu_hours"), opt_big(p, "cost")});
     out.push_back({"curve", "Time and cost against GPUs", {c}, "curve"});
   }
   return out;
