@@ -9,6 +9,7 @@
 #include "tools/commands.h"
 #include "sim/uncertainty.h"
 #include "tools/report.h"
+#include "tools/time_to_train.h"
 #include "tools/validation.h"
 
 namespace parasim {
@@ -31,6 +32,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
     bool json = false, resolved = false, kernels = false;
     int dump_rank = -1;
     int interval = 0;
+    TimeToTrainOptions ttt;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* run = app.add_subcommand("run", "simulate one training step of a scenario and print the prediction");
@@ -45,6 +47,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
   run->add_flag("--kernels", o->kernels,
                 "also print each kernel of one layer (and of the embedding and output layers) with its shape, time, rate and what priced it");
   run->add_option("--dump-program", o->dump_rank, "print the lowered ops of this simulated rank (0-based) with their times");
+  o->ttt.add_to(*run);
   run->callback([o, &ctx]() {
     ctx.exit_code = run_guarded([&]() {
       // A measured run names (or holds) its scenario: simulate that one and show the measurement.
@@ -70,6 +73,10 @@ void add_run_command(CLI::App& app, Context& ctx) {
         return 0;
       }
       Json j = result_json(out.result);
+      j["resolved_scenario"] = sc.resolved();  // so that a Result can be simulated again (parasim report)
+      const std::optional<TimeToTrain> ttt =
+          o->ttt.requested() ? std::optional<TimeToTrain>(o->ttt.evaluate(sc, out.result.step_time_s, ctx.data_dir)) : std::nullopt;
+      if (ttt) j["time_to_train"] = ttt_json(*ttt);
       if (o->interval > 0) {
         const Interval iv = predict_interval(sc, ctx.registries, o->interval);
         j["step_time_interval_s"] = {iv.step_time_p10_s, iv.step_time_p90_s};
@@ -134,6 +141,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
                                      band->log_ratios.size(), name == "all" ? "" : " of " + name + " models", std::exp(band->p10),
                                      std::exp(band->p90), kModelErrorFile);
           }
+        if (ttt) std::cout << "\n  " << ttt_summary(*ttt);
         if (measured) {
           std::cout << fmt::format("\n  measured ({}{}):\n", measured->source_title.empty() ? measured->id : measured->source_title,
                                    measured->confidence.empty() ? "" : ", confidence " + measured->confidence);

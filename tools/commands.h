@@ -26,5 +26,6 @@ void add_profile_derive_command(CLI::App* profile, Context& ctx);  // cmd_profil
 void add_check_commands(CLI::App& app, Context& ctx);
 void add_network_commands(CLI::App& app, Context& ctx);
 void add_import_command(CLI::App& app, Context& ctx);
+void add_report_command(CLI::App& app, Context& ctx);
 
 }  // namespace parasim

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   add_check_commands(app, ctx);
   add_network_commands(app, ctx);
   add_import_command(app, ctx);
+  add_report_command(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -3,11 +3,25 @@
 set -euo pipefail
 pkgs=(build-essential cmake libboost-graph-dev nlohmann-json3-dev libfmt-dev libcli11-dev
       libgtest-dev libgmock-dev libbenchmark-dev libopenmpi-dev openmpi-bin)
+# Optional, for tests only: a headless browser loads `parasim report`'s HTML (the test is skipped
+# without it). PARASIM_NO_BROWSER=1 leaves it out.
+optional=(chromium)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
+missing_optional=()
+if [ "${PARASIM_NO_BROWSER:-0}" != 1 ]; then
+  for p in "${optional[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing_optional+=("$p"); done
+fi
+if [ ${#missing[@]} -eq 0 ] && [ ${#missing_optional[@]} -eq 0 ]; then exit 0; fi
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "installing: ${missing[*]}"
 $SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+if [ ${#missing_optional[@]} -gt 0 ]; then
+  echo "installing (optional, for tests): ${missing_optional[*]}"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing_optional[@]}" ||
+    echo "warning: could not install ${missing_optional[*]}; the browser test of parasim report will be skipped"
+fi
