@@ -175,6 +175,14 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
     prog.ranks.push_back(r);
   }
 
+  // Room for every op up front: growing the vector would copy each op and touch twice the memory.
+  // A forward or backward action emits at most about six ops per layer (blocks, TP communication,
+  // recompute, gathers) and a few around them; pages reserved and never written cost nothing.
+  size_t op_room = 0;
+  for (std::int32_t s = 0; s < p; ++s)
+    for (const Action& a : order[static_cast<size_t>(s)])
+      op_room += static_cast<size_t>(6 * sc.layers_in_chunk(s, a.chunk) + 8);
+  prog.ops.reserve(op_room);
   const CollectiveSpec p2p_spec = L.pp_p2p(p > 1 ? in.graph.p2p_bytes : 0.0);
   const std::int32_t nvs = p * v;
   std::vector<std::vector<OpId>> fsend(static_cast<size_t>(nvs), std::vector<OpId>(static_cast<size_t>(m), -1));
