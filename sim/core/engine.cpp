@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <queue>
 #include <stdexcept>
 #include <string>
@@ -55,6 +54,7 @@ class Run {
     version_.assign(n, 0);
     remaining_work_.assign(n, 0.0);
     sharing_.resize(nr);
+    share_last_.assign(nr, 0);
     cur_.assign(nr, {});
     slowed_op_.assign(nr, -1);
     slowed_work_.assign(nr, 0.0);
@@ -146,7 +146,7 @@ class Run {
   // Processor sharing on a rank's shared link: progress of every active op since the last change.
   void share_update(std::int32_t rank) {
     auto& act = sharing_[static_cast<size_t>(rank)];
-    auto& last = share_last_[rank];
+    auto& last = share_last_[static_cast<size_t>(rank)];
     if (!act.empty()) {
       const double elapsed = static_cast<double>(now_ - last) / static_cast<double>(act.size());
       for (OpId o : act) remaining_work_[static_cast<size_t>(o)] = std::max(0.0, remaining_work_[static_cast<size_t>(o)] - elapsed);
@@ -261,7 +261,7 @@ class Run {
   std::vector<std::uint32_t> version_;
   std::vector<double> remaining_work_;             // standalone picoseconds left, shared-link ops
   std::vector<std::vector<OpId>> sharing_;         // active shared-link ops per rank
-  std::map<std::int32_t, Time> share_last_;
+  std::vector<Time> share_last_;                   // per rank: when its sharing was last accounted
   // The compute op each rank runs under the overlap slowdown: its standalone work left (ps), when
   // that was last accounted and whether it then ran slowed.
   std::vector<OpId> slowed_op_;

@@ -9,7 +9,8 @@ namespace {
 using Intervals = std::vector<std::pair<Time, Time>>;
 
 Intervals merged(Intervals iv) {
-  std::sort(iv.begin(), iv.end());
+  // A stream's intervals come in program order, which is start order: sorting them is then a no-op.
+  if (!std::is_sorted(iv.begin(), iv.end())) std::sort(iv.begin(), iv.end());
   Intervals out;
   for (const auto& x : iv) {
     if (x.second <= x.first) continue;
@@ -100,9 +101,9 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
     Bytes reserved = 0;
     for (Bytes b : rm.high_water) reserved += b;
     rr.reserved_gib = bytes_to_gib(static_cast<double>(reserved));
-    const Intervals cm = merged(comp[r]);
-    const Intervals co = merged(comm[r]);
-    const Intervals own = merged(own_comm[r]);
+    const Intervals cm = merged(std::move(comp[r]));
+    const Intervals co = merged(std::move(comm[r]));
+    const Intervals own = merged(std::move(own_comm[r]));
     rr.compute_s = time_to_seconds(static_cast<Time>(union_length(cm, 0, step)));
     rr.comm_exposed_s = time_to_seconds(static_cast<Time>(minus_length(co, cm, 0, step)));
     rr.idle_s = std::max(0.0, res.step_time_s - rr.compute_s - rr.comm_exposed_s);

@@ -8,15 +8,31 @@ namespace parasim {
 std::vector<double> maxmin_rates(const std::vector<const std::vector<std::int32_t>*>& paths, const std::vector<double>& capacity) {
   const size_t nf = paths.size();
   std::vector<double> rate(nf, 0.0);
-  std::vector<double> cap(capacity);
-  std::vector<std::int32_t> count(capacity.size(), 0);
-  std::vector<std::vector<std::int32_t>> on_link(capacity.size());
-  std::vector<std::int32_t> used;
+  // The links in use, in order of first use (a link's position breaks ties between equal shares),
+  // with their capacity left, their unfrozen flows and those flows (in flow order).
+  std::vector<std::int32_t> slot(capacity.size(), -1);
+  std::vector<std::int32_t> used, count;
   for (size_t f = 0; f < nf; ++f)
     for (auto l : *paths[f]) {
-      if (count[static_cast<size_t>(l)]++ == 0) used.push_back(l);
-      on_link[static_cast<size_t>(l)].push_back(static_cast<std::int32_t>(f));
+      auto& s = slot[static_cast<size_t>(l)];
+      if (s < 0) {
+        s = static_cast<std::int32_t>(used.size());
+        used.push_back(l);
+        count.push_back(0);
+      }
+      ++count[static_cast<size_t>(s)];
     }
+  const size_t nu = used.size();
+  std::vector<double> cap(nu);
+  for (size_t s = 0; s < nu; ++s) cap[s] = capacity[static_cast<size_t>(used[s])];
+  std::vector<std::int32_t> begin(nu + 1, 0);
+  for (size_t s = 0; s < nu; ++s) begin[s + 1] = begin[s] + count[s];
+  std::vector<std::int32_t> on(static_cast<size_t>(begin[nu]));
+  {
+    std::vector<std::int32_t> fill(begin.begin(), begin.end() - 1);
+    for (size_t f = 0; f < nf; ++f)
+      for (auto l : *paths[f]) on[static_cast<size_t>(fill[static_cast<size_t>(slot[static_cast<size_t>(l)])]++)] = static_cast<std::int32_t>(f);
+  }
   std::vector<char> frozen(nf, 0);
   size_t left = nf;
   for (size_t f = 0; f < nf; ++f)
@@ -25,31 +41,60 @@ std::vector<double> maxmin_rates(const std::vector<const std::vector<std::int32_
       frozen[f] = 1;
       --left;
     }
+  // The bottleneck is the link offering the smallest fair share to its unfrozen flows, the first in
+  // use among equals: a heap keyed by (share, position), entries of changed links left stale.
+  struct Entry {
+    double share;
+    std::int32_t pos;
+    std::uint32_t version;
+  };
+  auto later = [](const Entry& a, const Entry& b) { return a.share != b.share ? a.share > b.share : a.pos > b.pos; };
+  std::vector<Entry> heap;
+  std::vector<std::uint32_t> version(nu, 0);
+  auto share = [&](size_t s) { return std::max(0.0, cap[s]) / count[s]; };
+  for (size_t s = 0; s < nu; ++s) heap.push_back({share(s), static_cast<std::int32_t>(s), 0});
+  std::make_heap(heap.begin(), heap.end(), later);
+  std::vector<std::int32_t> touched;
+  std::vector<char> is_touched(nu, 0);
   while (left > 0) {
-    // The bottleneck: the link offering the smallest fair share to its unfrozen flows.
-    double best = std::numeric_limits<double>::infinity();
-    std::int32_t bl = -1;
-    for (auto l : used) {
-      const auto i = static_cast<size_t>(l);
-      if (count[i] == 0) continue;
-      const double share = std::max(0.0, cap[i]) / count[i];
-      if (share < best) {
-        best = share;
-        bl = l;
-      }
+    while (!heap.empty()) {
+      const Entry& top = heap.front();
+      const auto s = static_cast<size_t>(top.pos);
+      if (top.version == version[s] && count[s] > 0) break;
+      std::pop_heap(heap.begin(), heap.end(), later);
+      heap.pop_back();
     }
-    if (bl < 0) break;
-    for (auto f : on_link[static_cast<size_t>(bl)]) {
-      const auto fi = static_cast<size_t>(f);
+    if (heap.empty() || !(heap.front().share < std::numeric_limits<double>::infinity())) break;
+    const double best = heap.front().share;
+    const auto bs = static_cast<size_t>(heap.front().pos);
+    std::pop_heap(heap.begin(), heap.end(), later);
+    heap.pop_back();
+    for (std::int32_t k = begin[bs]; k < begin[bs + 1]; ++k) {
+      const auto fi = static_cast<size_t>(on[static_cast<size_t>(k)]);
       if (frozen[fi]) continue;
       frozen[fi] = 1;
       --left;
       rate[fi] = best;
       for (auto l : *paths[fi]) {
-        cap[static_cast<size_t>(l)] -= best;
-        --count[static_cast<size_t>(l)];
+        const auto s = static_cast<size_t>(slot[static_cast<size_t>(l)]);
+        cap[s] -= best;
+        --count[s];
+        if (!is_touched[s]) {
+          is_touched[s] = 1;
+          touched.push_back(static_cast<std::int32_t>(s));
+        }
       }
     }
+    for (auto t : touched) {
+      const auto s = static_cast<size_t>(t);
+      is_touched[s] = 0;
+      ++version[s];
+      if (count[s] > 0) {
+        heap.push_back({share(s), t, version[s]});
+        std::push_heap(heap.begin(), heap.end(), later);
+      }
+    }
+    touched.clear();
   }
   return rate;
 }

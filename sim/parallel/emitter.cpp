@@ -257,13 +257,22 @@ std::int32_t Emitter::kind(std::int32_t rank, std::int32_t chunk, std::int64_t l
   return in_.layers.kind_of[static_cast<size_t>(chunk_first_[static_cast<size_t>(vs)] + l)];
 }
 
-OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, const std::string& label, double seconds, std::vector<OpId> deps,
+std::int32_t Emitter::label_id(const char* label) {
+  // Labels are string literals: remembered by address, checked by content (an address may be reused).
+  const auto it = label_ids_.find(label);
+  if (it != label_ids_.end() && p_.labels[static_cast<size_t>(it->second)] == label) return it->second;
+  const std::int32_t id = p_.label(label);
+  label_ids_[label] = id;
+  return id;
+}
+
+OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, const char* label, double seconds, std::vector<OpId> deps,
                  std::int32_t mb, std::int32_t chunk) {
   Op o;
   o.rank = rank;
   o.stream = s;
   o.phase = ph;
-  o.label = p_.label(label);
+  o.label = label_id(label);
   o.duration = seconds_to_time(seconds);
   o.deps = std::move(deps);
   o.microbatch = mb;
@@ -271,7 +280,7 @@ OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, const std::string& label
   return p_.add(std::move(o));
 }
 
-OpId Emitter::comm_op(std::int32_t rank, Stream s, Phase ph, const std::string& label, const CollectiveSpec& spec,
+OpId Emitter::comm_op(std::int32_t rank, Stream s, Phase ph, const char* label, const CollectiveSpec& spec,
                       std::vector<OpId> deps, std::int32_t mb, std::int32_t chunk) {
   const OpId id = op(rank, s, ph, label, in_.network.time_s(spec), std::move(deps), mb, chunk);
   const std::int64_t rpn = std::max<std::int64_t>(1, std::min(spec.ranks_per_node, spec.ranks));
@@ -282,7 +291,7 @@ OpId Emitter::comm_op(std::int32_t rank, Stream s, Phase ph, const std::string& 
 Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool first,
                                 bool last, std::vector<OpId> deps, const PreHook& pre, const LayerHook& post) {
   Range r;
-  auto add = [&](Phase ph, const std::string& label, double s, double flops, Bytes alloc, MemCat cat, double hw = -1) {
+  auto add = [&](Phase ph, const char* label, double s, double flops, Bytes alloc, MemCat cat, double hw = -1) {
     std::vector<OpId> d = std::move(deps);
     deps.clear();
     const OpId id = op(rank, Stream::Compute, ph, label, s, std::move(d), mb, chunk);
@@ -324,7 +333,7 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
     }
   }
   if (last && in_.scenario.training.mtp_layers > 0)
-    mtp_forward([&](Phase ph, const std::string& label, double sec, double flops, double hw, MemDelta start, MemDelta) {
+    mtp_forward([&](Phase ph, const char* label, double sec, double flops, double hw, MemDelta start, MemDelta) {
       return add(ph, label, sec, flops, start.bytes, MemCat::Activations, hw);
     });
   if (last)
@@ -372,7 +381,7 @@ void Emitter::mtp_backward(const AddOp& add) const {
 Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool first,
                                  bool last, bool split, std::vector<OpId> deps, const PreHook& pre, const LayerHook& post) {
   Range r;
-  auto add = [&](Phase ph, const std::string& label, double s, double flops, double hw, MemDelta start, MemDelta end) {
+  auto add = [&](Phase ph, const char* label, double s, double flops, double hw, MemDelta start, MemDelta end) {
     std::vector<OpId> d = std::move(deps);
     deps.clear();
     const OpId id = op(rank, Stream::Compute, ph, label, s, std::move(d), mb, chunk);
@@ -395,7 +404,7 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
         MemDelta{MemCat::Activations,
                  -static_cast<Bytes>(ends_act().head_working + (split ? 0.0 : ends_act().head_freed_by_backward()))});
   if (last && in_.scenario.training.mtp_layers > 0)
-    mtp_backward([&](Phase ph, const std::string& label, double sec, double flops, double hw, MemDelta start, MemDelta end) {
+    mtp_backward([&](Phase ph, const char* label, double sec, double flops, double hw, MemDelta start, MemDelta end) {
       return add(ph, label, sec, flops, hw, start, end);
     });
   std::vector<OpId> reloads(static_cast<size_t>(std::max<std::int64_t>(offload_layers_, 0)), -1);
@@ -454,7 +463,7 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
 Emitter::Range Emitter::weight_grad(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool last,
                                     std::vector<OpId> deps, const LayerHook& post) {
   Range r;
-  auto add = [&](const std::string& label, double s, double flops, double hw, MemDelta end) {
+  auto add = [&](const char* label, double s, double flops, double hw, MemDelta end) {
     std::vector<OpId> d = std::move(deps);
     deps.clear();
     const OpId id = op(rank, Stream::Compute, Phase::WeightGrad, label, s, std::move(d), mb, chunk);

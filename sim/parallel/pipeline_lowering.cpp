@@ -175,6 +175,14 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
     prog.ranks.push_back(r);
   }
 
+  // Room for every op up front: growing the vector would copy each op and touch twice the memory.
+  // A forward or backward action emits at most about six ops per layer (blocks, TP communication,
+  // recompute, gathers) and a few around them; pages reserved and never written cost nothing.
+  size_t op_room = 0;
+  for (std::int32_t s = 0; s < p; ++s)
+    for (const Action& a : order[static_cast<size_t>(s)])
+      op_room += static_cast<size_t>(6 * sc.layers_in_chunk(s, a.chunk) + 8);
+  prog.ops.reserve(op_room);
   // Each stage's sends, priced by where its ranks and the next (previous) stage's really sit.
   std::vector<CollectiveSpec> send_next, send_prev;
   for (std::int32_t s = 0; s < p; ++s) {

@@ -38,6 +38,9 @@ void Topology::add_link(TopoVertex a, TopoVertex b, double gbps, double latency_
 const std::vector<std::int32_t>& Topology::dist_to(TopoVertex dst) const {
   auto it = dist_cache_.find(dst);
   if (it != dist_cache_.end()) return it->second;
+  // Only the last destination's distances are kept (routes themselves are cached): one vector over
+  // every vertex per destination grew with the square of the nodes on large fabrics (issue 40 item 11).
+  dist_cache_.clear();
   std::vector<std::int32_t> d(boost::num_vertices(graph), -1);
   std::deque<TopoVertex> q{dst};
   d[dst] = 0;

@@ -2,6 +2,7 @@
 #include <benchmark/benchmark.h>
 
 #include "../test_util.h"
+#include "sim/config/json_reader.h"
 
 namespace parasim {
 namespace {
@@ -67,6 +68,31 @@ void BM_Llama405b16kGpus(benchmark::State& state) {
                           "llama3.1-405b", 2048, 8192));
 }
 BENCHMARK(BM_Llama405b16kGpus)->Unit(benchmark::kMillisecond);
+
+// GPT-3 175B on 1,024 A100 (TP 8, PP 8, DP 16, global batch 1536, micro-batch 1, full recompute:
+// scenarios/1f1b-gpt3-175b-1024xa100.json), the case issue 42 asks to evaluate in <= 1 ms.
+Json gpt3_1024() { return read_json_file(test::data_dir() + "/scenarios/1f1b-gpt3-175b-1024xa100.json"); }
+
+void BM_Gpt3_175b1024A100(benchmark::State& state) { run_scenario(state, test::scenario_from(gpt3_1024())); }
+BENCHMARK(BM_Gpt3_175b1024A100)->Unit(benchmark::kMillisecond);
+
+// The same job with `arg` microbatches per pipeline (global batch 16 x arg): the cost per
+// evaluation must grow no worse than linearly.
+void BM_Gpt3Microbatches(benchmark::State& state) {
+  Json j = gpt3_1024();
+  j["training"]["global_batch"] = 16 * state.range(0);
+  run_scenario(state, test::scenario_from(j));
+}
+BENCHMARK(BM_Gpt3Microbatches)->Arg(24)->Arg(48)->Arg(96)->Arg(192)->Arg(384)->Unit(benchmark::kMillisecond);
+
+// The same job over `arg` pipeline stages (TP 8, DP 16, 96 microbatches per pipeline, 128 x arg GPUs).
+void BM_Gpt3Stages(benchmark::State& state) {
+  Json j = gpt3_1024();
+  j["parallel"]["pp"] = state.range(0);
+  j["cluster"]["nodes"] = 16 * state.range(0);
+  run_scenario(state, test::scenario_from(j));
+}
+BENCHMARK(BM_Gpt3Stages)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace parasim
