@@ -251,6 +251,10 @@ std::vector<std::string> zoo_model_names(const std::string& data_dir) { return j
 ModelSpec load_zoo_model(const std::string& data_dir, const std::string& name, const std::string& where) {
   const std::string path = data_dir + "/models/" + name + ".json";
   if (name.find('/') != std::string::npos || !std::filesystem::exists(path)) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(data_dir + "/models", ec))
+      throw ConfigError(where + ": unknown model \"" + name + "\": the model zoo " + data_dir +
+                        "/models does not exist (set --data-dir or PARASIM_DATA_DIR to the parasim tree, or give the model inline)");
     const auto names = zoo_model_names(data_dir);
     std::string msg = where + ": unknown model \"" + name + "\"";
     const std::string close = closest_name(name, names);

@@ -47,6 +47,8 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
     out.timeline = run_program(out.program, eo);
   } catch (const RangeError& e) {
     throw ConfigError(sc.file + ": /training: " + e.what());
+  } catch (const ForcedAlgorithmError& e) {
+    throw ConfigError(sc.file + ": " + (sc.cluster.nccl_algorithm != "auto" ? "/network/algorithm" : "/network/protocol") + ": " + e.what());
   }
   MetricsInput mi;
   mi.scenario = sc.name;

@@ -1,11 +1,14 @@
 // `parasim collective` (one collective's predicted time and bandwidths) and `parasim topology`
 // (the cluster graph: summary, routes, Graphviz).
+#include <charconv>
+#include <cmath>
 #include <iostream>
 #include <regex>
 
 #include <fmt/format.h>
 
 #include "sim/network/flow_network.h"
+#include "tools/cli_checks.h"
 #include "tools/commands.h"
 
 namespace parasim {
@@ -15,7 +18,10 @@ double parse_bytes(const std::string& s) {
   static const std::regex re(R"(^\s*([0-9]*\.?[0-9]+)\s*(|B|K|KB|KiB|M|MB|MiB|G|GB|GiB|T|TB|TiB)\s*$)");
   std::smatch m;
   if (!std::regex_match(s, m, re)) throw ConfigError("--bytes: expected a size like 1GiB, 256MB or 4096, got \"" + s + "\"");
-  const double v = std::stod(m[1]);
+  const std::string num = m[1];
+  double v = 0;
+  if (std::from_chars(num.data(), num.data() + num.size(), v).ec != std::errc() || !std::isfinite(v) || v > 1e18)
+    throw ConfigError("--bytes: \"" + s + "\" is out of range (at most 1e18 bytes)");
   const std::string u = m[2];
   const double k = u.empty() || u == "B" ? 1 : u[0] == 'K' ? 1e3 : u[0] == 'M' ? 1e6 : u[0] == 'G' ? 1e9 : 1e12;
   const double ki = u.empty() || u == "B" ? 1 : u[0] == 'K' ? 1024.0 : u[0] == 'M' ? 1048576.0 : u[0] == 'G' ? kGiB : kGiB * 1024;
@@ -36,13 +42,13 @@ void add_network_commands(CLI::App& app, Context& ctx) {
   c->add_option("--gpu", o->gpu, "GPU profile name or path")->required();
   c->add_option("--op", o->op, "all_reduce | all_gather | reduce_scatter | all_to_all | broadcast | send_recv")
       ->check(CLI::IsMember({"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"}));
-  c->add_option("--ranks", o->ranks, "ranks in the group")->check(CLI::PositiveNumber);
-  c->add_option("--gpus-per-node", o->gpn, "GPUs per node (the group fills nodes in order)")->check(CLI::PositiveNumber);
+  c->add_option("--ranks", o->ranks, "ranks in the group")->check(integer_in(1, 1 << 24));
+  c->add_option("--gpus-per-node", o->gpn, "GPUs per node (the group fills nodes in order)")->check(integer_in(1, 1024));
   c->add_option("--bytes", o->bytes, "message size (AR: buffer; AG: output; RS: input), e.g. 1GiB");
   c->add_option("--network", o->network, "analytical | flow")->check(CLI::IsMember({"analytical", "flow"}));
-  c->add_option("--concurrent-groups", o->groups, "groups of this collective running at once on each node");
-  c->add_option("--nics-per-node", o->nics, "NICs per node (default: the profile's reference node)");
-  c->add_option("--nic-gbps", o->nic_gbps, "GB/s per NIC per direction (default: the profile's reference node)");
+  c->add_option("--concurrent-groups", o->groups, "groups of this collective running at once on each node")->check(integer_in(1, 1 << 20));
+  c->add_option("--nics-per-node", o->nics, "NICs per node (default: the profile's reference node)")->check(integer_in(1, 1024));
+  c->add_option("--nic-gbps", o->nic_gbps, "GB/s per NIC per direction (default: the profile's reference node)")->check(positive_number());
   c->add_option("--algorithm", o->algorithm, "force NCCL's algorithm (like NCCL_ALGO): auto | ring | tree | nvls | hierarchical")
       ->check(CLI::IsMember({"auto", "ring", "tree", "nvls", "hierarchical"}));
   c->add_option("--protocol", o->protocol, "force NCCL's protocol (like NCCL_PROTO): auto | ll | ll128 | simple")
@@ -115,83 +121,6 @@ void add_network_commands(CLI::App& app, Context& ctx) {
       }
       return 0;
     });
-  });
-}
-
-}  // namespace parasim
-
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
-#include "calibrate/import/gemm_table.h"
-#include "calibrate/import/nccl_tests.h"
-
-namespace parasim {
-
-namespace {
-// The JSON file behind --gpu: a path as given, or a shipped profile's name.
-std::string profile_json_path(const std::string& data_dir, const std::string& gpu) {
-  return gpu.find('/') != std::string::npos || gpu.ends_with(".json") ? gpu : data_dir + "/calibrate/profiles/" + gpu + ".json";
-}
-}  // namespace
-
-void add_import_command(CLI::App& app, Context& ctx) {
-  struct ImpOpts {
-    std::vector<std::string> logs;
-    std::string gpu, out, op, table;
-    bool force = false;
-  };
-  auto o = std::make_shared<ImpOpts>();
-  CLI::App* imp = app.add_subcommand("import", "import measurements into a calibration profile");
-  imp->require_subcommand(1);
-  // Both importers: refuse to overwrite, start from the base profile's JSON, merge, check that the
-  // result loads, write it. `merge` adds the measurements and returns notes for stderr.
-  auto import_into = [o, &ctx](const std::function<std::vector<std::string>(Json&, const Profile&)>& merge) {
-    ctx.exit_code = run_guarded([&]() {
-      if (std::filesystem::exists(o->out) && !o->force)
-        throw ConfigError(o->out + ": exists; refusing to overwrite it (use --force or another name)");
-      const Profile base = load_profile(ctx.data_dir, o->gpu, "--gpu");
-      Json prof = read_json_file(profile_json_path(ctx.data_dir, o->gpu));
-      for (const auto& n : merge(prof, base)) std::cerr << n << "\n";
-      prof["name"] = std::filesystem::path(o->out).stem().string();
-      parse_profile(prof, o->out);  // the result must load
-      std::ofstream out(o->out);
-      if (!out) throw ConfigError(o->out + ": cannot write");
-      out << prof.dump(1) << "\n";
-      std::cerr << "wrote " << o->out << "\n";
-      return 0;
-    });
-  };
-  auto common = [o](CLI::App* sub) {
-    sub->add_option("--gpu", o->gpu, "profile to start from (name or path)")->required();
-    sub->add_option("-o,--output", o->out, "profile file to write (refused if it exists, unless --force)")->required();
-    sub->add_flag("--force", o->force, "overwrite the output file");
-  };
-  CLI::App* nt = imp->add_subcommand("nccl-tests", "read nccl-tests output (text logs or -J JSON files) and write a profile with their points merged in");
-  nt->add_option("logs", o->logs, "nccl-tests output files (text, or JSON written with -J)")->required();
-  common(nt);
-  nt->add_option("--op", o->op, "collective, when the log does not name its *_perf binary");
-  nt->callback([o, import_into]() {
-    import_into([&](Json& prof, const Profile&) {
-      std::vector<std::string> notes;
-      for (const auto& f : o->logs) {
-        std::ifstream in(f);
-        if (!in) throw ConfigError(f + ": cannot open file");
-        std::stringstream ss;
-        ss << in.rdbuf();
-        const NcclTestsLog log = parse_nccl_tests_any(ss.str(), f, o->op);
-        for (auto& n : merge_nccl_tests(prof, log)) notes.push_back(std::move(n));
-      }
-      return notes;
-    });
-  });
-  CLI::App* gt = imp->add_subcommand("gemm-table", "fit the profile's GEMM kernel model (gemm_fixed_us, gemm_epilogue_gbps) to a "
-                                                   "table of measured GEMM throughputs (parasim.gemm_table/1) and write the profile");
-  gt->add_option("table", o->table, "GEMM table JSON (format parasim.gemm_table/1, as tests/data/xla_sm90_matmul.json)")->required();
-  common(gt);
-  gt->callback([o, import_into]() {
-    import_into([&](Json& prof, const Profile& base) { return merge_gemm_fit(prof, base, load_gemm_table(o->table)); });
   });
 }
 

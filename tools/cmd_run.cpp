@@ -1,12 +1,15 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "tools/cli_checks.h"
 #include "tools/commands.h"
+#include "tools/output_file.h"
 #include "sim/uncertainty.h"
 #include "tools/report.h"
 #include "tools/time_to_train.h"
@@ -26,10 +29,13 @@ int run_guarded(const std::function<int()>& fn) {
   }
 }
 
+// The bound of `run --interval N`: each sample is a whole simulation of the step.
+inline constexpr std::int64_t kMaxIntervalSamples = 100000;
+
 void add_run_command(CLI::App& app, Context& ctx) {
   struct Opts {
     std::string file, trace;
-    bool json = false, resolved = false, kernels = false;
+    bool json = false, resolved = false, kernels = false, force = false;
     int dump_rank = -1;
     int interval = 0;
     TimeToTrainOptions ttt;
@@ -38,33 +44,45 @@ void add_run_command(CLI::App& app, Context& ctx) {
   CLI::App* run = app.add_subcommand("run", "simulate one training step of a scenario and print the prediction");
   run->add_option("scenario", o->file,
                   "scenario JSON file, or a measured run (parasim.measured/1): its scenario, with the measured "
-                  "figures beside the prediction")
+                  "figures beside the prediction; - reads standard input")
       ->required();
   run->add_flag("--json", o->json, "print the Result (parasim.result/1) as JSON on stdout");
-  run->add_option("--trace", o->trace, "write a Chrome/Perfetto trace of the step to this file");
+  run->add_option("--trace", o->trace, "write a Chrome/Perfetto trace of the step to this file (refused if it exists, unless --force)");
+  run->add_flag("--force", o->force, "overwrite an existing trace file");
   run->add_flag("--dump-resolved", o->resolved, "print the scenario after defaults and exit");
-  run->add_option("--interval", o->interval, "also predict a p10..p90 step-time interval from the profile's spread with N samples");
+  run->add_option("--interval", o->interval,
+                  fmt::format("also predict a p10..p90 step-time interval from the profile's spread with N samples (1..{})", kMaxIntervalSamples))
+      ->check(integer_in(1, kMaxIntervalSamples));
   run->add_flag("--kernels", o->kernels,
                 "also print each kernel of one layer (and of the embedding and output layers) with its shape, time, rate and what priced it");
-  run->add_option("--dump-program", o->dump_rank, "print the lowered ops of this simulated rank (0-based) with their times");
+  run->add_option("--dump-program", o->dump_rank, "print the lowered ops of this simulated rank (0-based) with their times")
+      ->check(integer_in(0, std::numeric_limits<int>::max()));
   o->ttt.add_to(*run);
   run->callback([o, &ctx]() {
     ctx.exit_code = run_guarded([&]() {
       // A measured run names (or holds) its scenario: simulate that one and show the measurement.
+      // Read once: the file may be a pipe ("-", <(...), a FIFO).
       const Json root = read_json_file(o->file);
+      const std::string input = input_name(o->file);
       const auto schema = root.is_object() ? root.find("schema") : root.end();
       const bool is_measured =
           root.is_object() && schema != root.end() && schema->is_string() && schema->get<std::string>() == "parasim.measured/1";
       const std::optional<MeasuredRun> measured =
-          is_measured ? std::optional<MeasuredRun>(load_measured(o->file, ctx.data_dir)) : std::nullopt;
-      const Scenario sc = measured ? measured->scenario : load_scenario(o->file, ctx.data_dir);
+          is_measured ? std::optional<MeasuredRun>(parse_measured(root, input, ctx.data_dir)) : std::nullopt;
+      const Scenario sc = measured ? measured->scenario : parse_scenario(root, input, ctx.data_dir);
       if (o->resolved) {
         std::cout << sc.resolved().dump(2) << "\n";
         return 0;
       }
-      const SimulationOutput out = simulate(sc, ctx.registries);
       const std::string trace = !o->trace.empty() ? o->trace : sc.trace_path;
-      if (!trace.empty()) write_chrome_trace(trace, sc, out.program, out.timeline);
+      // Opened before the run, so an existing file is refused before minutes of simulation.
+      std::optional<OutputFile> trace_file;
+      if (!trace.empty()) trace_file.emplace(trace, o->force, o->trace.empty() ? "outputs.trace" : "--trace");
+      const SimulationOutput out = simulate(sc, ctx.registries);
+      if (trace_file) {
+        write_chrome_trace(trace_file->stream(), sc, out.program, out.timeline);
+        trace_file->commit();
+      }
       if (o->dump_rank >= 0) {
         if (static_cast<size_t>(o->dump_rank) >= out.program.ranks.size())
           throw ConfigError(fmt::format("--dump-program: rank {} out of range; the program has {} simulated ranks", o->dump_rank,

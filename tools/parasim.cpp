@@ -1,5 +1,6 @@
 // The parasim command line. The only place that catches errors, prints them and picks exit codes:
-// 0 success, 1 a check failed, 2 bad input (scenario, profile, model, measured run).
+// 0 success, 1 a check failed, 2 bad input (scenario, profile, model, measured run, command line,
+// an output that cannot be written), 3 an internal error. docs/errors.md lists the messages.
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -8,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "tools/commands.h"
+#include "tools/output_file.h"
 
 #ifndef PARASIM_DEFAULT_DATA_DIR
 #define PARASIM_DEFAULT_DATA_DIR "."
@@ -34,7 +36,14 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version are successes; every usage error is bad input (CLI11's own codes
+    // 104-109 are not ours).
+    return app.exit(e) == 0 ? 0 : 2;
   }
-  return ctx.exit_code;
+  // Output to stdout that failed (a full disk, /dev/full) must not exit 0.
+  const int flushed = run_guarded([] {
+    flush_stdout();
+    return 0;
+  });
+  return ctx.exit_code != 0 ? ctx.exit_code : flushed;
 }

@@ -97,11 +97,11 @@ std::string moe_summary(const ModelSpec& m) {
 
 void print_summary(std::ostream& os, const Scenario& sc, const Result& r) {
   const auto& p = sc.parallel;
-  fmt::print(os, "parasim: {}\n", sc.name);
+  fmt::print(os, "parasim: {}\n", printable(sc.name));
   const std::string moe = sc.model.moe ? fmt::format(" ep={} etp={} (MoE: {})", p.ep, p.expert_tp(), moe_summary(sc.model)) : std::string();
   fmt::print(os, "  model {} ({:.2f}B params), {} x {} GPUs ({}), dp={} tp={} pp={} vpp={} cp={}{}, schedule {}{}{}{}\n",
-             sc.model.name, count_params(sc.model).total() / 1e9, sc.cluster.nodes, sc.cluster.gpus_per_node,
-             sc.profile.device.name, p.dp, p.tp, p.pp, p.vpp, p.cp, moe, p.schedule,
+             printable(sc.model.name), count_params(sc.model).total() / 1e9, sc.cluster.nodes, sc.cluster.gpus_per_node,
+             printable(sc.profile.device.name), p.dp, p.tp, p.pp, p.vpp, p.cp, moe, p.schedule,
              p.zero_stage ? fmt::format(", ZeRO-{}", p.zero_stage) : "", p.fsdp ? ", FSDP " + p.fsdp->sharding : "",
              p.activation_offload_layers > 0
                  ? fmt::format(", activations of {} of {} layers offloaded to the host", p.activation_offload_layers, sc.model.layers)
@@ -177,9 +177,7 @@ Json result_json(const Result& r) {
   return j;
 }
 
-void write_chrome_trace(const std::string& path, const Scenario& sc, const Program& p, const Timeline& t) {
-  std::ofstream out(path);
-  if (!out) throw ConfigError(path + ": cannot write trace file");
+void write_chrome_trace(std::ostream& out, const Scenario& sc, const Program& p, const Timeline& t) {
   Json events = Json::array();
   for (size_t r = 0; r < p.ranks.size(); ++r) {
     const auto& sr = p.ranks[r];

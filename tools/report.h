@@ -12,7 +12,8 @@ void print_summary(std::ostream& os, const Scenario& sc, const Result& r);
 Json result_json(const Result& r);
 // Chrome trace event format: one process per simulated rank, one thread per stream, memory as a
 // counter track. Opens in Perfetto and chrome://tracing.
-void write_chrome_trace(const std::string& path, const Scenario& sc, const Program& p, const Timeline& t);
+// The caller owns the file (tools/output_file.h: written whole or not at all).
+void write_chrome_trace(std::ostream& out, const Scenario& sc, const Program& p, const Timeline& t);
 // Per-kernel table of one transformer layer plus the embedding and output layers, one microbatch on
 // one rank: shape or bytes, FLOPs, time, achieved rate and what priced it; block totals and the
 // GEMM / attention / memory-bound split of the layer.

@@ -18,6 +18,10 @@ double Tolerances::of(const std::string& figure) const {
   return it == per_figure.end() ? default_tolerance : it->second;
 }
 
+bool Tolerances::judges(const std::string& figure) const {
+  return figure.rfind("component.", 0) != 0 || per_figure.count(figure) > 0;
+}
+
 std::vector<Comparison> compare_figures(const MeasuredRun& run, const Result& r, const Tolerances& tol) {
   std::vector<Comparison> out;
   const double gpus = static_cast<double>(run.scenario.cluster.gpus());
@@ -55,8 +59,9 @@ std::vector<Comparison> compare_figures(const MeasuredRun& run, const Result& r,
     cmp.error = cmp.measured > 0 ? (cmp.predicted - cmp.measured) / cmp.measured : (cmp.predicted == 0 ? 0.0 : 1.0);
     cmp.throughput_error = f.name == "step_time_s" ? cmp.measured / cmp.predicted - 1.0 : cmp.error;
     cmp.tolerance = tol.of(f.name);
-    // Components explain errors; they are reported, and only the headline figures pass or fail.
-    cmp.pass = f.name.rfind("component.", 0) == 0 || std::abs(cmp.error) <= cmp.tolerance;
+    // Components explain errors: reported, and judged only against a tolerance given for them.
+    cmp.judged = tol.judges(f.name);
+    cmp.pass = !cmp.judged || std::abs(cmp.error) <= cmp.tolerance;
     out.push_back(cmp);
   }
   return out;
@@ -125,9 +130,10 @@ void print_checks(std::ostream& os, const std::vector<RunCheck>& checks) {
   int failed = 0;
   for (const auto& c : checks) {
     for (const auto& cmp : c.comparisons)
-      fmt::print(os, "{:<44} {:<22} {:>12.4g} {:>12.4g} {:>+8.1f}% {:>5.0f}%  {}\n", c.id.substr(0, 44),
+      fmt::print(os, "{:<44} {:<22} {:>12.4g} {:>12.4g} {:>+8.1f}% {:>6}  {}\n", c.id.substr(0, 44),
                  cmp.figure + (cmp.detail.empty() ? "" : " (" + cmp.detail + ")"), cmp.measured, cmp.predicted, 100 * cmp.error,
-                 100 * cmp.tolerance, cmp.pass ? "pass" : "FAIL");
+                 cmp.judged ? fmt::format("{:.0f}%", 100 * cmp.tolerance) : "-",
+                 !cmp.judged ? "not judged (no --tolerance-for)" : cmp.pass ? "pass" : "FAIL");
     if (c.oom_known)
       fmt::print(os, "{:<44} {:<22} {:>12} {:>12} {:>9} {:>6}  {}\n", c.id.substr(0, 44), "out of memory",
                  c.oom_measured ? "yes" : c.oom_implied ? "no (ran)" : "no",
@@ -143,7 +149,7 @@ Json checks_json(const std::vector<RunCheck>& checks) {
     Json cmps = Json::array();
     for (const auto& cmp : c.comparisons)
       cmps.push_back({{"figure", cmp.figure}, {"detail", cmp.detail}, {"measured", cmp.measured}, {"predicted", cmp.predicted},
-                      {"error", cmp.error}, {"abs_error", std::abs(cmp.error)}, {"tolerance", cmp.tolerance}, {"pass", cmp.pass}});
+                      {"error", cmp.error}, {"abs_error", std::abs(cmp.error)}, {"tolerance", cmp.tolerance}, {"judged", cmp.judged}, {"pass", cmp.pass}});
     Json j = {{"id", c.id}, {"file", c.file}, {"pass", c.pass}, {"comparisons", cmps}};
     if (c.oom_known) j["oom"] = {{"measured", c.oom_measured}, {"predicted", c.oom_predicted}, {"implied", c.oom_implied}};
     if (c.has_shares) {

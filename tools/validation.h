@@ -21,6 +21,7 @@ struct Comparison {
   double error = 0;             // (predicted - measured) / measured
   double throughput_error = 0;  // the same error expressed on throughput (step time inverted)
   double tolerance = 0.1;
+  bool judged = true;  // false: a component figure reported without a tolerance (pass stays true)
   bool pass = true;
 };
 
@@ -45,6 +46,8 @@ struct Tolerances {
   double default_tolerance = 0.10;
   std::map<std::string, double> per_figure;
   double of(const std::string& figure) const;
+  // The headline figures always; a component.* figure only when given its own tolerance.
+  bool judges(const std::string& figure) const;
 };
 
 // Each measured figure of the run beside the prediction `r` of its scenario.

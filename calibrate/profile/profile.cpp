@@ -336,23 +336,29 @@ Profile parse_profile(const Json& j, const std::string& file) {
 
 std::vector<std::string> profile_names(const std::string& data_dir) { return json_stems(data_dir + "/calibrate/profiles"); }
 
+std::string profile_path(const std::string& data_dir, const std::string& name_or_path, const std::string& where) {
+  const bool is_path = name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json") || name_or_path == "-";
+  if (is_path) return name_or_path;
+  const std::string dir = data_dir + "/calibrate/profiles";
+  const std::string path = dir + "/" + name_or_path + ".json";
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) return path;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw ConfigError(where + ": unknown GPU profile \"" + name_or_path + "\": the profile directory " + dir +
+                      " does not exist (set --data-dir or PARASIM_DATA_DIR to the parasim tree, or give a profile's path)");
+  const auto names = profile_names(data_dir);
+  std::string msg = where + ": unknown GPU profile \"" + name_or_path + "\"";
+  const std::string close = closest_name(name_or_path, names);
+  if (!close.empty()) msg += "; did you mean \"" + close + "\"?";
+  msg += " Profiles: ";
+  for (size_t i = 0; i < names.size(); ++i) msg += (i ? ", " : "") + names[i];
+  throw ConfigError(msg);
+}
+
 Profile load_profile(const std::string& data_dir, const std::string& name_or_path, const std::string& where) {
-  std::string path = name_or_path;
-  std::string shown = name_or_path;
-  const bool is_path = name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json");
-  if (!is_path) {
-    path = data_dir + "/calibrate/profiles/" + name_or_path + ".json";
-    shown = "calibrate/profiles/" + name_or_path + ".json";
-    if (!std::filesystem::exists(path)) {
-      const auto names = profile_names(data_dir);
-      std::string msg = where + ": unknown GPU profile \"" + name_or_path + "\"";
-      const std::string close = closest_name(name_or_path, names);
-      if (!close.empty()) msg += "; did you mean \"" + close + "\"?";
-      msg += " Profiles: ";
-      for (size_t i = 0; i < names.size(); ++i) msg += (i ? ", " : "") + names[i];
-      throw ConfigError(msg);
-    }
-  }
+  const std::string path = profile_path(data_dir, name_or_path, where);
+  const bool is_path = path == name_or_path;
+  const std::string shown = is_path ? input_name(path) : "calibrate/profiles/" + name_or_path + ".json";
   try {
     return parse_profile(read_json_file(path), shown);
   } catch (const ProfileError&) {

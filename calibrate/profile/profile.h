@@ -257,6 +257,10 @@ struct Profile {
 };
 
 Profile parse_profile(const Json& j, const std::string& file);
+// The JSON file behind a profile name (calibrate/profiles/<name>.json under data_dir) or a path
+// (returned as given); an unknown name is a ConfigError listing the profiles, or naming the
+// directory that does not exist. `where` names the option or JSON pointer in messages.
+std::string profile_path(const std::string& data_dir, const std::string& name_or_path, const std::string& where);
 // Resolves a profile name (calibrate/profiles/<name>.json) or a path.
 Profile load_profile(const std::string& data_dir, const std::string& name_or_path, const std::string& where);
 std::vector<std::string> profile_names(const std::string& data_dir);

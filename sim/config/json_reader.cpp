@@ -3,25 +3,108 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "sim/core/registry.h"
 
 namespace parasim {
 
-Json read_json_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw ConfigError(path + ": is a directory, expected a JSON file");
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot open file");
-  try {
-    return Json::parse(in);
-  } catch (const Json::parse_error& e) {
-    throw ConfigError(path + ": not valid JSON: " + e.what());
-  } catch (const std::ios_base::failure& e) {
-    throw ConfigError(path + ": cannot read file: " + e.what());
+namespace {
+// A first pass over the text that the DOM parser does not make: it knows the JSON pointer of
+// every value, so it can refuse a key given twice in one object (nlohmann keeps the last) and
+// name where a number beyond double range stands.
+class StrictSax : public nlohmann::json_sax<Json> {
+ public:
+  StrictSax(std::string file, std::size_t size, std::string cut_hint) : file_(std::move(file)), size_(size), cut_hint_(std::move(cut_hint)) {}
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool string(string_t&) override { return value(); }
+  bool binary(binary_t&) override { return value(); }
+  bool start_object(std::size_t) override {
+    value();
+    frames_.push_back({true, {}, "", 0});
+    return true;
   }
+  bool key(string_t& k) override {
+    Frame& f = frames_.back();
+    if (!f.keys.insert(k).second) throw_config(file_, pointer_child(pointer(frames_.size() - 1), k), "key given twice in one object");
+    f.key = k;
+    return true;
+  }
+  bool end_object() override { return pop(); }
+  bool start_array(std::size_t) override {
+    value();
+    frames_.push_back({false, {}, "", 0});
+    return true;
+  }
+  bool end_array() override { return pop(); }
+  bool parse_error(std::size_t byte, const std::string&, const nlohmann::detail::exception& ex) override {
+    if (ex.id == 406)  // number overflow
+      throw_config(file_, where_, "a number beyond the range of a double (about 1.8e308)");
+    if (byte >= size_ && !cut_hint_.empty()) throw ConfigError(file_ + ": JSON ends early at byte " + std::to_string(byte) + " (" + cut_hint_ + ")");
+    throw ConfigError(file_ + ": not valid JSON: " + ex.what());
+  }
+
+ private:
+  struct Frame {
+    bool object;
+    std::set<std::string> keys;
+    std::string key;
+    std::size_t index;
+  };
+  // The pointer of the value the first `depth` frames lead to.
+  std::string pointer(std::size_t depth) const {
+    std::string p;
+    for (std::size_t i = 0; i < depth; ++i)
+      p = frames_[i].object ? pointer_child(p, frames_[i].key) : p + "/" + std::to_string(frames_[i].index);
+    return p;
+  }
+  // A value starts: remember where (for a number that fails to parse next), count array items.
+  bool value() {
+    where_ = pointer(frames_.size());
+    if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
+    return true;
+  }
+  bool pop() {
+    frames_.pop_back();
+    return true;
+  }
+  std::string file_;
+  std::size_t size_;
+  std::string cut_hint_;
+  std::vector<Frame> frames_;
+  std::string where_;
+};
+}  // namespace
+
+Json parse_json_text(const std::string& text, const std::string& file, const std::string& cut_hint) {
+  StrictSax sax(file, text.size(), cut_hint);
+  Json::sax_parse(text, &sax);
+  return Json::parse(text);
 }
+
+std::string read_text_file(const std::string& path) {
+  std::error_code ec;
+  if (path != "-" && std::filesystem::is_directory(path, ec)) throw ConfigError(path + ": is a directory, expected a file");
+  std::ifstream file;
+  if (path != "-") {
+    file.open(path, std::ios::binary);
+    if (!file) throw ConfigError(path + ": cannot open file");
+  }
+  std::istream& in = path == "-" ? std::cin : file;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw ConfigError(input_name(path) + ": cannot read file");
+  return ss.str();
+}
+
+std::string input_name(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+
+Json read_json_file(const std::string& path) { return parse_json_text(read_text_file(path), input_name(path)); }
 
 std::vector<std::string> json_stems(const std::string& dir) {
   std::vector<std::string> names;

@@ -16,8 +16,17 @@ namespace parasim {
 
 using Json = nlohmann::json;
 
-// Reads a JSON file; a missing file or a syntax error is a ConfigError naming the file.
+// Reads a JSON file once ("-": standard input, so pipes, FIFOs and <(...) work); a missing file, a
+// syntax error, a key given twice in one object or a number beyond double range is a ConfigError
+// naming the file (and the JSON pointer where there is one).
 Json read_json_file(const std::string& path);
+// The same checks on text already read; `file` names it in messages. Text cut short is reported as
+// "JSON ends early at byte N (cut_hint)" when a hint is given.
+Json parse_json_text(const std::string& text, const std::string& file, const std::string& cut_hint = "");
+// A whole file read once ("-": standard input). ConfigError when it cannot be opened or read.
+std::string read_text_file(const std::string& path);
+// How messages name an input path ("-" is "<stdin>").
+std::string input_name(const std::string& path);
 
 // Stems of the *.json files in a directory, sorted (zoo models, profiles).
 std::vector<std::string> json_stems(const std::string& dir);

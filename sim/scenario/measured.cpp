@@ -12,7 +12,10 @@ std::string parallel_family(const ParallelSpec& p) {
 }
 
 MeasuredRun load_measured(const std::string& path, const std::string& data_dir) {
-  const Json j = read_json_file(path);
+  return parse_measured(read_json_file(path), input_name(path), data_dir);
+}
+
+MeasuredRun parse_measured(const Json& j, const std::string& path, const std::string& data_dir) {
   const JsonObject root(j, path, "");
   if (root.str("schema") != "parasim.measured/1") root.fail("schema", "expected \"parasim.measured/1\"");
   MeasuredRun m;

@@ -1,11 +1,17 @@
 // Measured run (parasim.measured/1): a scenario, what was measured on real hardware, provenance.
 #pragma once
+#include <array>
 #include <string>
 #include <vector>
 
 #include "sim/scenario/scenario.h"
 
 namespace parasim {
+
+// Every figure a measured run can hold (MeasuredFigure::name); the component.* ones explain errors.
+inline constexpr std::array<const char*, 9> kMeasuredFigureNames = {
+    "step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "mfu", "hfu", "peak_mem_gib",
+    "component.compute_s", "component.comm_exposed_s", "component.bubble_fraction"};
 
 struct MeasuredFigure {
   std::string name;    // step_time_s | tokens_per_s_per_gpu | tflops_per_gpu | mfu | hfu | peak_mem_gib
@@ -27,6 +33,8 @@ struct MeasuredRun {
 
 // Strict loading; the scenario is inline or a path relative to the measured file.
 MeasuredRun load_measured(const std::string& path, const std::string& data_dir);
+// The same on JSON already read from `path` (which relative paths resolve against).
+MeasuredRun parse_measured(const Json& j, const std::string& path, const std::string& data_dir);
 std::string parallel_family(const ParallelSpec& p);
 
 }  // namespace parasim

@@ -184,6 +184,16 @@ ParallelSpec parse_parallel(const JsonObject& o) {
   return p;
 }
 
+// A path named in the scenario `file`, relative to that file's folder (as measured runs resolve
+// their scenario); as given when absolute or read from standard input. `file` may carry an inline
+// location suffix: "run.json (/scenario)".
+std::string relative_to_file(const std::string& file, const std::string& p) {
+  if (p.empty() || p.front() == '/' || file == input_name("-")) return p;
+  const auto inline_at = file.find(" (/");
+  const std::filesystem::path f = file.substr(0, inline_at);
+  return (f.parent_path() / p).string();
+}
+
 void validate(const Scenario& s, const JsonObject& root) {
   const auto& p = s.parallel;
   const auto& m = s.model;
@@ -317,6 +327,12 @@ void validate(const Scenario& s, const JsonObject& root) {
     fail("/training/fp8_recipe", gd + " needs block-scaled " + (gd == "mxfp8" ? "FP8" : "FP4") +
                                      " tensor cores (Blackwell): the GPU profile \"" + s.profile.name + "\" (" + s.profile.file +
                                      ") has no compute.peak_tflops." + gd + " and compute.gemm_max_efficiency." + gd);
+  if (m.position_embedding == "learned" && t.seq_len > m.max_positions)
+    fail("/training/seq_len", "seq_len " + itos(t.seq_len) + " is longer than the model's learned position table (max_positions " +
+                                  itos(m.max_positions) + "): positions past it have no embedding");
+  if (p.pp > m.layers)
+    fail(par + "/pp", "pp " + itos(p.pp) + " is more than the model's " + itos(m.layers) +
+                          " layers: every pipeline stage needs at least one transformer layer");
   const std::int64_t chunks = p.pp * p.vpp;
   if (!p.stage_layers.empty()) {
     const auto n = static_cast<std::int64_t>(p.stage_layers.size());
@@ -347,7 +363,15 @@ void validate(const Scenario& s, const JsonObject& root) {
                "only the first virtual stage (embedding) and the last (output layer) may hold no transformer layer");
   } else if (m.layers % chunks != 0) {
     fail(par + "/pp", "model layers (" + itos(m.layers) + ") are not divisible among pp*vpp = " + itos(chunks) +
-                          " chunks; give parallel.stage_layers for an uneven split");
+                          " chunks; " + (chunks <= m.layers ? "give parallel.stage_layers for an uneven split" : "lower vpp"));
+  }
+  if (p.recompute_num_layers > 0) {
+    std::int64_t most = 0;  // layers in the largest model chunk
+    for (std::int64_t st = 0; st < p.pp; ++st)
+      for (std::int64_t c = 0; c < p.vpp; ++c) most = std::max(most, s.layers_in_chunk(st, c));
+    if (p.recompute_num_layers > most)
+      fail(par + "/recompute_num_layers", "recomputes " + itos(p.recompute_num_layers) + " layers of each model chunk, but the largest chunk has " +
+                                              itos(most) + " (model layers over pp*vpp)");
   }
   (void)root;
 }
@@ -415,7 +439,9 @@ Scenario parse_scenario(const Json& j, const std::string& file, const std::strin
     root.fail("model", "expected a zoo model name or an inline model object");
   }
   s.cluster = parse_cluster(root.object("cluster"));
-  s.profile = load_profile(data_dir, s.cluster.gpu, file + ": /cluster/gpu");
+  // A profile path (not a shipped profile's name) is relative to the scenario file.
+  const bool gpu_is_path = s.cluster.gpu.find('/') != std::string::npos || s.cluster.gpu.ends_with(".json");
+  s.profile = load_profile(data_dir, gpu_is_path ? relative_to_file(file, s.cluster.gpu) : s.cluster.gpu, file + ": /cluster/gpu");
   // Unstated network: the profile's reference node (e.g. DGX A100: 8 x HDR 200 Gb/s).
   if (s.cluster.nics_per_node == 0) s.cluster.nics_per_node = static_cast<std::int64_t>(s.profile.node_nics.value);
   if (s.cluster.nic_gbps == 0) s.cluster.nic_gbps = s.profile.node_nic_gbps.value;
@@ -433,7 +459,7 @@ Scenario parse_scenario(const Json& j, const std::string& file, const std::strin
   if (auto out = root.object_opt("outputs")) {
     const std::string t = out->str("trace", "");
     if (!t.empty())
-      s.trace_path = t.front() == '/' ? t : (std::filesystem::path(file).parent_path() / t).string();
+      s.trace_path = relative_to_file(file, t);
     out->finish();
   }
   root.finish({"description"});
@@ -446,7 +472,7 @@ Scenario parse_scenario(const Json& j, const std::string& file, const std::strin
 }
 
 Scenario load_scenario(const std::string& path, const std::string& data_dir) {
-  return parse_scenario(read_json_file(path), path, data_dir);
+  return parse_scenario(read_json_file(path), input_name(path), data_dir);
 }
 
 Json Scenario::resolved() const {

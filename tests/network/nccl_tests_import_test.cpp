@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "../test_util.h"
 #include "calibrate/import/nccl_tests.h"
 
@@ -128,6 +130,104 @@ TEST(NcclTestsImport, ImportedMultiNodePointsPriceTheSameGroupShape) {
   // Eight such groups sharing the nodes' NICs are a different shape: the tuner prices them.
   const CollectiveSpec shared{CollOp::AllReduce, 16, 8, 8, 1073741824};
   EXPECT_NE(net.algorithm(shared).find("/"), std::string::npos);
+}
+
+// The reproducers of the hostile-user trial (issue 40, tests/data/repro): each was imported
+// silently before; each is refused naming the file, the line and what was expected.
+std::string repro(const std::string& name) {
+  std::ifstream in(test::test_data("repro/" + name));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string import_error(const std::string& name, const std::string& profile, const std::string& op = "") {
+  try {
+    const NcclTestsLog log = parse_nccl_tests_any(repro(name), name, op);
+    check_nccl_tests_log(log, load_profile(test::data_dir(), profile, "test"));
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(NcclTestsImport, NonNumericFieldIsNotReadAsItsNumericPrefix) {
+  // "29x.3" was read as 29 us by std::stod.
+  EXPECT_EQ(import_error("m_nonnumeric.txt", "h100-sxm5-80g"), "m_nonnumeric.txt:21: column time (us): expected a number, got \"29x.3\"");
+}
+
+TEST(NcclTestsImport, ImpossibleBandwidthAgainstTheProfilesLinksIsRefused) {
+  // 1 GiB in 0.001 us over 8 ranks: every GPU moves at least 7/8 of it, 9.4e8 GB/s against the
+  // H100's 450 GB/s of NVLink per direction.
+  EXPECT_EQ(import_error("m_busbw_impossible.txt", "h100-sxm5-80g"),
+            "m_busbw_impossible.txt:18: 1.07374e+09 bytes in 0.001 us moves 9.395e+08 GB/s through each GPU's links, above the 450 "
+            "GB/s per direction of profile h100-sxm5-80g (network.nvlink_gbps); no GPU moves data that fast: a wrong size or time?");
+  // The shipped sample's fastest row (1 GiB in 3893.5 us: 241 GB/s per GPU) is below the link rate.
+  const NcclTestsLog ok = parse_nccl_tests(slurp("all_reduce_8gpu.txt"), "all_reduce_8gpu.txt");
+  EXPECT_NO_THROW(check_nccl_tests_log(ok, load_profile(test::data_dir(), "h100-sxm5-80g", "test")));
+}
+
+TEST(NcclTestsImport, TwoAppendedRunsAreRefused) {
+  EXPECT_EQ(import_error("m_two_runs.txt", "h100-sxm5-80g"),
+            "m_two_runs.txt:28: a second run starts here (the first began at line 1); the file holds appended runs, which would mix "
+            "two group shapes: split it into one file per run");
+}
+
+TEST(NcclTestsImport, LogOfAnotherGpuThanTheProfileIsRefused) {
+  EXPECT_EQ(import_error("m_a100_log.txt", "h100-sxm5-80g"),
+            "m_a100_log.txt:5: the log ran on \"NVIDIA A100-SXM4-80GB\", but profile h100-sxm5-80g is for \"NVIDIA H100 80GB HBM3\"; "
+            "import it into a profile of that GPU (--gpu)");
+  // Into the A100 profile it goes (its rows stay under the A100's 300 GB/s of NVLink).
+  EXPECT_EQ(import_error("m_a100_log.txt", "a100-sxm4-80g"), "(no error)");
+}
+
+TEST(NcclTestsImport, OpOptionContradictingTheLogIsRefused) {
+  try {
+    parse_nccl_tests(slurp("all_reduce_8gpu.txt"), "ar.txt", "all_gather");
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--op all_gather contradicts the log, which ran all_reduce_perf"), std::string::npos) << e.what();
+  }
+  // The same op in either spelling is no contradiction.
+  EXPECT_EQ(parse_nccl_tests(slurp("all_reduce_8gpu.txt"), "ar.txt", "all_reduce").op, "all_reduce");
+  Json j = Json::parse(slurp("all_reduce_2node.json"));
+  j["args"][0] = "/opt/nccl-tests/build/alltoall_perf";
+  EXPECT_EQ(parse_nccl_tests_json(j.dump(), "a2a.json", "all_to_all").op, "all_to_all");
+  try {
+    parse_nccl_tests_json(j.dump(), "a2a.json", "all_reduce");
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("a2a.json: /args/0: --op all_reduce contradicts the log, which ran alltoall_perf"),
+              std::string::npos) << e.what();
+  }
+}
+
+TEST(NcclTestsImport, JsonLogWithARepeatedDeviceListIsRefused) {
+  // The devices list twice over read as 32 ranks; a process (host and pid) listed twice is damage.
+  Json j = Json::parse(slurp("all_reduce_2node.json"));
+  Json& dev = j["config"]["devices"];
+  const size_t n = dev.size();
+  for (size_t i = 0; i < n; ++i) dev.push_back(dev[i]);
+  try {
+    parse_nccl_tests_json(j.dump(), "twice.json");
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), fmt::format("twice.json: /config/devices/{}: dgx-a pid 41000 is listed twice (first at "
+                                                 "/config/devices/0): a repeated device list, not more ranks", n));
+  }
+}
+
+TEST(NcclTestsImport, RanksOnDifferentGpusAreRefused) {
+  std::string text = slurp("all_reduce_8gpu.txt");
+  const auto at = text.rfind("NVIDIA H100 80GB HBM3");
+  text.replace(at, 21, "NVIDIA A100-SXM4-80GB");
+  try {
+    parse_nccl_tests(text, "mixed.txt");
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("this rank ran on \"NVIDIA A100-SXM4-80GB\", rank 0 on \"NVIDIA H100 80GB HBM3\""),
+              std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

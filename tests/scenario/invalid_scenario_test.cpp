@@ -154,6 +154,22 @@ TEST(InvalidScenario, EachProducesItsExactError) {
          j["parallel"] = {{"dp", 2}, {"pp", 4}, {"schedule", "1f1b"}, {"stage_layers", {0, 12, 10, 10}}};
        },
        "test.json: /parallel/stage_layers/0: a pipeline stage needs at least one layer"},
+      // Issue 40: more stages than layers was told to give stage_layers, which cannot help.
+      {"more pipeline stages than layers", [](Json& j) {
+         j["cluster"]["nodes"] = 8;
+         j["parallel"] = {{"dp", 1}, {"pp", 64}, {"schedule", "1f1b"}};
+       },
+       "test.json: /parallel/pp: pp 64 is more than the model's 32 layers: every pipeline stage needs at least one transformer layer"},
+      {"more chunks than layers", [](Json& j) {
+         j["parallel"] = {{"dp", 1}, {"pp", 8}, {"vpp", 8}, {"schedule", "interleaved"}};
+       },
+       "test.json: /parallel/pp: model layers (32) are not divisible among pp*vpp = 64 chunks; lower vpp"},
+      {"recompute more layers than a chunk has", [](Json& j) {
+         j["parallel"]["recompute"] = "full";
+         j["parallel"]["recompute_num_layers"] = 1000;
+       },
+       "test.json: /parallel/recompute_num_layers: recomputes 1000 layers of each model chunk, but the largest chunk has 32 (model "
+       "layers over pp*vpp)"},
   };
   ASSERT_GE(cases.size(), 15u);
   for (const auto& c : cases) {

@@ -121,14 +121,15 @@ TEST(Validate, RatchetsFailOnTheirOwnMape) {
   const Scenario sc = load_scenario(test::data_dir() + "/" + kScenario, test::data_dir());
   const Result r = simulate(sc, Registries{}).result;
   const std::string dir = ::testing::TempDir() + "ratchet_runs";
+  std::filesystem::remove_all(dir);  // fresh: validate reads every *.json in it
   std::filesystem::create_directories(dir);
   Json j = {{"schema", "parasim.measured/1"}, {"id", "ratchet"}, {"scenario", read_json_file(test::data_dir() + "/" + kScenario)},
             {"measured", {{"step_time_s", r.step_time_s}, {"peak_mem_gib", {{"value", 1.5 * r.peak_mem_gib}, {"read", "nvidia-smi"}}}}},
             {"source", {{"title", "test"}}}};
   std::ofstream(dir + "/ratchet.json") << j.dump();
-  Ran out = cli("validate " + dir + " --max-throughput-mape 0.01 --max-memory-mape 0.5 -o " + dir + "/report.md");
+  Ran out = cli("validate " + dir + " --max-throughput-mape 0.01 --max-memory-mape 0.5 -o " + dir + "/report.md --force");
   EXPECT_EQ(out.code, 0) << out.out;
-  out = cli("validate " + dir + " --max-throughput-mape 0.01 --max-memory-mape 0.3 -o " + dir + "/report.md");
+  out = cli("validate " + dir + " --max-throughput-mape 0.01 --max-memory-mape 0.3 -o " + dir + "/report.md --force");
   EXPECT_EQ(out.code, 1) << out.out;
   EXPECT_NE(out.out.find("FAIL: peak-memory MAPE 33.33% is above the ratchet 30.00%"), std::string::npos) << out.out;
   EXPECT_EQ(out.out.find("FAIL: throughput"), std::string::npos) << out.out;
@@ -139,7 +140,7 @@ TEST(Validate, RatchetsFailOnTheirOwnMape) {
     return std::string(std::istreambuf_iterator<char>(in), {});
   };
   EXPECT_NE(slurp(dir + "/report.md").find("## Error attribution"), std::string::npos);
-  ASSERT_EQ(cli("validate " + dir + " --no-attribution -o " + dir + "/plain.md").code, 0);
+  ASSERT_EQ(cli("validate " + dir + " --no-attribution -o " + dir + "/plain.md --force").code, 0);
   EXPECT_EQ(slurp(dir + "/plain.md").find("## Error attribution"), std::string::npos);
   // Runs are also grouped by job size (the GPU count a step waits on): this one run in its bucket.
   const std::string plain = slurp(dir + "/plain.md");
@@ -148,7 +149,7 @@ TEST(Validate, RatchetsFailOnTheirOwnMape) {
   const auto table = plain.find("### By job size");
   ASSERT_NE(table, std::string::npos);
   EXPECT_NE(plain.find("| " + bucket + " | 1 | 0.0% |", table), std::string::npos) << plain.substr(table, 400);
-  ASSERT_EQ(cli("validate " + dir + " --json -o " + dir + "/report.json").code, 0);
+  ASSERT_EQ(cli("validate " + dir + " --json -o " + dir + "/report.json --force").code, 0);
   const Json rep = read_json_file(dir + "/report.json");
   for (const char* by : {"by_source", "by_gpu"}) {
     ASSERT_EQ(rep["attribution"][by].size(), 2u) << by;  // the run's group, then all runs
@@ -173,6 +174,7 @@ TEST(Validate, ARunThatRanFitInMemory) {
   scenario["training"]["global_batch"] = 64 * scenario["parallel"]["dp"].get<std::int64_t>();
   scenario["parallel"]["recompute"] = "none";
   const std::string dir = ::testing::TempDir() + "ran_runs";
+  std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   Json j = {{"schema", "parasim.measured/1"}, {"id", "ran"}, {"scenario", scenario}, {"measured", {{"step_time_s", fits.step_time_s}}},
             {"source", {{"title", "test"}}}};
@@ -180,15 +182,15 @@ TEST(Validate, ARunThatRanFitInMemory) {
   Ran out = cli("check " + dir + "/ran.json --tolerance 10");
   EXPECT_EQ(out.code, 1) << out.out;
   EXPECT_NE(out.out.find("no (ran)"), std::string::npos) << out.out;
-  out = cli("validate " + dir + " --no-attribution --max-oom-disagreements 1 -o " + dir + "/report.md");
+  out = cli("validate " + dir + " --no-attribution --max-oom-disagreements 1 -o " + dir + "/report.md --force");
   EXPECT_EQ(out.code, 0) << out.out;
-  out = cli("validate " + dir + " --no-attribution --max-oom-disagreements 0 -o " + dir + "/report.md");
+  out = cli("validate " + dir + " --no-attribution --max-oom-disagreements 0 -o " + dir + "/report.md --force");
   EXPECT_EQ(out.code, 1) << out.out;
   EXPECT_NE(out.out.find("FAIL: 1 of 1 out-of-memory verdicts disagree; the ratchet allows 0"), std::string::npos) << out.out;
   // The same run at the micro batch that fits agrees.
   j["scenario"] = read_json_file(test::data_dir() + "/" + kScenario);
   std::ofstream(dir + "/ran.json") << j.dump();
-  EXPECT_EQ(cli("validate " + dir + " --no-attribution --max-oom-disagreements 0 -o " + dir + "/report.md").code, 0);
+  EXPECT_EQ(cli("validate " + dir + " --no-attribution --max-oom-disagreements 0 -o " + dir + "/report.md --force").code, 0);
 }
 
 // A report of runs from three sources with the given ln(measured / predicted step) each, of model
@@ -272,16 +274,16 @@ TEST(Validate, ModelErrorFileRoundTripsAndIsCheckedByValidate) {
                                             {"measured", {{"step_time_s", 1.2 * r.step_time_s}}}, {"source", {{"title", "t"}}}}
                                            .dump();
   const std::string file = dir + "/" + kModelErrorFile;
-  ASSERT_EQ(cli("validate " + runs + " --no-attribution --write-model-error " + file + " -o " + runs + "/r.md").code, 0);
+  ASSERT_EQ(cli("validate " + runs + " --no-attribution --write-model-error " + file + " -o " + runs + "/r.md --force").code, 0);
   const ModelErrorBands written = read_model_error(file);
   EXPECT_NEAR(written.all.p10, std::log(1.2), 1e-6);
   EXPECT_NEAR(written.classes.at("dense").p90, std::log(1.2), 1e-6);
-  EXPECT_EQ(cli("validate " + runs + " --no-attribution --check-model-error " + file + " -o " + runs + "/r.md").code, 0);
+  EXPECT_EQ(cli("validate " + runs + " --no-attribution --check-model-error " + file + " -o " + runs + "/r.md --force").code, 0);
   std::ofstream(runs + "/run.json") << Json{{"schema", "parasim.measured/1"}, {"id", "run"},
                                             {"scenario", read_json_file(test::data_dir() + "/" + kScenario)},
                                             {"measured", {{"step_time_s", 1.5 * r.step_time_s}}}, {"source", {{"title", "t"}}}}
                                            .dump();
-  const Ran stale = cli("validate " + runs + " --no-attribution --check-model-error " + file + " -o " + runs + "/r.md");
+  const Ran stale = cli("validate " + runs + " --no-attribution --check-model-error " + file + " -o " + runs + "/r.md --force");
   EXPECT_EQ(stale.code, 1) << stale.out;
   EXPECT_NE(stale.out.find("regenerate it with"), std::string::npos) << stale.out;
 }

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -19,8 +20,8 @@ struct Ran {
   std::string out;
 };
 
-Ran run(const std::string& args) {
-  const std::string cmd = std::string(PARASIM_BINARY) + " " + args + " 2>&1";
+Ran run_shell(const std::string& command) {
+  const std::string cmd = command + " 2>&1";
   FILE* f = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf{};
@@ -28,6 +29,8 @@ Ran run(const std::string& args) {
   const int st = pclose(f);
   return {WEXITSTATUS(st), out};
 }
+
+Ran run(const std::string& args) { return run_shell(std::string(PARASIM_BINARY) + " " + args); }
 
 std::string write_temp(const std::string& name, const std::string& text) {
   const std::string path = ::testing::TempDir() + name;
@@ -168,6 +171,7 @@ TEST(Cli, KernelTableAddsUpToTheSimulatedComputeTime) {
 
 TEST(Cli, TraceIsChromeTraceFormat) {
   const std::string trace = ::testing::TempDir() + "t.trace.json";
+  std::remove(trace.c_str());
   ASSERT_EQ(run("run --trace " + trace + " " + test::data_dir() + "/scenarios/default.json").code, 0);
   const Json j = read_json_file(trace);
   ASSERT_TRUE(j.contains("traceEvents"));
@@ -313,6 +317,98 @@ TEST(Cli, ProfileShowAndDiff) {
   EXPECT_EQ(h.code, 0);
   EXPECT_NE(h.out.find("attention_kernels.flash3.fwd_efficiency"), std::string::npos) << h.out;
   EXPECT_NE(run("profile show a100-sxm4-80g").out.find("attention_kernels.triton.bwd_efficiency"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace parasim
+
+// The hostile-user trial of issue 40: inputs read once from pipes, outputs whole or absent, user
+// strings echoed safely. The reproducers are in tests/data/repro.
+namespace parasim {
+namespace {
+
+Ran sh(const std::string& script) {
+  const std::string path = write_temp("script.sh", "parasim() { '" + std::string(PARASIM_BINARY) + "' \"$@\"; }\n" + script + "\n");
+  return run_shell("bash " + path);
+}
+
+TEST(Cli, ScenarioIsReadOnceFromPipesStdinAndFifos) {
+  const std::string f = test::data_dir() + "/scenarios/ddp-gpt-1.7b-8xa100.json";
+  const Ran file = run("run --json " + f);
+  ASSERT_EQ(file.code, 0) << file.out;
+  const double step = Json::parse(file.out)["step_time_s"].get<double>();
+  const std::string fifo = ::testing::TempDir() + "scenario.fifo";
+  std::remove(fifo.c_str());
+  for (const std::string& how : {"parasim run --json - < '" + f + "'", "parasim run --json <(cat '" + f + "')",
+                                 "mkfifo '" + fifo + "'; cat '" + f + "' > '" + fifo + "' & parasim run --json '" + fifo + "'"}) {
+    const Ran r = sh(how);
+    ASSERT_EQ(r.code, 0) << how << "\n" << r.out;
+    EXPECT_EQ(Json::parse(r.out)["step_time_s"].get<double>(), step) << how;
+  }
+}
+
+TEST(Cli, FullDiskLeavesNoTraceAndExitsTwo) {
+  // RLIMIT_FSIZE stands in for a full disk: writes past 1 KiB fail with EFBIG (SIGXFSZ ignored).
+  const std::string dir = ::testing::TempDir() + "full_disk";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string f = test::data_dir() + "/scenarios/ddp-gpt-1.7b-8xa100.json";
+  Ran r = sh("trap '' XFSZ; ulimit -f 1; parasim run '" + f + "' --trace '" + dir + "/t.json'");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--trace " + dir + "/t.json: write failed (File too large); nothing was written"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::is_empty(dir));  // neither the trace nor its temporary file
+  // An existing trace survives a failed overwrite.
+  std::ofstream(dir + "/t.json") << "old";
+  r = sh("trap '' XFSZ; ulimit -f 1; parasim run '" + f + "' --trace '" + dir + "/t.json' --force");
+  EXPECT_EQ(r.code, 2) << r.out;
+  std::ifstream in(dir + "/t.json");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "old");
+  // The same for stdout: the JSON cut short is an error, not exit 0.
+  r = sh("trap '' XFSZ; ulimit -f 1; parasim run --json '" + f + "' > '" + dir + "/out.json'");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("standard output: write failed"), std::string::npos) << r.out;
+}
+
+TEST(Cli, ProfilePathInAScenarioIsRelativeToTheScenarioFile) {
+  // cluster.gpu as a path resolves against the scenario's folder, as a measured run's scenario
+  // path does; the command runs from another working directory.
+  const std::string dir = ::testing::TempDir() + "rel_profile";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/profiles");
+  std::filesystem::copy_file(test::data_dir() + "/calibrate/profiles/a100-sxm4-80g.json", dir + "/profiles/mine.json");
+  Json j = read_json_file(test::data_dir() + "/scenarios/ddp-gpt-1.7b-8xa100.json");
+  j["cluster"]["gpu"] = "profiles/mine.json";
+  std::ofstream(dir + "/s.json") << j.dump();
+  const Ran r = sh("cd / && parasim run '" + dir + "/s.json'");
+  EXPECT_EQ(r.code, 0) << r.out;
+}
+
+TEST(Cli, UserStringsCannotCutMessagesOrDriveTheTerminal) {
+  // raw_escaped_nul_in_gpu.json: "h100-sxm5-80g\u0000junk" no longer ends the message at the NUL.
+  Ran r = run("run " + test::test_data("repro/raw_escaped_nul_in_gpu.json"));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("unknown GPU profile \"h100-sxm5-80g\\u0000junk\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Profiles: "), std::string::npos) << r.out;
+  // name_ansi.json: escape sequences and a bidi override in the name are shown escaped.
+  r = run("run " + test::test_data("repro/name_ansi.json"));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+  EXPECT_EQ(r.out.find("\xe2\x80\xae"), std::string::npos);
+  EXPECT_NE(r.out.find("parasim: evil\\u001b[2J\\u001b[31mRED\\u202eabc"), std::string::npos) << r.out;
+}
+
+TEST(Cli, ComponentFiguresAreJudgedOnlyWithTheirOwnTolerance) {
+  // comp_compute_5x.json: component compute time 1.0 s measured, ~0.19 s predicted (-80 %); it was
+  // printed "pass" under the default tolerance it was never judged against.
+  const std::string f = test::test_data("repro/comp_compute_5x.json");
+  Ran r = run("check " + f);
+  EXPECT_EQ(r.code, 0) << r.out;
+  const auto line = r.out.substr(r.out.find("component.compute_s"));
+  EXPECT_EQ(line.substr(0, line.find('\n')).find("pass"), std::string::npos) << r.out;
+  EXPECT_NE(line.find("not judged"), std::string::npos) << r.out;
+  r = run("check " + f + " --tolerance-for component.compute_s=0.5");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("FAIL"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -63,9 +63,14 @@ AlgoEstimate tuner_choose(const AlgoInput& in, const TunerOverride& o) {
   }
   const auto cands = tuner_candidates(in, o);
   if (cands.empty())
-    throw ConfigError(std::string("network: no collective algorithm can run ") + coll_op_name(in.op) + " with algorithm \"" +
-                      o.algorithm + "\" and protocol \"" + o.protocol + "\"" +
-                      (legacy(in) ? " (the GPU profile has no network.nccl tables: only ring/simple, direct and p2p)" : ""));
+    throw ForcedAlgorithmError(
+        std::string("no collective algorithm can run ") + coll_op_name(in.op) + " with algorithm \"" + o.algorithm + "\" and protocol \"" +
+        o.protocol + "\"" +
+        (legacy(in) ? " (the GPU profile has no network.nccl tables: only ring/simple, direct and p2p)"
+                    : o.algorithm == "tree" || o.algorithm == "nvls"
+                          ? " (NCCL's tree and NVLS run all-reduce only; NCCL too refuses a global NCCL_ALGO=" + o.algorithm +
+                                " for the job's other collectives: \"no algorithm/protocol available\")"
+                          : ""));
   return *std::min_element(cands.begin(), cands.end(), [](const AlgoEstimate& a, const AlgoEstimate& b) { return a.time_s < b.time_s; });
 }
 
