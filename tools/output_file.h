@@ -6,8 +6,9 @@
 // /dev/stdout) is written in place and needs no --force: there is nothing to lose.
 // Write errors are OutputErrors (exit 2, like other input the user can fix: a path, a full disk).
 #pragma once
-#include <fstream>
-#include <memory>
+#include <array>
+#include <ostream>
+#include <streambuf>
 #include <string>
 
 #include "sim/core/errors.h"
@@ -19,10 +20,27 @@ class OutputError : public ConfigError {
   using ConfigError::ConfigError;
 };
 
+// A stream buffer over a file descriptor that keeps the errno of the first failed write.
+class FdBuffer : public std::streambuf {
+ public:
+  explicit FdBuffer(int fd);
+  int error() const { return error_; }
+
+ protected:
+  int_type overflow(int_type c) override;
+  int sync() override;
+
+ private:
+  bool drain();
+  int fd_;
+  int error_ = 0;
+  std::array<char, 1 << 16> buf_{};
+};
+
 class OutputFile {
  public:
-  // Throws OutputError when the target exists and `force` is false, or the temporary file cannot
-  // be created. `option` names the command-line option in messages ("--trace").
+  // Throws OutputError when the target exists and `force` is false, or the file cannot be
+  // created. `option` names the command-line option in messages ("--trace").
   OutputFile(std::string path, bool force, std::string option);
   ~OutputFile();  // not committed: removes the temporary file
   OutputFile(const OutputFile&) = delete;
@@ -35,7 +53,9 @@ class OutputFile {
 
  private:
   std::string path_, option_, temp_;  // temp_ empty: writing the target in place
-  std::ofstream out_;
+  int fd_ = -1;
+  FdBuffer buf_;
+  std::ostream out_;
   bool committed_ = false;
 };
 

@@ -25,7 +25,6 @@ class StrictSax : public nlohmann::json_sax<Json> {
   bool string(string_t&) override { return value(); }
   bool binary(binary_t&) override { return value(); }
   bool start_object(std::size_t) override {
-    value();
     frames_.push_back({true, {}, "", 0});
     return true;
   }
@@ -33,12 +32,13 @@ class StrictSax : public nlohmann::json_sax<Json> {
     Frame& f = frames_.back();
     if (!f.keys.insert(k).second) throw_config(file_, pointer_child(pointer(frames_.size() - 1), k), "key given twice in one object");
     f.key = k;
+    where_ = pointer(frames_.size());
     return true;
   }
   bool end_object() override { return pop(); }
   bool start_array(std::size_t) override {
-    value();
     frames_.push_back({false, {}, "", 0});
+    where_ = pointer(frames_.size());
     return true;
   }
   bool end_array() override { return pop(); }
@@ -63,15 +63,18 @@ class StrictSax : public nlohmann::json_sax<Json> {
       p = frames_[i].object ? pointer_child(p, frames_[i].key) : p + "/" + std::to_string(frames_[i].index);
     return p;
   }
-  // A value starts: remember where (for a number that fails to parse next), count array items.
+  // A value was read: in an array, the next one (which may be a number that fails to parse) has
+  // the next index. where_ is the pointer of the value the parser reads next.
   bool value() {
-    where_ = pointer(frames_.size());
-    if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
+    if (!frames_.empty() && !frames_.back().object) {
+      ++frames_.back().index;
+      where_ = pointer(frames_.size());
+    }
     return true;
   }
   bool pop() {
     frames_.pop_back();
-    return true;
+    return value();
   }
   std::string file_;
   std::size_t size_;
