@@ -80,7 +80,7 @@ NcclTestsLog::Row parse_row(const std::string& line, const std::string& where) {
 // The header of a text log seen so far: where the run began, its ranks, hosts and GPU names.
 struct TextHeader {
   int run_line = 0;
-  std::set<std::int64_t> ranks;
+  std::set<std::string> ranks;  // as written: a rank number may be any run of digits
   std::set<std::string> hosts;
   std::string named_op, named_where;
 };
@@ -99,7 +99,7 @@ void header_line(const std::string& line, const std::string& where, int lineno, 
                                   where, h.run_line ? h.run_line : 1));
   if (starts) h.run_line = lineno;
   if (is_rank) {
-    if (!h.ranks.insert(std::stoll(m[1])).second)
+    if (!h.ranks.insert(m[1]).second)
       throw ConfigError(fmt::format("{}: rank {} is listed twice (two runs in one file?)", where, std::string(m[1])));
     h.hosts.insert(m[2]);
     if (!log.gpu_name.empty() && log.gpu_name != m[3].str())

@@ -107,7 +107,11 @@ std::string read_text_file(const std::string& path) {
 
 std::string input_name(const std::string& path) { return path == "-" ? "<stdin>" : path; }
 
-Json read_json_file(const std::string& path) { return parse_json_text(read_text_file(path), input_name(path)); }
+Json read_json_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw ConfigError(path + ": is a directory, expected a JSON file");
+  return parse_json_text(read_text_file(path), input_name(path));
+}
 
 std::vector<std::string> json_stems(const std::string& dir) {
   std::vector<std::string> names;

@@ -211,7 +211,8 @@ TEST(InvalidScenario, StepPastTheSimulatorsTimeRangeIsAConfigError) {
   // A 16M-token sequence on GPT-3 175B: the step lasts longer than the 2^62 ps (~53 days) the
   // engine represents; an error naming the file, not an overflow.
   Json j = test::base_scenario();
-  j["model"] = "gpt3-175b";
+  j["model"] = read_json_file(test::data_dir() + "/models/gpt3-175b.json");
+  j["model"]["max_positions"] = 1 << 24;  // its learned position table as long as the sequence
   j["training"]["seq_len"] = 1 << 24;
   j["training"]["global_batch"] = 8;
   try {
