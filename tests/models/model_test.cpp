@@ -396,6 +396,7 @@ TEST(Scenario, MegatronPadsTheVocabularyToAMultipleOfDivisorTimesTp) {
   // padded rows are parameters and logits columns like any other; the default keeps the vocabulary.
   Json j = test::base_scenario();
   j["model"] = "megatron-gpt-1.7b";
+  j["training"]["seq_len"] = 2048;  // within its learned position table (max_positions 2048)
   const ModelSpec base = test::scenario_from(j).model;
   Json m = test::scenario_from(j).resolved()["model"];
   m["vocab"] = 50257;
