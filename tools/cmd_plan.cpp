@@ -90,7 +90,9 @@ int run_plan_command(const PlanOpts& o, Context& ctx) {
   job.headroom = o.headroom, job.allow_cross_node_tp = o.cross_node_tp, job.max_micro_batch = o.max_mb, job.max_vpp = o.max_vpp;
   if (!o.base.empty()) {
     const Json j = read_json_file(o.base);
+    if (!j.is_object() || !j.contains("cluster")) throw ConfigError(o.base + ": expected a scenario with a cluster block");
     job.base = {{"schema", "parasim.scenario/1"}, {"cluster", j.at("cluster")}, {"training", j.value("training", Json::object())}};
+    if (j.contains("network")) job.base["network"] = j.at("network");
     job.base["cluster"]["gpu"] = o.gpu;
     job.base_file = o.base;
   } else {

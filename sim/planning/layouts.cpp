@@ -37,8 +37,7 @@ void choose_base(PlanJob& job, const std::string& dir) {
     const Json::json_pointer gpu("/cluster/gpu");
     if (!j.is_object() || !j.contains(gpu) || j.at(gpu) != job.gpu) continue;
     if (j.value("/cluster/inter_node/kind"_json_pointer, std::string("fat_tree")) == "custom") continue;  // fixed node count
-    job.base = {{"schema", "parasim.scenario/1"}, {"cluster", j.at("cluster")}, {"training", j.value("training", Json::object())}};
-    if (j.contains("network")) job.base["network"] = j.at("network");
+    job.base = {{"schema", "parasim.scenario/1"}, {"cluster", j.at("cluster")}, {"training", Json::object()}};
     job.base_file = f.filename().string();
     return;
   }
@@ -91,6 +90,9 @@ const std::vector<PlanRule>& plan_rules() {
       {"TP overlap needs sequence parallel", "Megatron-LM: tp_comm_overlap requires sequence_parallel"},
       {"FSDP with pp = 1", "FSDP is planned for data-parallel layouts without pipelining"},
       {"sharding needs dp*cp > 1", "with one data-parallel rank ZeRO-1 / FSDP equal no sharding (counted once)"},
+      {"selective recompute equals none under fused attention",
+       "Megatron's selective recompute replays the core attention (scores, softmax, context), which a fused attention kernel "
+       "never stores: the same step and memory as none, simulated once"},
       {"ep divides experts", "Megatron-Core: num_moe_experts % ep == 0"},
       {"ep*etp divides tp*cp*dp", "Megatron-Core expert rank groups"},
       {"etp = tp counted once when tp = 1", "duplicate of etp = 1"},
@@ -135,6 +137,7 @@ namespace {
 const std::vector<std::string> kSchedules = {"ddp", "1f1b", "interleaved", "zb-h1"};
 const std::vector<std::string> kShardings = {"none", "zero1", "fsdp"};
 const std::vector<std::string> kRecomputes = {"none", "selective", "full"};
+constexpr const char* kSelectiveRule = "selective recompute equals none under fused attention";
 
 // Walks the dimensions outermost first; a rule is checked at the first level where its
 // dimensions are all chosen, and a candidate it rejects there counts with every inner choice.
@@ -239,6 +242,7 @@ class Enumerator {
         const char* r = nullptr;
         if (sharding == "fsdp" && l.pp > 1) r = "FSDP with pp = 1";
         else if (sharding != "none" && l.dp * l.cp == 1) r = "sharding needs dp*cp > 1";
+        else if (rc == "selective" && base_.training.flash_attention) r = kSelectiveRule;
         if (r) {
           out_.pruned[r] += static_cast<std::int64_t>(inner);
           continue;

@@ -29,10 +29,11 @@ struct PlanJob {
   std::string base_file;  // where `base` came from (names errors)
 };
 
-// The cluster and training blocks plan starts from: those of the first scenario in
-// `scenarios_dir` (by file name) whose cluster.gpu is job.gpu, without its parallel block; with
-// none, the GPU's profile reference node (8 GPUs per node, NVSwitch, a fat tree with the
-// profile's NICs). Sets job.base and job.base_file.
+// The cluster plan starts from: that of the first scenario in `scenarios_dir` (by file name)
+// whose cluster.gpu is job.gpu and whose fabric is not a listed (fixed-size) one; with none, the
+// GPU profile's reference node (8 GPUs per node, NVSwitch, a fat tree with the profile's NICs).
+// Training keys other than the job's take the loader's defaults (bf16, Adam, flash attention).
+// Sets job.base and job.base_file.
 void choose_base(PlanJob& job, const std::string& scenarios_dir);
 
 struct Layout {

@@ -99,7 +99,7 @@ double objective_key(const Row& r, Objective o) {
   switch (o) {
     case Objective::Throughput: return -r.tokens_per_s;
     case Objective::Cost: return r.gpu_hours_per_mtok;
-    case Objective::Time: return r.step_s;
+    case Objective::StepTime: return r.step_s;
   }
   return 0;
 }

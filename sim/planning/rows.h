@@ -10,7 +10,7 @@
 
 namespace parasim {
 
-enum class Objective { Throughput, Cost, Time };
+enum class Objective { Throughput, Cost, StepTime };
 inline constexpr const char* kObjectives[] = {"throughput", "cost", "time"};
 // "throughput" | "cost" | "time"; anything else is a ConfigError listing them (`what` names the option).
 Objective parse_objective(const std::string& name, const std::string& what);

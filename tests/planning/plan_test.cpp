@@ -52,7 +52,9 @@ TEST(Plan, LayoutsRespectTheFrameworkRules) {
       EXPECT_EQ(l.dp * l.tp * l.pp * l.cp, job.gpus);
       EXPECT_LE(l.tp, base.model.kv_heads);  // Megatron-Core: TP <= KV heads
       EXPECT_EQ(base.model.kv_heads % l.tp, 0);
-      if (!cross) EXPECT_LE(l.tp, 8);  // within a node
+      if (!cross) {
+        EXPECT_LE(l.tp, 8);  // within a node
+      }
       EXPECT_EQ(base.model.layers % (l.pp * l.vpp), 0);
       EXPECT_EQ(job.global_batch % (l.micro_batch * l.dp), 0);
       EXPECT_TRUE(!l.tp_comm_overlap || l.sequence_parallel);
