@@ -114,14 +114,16 @@ bool dominates(const Row& a, const Row& b) {
 std::vector<std::pair<std::string, double>> costs(const Row& r) {
   return {{"bubble", r.bubble * r.step_s}, {"exposed TP comm", r.exposed.tp}, {"exposed DP comm", r.exposed.dp},
           {"exposed PP comm", r.exposed.pp}, {"exposed EP comm", r.exposed.ep}, {"exposed CP comm", r.exposed.cp},
-          {"recompute", r.recompute_s}};
+          {"recompute", r.recompute_s},
+          // The rest of the step: the GPU computing (kernel efficiency at this shape).
+          {"compute", r.step_s - r.bubble * r.step_s - r.exposed.total() - r.recompute_s}};
 }
 
 std::string why_for(const Row& r, const Row* best, Objective o) {
   if (r.status != "ok") return r.reason;
   const auto own = costs(r);
   if (best == nullptr || best == &r) {
-    auto top = *std::max_element(own.begin(), own.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    auto top = *std::max_element(own.begin(), own.end() - 1, [](const auto& a, const auto& b) { return a.second < b.second; });
     return fmt::format("best by {}; {:.0f} % memory headroom; its largest overhead: {} {:.3g} s of {:.3g} s", objective_name(o),
                        100 * r.headroom, top.first, top.second, r.step_s);
   }
