@@ -63,7 +63,7 @@ def main():
         ok = best["tokens_per_s_per_gpu"] >= tps or not fits
         worse += 0 if ok else 1
         print(f"{os.path.basename(f)}: {json.dumps({k: par[k] for k in par if k != 'fsdp'})} mb {mb}"
-              f"{' fsdp' if 'fsdp' in par else ''}: {tps:.1f} tokens/s/GPU{'' if fits else ' (out of memory)'}"
+              f"{' fsdp' if par.get('fsdp') else ''}: {tps:.1f} tokens/s/GPU{'' if fits else ' (out of memory)'}"
               f" -> plan best {'>=' if ok else '<'}")
     sys.exit(1 if worse else 0)
 
