@@ -27,5 +27,7 @@ void add_check_commands(CLI::App& app, Context& ctx);
 void add_network_commands(CLI::App& app, Context& ctx);
 void add_import_command(CLI::App& app, Context& ctx);
 void add_report_command(CLI::App& app, Context& ctx);
+void add_sweep_command(CLI::App& app, Context& ctx);
+void add_plan_command(CLI::App& app, Context& ctx);
 
 }  // namespace parasim

@@ -32,6 +32,8 @@ int main(int argc, char** argv) {
   add_network_commands(app, ctx);
   add_import_command(app, ctx);
   add_report_command(app, ctx);
+  add_sweep_command(app, ctx);
+  add_plan_command(app, ctx);
 
   try {
     app.parse(argc, argv);

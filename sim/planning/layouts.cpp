@@ -1,0 +1,337 @@
+#include "sim/planning/layouts.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "sim/memory/memory_model.h"
+
+namespace parasim {
+
+namespace {
+
+std::vector<std::int64_t> divisors(std::int64_t n, std::int64_t max) {
+  std::vector<std::int64_t> d;
+  for (std::int64_t k = 1; k <= n && k <= max; ++k)
+    if (n % k == 0) d.push_back(k);
+  return d;
+}
+
+std::vector<std::int64_t> powers_of_two(std::int64_t max) {
+  std::vector<std::int64_t> v;
+  for (std::int64_t k = 1; k <= max; k *= 2) v.push_back(k);
+  return v;
+}
+
+}  // namespace
+
+void choose_base(PlanJob& job, const std::string& dir) {
+  std::vector<std::filesystem::path> files;
+  if (std::filesystem::is_directory(dir))
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      if (e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    const Json j = read_json_file(f.string());
+    const Json::json_pointer gpu("/cluster/gpu");
+    if (!j.is_object() || !j.contains(gpu) || j.at(gpu) != job.gpu) continue;
+    if (j.value("/cluster/inter_node/kind"_json_pointer, std::string("fat_tree")) == "custom") continue;  // fixed node count
+    job.base = {{"schema", "parasim.scenario/1"}, {"cluster", j.at("cluster")}, {"training", Json::object()}};
+    job.base_file = f.filename().string();
+    return;
+  }
+  job.base = {{"schema", "parasim.scenario/1"},
+              {"cluster", {{"gpu", job.gpu}, {"gpus_per_node", 8}, {"intra_node", {{"kind", "nvswitch"}}}, {"inter_node", {{"kind", "fat_tree"}}}}},
+              {"training", Json::object()}};
+  job.base_file = "(the profile's reference node)";
+}
+
+Json layout_settings(const Layout& l) {
+  Json s = {{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"vpp", l.vpp}, {"cp", l.cp}, {"ep", l.ep}, {"etp", l.etp},
+            {"micro_batch", l.micro_batch}, {"schedule", l.schedule}, {"sharding", l.sharding}, {"recompute", l.recompute},
+            {"sp", l.sequence_parallel}, {"tp_overlap", l.tp_comm_overlap}};
+  return s;
+}
+
+Json layout_scenario(const PlanJob& job, const Layout& l) {
+  Json j = job.base;
+  j["name"] = fmt::format("plan-{}-{}x{}", job.model, job.gpus, job.gpu);
+  j["model"] = job.model;
+  const std::int64_t per_node = j["cluster"].value("gpus_per_node", std::int64_t{8});
+  j["cluster"]["nodes"] = job.gpus / per_node;
+  j["training"]["global_batch"] = job.global_batch;
+  j["training"]["micro_batch"] = l.micro_batch;
+  j["training"]["seq_len"] = job.seq;
+  Json p = {{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"schedule", l.schedule}, {"recompute", l.recompute},
+            {"sequence_parallel", l.sequence_parallel}, {"tp_comm_overlap", l.tp_comm_overlap}};
+  if (l.vpp > 1) p["vpp"] = l.vpp;
+  if (l.ep > 1) p["ep"] = l.ep;
+  if (l.etp > 0 && (l.ep > 1 || l.etp != l.tp)) p["etp"] = l.etp;
+  if (l.sharding == "zero1") p["zero_stage"] = 1;
+  if (l.sharding == "fsdp") p["fsdp"] = {{"sharding", "full"}};
+  j["parallel"] = p;
+  return j;
+}
+
+const std::vector<PlanRule>& plan_rules() {
+  static const std::vector<PlanRule> rules = {
+      {"tp*pp*cp divides the GPU count", "dp = GPUs / (tp*pp*cp) must be whole (Megatron-Core parallel_state)"},
+      {"TP within a node", "tensor parallelism inside one NVLink domain (--allow-cross-node-tp lifts it)"},
+      {"tp divides heads and kv_heads (tp <= kv_heads)", "Megatron-Core: num_query_groups % tp == 0"},
+      {"tp divides ffn_hidden", "column-parallel MLP shards"},
+      {"cp divides seq/2", "load-balanced causal context parallelism: seq % (2*cp) == 0 (Megatron-Core / Transformer Engine)"},
+      {"layers divisible by pp*vpp", "Megatron-LM: even layers per virtual stage"},
+      {"schedule matches pp and vpp", "ddp iff pp = 1; interleaved iff vpp > 1; 1f1b / zb-h1 with vpp = 1"},
+      {"global batch divisible by micro_batch*dp", "whole microbatches per data-parallel rank"},
+      {"interleaved: microbatches divisible by pp", "Megatron-LM's interleaved schedule"},
+      {"sequence parallel needs tp > 1", "Megatron-LM"},
+      {"sequence parallel: tp divides seq/cp", "sequence shards per TP rank"},
+      {"TP overlap needs sequence parallel", "Megatron-LM: tp_comm_overlap requires sequence_parallel"},
+      {"FSDP with pp = 1", "FSDP is planned for data-parallel layouts without pipelining"},
+      {"sharding needs dp*cp > 1", "with one data-parallel rank ZeRO-1 / FSDP equal no sharding (counted once)"},
+      {"selective recompute equals none under fused attention",
+       "Megatron's selective recompute replays the core attention (scores, softmax, context), which a fused attention kernel "
+       "never stores: the same step and memory as none, simulated once"},
+      {"ep divides experts", "Megatron-Core: num_moe_experts % ep == 0"},
+      {"ep*etp divides tp*cp*dp", "Megatron-Core expert rank groups"},
+      {"etp = tp counted once when tp = 1", "duplicate of etp = 1"},
+  };
+  return rules;
+}
+
+double memory_lower_bound(const Scenario& base, const Layout& l) {
+  const ModelSpec& m = base.model;
+  const ParamCount pc = count_params(m);
+  double experts = 0;
+  for (std::int64_t i = 0; i < m.layers; ++i) experts += expert_params(m, i);
+  const double pp = static_cast<double>(l.pp);
+  const double dense = (pc.total() - experts) / (static_cast<double>(l.tp) * pp);
+  const std::int64_t etp = l.etp > 0 ? l.etp : l.tp;
+  const double local_experts = experts / (static_cast<double>(l.ep * etp) * pp);
+  const StateBytesPerParam sb = state_bytes(base.training.dtype, base.training.optimizer, base.training.fp32_grad_accumulation);
+  const std::int64_t zero = l.sharding == "zero1" ? 1 : 0;
+  const std::string fsdp = l.sharding == "fsdp" ? "full" : "";
+  Sharding sh = sharding_for(zero, fsdp, l.dp * l.cp, 0);
+  double bytes = model_states(dense, sb, sh).total();
+  sh.nd = std::max<std::int64_t>(1, l.tp * l.cp * l.dp / (l.ep * etp));
+  bytes += model_states(local_experts, sb, sh).total();
+  bytes += base.profile.runtime_reserved_gib.value * kGiB;
+  if (!m.uniform()) return bytes;
+  LayerShape shape = layer_shape(base);
+  shape.tp = l.tp;
+  shape.cp = l.cp;
+  shape.cp_allgather = false;
+  shape.sequence_parallel = l.sequence_parallel;
+  shape.ep = l.ep;
+  shape.etp = etp;
+  shape.micro_batch = l.micro_batch;
+  const ActivationBytes act = activation_bytes(m, shape, l.recompute);
+  const std::int64_t microbatches = base.training.global_batch / (l.micro_batch * l.dp);
+  const std::int64_t in_flight = l.schedule == "1f1b" || l.schedule == "zb-h1" ? std::min(l.pp, microbatches) : 1;
+  return bytes + act.layer_stored * static_cast<double>(m.layers / l.pp) * static_cast<double>(in_flight);
+}
+
+namespace {
+
+const std::vector<std::string> kSchedules = {"ddp", "1f1b", "interleaved", "zb-h1"};
+const std::vector<std::string> kShardings = {"none", "zero1", "fsdp"};
+const std::vector<std::string> kRecomputes = {"none", "selective", "full"};
+constexpr const char* kSelectiveRule = "selective recompute equals none under fused attention";
+
+// Walks the dimensions outermost first; a rule is checked at the first level where its
+// dimensions are all chosen, and a candidate it rejects there counts with every inner choice.
+class Enumerator {
+ public:
+  Enumerator(const PlanJob& job, const Scenario& base) : job_(job), base_(base), m_(base.model) {
+    sizes_ = divisors(job.gpus, job.gpus);
+    mbs_ = powers_of_two(job.max_micro_batch);
+    eps_ = m_.moe ? divisors(m_.moe->experts, job.gpus) : std::vector<std::int64_t>{1};
+    etps_ = m_.moe ? 2 : 1;
+    capacity_ = base.profile.device.memory_bytes * (1.0 - job.headroom);
+    per_node_ = base.cluster.gpus_per_node;
+  }
+
+  Enumeration run() {
+    const double inner = static_cast<double>(job_.max_vpp * kSchedules.size()) * per_shape();
+    out_.candidates = 0;
+    for (std::int64_t tp : sizes_)
+      for (std::int64_t pp : sizes_) {
+        if (pp > m_.layers) continue;  // not a candidate: a stage holds at least one layer
+        for (std::int64_t cp : sizes_) {
+          out_.candidates += static_cast<std::int64_t>(inner);
+          if (const char* r = shape_rule(tp, pp, cp)) {
+            out_.pruned[r] += static_cast<std::int64_t>(inner);
+            continue;
+          }
+          Layout l;
+          l.tp = tp, l.pp = pp, l.cp = cp, l.dp = job_.gpus / (tp * pp * cp);
+          schedules(l);
+        }
+      }
+    return std::move(out_);
+  }
+
+ private:
+  // Choices under one (tp, pp, cp, vpp, schedule).
+  double per_shape() const { return static_cast<double>(mbs_.size() * 4 * kShardings.size() * kRecomputes.size() * eps_.size() * etps_); }
+
+  const char* shape_rule(std::int64_t tp, std::int64_t pp, std::int64_t cp) const {
+    if (job_.gpus % (tp * pp * cp) != 0) return "tp*pp*cp divides the GPU count";
+    if (!job_.allow_cross_node_tp && (tp > per_node_ || per_node_ % tp != 0)) return "TP within a node";
+    if (m_.heads % tp != 0 || m_.kv_heads % tp != 0) return "tp divides heads and kv_heads (tp <= kv_heads)";
+    if (m_.ffn_hidden % tp != 0) return "tp divides ffn_hidden";
+    if (job_.seq % (2 * cp) != 0 && cp > 1) return "cp divides seq/2";
+    return nullptr;
+  }
+
+  void schedules(Layout l) {
+    const double inner = per_shape();
+    for (std::int64_t vpp = 1; vpp <= job_.max_vpp; ++vpp)
+      for (const std::string& sched : kSchedules) {
+        const char* r = nullptr;
+        if (m_.layers % (l.pp * vpp) != 0) r = "layers divisible by pp*vpp";
+        else if ((l.pp == 1) != (sched == "ddp") || (vpp > 1) != (sched == "interleaved")) r = "schedule matches pp and vpp";
+        if (r) {
+          out_.pruned[r] += static_cast<std::int64_t>(inner);
+          continue;
+        }
+        l.vpp = vpp;
+        l.schedule = sched;
+        micro_batches(l);
+      }
+  }
+
+  void micro_batches(Layout l) {
+    const double inner = static_cast<double>(4 * kShardings.size() * kRecomputes.size() * eps_.size() * etps_);
+    for (std::int64_t mb : mbs_) {
+      const char* r = nullptr;
+      if (job_.global_batch % (mb * l.dp) != 0) r = "global batch divisible by micro_batch*dp";
+      else if (l.schedule == "interleaved" && (job_.global_batch / (mb * l.dp)) % l.pp != 0) r = "interleaved: microbatches divisible by pp";
+      if (r) {
+        out_.pruned[r] += static_cast<std::int64_t>(inner);
+        continue;
+      }
+      l.micro_batch = mb;
+      tp_options(l);
+    }
+  }
+
+  void tp_options(Layout l) {
+    const double inner = static_cast<double>(kShardings.size() * kRecomputes.size() * eps_.size() * etps_);
+    for (int sp = 0; sp < 2; ++sp)
+      for (int ov = 0; ov < 2; ++ov) {
+        const char* r = nullptr;
+        if (sp && l.tp == 1) r = "sequence parallel needs tp > 1";
+        else if (sp && (job_.seq / l.cp) % l.tp != 0) r = "sequence parallel: tp divides seq/cp";
+        else if (ov && !sp) r = "TP overlap needs sequence parallel";
+        if (r) {
+          out_.pruned[r] += static_cast<std::int64_t>(inner);
+          continue;
+        }
+        l.sequence_parallel = sp != 0;
+        l.tp_comm_overlap = ov != 0;
+        memory_options(l);
+      }
+  }
+
+  void memory_options(Layout l) {
+    const double inner = static_cast<double>(eps_.size() * etps_);
+    for (const std::string& sharding : kShardings)
+      for (const std::string& rc : kRecomputes) {
+        const char* r = nullptr;
+        if (sharding == "fsdp" && l.pp > 1) r = "FSDP with pp = 1";
+        else if (sharding != "none" && l.dp * l.cp == 1) r = "sharding needs dp*cp > 1";
+        else if (rc == "selective" && base_.training.flash_attention) r = kSelectiveRule;
+        if (r) {
+          out_.pruned[r] += static_cast<std::int64_t>(inner);
+          continue;
+        }
+        l.sharding = sharding;
+        l.recompute = rc;
+        experts(l);
+      }
+  }
+
+  void experts(Layout l) {
+    for (std::int64_t ep : eps_)
+      for (std::int64_t k = 0; k < etps_; ++k) {
+        const std::int64_t etp = m_.moe ? (k == 0 ? 1 : l.tp) : l.tp;
+        const char* r = nullptr;
+        if (m_.moe && m_.moe->experts % ep != 0) r = "ep divides experts";
+        else if (m_.moe && (l.tp * l.cp * l.dp) % (ep * etp) != 0) r = "ep*etp divides tp*cp*dp";
+        else if (m_.moe && k == 1 && l.tp == 1) r = "etp = tp counted once when tp = 1";
+        if (r) {
+          ++out_.pruned[r];
+          continue;
+        }
+        l.ep = ep;
+        l.etp = m_.moe ? etp : 0;
+        keep(l);
+      }
+  }
+
+  void keep(const Layout& l) {
+    const double bound = memory_lower_bound(base_, l);
+    if (bound > capacity_) {
+      ++out_.pruned[fmt::format("memory: lower bound above {:.0f} % of the GPU's memory", 100 * (1 - job_.headroom))];
+      if (out_.memory_pruned_sample.size() < 64) out_.memory_pruned_sample.push_back(l);
+      return;
+    }
+    out_.layouts.push_back(l);
+  }
+
+  const PlanJob& job_;
+  const Scenario& base_;
+  const ModelSpec& m_;
+  std::vector<std::int64_t> sizes_, mbs_, eps_;
+  std::int64_t etps_ = 1, per_node_ = 8;
+  double capacity_ = 0;
+  Enumeration out_;
+};
+
+}  // namespace
+
+Enumeration enumerate_layouts(const PlanJob& job, const Scenario& base) { return Enumerator(job, base).run(); }
+
+Scenario plan_base_scenario(const PlanJob& job, const std::string& data_dir) {
+  if (job.gpus <= 0 || job.seq <= 0 || job.global_batch <= 0)
+    throw ConfigError("plan: --gpus, --seq and --global-batch must be positive");
+  const std::int64_t per_node = job.base.value("/cluster/gpus_per_node"_json_pointer, std::int64_t{8});
+  if (job.gpus % per_node != 0)
+    throw ConfigError(fmt::format("plan: --gpus {} is not a whole number of {}-GPU nodes ({})", job.gpus, per_node, job.base_file));
+  Layout l;
+  l.dp = job.gpus;
+  PlanJob any = job;
+  any.global_batch = job.gpus;  // divisible whatever the job's batch; only model, GPU and dtypes are used
+  return parse_scenario(layout_scenario(any, l), job.base_file, data_dir);
+}
+
+PlanResult run_plan(const PlanJob& job, const std::string& data_dir, const Registries& reg, Objective objective,
+                    const EvalOptions& opt) {
+  PlanResult res;
+  res.enumeration = enumerate_layouts(job, plan_base_scenario(job, data_dir));
+  const std::vector<Layout>& layouts = res.enumeration.layouts;
+  res.evaluated = evaluate_all(
+      layouts.size(),
+      [&](std::size_t i) {
+        Outcome o;
+        try {
+          const Scenario sc = parse_scenario(layout_scenario(job, layouts[i]), job.base_file, data_dir);
+          Row r = make_row(sc, simulate(sc, reg), i, layout_settings(layouts[i]));
+          if (r.status == "ok" && r.headroom < job.headroom) {
+            r.status = "oom";
+            r.reason = fmt::format("fits, but with {:.1f} % of memory free, less than the {:.0f} % asked", 100 * r.headroom, 100 * job.headroom);
+          }
+          o.row = std::move(r);
+        } catch (const ConfigError& e) {
+          o.skipped = "loader: " + error_kind(e.what(), job.base_file);
+        }
+        return o;
+      },
+      opt);
+  rank_rows(res.evaluated.rows, objective);
+  return res;
+}
+
+}  // namespace parasim

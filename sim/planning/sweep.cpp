@@ -1,0 +1,208 @@
+#include "sim/planning/sweep.h"
+
+#include <fmt/format.h>
+
+#include "sim/core/registry.h"
+
+namespace parasim {
+
+const std::vector<SweepKey>& sweep_keys() {
+  static const std::vector<SweepKey> keys = {
+      {"tp", "/parallel/tp", "tensor-parallel size"},
+      {"pp", "/parallel/pp", "pipeline stages"},
+      {"vpp", "/parallel/vpp", "model chunks per stage (interleaved schedule)"},
+      {"dp", "/parallel/dp", "data-parallel size (derived from the GPU count when not varied)"},
+      {"cp", "/parallel/cp", "context-parallel size"},
+      {"cp_impl", "/parallel/cp_impl", "ring | allgather"},
+      {"ep", "/parallel/ep", "expert-parallel size"},
+      {"etp", "/parallel/etp", "expert tensor-parallel size (1 or tp)"},
+      {"schedule", "/parallel/schedule", "ddp, dataparallel, naive, gpipe, 1f1b, interleaved, zb-h1"},
+      {"recompute", "/parallel/recompute", "none | selective | full | selective_op"},
+      {"zero_stage", "/parallel/zero_stage", "ZeRO stage 0..3"},
+      {"fsdp", "/parallel/fsdp/sharding", "FSDP sharding full | hybrid | grad_op (null: no FSDP)"},
+      {"sequence_parallel", "/parallel/sequence_parallel", "true | false"},
+      {"tp_comm_overlap", "/parallel/tp_comm_overlap", "true | false"},
+      {"ep_comm_overlap", "/parallel/ep_comm_overlap", "true | false"},
+      {"bucket_mb", "/parallel/bucket_mb", "DDP gradient bucket size, MB"},
+      {"micro_batch", "/training/micro_batch", "sequences per microbatch"},
+      {"global_batch", "/training/global_batch", "sequences per step"},
+      {"seq_len", "/training/seq_len", "tokens per sequence"},
+      {"dtype", "/training/dtype", "bf16 | fp16 | fp8 | ..."},
+      {"fp8_recipe", "/training/fp8_recipe", "delayed | current | mxfp8 | nvfp4"},
+      {"nodes", "/cluster/nodes", "nodes in the cluster"},
+      {"gpus_per_node", "/cluster/gpus_per_node", "GPUs per node"},
+      {"gpu", "/cluster/gpu", "GPU profile name"},
+      {"inter_node", "/cluster/inter_node/kind", "fat_tree | rail_optimized"},
+      {"nic_gbps", "/cluster/inter_node/nic_gbps", "per NIC per direction, GB/s"},
+      {"nics_per_node", "/cluster/inter_node/nics_per_node", "NICs per node"},
+      {"oversubscription", "/cluster/inter_node/oversubscription", "fabric oversubscription"},
+      {"network", "/network/model", "network model: analytical | flow"},
+      {"nccl_algorithm", "/network/algorithm", "auto | ring | tree | nvls | hierarchical"},
+  };
+  return keys;
+}
+
+std::string sweep_keys_help() {
+  std::string s = "KEY is a JSON pointer (/parallel/tp) or one of:";
+  for (const SweepKey& k : sweep_keys()) s += fmt::format("\n  {:<18} {:<36} {}", k.name, k.pointer, k.help);
+  return s;
+}
+
+namespace {
+
+Json parse_value(const std::string& v) {
+  if (v == "true") return true;
+  if (v == "false") return false;
+  if (v == "null") return nullptr;
+  try {
+    size_t pos = 0;
+    const long long i = std::stoll(v, &pos);
+    if (pos == v.size()) return i;
+    const double d = std::stod(v, &pos);
+    if (pos == v.size()) return d;
+  } catch (const std::exception&) {
+  }
+  return v;
+}
+
+void set_pointer(Json& j, const std::string& pointer, const Json& value) {
+  const Json::json_pointer p(pointer);
+  if (!value.is_null()) {
+    j[p] = value;
+  } else if (j.contains(p)) {
+    const Json::json_pointer parent = p.parent_pointer();
+    j.at(parent).erase(p.back());
+    // An object emptied by removing its only key (e.g. fsdp) goes too.
+    if (j.at(parent).empty() && !parent.empty()) j.at(parent.parent_pointer()).erase(parent.back());
+  }
+}
+
+std::int64_t int_at(const Json& j, const std::string& pointer, std::int64_t def) {
+  const Json::json_pointer p(pointer);
+  return j.contains(p) && j.at(p).is_number_integer() ? j.at(p).get<std::int64_t>() : def;
+}
+
+}  // namespace
+
+VaryAxis parse_vary(const std::string& arg) {
+  const size_t eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
+    throw ConfigError("--vary " + arg + ": expected KEY=V1,V2,... (e.g. tp=1,2,4)");
+  VaryAxis a;
+  a.name = arg.substr(0, eq);
+  if (a.name.front() == '/') {
+    a.pointer = a.name;
+  } else {
+    std::vector<std::string> names;
+    for (const SweepKey& k : sweep_keys()) {
+      names.push_back(k.name);
+      if (a.name == k.name) a.pointer = k.pointer;
+    }
+    if (a.pointer.empty()) {
+      const std::string close = closest_name(a.name, names);
+      throw ConfigError("--vary " + arg + ": unknown key \"" + a.name + "\"" + (close.empty() ? "" : "; did you mean \"" + close + "\"?") +
+                        " (a JSON pointer such as /parallel/tp, or a short name: see parasim sweep --help)");
+    }
+  }
+  std::string rest = arg.substr(eq + 1);
+  for (size_t start = 0;;) {
+    const size_t comma = rest.find(',', start);
+    const std::string v = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (v.empty()) throw ConfigError("--vary " + arg + ": empty value");
+    a.values.push_back(parse_value(v));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return a;
+}
+
+bool SweepSpec::derive_dp() const {
+  bool shape = false;
+  for (const VaryAxis& a : axes) {
+    if (a.pointer == "/parallel/dp") return false;
+    shape = shape || a.pointer == "/parallel/tp" || a.pointer == "/parallel/pp" || a.pointer == "/parallel/cp" ||
+            a.pointer == "/cluster/nodes" || a.pointer == "/cluster/gpus_per_node";
+  }
+  return shape;
+}
+
+std::size_t SweepSpec::combinations() const {
+  std::size_t n = 1;
+  for (const VaryAxis& a : axes) n *= a.values.size();
+  return n;
+}
+
+std::vector<std::string> SweepSpec::setting_names() const {
+  std::vector<std::string> names;
+  for (const VaryAxis& a : axes) names.push_back(a.name);
+  if (derive_dp()) names.push_back("dp");
+  return names;
+}
+
+namespace {
+
+// The value of each axis in combination i, the last axis fastest.
+std::vector<const Json*> pick(const std::vector<VaryAxis>& axes, std::size_t i) {
+  std::vector<const Json*> v(axes.size());
+  for (size_t k = axes.size(); k-- > 0;) {
+    v[k] = &axes[k].values[i % axes[k].values.size()];
+    i /= axes[k].values.size();
+  }
+  return v;
+}
+
+}  // namespace
+
+Json SweepSpec::scenario(std::size_t i) const {
+  Json j = base;
+  const auto v = pick(axes, i);
+  for (size_t k = 0; k < axes.size(); ++k) set_pointer(j, axes[k].pointer, *v[k]);
+  if (derive_dp()) {
+    const std::int64_t gpus = int_at(j, "/cluster/nodes", 1) * int_at(j, "/cluster/gpus_per_node", 8);
+    const std::int64_t shape = int_at(j, "/parallel/tp", 1) * int_at(j, "/parallel/pp", 1) * int_at(j, "/parallel/cp", 1);
+    if (shape > 0 && gpus % shape == 0) j["parallel"]["dp"] = gpus / shape;
+  }
+  return j;
+}
+
+Json SweepSpec::settings(std::size_t i) const {
+  Json s = Json::object();
+  const auto v = pick(axes, i);
+  for (size_t k = 0; k < axes.size(); ++k) s[axes[k].name] = *v[k];
+  if (derive_dp()) s["dp"] = scenario(i).value(Json::json_pointer("/parallel/dp"), Json(nullptr));
+  return s;
+}
+
+Outcome evaluate_combination(const SweepSpec& spec, std::size_t i, const std::string& data_dir, const Registries& reg) {
+  Outcome o;
+  try {
+    const Scenario sc = parse_scenario(spec.scenario(i), spec.file, data_dir);
+    o.row = make_row(sc, simulate(sc, reg), i, spec.settings(i));
+  } catch (const ConfigError& e) {
+    o.skipped = error_kind(e.what(), spec.file);
+  } catch (const Json::exception& e) {  // a pointer through a value that is not an object
+    o.skipped = std::string("cannot set the key: ") + e.what();
+  }
+  return o;
+}
+
+Evaluated run_sweep(const SweepSpec& spec, const std::string& data_dir, const Registries& reg, Objective objective,
+                    const EvalOptions& opt) {
+  Evaluated ev = evaluate_all(
+      spec.combinations(), [&](std::size_t i) { return evaluate_combination(spec, i, data_dir, reg); }, opt);
+  rank_rows(ev.rows, objective);
+  return ev;
+}
+
+Json sweep_json(const SweepSpec& spec, const Evaluated& ev, Objective objective, double price) {
+  Json vary = Json::array();
+  for (const VaryAxis& a : spec.axes) vary.push_back({{"key", a.pointer}, {"name", a.name}, {"values", a.values}});
+  Json rows = Json::array();
+  for (const Row& r : ev.rows) rows.push_back(row_json(r, price));
+  return {{"schema", "parasim.sweep/1"}, {"scenario", spec.file},    {"objective", objective_name(objective)},
+          {"vary", vary},                {"dp_derived", spec.derive_dp()}, {"total", ev.total},
+          {"evaluated", ev.evaluated},   {"interrupted", ev.interrupted}, {"skipped", ev.skipped},
+          {"rows", rows}};
+}
+
+}  // namespace parasim

@@ -1,0 +1,107 @@
+// parasim plan: the enumeration respects the framework rules, accounts for every candidate, and
+// what the memory bound prunes really does not fit.
+#include <gtest/gtest.h>
+
+#include "sim/planning/layouts.h"
+#include "tests/test_util.h"
+
+namespace parasim {
+namespace {
+
+PlanJob small_job(std::int64_t gpus, bool cross_node_tp) {
+  PlanJob job;
+  job.model = "llama3-8b";  // 32 layers, 32 heads, 8 KV heads
+  job.gpu = "h100-sxm5-80g";
+  job.gpus = gpus;
+  job.seq = 4096;
+  job.global_batch = 32;
+  job.max_micro_batch = 2;
+  job.max_vpp = 2;
+  job.allow_cross_node_tp = cross_node_tp;
+  job.base = {{"schema", "parasim.scenario/1"},
+              {"cluster", {{"gpu", job.gpu}, {"gpus_per_node", 8}}},
+              {"training", Json::object()}};
+  job.base_file = "test.json";
+  return job;
+}
+
+Scenario base_of(const PlanJob& job) {
+  Layout l;
+  l.dp = job.gpus;
+  PlanJob any = job;
+  any.global_batch = job.gpus;
+  return parse_scenario(layout_scenario(any, l), "test.json", test::data_dir());
+}
+
+TEST(Plan, EveryCandidateIsKeptOrCountedAgainstOneRule) {
+  const PlanJob job = small_job(16, false);
+  const Enumeration en = enumerate_layouts(job, base_of(job));
+  std::int64_t pruned = 0;
+  for (const auto& [rule, n] : en.pruned) pruned += n;
+  EXPECT_EQ(en.candidates, pruned + static_cast<std::int64_t>(en.layouts.size()));
+  EXPECT_FALSE(en.layouts.empty());
+}
+
+TEST(Plan, LayoutsRespectTheFrameworkRules) {
+  for (const bool cross : {false, true}) {
+    const PlanJob job = small_job(16, cross);
+    const Scenario base = base_of(job);
+    const Enumeration en = enumerate_layouts(job, base);
+    bool tp16_seen = false;
+    for (const Layout& l : en.layouts) {
+      EXPECT_EQ(l.dp * l.tp * l.pp * l.cp, job.gpus);
+      EXPECT_LE(l.tp, base.model.kv_heads);  // Megatron-Core: TP <= KV heads
+      EXPECT_EQ(base.model.kv_heads % l.tp, 0);
+      if (!cross) {
+        EXPECT_LE(l.tp, 8);  // within a node
+      }
+      EXPECT_EQ(base.model.layers % (l.pp * l.vpp), 0);
+      EXPECT_EQ(job.global_batch % (l.micro_batch * l.dp), 0);
+      EXPECT_TRUE(!l.tp_comm_overlap || l.sequence_parallel);
+      EXPECT_TRUE(!l.sequence_parallel || l.tp > 1);
+      EXPECT_EQ(l.schedule == "ddp", l.pp == 1);
+      EXPECT_EQ(l.schedule == "interleaved", l.vpp > 1);
+      tp16_seen = tp16_seen || l.tp == 16;
+    }
+    EXPECT_FALSE(tp16_seen);  // 16 > 8 KV heads, even across nodes
+    // With cross-node TP allowed, tp 16 is removed by the head rule instead of the node rule.
+    EXPECT_EQ(en.pruned.count("TP within a node") > 0, !cross);
+  }
+}
+
+TEST(Plan, WhatTheMemoryBoundPrunesDoesNotFit) {
+  // Llama 3 8B on 8 H100: without sharding 16 bytes x 8 B parameters over tp alone leaves layouts
+  // whose states exceed 72 GiB (80 GB x 0.9).
+  const PlanJob job = small_job(8, false);
+  const Enumeration en = enumerate_layouts(job, base_of(job));
+  ASSERT_GE(en.memory_pruned_sample.size(), 4u);
+  const Registries reg;
+  const double cap = base_of(job).profile.device.memory_bytes * (1 - job.headroom);
+  // A spread of the sample: first, last and two between.
+  const size_t n = en.memory_pruned_sample.size();
+  for (const size_t i : {size_t{0}, n / 3, 2 * n / 3, n - 1}) {
+    const Layout& l = en.memory_pruned_sample[i];
+    const Scenario sc = parse_scenario(layout_scenario(job, l), "test.json", test::data_dir());
+    const SimulationOutput out = simulate(sc, reg);
+    EXPECT_GT(out.result.peak_mem_gib * kGiB, cap) << layout_settings(l).dump();
+    EXPECT_LE(memory_lower_bound(sc, l), out.result.peak_mem_gib * kGiB) << layout_settings(l).dump();
+  }
+}
+
+TEST(Plan, SurvivorsLoadAndTheBestFits) {
+  PlanJob job = small_job(8, false);
+  job.global_batch = 16;
+  job.max_vpp = 1;
+  job.max_micro_batch = 1;
+  const Registries reg;
+  EvalOptions opt;
+  opt.jobs = 2;
+  const PlanResult res = run_plan(job, test::data_dir(), reg, Objective::Throughput, opt);
+  ASSERT_FALSE(res.evaluated.rows.empty());
+  EXPECT_EQ(res.evaluated.rows.front().status, "ok");
+  EXPECT_GE(res.evaluated.rows.front().headroom, job.headroom);
+  EXPECT_TRUE(res.evaluated.skipped.empty()) << res.evaluated.skipped.begin()->first;
+}
+
+}  // namespace
+}  // namespace parasim

@@ -1,0 +1,150 @@
+// parasim sweep: combinations, skips by reason, OOM rows, ranking against individual simulations,
+// thread-count independence.
+#include <array>
+#include <cstdio>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "sim/planning/sweep.h"
+#include "tests/test_util.h"
+
+namespace parasim {
+namespace {
+
+// Llama 2 7B on 8 H100: with tp 1 and no sharding its model states alone (16 bytes x 6.7 B
+// parameters = 108 GB) exceed 80 GB, so those rows are out of memory; tp 3 divides no head count
+// (32 heads) and micro_batch 3 divides no 64 / dp.
+SweepSpec small_sweep() {
+  SweepSpec s;
+  s.file = "test.json";
+  s.base = test::base_scenario();
+  s.axes = {parse_vary("tp=1,2,3,4"), parse_vary("micro_batch=1,3"), parse_vary("recompute=none,full")};
+  return s;
+}
+
+TEST(Sweep, CountsSkipsAndKeepsOutOfMemoryRows) {
+  const Registries reg;
+  const SweepSpec spec = small_sweep();
+  ASSERT_TRUE(spec.derive_dp());
+  const Evaluated ev = run_sweep(spec, test::data_dir(), reg, Objective::Throughput, {});
+  EXPECT_EQ(ev.total, 16u);
+  EXPECT_EQ(ev.evaluated, 16u);
+  std::int64_t skipped = 0;
+  for (const auto& [reason, n] : ev.skipped) skipped += n;
+  // tp 3: 4 combinations (dp not derivable: 8 % 3, so the GPU count check fails first); micro_batch
+  // 3 with tp 1, 2, 4: 6 combinations (batch divisibility).
+  EXPECT_EQ(skipped, 10);
+  EXPECT_EQ(ev.rows.size(), 6u);
+  bool oom = false;
+  for (const Row& r : ev.rows)
+    if (r.status == "oom") {
+      oom = true;
+      EXPECT_GT(r.peak_mem_gib, r.capacity_gib);
+      EXPECT_EQ(r.settings["tp"], 1);
+    }
+  EXPECT_TRUE(oom);
+}
+
+TEST(Sweep, RanksAgreeWithIndividualSimulations) {
+  const Registries reg;
+  const SweepSpec spec = small_sweep();
+  const Evaluated ev = run_sweep(spec, test::data_dir(), reg, Objective::Throughput, {});
+  double last = 1e300;
+  bool seen_oom = false;
+  for (const Row& r : ev.rows) {
+    const Scenario sc = parse_scenario(spec.scenario(r.index), "test.json", test::data_dir());
+    const SimulationOutput out = simulate(sc, reg);
+    EXPECT_DOUBLE_EQ(r.step_s, out.result.step_time_s);
+    EXPECT_EQ(r.status == "ok", out.result.fits_in_memory);
+    if (r.status == "ok") {
+      EXPECT_FALSE(seen_oom) << "fitting rows come first";
+      EXPECT_LE(out.result.tokens_per_s, last);
+      last = out.result.tokens_per_s;
+    } else {
+      seen_oom = true;
+    }
+    // Exposed communication is part of the step.
+    EXPECT_LE(r.exposed.total(), r.step_s * (1 + 1e-9));
+  }
+}
+
+TEST(Sweep, ThreadCountDoesNotChangeTheOutput) {
+  const Registries reg;
+  const SweepSpec spec = small_sweep();
+  EvalOptions one, two;
+  two.jobs = 2;
+  const std::string a = sweep_json(spec, run_sweep(spec, test::data_dir(), reg, Objective::Throughput, one), Objective::Throughput, 2.0).dump();
+  const std::string b = sweep_json(spec, run_sweep(spec, test::data_dir(), reg, Objective::Throughput, two), Objective::Throughput, 2.0).dump();
+  EXPECT_EQ(a, b);
+}
+
+// The command's stdout (timings go to stderr) and exit status.
+std::pair<int, std::string> run_cli(const std::string& args) {
+  const std::string cmd = std::string(PARASIM_BINARY) + " " + args + " 2>/dev/null";
+  FILE* f = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (size_t n = fread(buf.data(), 1, buf.size(), f)) out.append(buf.data(), n);
+  const int st = pclose(f);
+  return {WEXITSTATUS(st), out};
+}
+
+TEST(Sweep, CommandOutputIsTheSameOnOneAndTwoThreads) {
+  const std::string file = ::testing::TempDir() + "sweep_jobs.json";
+  std::ofstream(file) << test::base_scenario().dump();
+  const std::string args = "sweep " + file + " --vary tp=1,2,4 --vary micro_batch=1,2 --vary recompute=none,full";
+  const auto one = run_cli(args + " --json --jobs 1");
+  const auto two = run_cli(args + " --json --jobs 2");
+  ASSERT_EQ(one.first, 0) << one.second;
+  EXPECT_EQ(one.second, two.second);
+  const auto table1 = run_cli(args + " --jobs 1");
+  const auto table2 = run_cli(args + " --jobs 2");
+  EXPECT_EQ(table1.second, table2.second);
+  EXPECT_EQ(Json::parse(one.second)["schema"], "parasim.sweep/1");
+}
+
+TEST(Sweep, StopFlagEndsEarlyWithWhatWasDone) {
+  const Registries reg;
+  std::atomic<bool> stop{false};
+  EvalOptions opt;
+  opt.stop = &stop;
+  opt.progress = [&](std::size_t done, std::size_t) {
+    if (done == 3) stop = true;
+  };
+  const Evaluated ev = run_sweep(small_sweep(), test::data_dir(), reg, Objective::Throughput, opt);
+  EXPECT_TRUE(ev.interrupted);
+  EXPECT_EQ(ev.evaluated, 3u);
+}
+
+TEST(Sweep, UnknownKeySuggestsTheClosest) {
+  try {
+    parse_vary("micro_bach=1,2");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean \"micro_batch\""), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_vary("tp"), ConfigError);
+  EXPECT_THROW(parse_vary("tp=1,,2"), ConfigError);
+  EXPECT_EQ(parse_vary("/parallel/tp=2").pointer, "/parallel/tp");
+}
+
+TEST(Sweep, ValuesAreTypedAndNullRemovesTheKey) {
+  SweepSpec s;
+  s.file = "test.json";
+  s.base = test::base_scenario();
+  s.base["parallel"]["fsdp"] = {{"sharding", "full"}};
+  s.axes = {parse_vary("fsdp=null,hybrid"), parse_vary("sequence_parallel=false")};
+  EXPECT_FALSE(s.scenario(0)["parallel"].contains("fsdp"));
+  EXPECT_EQ(s.scenario(1)["parallel"]["fsdp"]["sharding"], "hybrid");
+  EXPECT_EQ(s.scenario(1)["parallel"]["sequence_parallel"], false);
+}
+
+TEST(Sweep, ErrorKindGroupsNumbers) {
+  EXPECT_EQ(error_kind("a.json: /parallel: dp*tp*pp*cp = 1*3*1*1 = 3 but the cluster has 1*8 = 8 GPUs", "a.json"),
+            error_kind("a.json: /parallel: dp*tp*pp*cp = 2*3*1*1 = 6 but the cluster has 2*8 = 16 GPUs", "a.json"));
+  EXPECT_EQ(error_kind("x: /p: profile h100-sxm5-80g has no fp8 10", "x"), "/p: profile h100-sxm5-80g has no fp8 N");
+}
+
+}  // namespace
+}  // namespace parasim

@@ -1,0 +1,70 @@
+// parasim sweep: the cartesian product of scenario keys, ranked (sim/planning/sweep.h).
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "sim/planning/sweep.h"
+#include "tools/commands.h"
+#include "tools/planning_io.h"
+
+namespace parasim {
+
+void add_sweep_command(CLI::App& app, Context& ctx) {
+  struct Opts {
+    std::string file, csv, objective = "throughput";
+    std::vector<std::string> vary;
+    bool json = false;
+    int jobs = 1;
+    std::size_t top = 20;
+    double price = 0;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand("sweep", "simulate every combination of scenario keys and rank them");
+  cmd->footer(sweep_keys_help());
+  cmd->add_option("scenario", o->file, "scenario JSON file")->required();
+  cmd->add_option("--vary", o->vary, "KEY=V1,V2,... (repeatable; the cartesian product of all)")->required();
+  cmd->add_option("--objective", o->objective, "throughput | cost | time (ranking)");
+  cmd->add_option("--csv", o->csv, "also write every row to this CSV file");
+  cmd->add_flag("--json", o->json, "print the parasim.sweep/1 document on stdout instead of the table");
+  cmd->add_option("--jobs,-j", o->jobs, "threads (0 = one per core); the output is the same for any count");
+  cmd->add_option("--top", o->top, "rows in the terminal table (0 = all)");
+  cmd->add_option("--price-per-gpu-hour", o->price, "price of one GPU-hour: adds the cost per million tokens");
+  cmd->callback([o, &ctx]() {
+    ctx.exit_code = run_guarded([&]() {
+      const Objective objective = parse_objective(o->objective, "--objective");
+      SweepSpec spec;
+      spec.file = o->file;
+      spec.base = read_json_file(o->file);
+      for (const std::string& v : o->vary) spec.axes.push_back(parse_vary(v));
+      const InterruptGuard guard;
+      EvalOptions opt;
+      opt.jobs = o->jobs > 0 ? o->jobs : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+      opt.stop = guard.stop();
+      opt.progress = terminal_progress("sweep");
+      const auto start = std::chrono::steady_clock::now();
+      const Evaluated ev = run_sweep(spec, ctx.data_dir, ctx.registries, objective, opt);
+      report_rate("sweep", ev.evaluated, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), opt.jobs);
+      if (!o->csv.empty()) write_file_whole(o->csv, rows_csv(ev.rows, spec.setting_names(), o->price));
+      if (o->json) {
+        std::cout << sweep_json(spec, ev, objective, o->price).dump(2) << "\n";
+      } else {
+        std::cout << fmt::format("sweep of {}: {} combinations, {} evaluated, {} simulated ({} out of memory), ranked by {}{}\n",
+                                 o->file, ev.total, ev.evaluated, ev.rows.size(),
+                                 std::count_if(ev.rows.begin(), ev.rows.end(), [](const Row& r) { return r.status == "oom"; }),
+                                 objective_name(objective), spec.derive_dp() ? "; dp derived from the GPU count" : "");
+        for (const auto& [reason, n] : ev.skipped) std::cout << fmt::format("  skipped {:>6}: {}\n", n, reason);
+        std::cout << "\n" << rows_table(ev.rows, spec.setting_names(), o->top);
+      }
+      if (ev.interrupted) {
+        std::cerr << fmt::format("interrupted: {} of {} combinations evaluated; the output holds those\n", ev.evaluated, ev.total);
+        return 130;
+      }
+      return 0;
+    });
+  });
+}
+
+}  // namespace parasim

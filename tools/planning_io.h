@@ -1,0 +1,32 @@
+// What `parasim sweep` and `parasim plan` share on the command line: a progress line on stderr
+// (when it is a terminal), Ctrl-C stopping after the evaluations in flight, and output files
+// written whole or not at all.
+#pragma once
+#include <atomic>
+#include <string>
+
+#include "sim/planning/evaluate.h"
+
+namespace parasim {
+
+// While alive, SIGINT sets stop() instead of killing the process (a second Ctrl-C kills).
+class InterruptGuard {
+ public:
+  InterruptGuard();
+  ~InterruptGuard();
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+  const std::atomic<bool>* stop() const;
+};
+
+// Progress callback printing "done/total, rate, ETA" on stderr when stderr is a terminal; else none.
+std::function<void(std::size_t, std::size_t)> terminal_progress(const std::string& what);
+
+// "simulated N layouts in X s (R per second on J threads)" on stderr: timings stay off stdout,
+// which is the same on every run.
+void report_rate(const std::string& what, std::size_t evaluated, double seconds, int jobs);
+
+// Writes text to path through a temporary file renamed into place; a ConfigError when it fails.
+void write_file_whole(const std::string& path, const std::string& text);
+
+}  // namespace parasim
