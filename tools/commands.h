@@ -25,5 +25,8 @@ void add_profile_command(CLI::App& app, Context& ctx);
 void add_check_commands(CLI::App& app, Context& ctx);
 void add_network_commands(CLI::App& app, Context& ctx);
 void add_import_command(CLI::App& app, Context& ctx);
+void add_stack_command(CLI::App& app, Context& ctx);
+// Adds the framework-config readers to `import` (after add_import_command).
+void add_framework_import_commands(CLI::App& app, Context& ctx);
 
 }  // namespace parasim

@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
   add_check_commands(app, ctx);
   add_network_commands(app, ctx);
   add_import_command(app, ctx);
+  add_framework_import_commands(app, ctx);
+  add_stack_command(app, ctx);
 
   try {
     app.parse(argc, argv);
