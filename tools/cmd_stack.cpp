@@ -58,7 +58,7 @@ std::vector<CompareRow> compare(const std::string& file, const Context& ctx) {
     Json v = j;
     if (name.empty()) v.erase("stack");
     else v["stack"] = name;
-    CompareRow row{name.empty() ? "(none: parasim's defaults)" : name};
+    CompareRow row{name.empty() ? "(none: parasim's defaults)" : name, 0, ""};
     try {
       row.step_s = simulate(parse_scenario(v, file, ctx.data_dir), ctx.registries).result.step_time_s;
     } catch (const ConfigError& e) {
