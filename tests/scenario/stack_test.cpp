@@ -45,7 +45,9 @@ TEST(Stacks, EveryValueParsesAndReachesTheResolvedScenario) {
       const auto origin = std::find_if(sc.origins.begin(), sc.origins.end(), [&](const FieldOrigin& o) { return o.field == set.field; });
       ASSERT_NE(origin, sc.origins.end());
       EXPECT_EQ(origin->from, "stack") << name << " " << set.field;
-      if (origin->source == set.source) EXPECT_EQ(*v, set.value) << name << " " << set.field;
+      if (origin->source == set.source) {
+        EXPECT_EQ(*v, set.value) << name << " " << set.field;
+      }
     }
   }
 }

@@ -5,7 +5,10 @@ measured-run files (parasim.measured/1) under scenarios/measured/.
 Honest by construction: a row whose configuration lacks a field the simulator needs is skipped,
 with the missing fields named, in scenarios/measured/SKIPPED.md. Values the converter supplies
 from a documented convention of the source (not from the row) are listed under
-"conversion_inferred" in each file, next to the row's own "inferred_fields".
+"conversion_inferred" in each file, next to the row's own "inferred_fields". What a framework runs
+(its kernels, optimizer, FSDP flavour, pipeline engine) is not repeated per row: each run names the
+stack of its source (stack_of; stacks/*.json hold the values and their sources) and keeps only the
+fields where it differs from that stack.
 
 Usage: python3 tools/data/convert_published.py [path/to/published_runs.json]
 """
@@ -738,12 +741,17 @@ def use_stack(scen, name, ci):
             del parent[path[-1]]
             if st["source"].startswith(ci.get(st["field"], "\0")):
                 del ci[st["field"]]
-        elif path[-1] not in parent and st["field"] in KEEP_DEFAULT and STACK_DEFAULTS[st["field"]] != st["value"]:
+        elif path[-1] not in parent and KEEP_DEFAULT.get(st["field"], lambda _: False)(scen) and STACK_DEFAULTS[st["field"]] != st["value"]:
             parent[path[-1]] = STACK_DEFAULTS[st["field"]]
 
 
 # Stack values the converted rows did not carry and whose effect on them is not nil: the rows keep parasim's default.
-KEEP_DEFAULT = set()
+# Unfused gradient accumulation adds a pass per layer where the gradients are not sharded per layer (parasim does not model
+# the sharded 1/N accumulation, sim/parallel/pipeline_lowering.cpp): the llm-foundry rows with SHARD_GRAD_OP keep the fused
+# accumulation they were validated with.
+KEEP_DEFAULT = {"training.grad_accumulation_fusion":
+                lambda scen: (scen["parallel"].get("fsdp") or {}).get("sharding") not in ("full", "hybrid")
+                and scen["parallel"].get("zero_stage", 0) != 3}
 # parasim's default of each stack field a stack may set where a converted row keeps the default.
 STACK_DEFAULTS = {"training.grad_accumulation_fusion": True, "training.loss_impl": "megatron", "training.norm_impl": "fused",
                   "training.rope_impl": "fused", "training.optimizer_impl": "fused", "training.attention_kernel": "flash",
