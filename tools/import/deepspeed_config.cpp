@@ -13,7 +13,7 @@ namespace {
 const std::set<std::string>& no_effect() {
   static const std::set<std::string> s = {"steps_per_print", "wall_clock_breakdown", "scheduler", "gradient_clipping", "prescale_gradients",
                                           "tensorboard", "wandb", "csv_monitor", "flops_profiler", "comms_logger", "dump_state",
-                                          "checkpoint", "data_efficiency", "seed", "zero_allow_untested_optimizer"};
+                                          "checkpoint", "data_efficiency", "seed", "zero_allow_untested_optimizer", "$comment"};
   return s;
 }
 

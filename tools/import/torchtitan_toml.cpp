@@ -57,6 +57,8 @@ bool map_key(const std::string& k, const toml::node& v, Json& sc, std::map<std::
   } else if (k == "model.norm_type") {
     if (str() == "fused_rmsnorm") t["norm_impl"] = "fused";
     else if (str() != "rmsnorm") return false;
+  } else if (k == "model.name" || k == "model.flavor") {
+    // read with the zoo table below
   } else if (k == "optimizer.name") {
     if (str() != "AdamW" && str() != "Adam") return false;
   } else {
