@@ -113,6 +113,15 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
     for (const auto& a : assumed) s += " " + a;
     w.push_back(s);
   }
+  if (sc.stack.empty()) {
+    std::string defaulted;
+    for (const auto& o : sc.origins)
+      if (o.from == "default") defaulted += (defaulted.empty() ? "" : ", ") + o.field.substr(o.field.find('.') + 1);
+    if (!defaulted.empty())
+      w.push_back("no stack named: these framework-dependent choices took parasim's defaults: " + defaulted +
+                  "; name the framework that runs the job (\"stack\", `parasim list stacks`); `parasim stack compare " + sc.file +
+                  "` shows how much each stack changes the step");
+  }
   if (sc.model.moe)
     w.push_back("MoE: routing taken as balanced (every expert gets tokens x top_k / experts), as benchmarks that force balance "
                 "run it; real routing is uneven and the busiest expert sets the pace");

@@ -13,7 +13,7 @@ namespace parasim {
 void add_list_command(CLI::App& app, Context& ctx) {
   auto what = std::make_shared<std::string>();
   CLI::App* list = app.add_subcommand("list", "list what can be named in a scenario");
-  list->add_option("what", *what, "schedules | models | gpus")->required()->check(CLI::IsMember({"schedules", "models", "gpus"}));
+  list->add_option("what", *what, "schedules | models | gpus | stacks")->required()->check(CLI::IsMember({"schedules", "models", "gpus", "stacks"}));
   list->callback([what, &ctx]() {
     ctx.exit_code = run_guarded([&]() {
       if (*what == "schedules") {
@@ -25,6 +25,11 @@ void add_list_command(CLI::App& app, Context& ctx) {
           const std::string moe = m.moe ? "  MoE " + moe_summary(m) : std::string();
           fmt::print("{:<22} {:>9.2f}B params  layers {:>3}  hidden {:>5}  heads {:>3}/{:<3} {}{}\n", n,
                      count_params(m).total() / 1e9, m.layers, m.hidden, m.heads, m.kv_heads, m.activation, moe);
+        }
+      } else if (*what == "stacks") {
+        for (const auto& n : stack_names(ctx.data_dir)) {
+          const Stack st = load_stack(ctx.data_dir, n, "list");
+          fmt::print("{:<28} {}\n{:<28} {}, {}\n", n, st.description, "", st.framework, st.release);
         }
       } else {
         for (const auto& n : profile_names(ctx.data_dir)) {

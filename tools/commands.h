@@ -29,5 +29,8 @@ void add_import_command(CLI::App& app, Context& ctx);
 void add_report_command(CLI::App& app, Context& ctx);
 void add_sweep_command(CLI::App& app, Context& ctx);
 void add_plan_command(CLI::App& app, Context& ctx);
+void add_stack_command(CLI::App& app, Context& ctx);
+// Adds the framework-config readers to `import` (after add_import_command).
+void add_framework_import_commands(CLI::App& app, Context& ctx);
 
 }  // namespace parasim

@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
   add_check_commands(app, ctx);
   add_network_commands(app, ctx);
   add_import_command(app, ctx);
+  add_framework_import_commands(app, ctx);
+  add_stack_command(app, ctx);
   add_report_command(app, ctx);
   add_sweep_command(app, ctx);
   add_plan_command(app, ctx);

@@ -1,6 +1,7 @@
 #include "sim/scenario/scenario.h"
 
 #include "sim/memory/memory_model.h"
+#include "sim/scenario/stack.h"
 #include "sim/topology/topology.h"
 
 #include <algorithm>
@@ -376,6 +377,14 @@ void validate(const Scenario& s, const JsonObject& root) {
   (void)root;
 }
 
+// For an error in a scenario that names a stack: which values the stack supplied.
+std::string stack_blame(const Scenario& s) {
+  std::string from;
+  for (const auto& o : s.origins)
+    if (o.from == "stack") from += (from.empty() ? "" : ", ") + o.field;
+  return from.empty() ? "" : " (stack \"" + s.stack + "\" supplied " + from + "; a field the scenario sets overrides the stack's)";
+}
+
 }  // namespace
 
 std::vector<std::int64_t> Scenario::layers_per_stage() const {
@@ -421,13 +430,19 @@ std::string Scenario::fsdp_reduce_dtype() const {
 double Scenario::fsdp_param_bytes() const { return fsdp_param_dtype() == "fp32" ? 4.0 : 2.0; }
 double Scenario::fsdp_reduce_bytes() const { return fsdp_reduce_dtype() == "fp32" ? 4.0 : 2.0; }
 
-Scenario parse_scenario(const Json& j, const std::string& file, const std::string& data_dir) {
+Scenario parse_scenario(const Json& given, const std::string& file, const std::string& data_dir) {
+  Json j = given;  // the stack's values are filled in here
   const JsonObject root(j, file, "");
   Scenario s;
   s.file = file;
   const std::string schema = root.str("schema");
   if (schema != "parasim.scenario/1") root.fail("schema", "expected \"parasim.scenario/1\", got \"" + schema + "\"");
   s.name = root.str("name");
+  std::optional<Stack> stack;
+  if (root.has("stack")) {
+    s.stack = root.str("stack");
+    stack = load_stack(data_dir, s.stack, file + ": /stack");
+  }
   const Json& mj = root.raw("model");
   if (mj.is_string()) {
     s.model_ref = mj.get<std::string>();
@@ -448,8 +463,16 @@ Scenario parse_scenario(const Json& j, const std::string& file, const std::strin
   // A listed fabric is checked when loaded (endpoints, every NIC linked, nodes connected), whatever
   // network model runs.
   if (s.cluster.inter_kind == "custom" && s.cluster.nodes > 1) build_topology(s.cluster, s.profile);
-  s.training = parse_training(root.object("training"));
-  s.parallel = parse_parallel(root.object("parallel"));
+  StackContext ctx = stack_context(j);
+  ctx.norm = s.model.norm;
+  ctx.position_embedding = s.model.position_embedding;
+  s.origins = apply_stack(j, stack ? &*stack : nullptr, ctx);
+  try {
+    s.training = parse_training(root.object("training"));
+    s.parallel = parse_parallel(root.object("parallel"));
+  } catch (const ConfigError& e) {
+    throw ConfigError(std::string(e.what()) + stack_blame(s));
+  }
   if (auto net = root.object_opt("network")) {
     s.network = net->choice("model", {"analytical", "flow"}, "analytical");
     s.cluster.nccl_algorithm = net->choice("algorithm", {"auto", "ring", "tree", "nvls", "hierarchical"}, "auto");
@@ -463,7 +486,11 @@ Scenario parse_scenario(const Json& j, const std::string& file, const std::strin
     out->finish();
   }
   root.finish({"description"});
-  validate(s, root);
+  try {
+    validate(s, root);
+  } catch (const ConfigError& e) {
+    throw ConfigError(std::string(e.what()) + stack_blame(s));
+  }
   // Megatron's padded vocabulary (validate() has checked tp): every consumer of model.vocab
   // (parameters, embedding, logits GEMMs, loss, FLOPs) then sees the table that actually runs.
   if (const std::int64_t mult = s.training.make_vocab_size_divisible_by * s.parallel.tp; s.training.make_vocab_size_divisible_by > 1)
@@ -545,6 +572,14 @@ Json Scenario::resolved() const {
     pj["fsdp"] = nullptr;
   j["parallel"] = pj;
   j["network"] = {{"model", network}, {"algorithm", cluster.nccl_algorithm}, {"protocol", cluster.nccl_protocol}};
+  if (!stack.empty()) j["stack"] = stack;
+  // Where each stack-dependent value came from (a "_" key: the resolved scenario still loads).
+  Json origin = Json::object();
+  for (const auto& o : origins) {
+    const std::string from = o.from == "stack" ? "stack " + stack : o.from;
+    origin[o.field] = o.source.empty() ? from : from + " (" + o.source + ")";
+  }
+  j["_origins"] = origin;
   return j;
 }
 

@@ -8,6 +8,7 @@
 #include "calibrate/profile/profile.h"
 #include "models/model.h"
 #include "sim/config/json_reader.h"
+#include "sim/scenario/stack.h"
 
 namespace parasim {
 
@@ -254,6 +255,10 @@ struct Scenario {
   Profile profile;
   std::string network = "analytical";  // network model: analytical | flow
   std::string trace_path;               // outputs.trace: write a Chrome trace here (relative to the scenario file)
+  // The framework stack the scenario names ("" = none: parasim's defaults), and where each
+  // stack-dependent field's value came from (sim/scenario/stack.h).
+  std::string stack;
+  std::vector<FieldOrigin> origins;
 
   std::int64_t microbatches() const { return training.global_batch / (training.micro_batch * parallel.dp); }
   // Layers on each pipeline stage (length pp).

@@ -105,5 +105,13 @@ TEST(Schema, EnumsListTheChoicesTheParserAccepts) {
   EXPECT_GE(checked, 10);
 }
 
+// The schema's stack names are the stacks/ folder's, the one registry of them.
+TEST(Schema, StackEnumIsTheStacksFolder) {
+  const Json schema = read_json_file(test::data_dir() + "/schemas/scenario.schema.json");
+  std::vector<std::string> listed;
+  for (const Json& v : schema["properties"]["stack"]["enum"]) listed.push_back(v.get<std::string>());
+  EXPECT_EQ(listed, stack_names(test::data_dir()));
+}
+
 }  // namespace
 }  // namespace parasim

@@ -5,7 +5,10 @@ measured-run files (parasim.measured/1) under scenarios/measured/.
 Honest by construction: a row whose configuration lacks a field the simulator needs is skipped,
 with the missing fields named, in scenarios/measured/SKIPPED.md. Values the converter supplies
 from a documented convention of the source (not from the row) are listed under
-"conversion_inferred" in each file, next to the row's own "inferred_fields".
+"conversion_inferred" in each file, next to the row's own "inferred_fields". What a framework runs
+(its kernels, optimizer, FSDP flavour, pipeline engine) is not repeated per row: each run names the
+stack of its source (stack_of; stacks/*.json hold the values and their sources) and keeps only the
+fields where it differs from that stack.
 
 Usage: python3 tools/data/convert_published.py [path/to/published_runs.json]
 """
@@ -696,6 +699,67 @@ def bloom_prequel_setup(r, layers, pp):
     return None, None, bf16_opt
 
 
+def stack_of(title, zero):
+    """The framework stack (stacks/<name>.json) a source's runs ran on, or None."""
+    if title.startswith("Narayanan et al., SC'21"):
+        return "deepspeed-zero3@0.3" if zero == 3 else "megatron-lm@2020"
+    for prefix, name in (("Megatron-LM README (Sep 2020)", "megatron-lm@2020"), ("Megatron-LM README: ", "megatron-core@0.8"),
+                         (PREQUEL, "megatron-deepspeed@2022-02"), ("NVIDIA NeMo performance summary (NeMo 24.07", "nemo@24.07"),
+                         ("NVIDIA Megatron-Bridge", "megatron-bridge@26.04"), ("MosaicML llm-foundry", "llm-foundry@0.0.4"),
+                         (TITAN_DEC24, "torchtitan@2024-12"), ("torchtitan", "torchtitan@2024-04")):
+        if title.startswith(prefix):
+            return name
+    return None
+
+
+def stack_holds(when, scen):
+    """A stack value's condition (sim/scenario/stack.h StackCondition) against a converted scenario."""
+    t, par, model = scen["training"], scen["parallel"], scen["model"]
+    checks = {"gpu": lambda v: any(scen["cluster"]["gpu"].startswith(g) for g in v),
+              "dtype": lambda v: t.get("dtype", "bf16") in v,
+              "pipeline": lambda v: v == (par.get("pp", 1) > 1), "interleaved": lambda v: v == (par.get("vpp", 1) > 1),
+              "fsdp": lambda v: v == isinstance(par.get("fsdp"), dict), "zero_stage": lambda v: par.get("zero_stage", 0) in v,
+              "norm": lambda v: model.get("norm") in v, "position_embedding": lambda v: model.get("position_embedding") in v}
+    return all(checks[k](v) for k, v in when.items())
+
+
+def use_stack(scen, name, ci):
+    """Names the stack in the scenario and drops the fields whose value it supplies (their source is the stack's);
+    where the stack would supply a value the row does not have, the row keeps its own, as an override."""
+    stack = json.load(open(os.path.join(ROOT, "stacks", name + ".json")))
+    scen["stack"] = name
+    done = set()
+    for st in stack["settings"]:
+        path = st["field"].split(".")
+        parent = scen
+        for k in path[:-1]:
+            parent = parent.get(k) if isinstance(parent, dict) else None
+        if st["field"] in done or not isinstance(parent, dict) or not stack_holds(st.get("when", {}), scen):
+            continue
+        done.add(st["field"])
+        if parent.get(path[-1]) == st["value"]:
+            del parent[path[-1]]
+            if st["source"].startswith(ci.get(st["field"], "\0")):
+                del ci[st["field"]]
+        elif path[-1] not in parent and KEEP_DEFAULT.get(st["field"], lambda _: False)(scen) and STACK_DEFAULTS[st["field"]] != st["value"]:
+            parent[path[-1]] = STACK_DEFAULTS[st["field"]]
+
+
+# Stack values the converted rows did not carry and whose effect on them is not nil: the rows keep parasim's default.
+# Unfused gradient accumulation adds a pass per layer where the gradients are not sharded per layer (parasim does not model
+# the sharded 1/N accumulation, sim/parallel/pipeline_lowering.cpp): the llm-foundry rows with SHARD_GRAD_OP keep the fused
+# accumulation they were validated with.
+KEEP_DEFAULT = {"training.grad_accumulation_fusion":
+                lambda scen: (scen["parallel"].get("fsdp") or {}).get("sharding") not in ("full", "hybrid")
+                and scen["parallel"].get("zero_stage", 0) != 3}
+# parasim's default of each stack field a stack may set where a converted row keeps the default.
+STACK_DEFAULTS = {"training.grad_accumulation_fusion": True, "training.loss_impl": "megatron", "training.norm_impl": "fused",
+                  "training.rope_impl": "fused", "training.optimizer_impl": "fused", "training.attention_kernel": "flash",
+                  "training.make_vocab_size_divisible_by": 1, "parallel.p2p_sync": True, "parallel.zero_impl": "megatron",
+                  "parallel.fsdp.version": 2, "parallel.fsdp.backward_prefetch": "pre", "training.fp8_recipe": "delayed",
+                  "parallel.overlap_grad_reduce": True, "training.train_metrics": [], "parallel.pipeline_impl": "megatron"}
+
+
 def convert(r):
     """-> (measured-run dict, None) or (None, reason)."""
     m, h, p, meas = r["model"], r["hardware"], r["parallel"], r["measured"]
@@ -1051,6 +1115,9 @@ def convert(r):
         ci["cluster.inter_node"] = "the GPU profile's reference node network (DGX datasheet)"
     scen = {"schema": "parasim.scenario/1", "name": r["id"], "model": model,
             "cluster": cluster, "training": training, "parallel": par}
+    stack = stack_of(title, zero)
+    if stack:
+        use_stack(scen, stack, ci)
     out_meas = {}
     if "step_time_s" in meas:
         out_meas["step_time_s"] = meas["step_time_s"]

@@ -14,6 +14,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "scenarios", "measured")
+# The PyTorch release the benchmark ran (the context's torch 2.11.0+cu130), eager, no FSDP.
+STACK = "pytorch-fsdp2@2.11"
 PROFILES = {"H200": "h200-sxm-141g", "H100": "h100-sxm5-80g", "B200": "b200-sxm-180g"}
 
 
@@ -29,6 +31,7 @@ def scenario_of(case, gpu_profile):
     return {
         "schema": "parasim.scenario/1",
         "name": "own-%s-%s" % (gpu_profile, case["name"]),
+        "stack": STACK,
         "model": {"name": case["name"], "layers": case["layers"], "hidden": case["hidden"], "heads": case["heads"],
                   "kv_heads": case["heads"], "ffn_hidden": case["ffn_hidden"], "vocab": case["vocab"],
                   "activation": "gelu" if gpt else "swiglu", "norm": "layernorm" if gpt else "rmsnorm",
@@ -37,13 +40,9 @@ def scenario_of(case, gpu_profile):
         "cluster": {"gpu": gpu_profile, "nodes": 1, "gpus_per_node": 1},
         "training": {"global_batch": case["micro_batch"] * case["accum"], "micro_batch": case["micro_batch"],
                      "seq_len": case["seq_len"], "dtype": "bf16", "optimizer": "adam", "flash_attention": True,
-                     "loss_impl": "eager", "optimizer_impl": "fused",
-                     # The gradients are kept between steps (zeroed, not freed), so autograd's
-                     # AccumulateGrad adds each microbatch's weight gradients into them.
-                     "grad_accumulation_fusion": False,
-                     # nn.LayerNorm / nn.RMSNorm: PyTorch's native kernels, two backward kernels per
-                     # norm (layer_norm_grad_input_kernel, GammaBetaBackwardCUDAKernel in the profile).
-                     "norm_impl": "two_pass"},
+                     # The stack's eager F.cross_entropy, native norms (two backward kernels) and
+                     # AccumulateGrad; the benchmark passes fused=True to AdamW.
+                     "optimizer_impl": "fused"},
         "parallel": {"dp": 1, "tp": 1, "pp": 1, "schedule": "ddp", "recompute": case.get("recompute", "none")},
     }
 

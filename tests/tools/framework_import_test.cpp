@@ -1,0 +1,141 @@
+// `parasim import megatron|deepspeed|torchtitan|llm-foundry|hf-config` (tools/import/): each config
+// under tests/data/frameworks, written after a framework's published example, maps to the fields
+// the framework runs, names its stack, lists what it could not map, and the scenario loads and runs.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "../test_util.h"
+#include "tools/import/framework_config.h"
+
+namespace parasim {
+namespace {
+
+std::string text(const std::string& rel) {
+  std::ifstream in(test::test_data("frameworks/" + rel));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool lists(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+ImportOptions on(const std::string& gpu, std::int64_t nodes, const std::string& model = "") {
+  ImportOptions o;
+  o.gpu = gpu;
+  o.nodes = nodes;
+  o.model = model;
+  return o;
+}
+
+TEST(FrameworkImport, MegatronArgumentFile) {
+  const ImportResult r = import_megatron(split_args(text("megatron-llama3-8b.args")), on("h100-sxm5-80g", 1));
+  const Scenario sc = parse_scenario(r.scenario, "megatron.json", test::data_dir());
+  EXPECT_EQ(sc.stack, "megatron-core@0.8");
+  // tp 2 x pp 2 on 8 GPUs leaves dp 2; 128 sequences of micro batch 1.
+  EXPECT_EQ(sc.parallel.tp, 2);
+  EXPECT_EQ(sc.parallel.pp, 2);
+  EXPECT_EQ(sc.parallel.dp, 2);
+  EXPECT_EQ(sc.parallel.schedule, "1f1b");
+  EXPECT_TRUE(sc.parallel.sequence_parallel);
+  EXPECT_EQ(sc.parallel.zero_stage, 1);
+  EXPECT_TRUE(sc.parallel.overlap_grad_reduce);  // the flag overrides the stack's default (off)
+  EXPECT_EQ(sc.parallel.recompute, "selective");
+  EXPECT_EQ(sc.training.global_batch, 128);
+  EXPECT_EQ(sc.training.seq_len, 8192);
+  EXPECT_TRUE(sc.training.fp32_grad_accumulation);  // the stack: Megatron's bf16 main_grads
+  EXPECT_EQ(sc.model.layers, 32);
+  EXPECT_EQ(sc.model.kv_heads, 8);
+  EXPECT_EQ(sc.model.activation, "swiglu");
+  EXPECT_EQ(sc.model.norm, "rmsnorm");
+  EXPECT_FALSE(sc.model.dropout);
+  EXPECT_FALSE(sc.model.tied_embeddings);
+  EXPECT_EQ(sc.model.vocab, 128256);  // 128256 is a multiple of 128 x tp 2: no padding
+  EXPECT_EQ(r.unmapped, (std::vector<std::string>{"--manual-gc", "--no-create-attention-mask-in-dataloader"}));
+  EXPECT_GT(simulate(sc, Registries{}).result.step_time_s, 0);
+}
+
+TEST(FrameworkImport, MegatronInlineArgumentsAndErrors) {
+  const ImportResult r = import_megatron({"--tensor-model-parallel-size=4", "--pipeline-model-parallel-size", "2",
+                                          "--num-layers-per-virtual-pipeline-stage", "4", "--no-such-option", "7"},
+                                         on("h100-sxm5-80g", 2, "llama2-7b"));
+  EXPECT_EQ(r.scenario["parallel"]["dp"], 2);  // 16 GPUs / (tp 4 x pp 2)
+  EXPECT_EQ(r.scenario["parallel"]["vpp"], 4);  // 32 layers / (pp 2 x 4 per virtual stage)
+  EXPECT_EQ(r.scenario["parallel"]["schedule"], "interleaved");
+  EXPECT_EQ(r.unmapped, std::vector<std::string>{"--no-such-option"});
+  EXPECT_THROW(import_megatron({"--tensor-model-parallel-size", "three"}, on("h100-sxm5-80g", 1)), ConfigError);
+  EXPECT_THROW(import_megatron({"--tensor-model-parallel-size", "3"}, on("h100-sxm5-80g", 1)), ConfigError);  // 3 does not divide 8
+}
+
+TEST(FrameworkImport, DeepSpeedConfig) {
+  const Json c = read_json_file(test::test_data("frameworks/ds_config_zero2.json"));
+  ImportOptions o = on("a100-sxm4-80g", 1, "llama2-7b");
+  const ImportResult r = import_deepspeed(c, "ds.json", o);
+  Json j = r.scenario;
+  j["training"]["seq_len"] = 4096;
+  const Scenario sc = parse_scenario(j, "ds.json", test::data_dir());
+  EXPECT_EQ(sc.stack, "deepspeed@0.16");
+  EXPECT_EQ(sc.parallel.zero_stage, 2);
+  EXPECT_EQ(sc.parallel.zero_impl, "deepspeed");  // the stack's, for stage 2
+  EXPECT_EQ(sc.training.global_batch, 64);
+  EXPECT_EQ(sc.training.micro_batch, 2);
+  EXPECT_DOUBLE_EQ(sc.parallel.bucket_mb, 100);  // 5e7 elements x 2 bytes
+  EXPECT_FALSE(sc.training.grad_accumulation_fusion);
+  EXPECT_EQ(r.unmapped, (std::vector<std::string>{"activation_checkpointing", "zero_optimization.offload_optimizer"}));
+  EXPECT_THROW(import_deepspeed(c, "ds.json", on("a100-sxm4-80g", 1)), ConfigError);  // no model
+}
+
+TEST(FrameworkImport, TorchtitanJobFile) {
+  const ImportResult r = import_torchtitan(text("llama3_8b.toml"), "llama3_8b.toml", on("h100-sxm5-80g", 1));
+  const Scenario sc = parse_scenario(r.scenario, "titan.json", test::data_dir());
+  EXPECT_EQ(sc.stack, "torchtitan@2024-12");
+  EXPECT_EQ(sc.model.name, "llama3-8b");
+  EXPECT_EQ(sc.parallel.dp, 8);
+  ASSERT_TRUE(sc.parallel.fsdp.has_value());
+  EXPECT_EQ(sc.parallel.fsdp->sharding, "full");
+  EXPECT_EQ(sc.parallel.fsdp->reduce_dtype, "fp32");  // the stack
+  EXPECT_EQ(sc.parallel.recompute, "selective_op");
+  EXPECT_EQ(sc.training.norm_impl, "eager");  // compile = false: the stack's eager Llama
+  EXPECT_EQ(sc.training.global_batch, 8);
+  EXPECT_EQ(r.unmapped, std::vector<std::string>{});
+  std::string compiled = text("llama3_8b.toml");
+  compiled.replace(compiled.find("compile = false"), 15, "compile = true");
+  compiled += "\n[extra]\nthing = 1\n";
+  const ImportResult c = import_torchtitan(compiled, "c.toml", on("h100-sxm5-80g", 1));
+  EXPECT_EQ(c.scenario["training"]["norm_impl"], "fused");
+  EXPECT_EQ(c.unmapped, std::vector<std::string>{"extra.thing"});
+  EXPECT_THROW(import_torchtitan("[model\n", "bad.toml", on("h100-sxm5-80g", 1)), ConfigError);
+}
+
+TEST(FrameworkImport, LlmFoundryYamlRuns) {
+  const ImportResult r = import_llm_foundry(text("mpt-125m.yaml"), "mpt-125m.yaml", on("a100-sxm4-80g", 1));
+  const Scenario sc = parse_scenario(r.scenario, "mpt.json", test::data_dir());
+  EXPECT_EQ(sc.stack, "llm-foundry@0.0.4");
+  EXPECT_EQ(sc.model.hidden, 768);
+  EXPECT_EQ(sc.model.ffn_hidden, 3072);
+  EXPECT_EQ(sc.model.max_positions, 2048);  // ${max_seq_len}
+  EXPECT_EQ(sc.training.seq_len, 2048);
+  EXPECT_EQ(sc.training.global_batch, 256);
+  EXPECT_EQ(sc.training.micro_batch, 16);
+  EXPECT_EQ(sc.training.attention_kernel, "triton");
+  ASSERT_TRUE(sc.parallel.fsdp.has_value());
+  EXPECT_EQ(sc.parallel.fsdp->version, 1);  // the stack: Composer's FSDP1
+  EXPECT_EQ(sc.parallel.fsdp->backward_prefetch, "post");
+  EXPECT_EQ(sc.training.train_metrics.size(), 2u);
+  EXPECT_EQ(r.unmapped, std::vector<std::string>{"fsdp_config.use_orig_params"});
+  EXPECT_GT(simulate(sc, Registries{}).result.step_time_s, 0);
+}
+
+TEST(FrameworkImport, HuggingFaceConfigIsTheZooModel) {
+  const ImportResult r = import_hf_config(read_json_file(test::test_data("frameworks/llama-3-8b-config.json")), "llama-3-8b-config.json");
+  const ModelSpec m = parse_model(JsonObject(r.scenario, "m.json", ""));
+  const ModelSpec zoo = load_zoo_model(test::data_dir(), "llama3-8b", "test");
+  EXPECT_EQ(count_params(m).total(), count_params(zoo).total());
+  EXPECT_EQ(m.kv_heads, zoo.kv_heads);
+  EXPECT_EQ(r.unmapped, std::vector<std::string>{"quantization_config"});
+  EXPECT_THROW(import_hf_config(Json{{"model_type", "t5"}}, "t5.json"), ConfigError);
+}
+
+}  // namespace
+}  // namespace parasim

@@ -1,0 +1,197 @@
+// Megatron-LM / NeMo command lines (megatron/training/arguments.py names) -> a scenario naming
+// megatron-core@0.8 (or --stack). Each option maps to one scenario field; options with no effect
+// on a training step's time or memory (data, checkpoints, learning rate, logging) are skipped and
+// counted; the rest are reported by name.
+#include <functional>
+#include <map>
+#include <set>
+
+#include "tools/import/framework_config.h"
+
+namespace parasim {
+
+namespace {
+
+struct Args {
+  Json& sc;
+  std::vector<std::string>& notes;
+  Json& t() { return sc["training"]; }
+  Json& p() { return sc["parallel"]; }
+  Json& m() { return sc["model"]; }
+};
+using Handler = std::function<void(Args&, const std::string&)>;
+
+std::int64_t to_int(const std::string& opt, const std::string& v) {
+  try {
+    size_t used = 0;
+    const long long x = std::stoll(v, &used);
+    if (used == v.size()) return x;
+  } catch (const std::exception&) {
+  }
+  throw ConfigError(opt + ": expected an integer, got \"" + v + "\"");
+}
+
+Handler set_int(const char* section, const char* key) {
+  return [=](Args& a, const std::string& v) { a.sc[section][key] = to_int(std::string("--") + key, v); };
+}
+Handler set_bool(const char* section, const char* key, bool value) {
+  return [=](Args& a, const std::string&) { a.sc[section][key] = value; };
+}
+
+// Options that take a value (the others are flags).
+const std::map<std::string, Handler>& valued() {
+  static const std::map<std::string, Handler> h = {
+      {"num-layers", set_int("model", "layers")},
+      {"hidden-size", set_int("model", "hidden")},
+      {"num-attention-heads", set_int("model", "heads")},
+      {"num-query-groups", set_int("model", "kv_heads")},
+      {"ffn-hidden-size", set_int("model", "ffn_hidden")},
+      {"kv-channels", set_int("model", "head_dim")},
+      {"vocab-size", set_int("model", "vocab")},
+      {"max-position-embeddings", set_int("model", "max_positions")},
+      {"seq-length", set_int("training", "seq_len")},
+      {"micro-batch-size", set_int("training", "micro_batch")},
+      {"global-batch-size", set_int("training", "global_batch")},
+      {"make-vocab-size-divisible-by", set_int("training", "make_vocab_size_divisible_by")},
+      {"tensor-model-parallel-size", set_int("parallel", "tp")},
+      {"pipeline-model-parallel-size", set_int("parallel", "pp")},
+      {"virtual-pipeline-model-parallel-size", set_int("parallel", "vpp")},
+      {"context-parallel-size", set_int("parallel", "cp")},
+      {"expert-model-parallel-size", set_int("parallel", "ep")},
+      {"expert-tensor-parallel-size", set_int("parallel", "etp")},
+      {"recompute-num-layers", set_int("parallel", "recompute_num_layers")},
+      {"num-layers-per-virtual-pipeline-stage",
+       [](Args& a, const std::string& v) { a.sc["_layers_per_virtual_stage"] = to_int("--num-layers-per-virtual-pipeline-stage", v); }},
+      {"nnodes", set_int("cluster", "nodes")},
+      {"nproc_per_node", set_int("cluster", "gpus_per_node")},
+      {"nproc-per-node", set_int("cluster", "gpus_per_node")},
+      {"num-experts", [](Args& a, const std::string& v) { a.m()["moe"]["experts"] = to_int("--num-experts", v); }},
+      {"moe-router-topk", [](Args& a, const std::string& v) { a.m()["moe"]["top_k"] = to_int("--moe-router-topk", v); }},
+      {"moe-ffn-hidden-size", [](Args& a, const std::string& v) { a.m()["moe"]["expert_ffn_hidden"] = to_int("--moe-ffn-hidden-size", v); }},
+      {"position-embedding-type",
+       [](Args& a, const std::string& v) {
+         if (v != "rope" && v != "learned_absolute" && v != "none") throw ConfigError("--position-embedding-type: \"" + v + "\" is not modelled");
+         a.m()["position_embedding"] = v == "learned_absolute" ? "learned" : v;
+       }},
+      {"hidden-dropout", [](Args& a, const std::string& v) { a.sc["_dropout"]["hidden"] = std::stod(v) > 0; }},
+      {"attention-dropout", [](Args& a, const std::string& v) { a.sc["_dropout"]["attention"] = std::stod(v) > 0; }},
+      {"normalization", [](Args& a, const std::string& v) { a.m()["norm"] = v == "RMSNorm" ? "rmsnorm" : "layernorm"; }},
+      {"recompute-granularity", [](Args& a, const std::string& v) { a.p()["recompute"] = v; }},
+      {"recompute-method",
+       [](Args& a, const std::string& v) {
+         if (v != "block") a.notes.push_back("--recompute-method " + v + ": modelled as every layer recomputed");
+       }},
+      {"attention-backend",
+       [](Args& a, const std::string& v) {
+         if (v == "flash") a.t()["attention_kernel"] = "flash";
+         else if (v == "fused") a.t()["attention_kernel"] = "cudnn";
+         else if (v == "unfused" || v == "local") a.t()["flash_attention"] = false;
+         // auto: Transformer Engine's choice, the stack's
+       }},
+      {"fp8-format", [](Args& a, const std::string&) { a.t()["dtype"] = "fp8"; }},
+      {"fp8-recipe",
+       [](Args& a, const std::string& v) {
+         const std::map<std::string, std::string> r = {{"delayed", "delayed"}, {"tensorwise", "current"}, {"mxfp8", "mxfp8"}};
+         if (!r.count(v)) throw ConfigError("--fp8-recipe: \"" + v + "\" is not modelled (delayed, tensorwise, mxfp8)");
+         a.t()["fp8_recipe"] = r.at(v);
+       }},
+  };
+  return h;
+}
+
+const std::map<std::string, Handler>& flags() {
+  static const std::map<std::string, Handler> h = {
+      {"bf16", [](Args& a, const std::string&) { if (!a.t().contains("dtype")) a.t()["dtype"] = "bf16"; }},
+      {"fp16", [](Args& a, const std::string&) { if (!a.t().contains("dtype")) a.t()["dtype"] = "fp16"; }},
+      {"swiglu", [](Args& a, const std::string&) { a.m()["activation"] = "swiglu"; }},
+      {"untie-embeddings-and-output-weights", set_bool("model", "tied_embeddings", false)},
+      {"disable-bias-linear", set_bool("model", "bias", false)},
+      {"group-query-attention", [](Args&, const std::string&) {}},
+      {"use-rotary-position-embeddings", [](Args& a, const std::string&) { a.m()["position_embedding"] = "rope"; }},
+      {"sequence-parallel", set_bool("parallel", "sequence_parallel", true)},
+      {"use-distributed-optimizer", [](Args& a, const std::string&) { a.p()["zero_stage"] = 1; }},
+      {"overlap-grad-reduce", set_bool("parallel", "overlap_grad_reduce", true)},
+      {"tp-comm-overlap", set_bool("parallel", "tp_comm_overlap", true)},
+      {"recompute-activations", [](Args& a, const std::string&) { a.p()["recompute"] = "selective"; }},
+      {"no-gradient-accumulation-fusion", set_bool("training", "grad_accumulation_fusion", false)},
+      {"accumulate-allreduce-grads-in-fp32", set_bool("training", "fp32_grad_accumulation", true)},
+      {"cross-entropy-loss-fusion", [](Args& a, const std::string&) { a.t()["loss_impl"] = "fused"; }},
+      {"no-overlap-p2p-communication", set_bool("parallel", "p2p_sync", true)},
+      {"overlap-p2p-communication", set_bool("parallel", "p2p_sync", false)},
+      {"use-flash-attn", [](Args& a, const std::string&) { a.t()["attention_kernel"] = "flash"; }},
+  };
+  return h;
+}
+
+// Options that set nothing a training step's time or memory depends on.
+const std::set<std::string>& no_effect() {
+  static const std::set<std::string> s = {
+      "lr", "min-lr", "lr-decay-style", "lr-warmup-iters", "lr-warmup-fraction", "lr-decay-iters", "lr-decay-samples", "weight-decay",
+      "clip-grad", "adam-beta1", "adam-beta2", "adam-eps", "init-method-std", "seed", "train-iters", "train-samples", "eval-iters",
+      "eval-interval", "save-interval", "log-interval", "save", "load", "data-path", "split", "tokenizer-type", "tokenizer-model",
+      "vocab-file", "merge-file", "tensorboard-dir", "wandb-project", "exit-duration-in-mins", "distributed-backend",
+      "distributed-timeout-minutes", "rotary-base", "rotary-percent", "norm-epsilon",
+      "mock-data", "no-masked-softmax-fusion", "no-bias-dropout-fusion", "no-bias-gelu-fusion", "use-mcore-models", "ckpt-format",
+      "log-throughput", "log-timers-to-tensorboard", "bf16-param-gather", "transformer-impl", "data-cache-path", "master_addr",
+      "master_port", "node_rank", "rdzv-id", "rdzv-backend", "rdzv-endpoint", "standalone", "use-checkpoint-args", "finetune"};
+  return s;
+}
+
+// Megatron's derived model defaults: kv_heads = heads, ffn_hidden 4h (or 8h/3 rounded down to a
+// multiple of 64 with SwiGLU), max_positions = seq_len, dropout from the two dropout options.
+void finish_megatron_model(ImportResult& r) {
+  Json& m = r.scenario["model"];
+  if (r.scenario.contains("_dropout")) {
+    const Json d = r.scenario["_dropout"];
+    m["dropout"] = d.value("hidden", true) || d.value("attention", true);
+    r.scenario.erase("_dropout");
+  }
+  if (m.contains("heads") && !m.contains("kv_heads")) m["kv_heads"] = m["heads"];
+  if (m.contains("hidden") && !m.contains("ffn_hidden")) {
+    const std::int64_t h = m["hidden"];
+    m["ffn_hidden"] = m["activation"] == "swiglu" ? (4 * h * 2 / 3) / 64 * 64 : 4 * h;
+    r.notes.push_back("model.ffn_hidden: Megatron's default for the hidden size");
+  }
+  if (m["position_embedding"] == "learned" && !m.contains("max_positions") && r.scenario["training"].contains("seq_len"))
+    m["max_positions"] = r.scenario["training"]["seq_len"];
+  if (!m.contains("vocab")) r.notes.push_back("model.vocab: the tokenizer's size, not on the command line: give --vocab-size or --model");
+}
+
+}  // namespace
+
+ImportResult import_megatron(const std::vector<std::string>& args, const ImportOptions& o) {
+  ImportResult r;
+  r.scenario = scenario_skeleton(o, "megatron-import", "megatron-core@0.8");
+  // Megatron's defaults for a GPT model: GeLU, LayerNorm, tied embeddings, biases, learned
+  // positions, dropout 0.1 (megatron/training/arguments.py).
+  r.scenario["model"] = {{"name", "megatron-import"}, {"activation", "gelu"}, {"norm", "layernorm"}, {"tied_embeddings", true},
+                         {"bias", true}, {"position_embedding", "learned"}, {"dropout", true}};
+  Args a{r.scenario, r.notes};
+  int skipped = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].starts_with("--")) continue;  // the script (pretrain_gpt.py) or a positional
+    std::string opt = args[i].substr(2), value;
+    const auto eq = opt.find('=');
+    const bool has_eq = eq != std::string::npos;
+    if (has_eq) value = opt.substr(eq + 1), opt = opt.substr(0, eq);
+    const bool next_is_value = !has_eq && i + 1 < args.size() && !args[i + 1].starts_with("--");
+    if (const auto it = valued().find(opt); it != valued().end()) {
+      if (!has_eq && !next_is_value) throw ConfigError("--" + opt + ": expected a value");
+      it->second(a, has_eq ? value : args[++i]);
+    } else if (const auto f = flags().find(opt); f != flags().end()) {
+      f->second(a, "");
+    } else {
+      if (next_is_value) ++i;
+      if (no_effect().count(opt)) ++skipped;
+      else r.unmapped.push_back("--" + opt);
+    }
+  }
+  finish_megatron_model(r);
+  apply_model_option(r.scenario, o);
+  finish_layout(r.scenario, r.scenario.value("_layers_per_virtual_stage", 0));
+  r.scenario.erase("_layers_per_virtual_stage");
+  if (skipped > 0) r.notes.push_back(std::to_string(skipped) + " options with no effect on a step's time or memory skipped");
+  return r;
+}
+
+}  // namespace parasim
