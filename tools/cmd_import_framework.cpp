@@ -74,6 +74,7 @@ void add_framework_import_commands(CLI::App& app, Context& ctx) {
   mg->callback([f, &ctx]() {
     ctx.exit_code = run_guarded([&]() {
       const bool file = f->inputs.size() == 1 && !f->inputs[0].starts_with("--");
+      f->opt.data_dir = ctx.data_dir;
       return emit(import_megatron(file ? split_args(read_text(f->inputs[0])) : f->inputs, f->opt), *f, ctx, false);
     });
   });

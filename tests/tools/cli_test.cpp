@@ -1,4 +1,6 @@
 // The CLI as a user meets it: exit codes, messages on stderr, JSON on stdout.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -328,7 +330,9 @@ namespace parasim {
 namespace {
 
 Ran sh(const std::string& script) {
-  const std::string path = write_temp("script.sh", "parasim() { '" + std::string(PARASIM_BINARY) + "' \"$@\"; }\n" + script + "\n");
+  // One file per call and process: ctest runs the tests of this file in parallel processes.
+  static int calls = 0;
+  const std::string path = write_temp("script-" + std::to_string(::getpid()) + "-" + std::to_string(++calls) + ".sh", "parasim() { '" + std::string(PARASIM_BINARY) + "' \"$@\"; }\n" + script + "\n");
   return run_shell("bash " + path);
 }
 

@@ -19,13 +19,12 @@ std::string text(const std::string& rel) {
   return ss.str();
 }
 
-bool lists(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
-
 ImportOptions on(const std::string& gpu, std::int64_t nodes, const std::string& model = "") {
   ImportOptions o;
   o.gpu = gpu;
   o.nodes = nodes;
   o.model = model;
+  o.data_dir = test::data_dir();
   return o;
 }
 

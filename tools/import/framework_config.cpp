@@ -24,7 +24,7 @@ void apply_model_option(Json& scenario, const ImportOptions& o) {
   }
 }
 
-void finish_layout(Json& sc, std::int64_t layers_per_virtual_stage) {
+void finish_layout(Json& sc, std::int64_t layers_per_virtual_stage, const std::string& data_dir) {
   Json& p = sc["parallel"];
   const std::int64_t gpus = sc["cluster"]["nodes"].get<std::int64_t>() * sc["cluster"]["gpus_per_node"].get<std::int64_t>();
   const std::int64_t tp = p.value("tp", 1), pp = p.value("pp", 1), cp = p.value("cp", 1);
@@ -32,8 +32,11 @@ void finish_layout(Json& sc, std::int64_t layers_per_virtual_stage) {
     throw ConfigError("tp*pp*cp = " + std::to_string(tp * pp * cp) + " does not divide the " + std::to_string(gpus) +
                       " GPUs (--nodes x --gpus-per-node)");
   p["dp"] = gpus / (tp * pp * cp);
-  if (layers_per_virtual_stage > 0 && sc["model"].is_object() && sc["model"].contains("layers"))
-    p["vpp"] = sc["model"]["layers"].get<std::int64_t>() / (pp * layers_per_virtual_stage);
+  std::int64_t layers = 0;
+  if (sc["model"].is_object() && sc["model"].contains("layers")) layers = sc["model"]["layers"].get<std::int64_t>();
+  else if (sc["model"].is_string() && !data_dir.empty())  // a zoo model: its layer count from the zoo
+    layers = read_json_file(data_dir + "/models/" + sc["model"].get<std::string>() + ".json").value("layers", std::int64_t{0});
+  if (layers_per_virtual_stage > 0 && layers > 0) p["vpp"] = layers / (pp * layers_per_virtual_stage);
   if (!p.contains("schedule")) p["schedule"] = pp == 1 ? "ddp" : p.value("vpp", 1) > 1 ? "interleaved" : "1f1b";
 }
 

@@ -19,6 +19,7 @@ struct ImportOptions {
   std::int64_t gpus_per_node = 8;
   std::string model;          // zoo name or model JSON path; "" = from the config where it has one
   std::string stack;          // "" = the reader's default stack
+  std::string data_dir;       // where a zoo model named by `model` is read (its layer count)
 };
 
 struct ImportResult {
@@ -44,7 +45,7 @@ ImportResult import_llm_foundry(const std::string& yaml_text, const std::string&
 Json scenario_skeleton(const ImportOptions& o, const std::string& default_name, const std::string& default_stack);
 // dp from the GPUs and the other degrees, vpp from layers per virtual stage (0: none), the pipeline
 // schedule Megatron runs (interleaved with vpp > 1, else 1F1B; ddp without pipelining).
-void finish_layout(Json& scenario, std::int64_t layers_per_virtual_stage);
+void finish_layout(Json& scenario, std::int64_t layers_per_virtual_stage, const std::string& data_dir = "");
 // The options' model into the scenario (zoo name or model file), when given.
 void apply_model_option(Json& scenario, const ImportOptions& o);
 

@@ -188,7 +188,7 @@ ImportResult import_megatron(const std::vector<std::string>& args, const ImportO
   }
   finish_megatron_model(r);
   apply_model_option(r.scenario, o);
-  finish_layout(r.scenario, r.scenario.value("_layers_per_virtual_stage", 0));
+  finish_layout(r.scenario, r.scenario.value("_layers_per_virtual_stage", 0), o.data_dir);
   r.scenario.erase("_layers_per_virtual_stage");
   if (skipped > 0) r.notes.push_back(std::to_string(skipped) + " options with no effect on a step's time or memory skipped");
   return r;
