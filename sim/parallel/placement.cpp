@@ -17,10 +17,18 @@ std::int64_t window(std::int64_t world, std::int64_t gpn, std::int64_t block) {
   return std::min(world, l);
 }
 
-bool is_base(std::int64_t r, const std::vector<std::pair<std::int64_t, std::int64_t>>& dims) {
-  for (const auto& [s, n] : dims)
-    if ((r / s) % n != 0) return false;
-  return true;
+// The first base at or after r: a rank whose index in every dimension is 0 (a rank with index i
+// in a dimension of stride s and size n skips to the start of the next block of s * n).
+std::int64_t next_base(std::int64_t r, const std::vector<std::pair<std::int64_t, std::int64_t>>& dims) {
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (const auto& [s, n] : dims)
+      if ((r / s) % n != 0) {
+        r = (r / (s * n) + 1) * (s * n);
+        moved = true;
+      }
+  }
+  return r;
 }
 
 }  // namespace
@@ -36,8 +44,7 @@ GroupPlacement place_groups(std::int64_t world, std::int64_t gpn, const std::vec
   const std::int64_t w = window(world, gpn, block);
   std::vector<std::int64_t> crossing(static_cast<size_t>((w + gpn - 1) / gpn), 0);
   std::vector<std::int64_t> members, nodes;
-  for (std::int64_t b = 0; b < w; ++b) {
-    if (!is_base(b, dims)) continue;
+  for (std::int64_t b = next_base(0, dims); b < w; b = next_base(b + 1, dims)) {
     members.assign(1, b);
     for (const auto& [s, n] : dims) {
       const size_t have = members.size();
@@ -65,8 +72,7 @@ GroupPlacement place_pairs(std::int64_t world, std::int64_t gpn, std::int64_t st
   std::vector<std::int64_t> crossing(static_cast<size_t>((world + gpn - 1) / gpn), 0);
   const std::vector<std::pair<std::int64_t, std::int64_t>> dims{{stride, size}};
   const std::int64_t w = window(world, gpn, stride * size);
-  for (std::int64_t b = 0; b < w; ++b) {
-    if (!is_base(b, dims)) continue;
+  for (std::int64_t b = next_base(0, dims); b < w; b = next_base(b + 1, dims)) {
     const std::int64_t a = (b + from * stride) / gpn, z = (b + to * stride) / gpn;
     if (a == z) continue;
     out.max_nodes = 2;
