@@ -12,6 +12,7 @@
 #include "sim/planning/layouts.h"
 #include "tools/commands.h"
 #include "tools/planning_io.h"
+#include "tools/time_to_train.h"
 
 namespace parasim {
 
@@ -65,6 +66,19 @@ Json curve_point(const PlanJob& job, const PlanResult& res, double price) {
     p["days"] = nullptr, p["gpu_hours"] = nullptr, p["cost"] = nullptr;
   }
   return p;
+}
+
+// Time to train on the best fitting layout, with goodput (sim/planning/goodput.h): its scenario
+// is rebuilt from the layout it was simulated from. Null without --tokens or a fitting layout.
+Json best_time_to_train(const PlanJob& job, const PlanResult& res, const PlanOpts& o, const std::string& data_dir) {
+  const auto& rows = res.evaluated.rows;
+  if (o.tokens <= 0 || rows.empty() || rows.front().status != "ok") return nullptr;
+  const Row& best = rows.front();
+  const Scenario sc = parse_scenario(layout_scenario(job, res.enumeration.layouts.at(best.index)), job.base_file, data_dir);
+  TimeToTrainOptions t;
+  t.tokens = o.tokens;
+  if (o.price > 0) t.price_per_gpu_hour = o.price;
+  return ttt_json(t.evaluate(sc, best.step_s, data_dir));
 }
 
 void print_plan(const PlanJob& job, const PlanResult& res, const PlanOpts& o) {
@@ -140,6 +154,7 @@ int run_plan_command(const PlanOpts& o, Context& ctx) {
         break;
       }
   const PlanResult& res = *main_result;
+  const Json ttt = best_time_to_train(job, res, o, ctx.data_dir);
   const std::vector<std::string> names = {"dp", "tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch", "schedule", "sharding", "recompute", "sp", "tp_overlap"};
   if (!o.csv.empty()) write_file_whole(o.csv, rows_csv(res.evaluated.rows, names, o.price));
   if (o.json) {
@@ -152,10 +167,15 @@ int run_plan_command(const PlanOpts& o, Context& ctx) {
                          {"tokens", o.tokens > 0 ? Json(o.tokens) : Json(nullptr)}, {"headroom", o.headroom}, {"base", job.base_file}}},
                 {"objective", objective_name(objective)}, {"candidates", res.enumeration.candidates}, {"pruned", pruned},
                 {"evaluated", res.evaluated.evaluated}, {"interrupted", interrupted}, {"rows", rows},
-                {"time_to_train", nullptr}, {"curve", curve}, {"deadline", deadline}};
+                {"time_to_train", ttt}, {"curve", curve}, {"deadline", deadline}};
     std::cout << out.dump(2) << "\n";
   } else {
     print_plan(job, res, o);
+    if (!ttt.is_null())
+      std::cout << fmt::format("\n  the best layout trains {:.4g} tokens in {:.2f} days ({:.4g} GPU-hours, goodput {:.1f} %); days "
+                               "p10..p90 {:.2f}..{:.2f}\n",
+                               o.tokens, ttt["days"].get<double>(), ttt["gpu_hours"].get<double>(), 100 * ttt["goodput"].get<double>(),
+                               ttt["band"]["p10_days"].get<double>(), ttt["band"]["p90_days"].get<double>());
     if (curve.size() > 1 || o.tokens > 0) {
       std::cout << fmt::format("\n  {:>6} {:>10} {:>12} {:>10} {:>14} {:>14}\n", "gpus", "step_s", "tokens/s", "days", "GPU-hours", "cost");
       for (const Json& p : curve) {
