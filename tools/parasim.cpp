@@ -8,10 +8,7 @@
 #include <fmt/format.h>
 
 #include "tools/commands.h"
-
-#ifndef PARASIM_DEFAULT_DATA_DIR
-#define PARASIM_DEFAULT_DATA_DIR "."
-#endif
+#include "tools/data_dir.h"
 
 int main(int argc, char** argv) {
   using namespace parasim;
@@ -19,9 +16,21 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("parasim ") + PARASIM_VERSION);
   Context ctx;
-  if (const char* d = std::getenv("PARASIM_DATA_DIR")) ctx.data_dir = d;
-  else ctx.data_dir = PARASIM_DEFAULT_DATA_DIR;
-  app.add_option("--data-dir", ctx.data_dir, "where models/ and calibrate/profiles/ live (default: the source tree)");
+  // Found once, after parsing and before any command runs: --data-dir, else $PARASIM_DATA_DIR, else
+  // ../share/parasim beside the executable (docs/install.md).
+  DataDirCandidates where;
+  if (const char* d = std::getenv("PARASIM_DATA_DIR")) where.env = d;
+  where.binary_dir = executable_dir();
+  app.add_option_function<std::string>("--data-dir", [&where](const std::string& d) { where.flag = d; },
+                                       "where models/ and calibrate/profiles/ live (default: $PARASIM_DATA_DIR, else "
+                                       "../share/parasim beside the executable)");
+  app.parse_complete_callback([&]() {
+    ctx.exit_code = run_guarded([&]() {
+      ctx.data_dir = resolve_data_dir(where);
+      return 0;
+    });
+    if (ctx.exit_code != 0) throw CLI::RuntimeError(ctx.exit_code);
+  });
 
   add_run_command(app, ctx);
   add_list_command(app, ctx);
@@ -29,6 +38,7 @@ int main(int argc, char** argv) {
   add_check_commands(app, ctx);
   add_network_commands(app, ctx);
   add_import_command(app, ctx);
+  add_docs_command(app, ctx);
 
   try {
     app.parse(argc, argv);
