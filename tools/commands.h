@@ -25,5 +25,6 @@ void add_profile_command(CLI::App& app, Context& ctx);
 void add_check_commands(CLI::App& app, Context& ctx);
 void add_network_commands(CLI::App& app, Context& ctx);
 void add_import_command(CLI::App& app, Context& ctx);
+void add_docs_command(CLI::App& app, Context& ctx);
 
 }  // namespace parasim
