@@ -71,7 +71,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
         return 0;
       }
       Json j = result_json(out.result);
-      std::ostringstream interval_text;  // printed below the summary
+      std::stringstream interval_text;  // printed below the summary
       if (o->interval > 0) {
         const Interval iv = predict_interval(sc, ctx.registries, o->interval);
         j["step_time_interval_s"] = {iv.step_time_p10_s, iv.step_time_p90_s};

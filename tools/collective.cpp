@@ -4,6 +4,7 @@
 #include <map>
 #include <regex>
 
+#include "sim/core/units.h"
 #include "sim/network/flow_network.h"
 
 namespace parasim {

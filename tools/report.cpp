@@ -108,8 +108,8 @@ std::string ideal_bubble(const Scenario& sc) {
   else if (p.schedule == "gpipe" || p.schedule == "1f1b") formula = "(p-1)/(m+p-1)", ideal = (pp - 1) / (m + pp - 1);
   else if (p.schedule == "interleaved") formula = "(p-1)/(v*m+p-1)", ideal = (pp - 1) / (v * m + pp - 1);
   else return "";
-  return fmt::format("  (ideal {} = {:.1f} % for p {}{}, m {}; the rest: unequal stages, as the embedding on the first and the "
-                     "output layer and loss on the last, pipeline sends, warm-up)",
+  return fmt::format("  (ideal {} = {:.1f} % with p {}{}, m {}; the gap: unequal stages (embedding first, output layer and "
+                     "loss last), pipeline sends, warm-up)",
                      formula, 100 * ideal, p.pp, p.schedule == "interleaved" ? fmt::format(", v {}", p.vpp) : "", sc.microbatches());
 }
 
