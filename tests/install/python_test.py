@@ -35,12 +35,12 @@ assert parasim.check(measured) == json.loads(proc.stdout)
 # Bad input: a ConfigError (a ValueError) naming the JSON pointer, as the CLI prints it.
 with open(scenario) as f:
     bad = json.load(f)
-bad["parallel"]["tp"] = 3
+bad["parallel"]["scheudle"] = bad["parallel"].pop("schedule")
 try:
     parasim.run(bad)
-    raise AssertionError("tp 3 was accepted")
+    raise AssertionError("a misspelled key was accepted")
 except parasim.ConfigError as e:
-    assert "/parallel/tp" in str(e) and isinstance(e, ValueError), str(e)
+    assert str(e) == '<dict>: /parallel/scheudle: unknown key; did you mean "schedule"?' and isinstance(e, ValueError), str(e)
 try:
     parasim.run(scenario, data_dir="/nonexistent")
     raise AssertionError("a missing data directory was accepted")
