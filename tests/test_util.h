@@ -1,9 +1,14 @@
 // Helpers shared by the test suites. Data is located through CMake-configured directories.
 #pragma once
+#include <array>
+#include <cstdio>
 #include <functional>
 #include <initializer_list>
 #include <string>
 #include <typeinfo>
+#include <utility>
+
+#include <sys/wait.h>
 
 #include <gtest/gtest.h>
 
@@ -25,6 +30,16 @@ inline std::string scenario_error(const Json& j) {
     return e.what();
   }
   return "(no error)";
+}
+
+// The parasim binary's standard output (stderr dropped) and exit status for `args`.
+inline std::pair<int, std::string> cli_stdout(const std::string& args) {
+  FILE* f = popen((std::string(PARASIM_BINARY) + " " + args + " 2>/dev/null").c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (size_t n = fread(buf.data(), 1, buf.size(), f)) out.append(buf.data(), n);
+  const int st = pclose(f);
+  return {WEXITSTATUS(st), out};
 }
 
 // A small valid scenario to modify in tests.

@@ -112,21 +112,12 @@ TEST(Plan, SurvivorsLoadAndTheBestFits) {
 namespace parasim {
 namespace {
 
-std::string plan_stdout(const std::string& args) {
-  FILE* f = popen((std::string(PARASIM_BINARY) + " " + args + " 2>/dev/null").c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), f)) out.append(buf.data(), n);
-  pclose(f);
-  return out;
-}
-
 TEST(Plan, TimeToTrainOfTheBestLayoutIncludesGoodput) {
   // The best layout's time to train: never shorter than its tokens at its throughput (the curve's
   // ideal days); failures, restarts and checkpoints only add, so goodput lies in (0, 1].
-  const Json j = Json::parse(plan_stdout(
+  const Json j = Json::parse(test::cli_stdout(
       "plan --model llama3-8b --gpu h100-sxm5-80g --gpus 8 --seq 4096 --global-batch 16 --max-vpp 1 --max-micro-batch 1 "
-      "--tokens 1e11 --price-per-gpu-hour 2 --json --jobs 2"));
+      "--tokens 1e11 --price-per-gpu-hour 2 --json --jobs 2").second);
   const Json& t = j.at("time_to_train");
   ASSERT_TRUE(t.is_object()) << j.dump();
   const double ideal = j.at("curve").at(0).at("days").get<double>();

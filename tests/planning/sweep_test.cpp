@@ -79,27 +79,16 @@ TEST(Sweep, ThreadCountDoesNotChangeTheOutput) {
   EXPECT_EQ(a, b);
 }
 
-// The command's stdout (timings go to stderr) and exit status.
-std::pair<int, std::string> run_cli(const std::string& args) {
-  const std::string cmd = std::string(PARASIM_BINARY) + " " + args + " 2>/dev/null";
-  FILE* f = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), f)) out.append(buf.data(), n);
-  const int st = pclose(f);
-  return {WEXITSTATUS(st), out};
-}
-
 TEST(Sweep, CommandOutputIsTheSameOnOneAndTwoThreads) {
   const std::string file = ::testing::TempDir() + "sweep_jobs.json";
   std::ofstream(file) << test::base_scenario().dump();
   const std::string args = "sweep " + file + " --vary tp=1,2,4 --vary micro_batch=1,2 --vary recompute=none,full";
-  const auto one = run_cli(args + " --json --jobs 1");
-  const auto two = run_cli(args + " --json --jobs 2");
+  const auto one = test::cli_stdout(args + " --json --jobs 1");
+  const auto two = test::cli_stdout(args + " --json --jobs 2");
   ASSERT_EQ(one.first, 0) << one.second;
   EXPECT_EQ(one.second, two.second);
-  const auto table1 = run_cli(args + " --jobs 1");
-  const auto table2 = run_cli(args + " --jobs 2");
+  const auto table1 = test::cli_stdout(args + " --jobs 1");
+  const auto table2 = test::cli_stdout(args + " --jobs 2");
   EXPECT_EQ(table1.second, table2.second);
   EXPECT_EQ(Json::parse(one.second)["schema"], "parasim.sweep/1");
 }
