@@ -1,5 +1,8 @@
 #include "sim/simulation.h"
 
+#include <fmt/format.h>
+
+#include <functional>
 #include <set>
 #include <string_view>
 
@@ -31,7 +34,57 @@ LayerShape layer_shape(const Scenario& sc) {
   return sh;
 }
 
-SimulationOutput simulate(const Scenario& sc, const Registries& reg, const NetworkModel* network) {
+namespace {
+
+// Lowers, runs and measures the scenario `s` (sc with another microbatch count, when folding).
+void simulate_step(const Scenario& s, const Registries& reg, const LayerGraph& graph, const ModelGraph& layers,
+                   const CostModel& cost, const NetworkModel& net, SimulationOutput& out) {
+  const LoweringInput in{s, graph, layers, cost, net};
+  EngineOptions eo;
+  eo.overlap_compute_slowdown = s.profile.overlap_compute_slowdown.value;
+  try {
+    out.program = lower(reg.schedules, in);
+    out.timeline = run_program(out.program, eo);
+  } catch (const RangeError& e) {
+    throw ConfigError(s.file + ": /training: " + e.what());
+  } catch (const ForcedAlgorithmError& e) {
+    throw ConfigError(s.file + ": " + (s.cluster.nccl_algorithm != "auto" ? "/network/algorithm" : "/network/protocol") + ": " + e.what());
+  }
+  MetricsInput mi;
+  mi.scenario = s.name;
+  mi.tokens_per_step = static_cast<double>(s.training.global_batch) * static_cast<double>(s.training.seq_len);
+  mi.gpus = s.cluster.gpus();
+  mi.peak_flops = cost.peak_flops();
+  mi.capacity_bytes = s.profile.device.memory_bytes;
+  out.result = compute_metrics(mi, out.program, out.timeline);
+}
+
+// The step folded onto its steady state (sim/steady_state.h): a, 2a, 3a microbatches simulated,
+// a doubled while the three are not yet periodic; nothing when 6a reaches the step's own count
+// (simulating the step itself is then as cheap).
+bool simulate_folded(const Scenario& sc, const std::function<void(const Scenario&, SimulationOutput&)>& step, SimulationOutput& out) {
+  const std::int64_t m = sc.microbatches();
+  const double tokens = static_cast<double>(sc.training.global_batch) * static_cast<double>(sc.training.seq_len);
+  for (std::int64_t a = fold_unit(sc); 6 * a < m; a *= 2) {
+    std::array<Result, 3> at;
+    for (int k = 0; k < 3; ++k) {
+      SimulationOutput part;
+      step(with_microbatches(sc, (k + 1) * a), part);
+      at[static_cast<size_t>(k)] = std::move(part.result);
+    }
+    if (std::optional<Result> r = extrapolate_steady_state(at, a, m, tokens)) {
+      out.result = std::move(*r);
+      out.result.scenario = sc.name;
+      out.fold.simulated = {a, 2 * a, 3 * a};
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+SimulationOutput simulate(const Scenario& sc, const Registries& reg, const NetworkModel* network, Detail detail) {
   SimulationOutput out;
   const ModelGraph layers = build_model_graph(sc.model, layer_shape(sc));
   const LayerGraph& graph = layers.kinds.front();
@@ -39,25 +92,21 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
   const auto own = network ? nullptr : make_network(sc.network, sc.profile, sc.cluster);
   const NetworkModel& base = network ? *network : *own;
   const ScaledNetwork scaled(base, sc.profile.time_scale.network);
-  const LoweringInput in{sc, graph, layers, cost, sc.profile.time_scale.network != 1.0 ? scaled : base};
-  EngineOptions eo;
-  eo.overlap_compute_slowdown = sc.profile.overlap_compute_slowdown.value;
-  try {
-    out.program = lower(reg.schedules, in);
-    out.timeline = run_program(out.program, eo);
-  } catch (const RangeError& e) {
-    throw ConfigError(sc.file + ": /training: " + e.what());
-  } catch (const ForcedAlgorithmError& e) {
-    throw ConfigError(sc.file + ": " + (sc.cluster.nccl_algorithm != "auto" ? "/network/algorithm" : "/network/protocol") + ": " + e.what());
-  }
-  MetricsInput mi;
-  mi.scenario = sc.name;
-  mi.tokens_per_step = static_cast<double>(sc.training.global_batch) * static_cast<double>(sc.training.seq_len);
-  mi.gpus = sc.cluster.gpus();
-  mi.peak_flops = cost.peak_flops();
-  mi.capacity_bytes = sc.profile.device.memory_bytes;
-  out.result = compute_metrics(mi, out.program, out.timeline);
+  const NetworkModel& net = sc.profile.time_scale.network != 1.0 ? scaled : base;
+  // The GEMM shapes one lowering priced (a folded step lowers three times).
+  std::int64_t lookups = -1, fallbacks = 0;
+  const auto step = [&](const Scenario& s, SimulationOutput& o) {
+    simulate_step(s, reg, graph, layers, cost, net, o);
+    if (lookups < 0) lookups = cost.lookups(), fallbacks = cost.fallbacks();
+  };
+  out.fold.microbatches = sc.microbatches();
+  if (detail == Detail::Timeline || !simulate_folded(sc, step, out)) step(sc, out);
   auto& w = out.result.warnings;
+  if (out.fold.folded())
+    w.push_back(fmt::format("steady state: of the {} microbatches per pipeline, {}, {} and {} were simulated; every figure of the "
+                            "three lies on one line (to 1e-9) and was extended to {} (sim/steady_state.h)",
+                            out.fold.microbatches, out.fold.simulated[0], out.fold.simulated[1], out.fold.simulated[2],
+                            out.fold.microbatches));
   // MFU counts the model's FLOPs as the field does (Megatron-LM's formula, Narayanan et al. SC'21,
   // appendix: attention over the full score matrix); HFU counts what the kernels execute (causal
   // attention computes half of it). Only HFU is bounded by the hardware.
@@ -65,8 +114,8 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
     w.push_back("MFU " + std::to_string(static_cast<int>(100 * out.result.mfu + 0.5)) +
                 " % counts causal attention's full score matrix (the model-FLOPs convention); the FLOPs executed give HFU " +
                 std::to_string(static_cast<int>(100 * out.result.hfu + 0.5)) + " %");
-  if (cost.fallbacks() > 0)
-    w.push_back(std::to_string(cost.fallbacks()) + " of " + std::to_string(cost.lookups()) +
+  if (fallbacks > 0)
+    w.push_back(std::to_string(fallbacks) + " of " + std::to_string(lookups) +
                 " GEMM shapes priced by the GEMM kernel model (no measured point in profile \"" + sc.profile.name + "\" within 2x)");
   std::set<std::string> assumed;
   const Profile& p = sc.profile;

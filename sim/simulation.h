@@ -5,14 +5,21 @@
 #include "sim/metrics/metrics.h"
 #include "sim/parallel/schedule.h"
 #include "sim/scenario/scenario.h"
+#include "sim/steady_state.h"
 
 namespace parasim {
 
 struct SimulationOutput {
-  Program program;
-  Timeline timeline;
+  Program program;    // empty when the step was folded (see fold)
+  Timeline timeline;  // empty when the step was folded
   Result result;
+  Fold fold;
 };
+
+// What the caller needs. Summary: the Result only, so a step with many microbatches may be folded
+// onto its steady state (sim/steady_state.h) in bounded memory. Timeline: every op of the whole
+// step (traces, program dumps, reports that draw the step).
+enum class Detail { Summary, Timeline };
 
 // Registries of everything selectable by name, built once by the caller.
 struct Registries {
@@ -22,6 +29,7 @@ struct Registries {
 
 LayerShape layer_shape(const Scenario& sc);
 // `network` overrides the scenario's network model (tests use a free network for closed forms).
-SimulationOutput simulate(const Scenario& sc, const Registries& reg, const NetworkModel* network = nullptr);
+SimulationOutput simulate(const Scenario& sc, const Registries& reg, const NetworkModel* network = nullptr,
+                          Detail detail = Detail::Summary);
 
 }  // namespace parasim

@@ -12,6 +12,7 @@
 #include "sim/scenario/measured.h"
 #include "tools/commands.h"
 #include "tools/html_report.h"
+#include "tools/report.h"
 #include "tools/md_report.h"
 #include "tools/time_to_train.h"
 
@@ -49,7 +50,11 @@ std::string schema_of(const Json& j) {
 // A step: simulate the scenario, and time to train from --tokens or the Result's own.
 ReportDoc step_doc(const Scenario& sc, const Context& ctx, const TimeToTrainOptions& ttt) {
   ReportDoc doc;
-  const SimulationOutput out = simulate(sc, ctx.registries);
+  SimulationOutput out = simulate(sc, ctx.registries);
+  if (out.fold.folded()) {  // the report draws every op of the step
+    check_timeline_size(out, kDefaultTimelineMaxMib, sc.file.c_str(), "");
+    out = simulate(sc, ctx.registries, nullptr, Detail::Timeline);
+  }
   doc.title = "parasim report: " + sc.name;
   doc.step = step_view(sc, out);
   if (ttt.requested()) doc.time_to_train = ttt_json(ttt.evaluate(sc, out.result.step_time_s, ctx.data_dir));

@@ -38,6 +38,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
     bool json = false, resolved = false, kernels = false, force = false;
     int dump_rank = -1;
     int interval = 0;
+    double trace_max_mib = kDefaultTimelineMaxMib;
     TimeToTrainOptions ttt;
   };
   auto o = std::make_shared<Opts>();
@@ -49,6 +50,11 @@ void add_run_command(CLI::App& app, Context& ctx) {
   run->add_flag("--json", o->json, "print the Result (parasim.result/1) as JSON on stdout");
   run->add_option("--trace", o->trace, "write a Chrome/Perfetto trace of the step to this file (refused if it exists, unless --force)");
   run->add_flag("--force", o->force, "overwrite an existing trace file");
+  run->add_option("--trace-max-mib", o->trace_max_mib,
+                  fmt::format("the largest trace (and whole-step program for --dump-program) to build, MiB (default {:g}); a longer step is "
+                              "refused before it is simulated",
+                              kDefaultTimelineMaxMib))
+      ->check(positive_number());
   run->add_flag("--dump-resolved", o->resolved, "print the scenario after defaults and exit");
   run->add_option("--interval", o->interval,
                   fmt::format("also predict a p10..p90 step-time interval from the profile's spread with N samples (1..{})", kMaxIntervalSamples))
@@ -78,8 +84,16 @@ void add_run_command(CLI::App& app, Context& ctx) {
       // Opened before the run, so an existing file is refused before minutes of simulation.
       std::optional<OutputFile> trace_file;
       if (!trace.empty()) trace_file.emplace(trace, o->force, o->trace.empty() ? "outputs.trace" : "--trace");
-      const SimulationOutput out = simulate(sc, ctx.registries);
+      // A folded step (sim/steady_state.h) has no ops to draw: simulate the whole step, if its
+      // trace fits the cap.
+      SimulationOutput out = simulate(sc, ctx.registries);
+      if ((trace_file || o->dump_rank >= 0) && out.fold.folded()) {
+        check_timeline_size(out, o->trace_max_mib, trace_file ? "--trace" : "--dump-program", "--trace-max-mib");
+        out = simulate(sc, ctx.registries, nullptr, Detail::Timeline);
+      }
       if (trace_file) {
+        std::cerr << fmt::format("writing {}: {} ops, about {:.0f} MiB\n", trace_file->path(), out.program.ops.size(),
+                                 trace_mib(static_cast<double>(out.program.ops.size())));
         write_chrome_trace(trace_file->stream(), sc, out.program, out.timeline);
         trace_file->commit();
       }

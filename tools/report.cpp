@@ -177,32 +177,66 @@ Json result_json(const Result& r) {
   return j;
 }
 
+namespace {
+
+// A JSON string literal (quotes and escapes) for names that come from the user's files.
+std::string quoted(const std::string& s) { return Json(s).dump(); }
+
+}  // namespace
+
+// Streamed event by event: the file is never held in memory (a long step's trace runs to
+// gigabytes; tools/cmd_run.cpp caps it before the run).
 void write_chrome_trace(std::ostream& out, const Scenario& sc, const Program& p, const Timeline& t) {
-  Json events = Json::array();
+  out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"parasim\",\"scenario\":" << quoted(sc.name)
+      << "},\"traceEvents\":[";
+  const char* sep = "\n";
+  const auto event = [&](const std::string& body) {
+    out << sep << body;
+    sep = ",\n";
+  };
   for (size_t r = 0; r < p.ranks.size(); ++r) {
     const auto& sr = p.ranks[r];
-    events.push_back({{"ph", "M"}, {"pid", r}, {"name", "process_name"},
-                      {"args", {{"name", fmt::format("rank {} ({}, x{})", sr.real_rank, sr.role, sr.count)}}}});
-    for (int s = 0; s < kStreams; ++s)
-      events.push_back({{"ph", "M"}, {"pid", r}, {"tid", s}, {"name", "thread_name"}, {"args", {{"name", stream_name(static_cast<Stream>(s))}}}});
+    event(fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})", r,
+                      quoted(fmt::format("rank {} ({}, x{})", sr.real_rank, sr.role, sr.count))));
+    for (int st = 0; st < kStreams; ++st)
+      event(fmt::format(R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":"{}"}}}})", r, st,
+                        stream_name(static_cast<Stream>(st))));
   }
+  std::vector<std::string> labels;
+  labels.reserve(p.labels.size());
+  for (const auto& l : p.labels) labels.push_back(quoted(l));
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const Op& op = p.ops[i];
     if (t.end[i] <= t.start[i]) continue;
-    Json args = {{"phase", phase_name(op.phase)}};
-    if (op.microbatch >= 0) args["microbatch"] = op.microbatch;
-    if (op.chunk >= 0) args["chunk"] = op.chunk;
-    events.push_back({{"ph", "X"}, {"pid", op.rank}, {"tid", static_cast<int>(op.stream)},
-                      {"name", p.labels[static_cast<size_t>(op.label)]}, {"cat", phase_name(op.phase)},
-                      {"ts", static_cast<double>(t.start[i]) / 1e6}, {"dur", static_cast<double>(t.end[i] - t.start[i]) / 1e6},
-                      {"args", args}});
+    std::string args = fmt::format(R"("phase":"{}")", phase_name(op.phase));
+    if (op.microbatch >= 0) args += fmt::format(R"(,"microbatch":{})", op.microbatch);
+    if (op.chunk >= 0) args += fmt::format(R"(,"chunk":{})", op.chunk);
+    event(fmt::format(R"({{"ph":"X","pid":{},"tid":{},"name":{},"cat":"{}","ts":{},"dur":{},"args":{{{}}}}})", op.rank,
+                      static_cast<int>(op.stream), labels[static_cast<size_t>(op.label)], phase_name(op.phase),
+                      static_cast<double>(t.start[i]) / 1e6, static_cast<double>(t.end[i] - t.start[i]) / 1e6, args));
   }
   for (size_t r = 0; r < t.memory.size(); ++r)
-    for (const auto& s : t.memory[r].curve)
-      events.push_back({{"ph", "C"}, {"pid", r}, {"name", "memory GiB"}, {"ts", static_cast<double>(s.t) / 1e6},
-                        {"args", {{"GiB", bytes_to_gib(static_cast<double>(s.total))}}}});
-  Json j = {{"traceEvents", events}, {"displayTimeUnit", "ms"}, {"otherData", {{"scenario", sc.name}, {"generator", "parasim"}}}};
-  out << j.dump() << "\n";
+    for (const auto& m : t.memory[r].curve)
+      event(fmt::format(R"({{"ph":"C","pid":{},"name":"memory GiB","ts":{},"args":{{"GiB":{}}}}})", r,
+                        static_cast<double>(m.t) / 1e6, bytes_to_gib(static_cast<double>(m.total))));
+  out << "\n]}\n";
+}
+
+// A trace takes about this many bytes per op in its file (an "X" event with its arguments, the
+// memory counter samples); the whole-step program and timeline behind it take about as much in
+// memory (measured on ../shared/repro/405b_mb4096.json: see docs/performance.md).
+constexpr double kTraceBytesPerOp = 200;
+
+double trace_mib(double ops) { return ops * kTraceBytesPerOp / (1024.0 * 1024.0); }
+
+void check_timeline_size(const SimulationOutput& out, double max_mib, const char* option, const char* cap_option) {
+  const double mib = trace_mib(static_cast<double>(out.result.ops));
+  if (mib <= max_mib) return;
+  throw ConfigError(fmt::format(
+      "{}: the step has {} microbatches per pipeline and {} ops; drawing every op takes about {:.0f} MiB of trace and memory, over "
+      "the cap of {:g} MiB{}. The schedule repeats once the pipeline fills: simulate fewer microbatches (global_batch){}",
+      option, out.fold.microbatches, out.result.ops, mib, max_mib, *cap_option ? fmt::format(" ({})", cap_option) : "",
+      *cap_option ? ", or raise the cap" : ""));
 }
 
 void dump_program(std::ostream& os, const Program& p, const Timeline& t, std::int32_t rank) {

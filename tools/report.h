@@ -14,6 +14,14 @@ Json result_json(const Result& r);
 // counter track. Opens in Perfetto and chrome://tracing.
 // The caller owns the file (tools/output_file.h: written whole or not at all).
 void write_chrome_trace(std::ostream& out, const Scenario& sc, const Program& p, const Timeline& t);
+
+// The size of a trace of `ops` ops, MiB (about what the whole-step program behind it takes in memory).
+inline constexpr double kDefaultTimelineMaxMib = 1024;
+double trace_mib(double ops);
+// A folded step (sim/steady_state.h) whose whole-step timeline would pass max_mib: a ConfigError
+// naming `option` (and `cap_option`, the option that raises the cap, if any), before the whole
+// step is simulated.
+void check_timeline_size(const SimulationOutput& out, double max_mib, const char* option, const char* cap_option);
 // Per-kernel table of one transformer layer plus the embedding and output layers, one microbatch on
 // one rank: shape or bytes, FLOPs, time, achieved rate and what priced it; block totals and the
 // GEMM / attention / memory-bound split of the layer.

@@ -1,6 +1,7 @@
 #include "sim/metrics/metrics.h"
 
 #include <algorithm>
+#include <array>
 
 namespace parasim {
 
@@ -40,6 +41,19 @@ bool pipeline_work(Phase ph) {
   return ph == Phase::Forward || ph == Phase::Backward || ph == Phase::WeightGrad || ph == Phase::Recompute;
 }
 
+enum Kind { kTp, kDp, kPp, kEp, kCp, kKinds };
+
+int kind_of(Phase ph) {
+  switch (ph) {
+    case Phase::TpComm: return kTp;
+    case Phase::DpComm: case Phase::FsdpGather: return kDp;
+    case Phase::PpComm: return kPp;
+    case Phase::EpComm: return kEp;
+    case Phase::CpComm: return kCp;
+    default: return -1;
+  }
+}
+
 }  // namespace
 
 double union_length(Intervals iv, Time lo, Time hi) {
@@ -49,6 +63,36 @@ double union_length(Intervals iv, Time lo, Time hi) {
     if (e > s) total += static_cast<double>(e - s);
   }
   return total;
+}
+
+ExposedComm exposed_comm(const Program& p, const Timeline& t) {
+  const size_t nr = p.ranks.size();
+  std::vector<Intervals> compute(nr);
+  std::vector<std::array<Intervals, kKinds>> comm(nr);
+  std::vector<std::array<double, kKinds>> on_compute(nr, std::array<double, kKinds>{});
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const Op& op = p.ops[i];
+    const auto r = static_cast<size_t>(op.rank);
+    const int k = kind_of(op.phase);
+    if (op.stream == Stream::Compute && k < 0) compute[r].emplace_back(t.start[i], t.end[i]);
+    else if (op.stream == Stream::Compute) on_compute[r][static_cast<size_t>(k)] += time_to_seconds(t.end[i] - t.start[i]);
+    else if (k >= 0 && op.stream != Stream::Copy) comm[r][static_cast<size_t>(k)].emplace_back(t.start[i], t.end[i]);
+  }
+  std::array<double, kKinds> sum{};
+  double gpus = 0;
+  for (size_t r = 0; r < nr; ++r) {
+    const double w = static_cast<double>(p.ranks[r].count);
+    gpus += w;
+    const double busy = union_length(compute[r], 0, t.makespan);
+    for (size_t k = 0; k < kKinds; ++k) {
+      Intervals both = compute[r];
+      both.insert(both.end(), comm[r][k].begin(), comm[r][k].end());
+      const double outside = union_length(std::move(both), 0, t.makespan) - busy;
+      sum[k] += w * (time_to_seconds(static_cast<Time>(outside)) + on_compute[r][k]);
+    }
+  }
+  if (gpus <= 0) return {};
+  return {sum[kTp] / gpus, sum[kDp] / gpus, sum[kPp] / gpus, sum[kEp] / gpus, sum[kCp] / gpus};
 }
 
 Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline& t) {
@@ -133,6 +177,8 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
     res.breakdown["comm_exposed_s"] = exposed_mean / gpus_total;
     res.breakdown["idle_s"] = idle_mean / gpus_total;
   }
+  if (win_hi > win_lo) res.window_s = time_to_seconds(win_hi - win_lo);
+  res.exposed = exposed_comm(p, t);
   res.tokens_per_s = step > 0 ? in.tokens_per_step / res.step_time_s : 0;
   const double denom = res.step_time_s * static_cast<double>(in.gpus);
   res.tflops_per_gpu = denom > 0 ? model_flops / denom / 1e12 : 0;

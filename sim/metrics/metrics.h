@@ -34,6 +34,14 @@ struct RankResult {
   std::array<double, kPhases> phase_s{};  // compute-stream time per phase, comm-stream time for comm phases
 };
 
+// Communication that the compute stream waited for, per parallel dimension, seconds (mean over
+// GPUs): comm ops of that kind outside every compute interval of their rank, plus the kind's ops
+// that run on the compute stream itself (TP without overlap).
+struct ExposedComm {
+  double tp = 0, dp = 0, pp = 0, ep = 0, cp = 0;
+  double total() const { return tp + dp + pp + ep + cp; }
+};
+
 struct MetricsInput {
   std::string scenario;
   double tokens_per_step = 0;
@@ -56,18 +64,22 @@ struct Result {
   double hfu = 0;
   double hfu_reported = 0;
   double bubble_fraction = 0;
+  double window_s = 0;  // the pipeline window: first to last forward/backward/recompute op (bubbles are fractions of it)
   double peak_mem_gib = 0;
   double reserved_gib = 0;  // the most over ranks of RankResult::reserved_gib
   double capacity_gib = 0;
   bool fits_in_memory = true;
   std::vector<RankResult> ranks;
   std::map<std::string, double> breakdown;  // seconds, mean over ranks
+  ExposedComm exposed;
   std::vector<std::string> warnings;
   std::int64_t ops = 0;
   std::int64_t events = 0;
 };
 
 Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline& t);
+
+ExposedComm exposed_comm(const Program& p, const Timeline& t);
 
 // Measure of the union of half-open intervals, clipped to [lo, hi).
 double union_length(std::vector<std::pair<Time, Time>> iv, Time lo, Time hi);

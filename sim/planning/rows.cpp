@@ -19,54 +19,6 @@ Objective parse_objective(const std::string& name, const std::string& what) {
 
 const char* objective_name(Objective o) { return kObjectives[static_cast<int>(o)]; }
 
-namespace {
-
-using Spans = std::vector<std::pair<Time, Time>>;
-enum Kind { kTp, kDp, kPp, kEp, kCp, kKinds };
-
-int kind_of(Phase ph) {
-  switch (ph) {
-    case Phase::TpComm: return kTp;
-    case Phase::DpComm: case Phase::FsdpGather: return kDp;
-    case Phase::PpComm: return kPp;
-    case Phase::EpComm: return kEp;
-    case Phase::CpComm: return kCp;
-    default: return -1;
-  }
-}
-
-}  // namespace
-
-Exposed exposed_comm(const Program& p, const Timeline& t) {
-  const size_t nr = p.ranks.size();
-  std::vector<Spans> compute(nr);
-  std::vector<std::array<Spans, kKinds>> comm(nr);
-  std::vector<std::array<double, kKinds>> on_compute(nr, std::array<double, kKinds>{});
-  for (size_t i = 0; i < p.ops.size(); ++i) {
-    const Op& op = p.ops[i];
-    const auto r = static_cast<size_t>(op.rank);
-    const int k = kind_of(op.phase);
-    if (op.stream == Stream::Compute && k < 0) compute[r].emplace_back(t.start[i], t.end[i]);
-    else if (op.stream == Stream::Compute) on_compute[r][static_cast<size_t>(k)] += time_to_seconds(t.end[i] - t.start[i]);
-    else if (k >= 0 && op.stream != Stream::Copy) comm[r][static_cast<size_t>(k)].emplace_back(t.start[i], t.end[i]);
-  }
-  std::array<double, kKinds> sum{};
-  double gpus = 0;
-  for (size_t r = 0; r < nr; ++r) {
-    const double w = static_cast<double>(p.ranks[r].count);
-    gpus += w;
-    const double busy = union_length(compute[r], 0, t.makespan);
-    for (size_t k = 0; k < kKinds; ++k) {
-      Spans both = compute[r];
-      both.insert(both.end(), comm[r][k].begin(), comm[r][k].end());
-      const double outside = union_length(std::move(both), 0, t.makespan) - busy;
-      sum[k] += w * (time_to_seconds(static_cast<Time>(outside)) + on_compute[r][k]);
-    }
-  }
-  if (gpus <= 0) return {};
-  return {sum[kTp] / gpus, sum[kDp] / gpus, sum[kPp] / gpus, sum[kEp] / gpus, sum[kCp] / gpus};
-}
-
 Row make_row(const Scenario& sc, const SimulationOutput& out, std::size_t index, Json settings) {
   const Result& res = out.result;
   Row r;
@@ -81,7 +33,7 @@ Row make_row(const Scenario& sc, const SimulationOutput& out, std::size_t index,
   r.peak_mem_gib = res.peak_mem_gib;
   r.capacity_gib = res.capacity_gib;
   r.headroom = res.capacity_gib > 0 ? 1.0 - res.peak_mem_gib / res.capacity_gib : 0.0;
-  r.exposed = exposed_comm(out.program, out.timeline);
+  r.exposed = res.exposed;
   const auto rc = res.breakdown.find("recompute_s");
   r.recompute_s = rc == res.breakdown.end() ? 0.0 : rc->second;
   r.gpu_hours_per_mtok = res.tokens_per_s > 0 ? static_cast<double>(r.gpus) / 3600.0 / res.tokens_per_s * 1e6 : 0.0;

@@ -16,14 +16,6 @@ inline constexpr const char* kObjectives[] = {"throughput", "cost", "time"};
 Objective parse_objective(const std::string& name, const std::string& what);
 const char* objective_name(Objective o);
 
-// Communication that the compute stream waited for, per parallel dimension, seconds (mean over
-// GPUs): comm ops of that kind outside every compute interval of their rank, plus the kind's ops
-// that run on the compute stream itself (TP without overlap).
-struct Exposed {
-  double tp = 0, dp = 0, pp = 0, ep = 0, cp = 0;
-  double total() const { return tp + dp + pp + ep + cp; }
-};
-Exposed exposed_comm(const Program& p, const Timeline& t);
 
 struct Row {
   std::size_t index = 0;     // position in the enumeration: the stable tie-break
@@ -33,7 +25,7 @@ struct Row {
   std::int64_t gpus = 0;
   double step_s = 0, tokens_per_s = 0, tokens_per_s_per_gpu = 0, mfu = 0, bubble = 0;
   double peak_mem_gib = 0, capacity_gib = 0, headroom = 0;
-  Exposed exposed;
+  ExposedComm exposed;
   double recompute_s = 0;
   double gpu_hours_per_mtok = 0;  // GPU-hours per million tokens (cost without a price)
   bool pareto = false;

@@ -186,6 +186,30 @@ TEST(Cli, TraceIsChromeTraceFormat) {
   EXPECT_TRUE(counter);
 }
 
+// A step folded onto its steady state (sim/steady_state.h) is simulated whole for its trace, and
+// refused before it runs where the trace would pass --trace-max-mib (../shared/repro/405b_mb65536.json:
+// 17.9 GB of memory for a 4,096-microbatch trace before; bad_alloc at 65,536).
+TEST(Cli, TraceOfAFoldedStepHasEveryMicrobatchOrIsRefused) {
+  Json j = test::base_scenario();
+  j["model"] = {{"name", "small"}, {"layers", 2}, {"hidden", 1024}, {"heads", 8}, {"vocab", 32000}};
+  j["training"]["global_batch"] = 8 * 64;  // 64 microbatches per GPU, folded at 8, 16 and 24
+  const std::string path = write_temp("folded.json", j.dump());
+  const std::string trace = ::testing::TempDir() + "folded.trace.json";
+  std::remove(trace.c_str());
+  ASSERT_EQ(run("run --trace " + trace + " " + path).code, 0);
+  int last = -1;
+  const Json events = read_json_file(trace)["traceEvents"];
+  for (const auto& e : events)
+    if (e["ph"] == "X" && e["args"].contains("microbatch")) last = std::max(last, e["args"]["microbatch"].get<int>());
+  EXPECT_EQ(last, 63);
+  const std::string big = ::testing::TempDir() + "big.trace.json";
+  std::remove(big.c_str());
+  const Ran r = run("run --trace " + big + " " + test::test_data("repro/405b_mb65536.json"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("over the cap of 1024 MiB (--trace-max-mib)"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(big));
+}
+
 TEST(Cli, ScenarioOutputsTraceIsWrittenBesideTheScenario) {
   Json j = read_json_file(test::data_dir() + "/scenarios/ddp-gpt-1.7b-8xa100.json");
   j["outputs"] = {{"trace", "from-scenario.trace.json"}};

@@ -1,0 +1,114 @@
+#include "sim/steady_state.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace parasim {
+
+namespace {
+
+// A figure is on the line when the three runs' steps differ by no more than this fraction of its
+// size, plus a picosecond (the engine's time unit; seconds and GiB alike) for sums of doubles.
+constexpr double kRelTolerance = 1e-9;
+constexpr double kAbsTolerance = 1e-12;
+
+// Ratios to the step or to the pipeline window, as the totals they are ratios of.
+Result to_totals(Result r) {
+  const double s = r.step_time_s;
+  r.mfu *= s;
+  r.hfu *= s;
+  r.hfu_reported *= s;
+  r.tflops_per_gpu *= s;
+  for (auto& rr : r.ranks) rr.bubble_fraction *= r.window_s;
+  return r;
+}
+
+// Back from totals to ratios, and the figures that are maxima or means over ranks recomputed.
+void from_totals(Result& r, double tokens_per_step) {
+  const double s = r.step_time_s;
+  const auto per_step = [s](double x) { return s > 0 ? x / s : 0.0; };
+  r.mfu = per_step(r.mfu);
+  r.hfu = per_step(r.hfu);
+  r.hfu_reported = per_step(r.hfu_reported);
+  r.tflops_per_gpu = per_step(r.tflops_per_gpu);
+  r.tokens_per_s = per_step(tokens_per_step);
+  double gpus = 0, bubble = 0;
+  r.peak_mem_gib = r.reserved_gib = 0;
+  for (auto& rr : r.ranks) {
+    rr.bubble_fraction = r.window_s > 0 ? rr.bubble_fraction / r.window_s : 0.0;
+    gpus += static_cast<double>(rr.count);
+    bubble += static_cast<double>(rr.count) * rr.bubble_fraction;
+    r.peak_mem_gib = std::max(r.peak_mem_gib, rr.peak_mem_gib);
+    r.reserved_gib = std::max(r.reserved_gib, rr.reserved_gib);
+  }
+  r.bubble_fraction = gpus > 0 ? bubble / gpus : 0.0;
+  r.fits_in_memory = r.peak_mem_gib <= r.capacity_gib;
+}
+
+// Calls f on every extensive figure of a Result in its totals form, in one fixed order.
+template <class F>
+void each_total(Result& r, F&& f) {
+  for (double* x : {&r.step_time_s, &r.window_s, &r.mfu, &r.hfu, &r.hfu_reported, &r.tflops_per_gpu, &r.exposed.tp,
+                    &r.exposed.dp, &r.exposed.pp, &r.exposed.ep, &r.exposed.cp})
+    f(*x);
+  for (auto& rr : r.ranks) {
+    for (double* x : {&rr.peak_mem_gib, &rr.peak_time_s, &rr.reserved_gib, &rr.compute_s, &rr.comm_exposed_s, &rr.idle_s,
+                      &rr.bubble_fraction})
+      f(*x);
+    for (double& x : rr.mem_breakdown_gib) f(x);
+    for (double& x : rr.phase_s) f(x);
+  }
+  for (auto& kv : r.breakdown) f(kv.second);
+}
+
+std::vector<double> totals(const Result& r) {
+  Result t = to_totals(r);
+  std::vector<double> v{static_cast<double>(r.ops), static_cast<double>(r.events)};
+  each_total(t, [&v](double& x) { v.push_back(x); });
+  return v;
+}
+
+bool same_shape(const Result& a, const Result& b) {
+  if (a.ranks.size() != b.ranks.size() || a.breakdown.size() != b.breakdown.size()) return false;
+  for (size_t i = 0; i < a.ranks.size(); ++i)
+    if (a.ranks[i].rank != b.ranks[i].rank || a.ranks[i].count != b.ranks[i].count) return false;
+  return std::equal(a.breakdown.begin(), a.breakdown.end(), b.breakdown.begin(),
+                    [](const auto& x, const auto& y) { return x.first == y.first; });
+}
+
+}  // namespace
+
+std::int64_t fold_unit(const Scenario& sc) {
+  const std::int64_t group = sc.parallel.schedule == "interleaved" ? sc.parallel.pp : 1;
+  const std::int64_t fill = std::max<std::int64_t>(8, 4 * sc.parallel.pp);
+  return (fill + group - 1) / group * group;
+}
+
+Scenario with_microbatches(const Scenario& sc, std::int64_t m) {
+  Scenario s = sc;
+  s.training.global_batch = m * sc.training.micro_batch * sc.parallel.dp;
+  return s;
+}
+
+std::optional<Result> extrapolate_steady_state(const std::array<Result, 3>& at, std::int64_t a, std::int64_t m,
+                                               double tokens_per_step) {
+  if (!same_shape(at[0], at[1]) || !same_shape(at[0], at[2])) return std::nullopt;
+  const std::vector<double> v0 = totals(at[0]), v1 = totals(at[1]), v2 = totals(at[2]);
+  const double k = static_cast<double>(m - 3 * a) / static_cast<double>(a);
+  std::vector<double> out(v2.size());
+  for (size_t i = 0; i < v2.size(); ++i) {
+    const double size = std::max({std::abs(v0[i]), std::abs(v1[i]), std::abs(v2[i])});
+    if (std::abs((v2[i] - v1[i]) - (v1[i] - v0[i])) > kRelTolerance * size + kAbsTolerance) return std::nullopt;
+    out[i] = v2[i] + k * (v2[i] - v0[i]) / 2.0;
+  }
+  Result r = to_totals(at[2]);
+  r.ops = std::llround(out[0]);
+  r.events = std::llround(out[1]);
+  size_t i = 2;
+  each_total(r, [&](double& x) { x = out[i++]; });
+  from_totals(r, tokens_per_step);
+  return r;
+}
+
+}  // namespace parasim
