@@ -34,29 +34,38 @@ void Topology::add_link(TopoVertex a, TopoVertex b, double gbps, double latency_
   }
 }
 
-// Hop distance of every vertex to dst (BFS over reversed edges).
-const std::vector<std::int32_t>& Topology::dist_to(TopoVertex dst) const {
-  auto it = dist_cache_.find(dst);
-  if (it != dist_cache_.end()) return it->second;
-  // Only the last destination's distances are kept (routes themselves are cached): one vector over
-  // every vertex per destination grew with the square of the nodes on large fabrics (issue 40 item 11).
-  dist_cache_.clear();
-  std::vector<std::int32_t> d(boost::num_vertices(graph), -1);
-  std::deque<TopoVertex> q{dst};
-  d[dst] = 0;
-  while (!q.empty()) {
-    const TopoVertex v = q.front();
-    q.pop_front();
+// Hop distance to dst (BFS over reversed edges), searched only as far as src: the ECMP walk from
+// src (distance D) compares the distances of vertices nearer than D, all final once every vertex
+// nearer than D - 1 has been expanded. Only the last destination's search is kept, and resumed for its next source (a
+// ring's neighbours mostly share a leaf): a search over the whole fabric per destination grew with
+// the square of the nodes (issue 40 item 11).
+const std::vector<std::int32_t>& Topology::dist_to(TopoVertex dst, TopoVertex src) const {
+  Search& s = search_;
+  std::vector<std::int32_t>& d = s.dist;
+  if (!s.started || s.dst != dst) {
+    s.dst = dst;
+    s.started = true;
+    if (d.size() != boost::num_vertices(graph)) d.assign(boost::num_vertices(graph), -1);
+    for (TopoVertex v : s.reached) d[v] = -1;  // undo the last search only: no pass over the fabric
+    s.reached.assign(1, dst);
+    s.frontier.assign(1, dst);
+    d[dst] = 0;
+  }
+  while (!s.frontier.empty()) {
+    const TopoVertex v = s.frontier.front();
+    if (d[src] >= 0 && d[v] >= d[src] - 1) break;  // every vertex nearer than src has its distance
+    s.frontier.pop_front();
     if (v != dst && graph[v].kind == VertexKind::Gpu) continue;  // GPUs do not forward traffic
     for (auto [e, end] = boost::in_edges(v, graph); e != end; ++e) {
       const TopoVertex u = boost::source(*e, graph);
       if (d[u] < 0) {
         d[u] = d[v] + 1;
-        q.push_back(u);
+        s.frontier.push_back(u);
+        s.reached.push_back(u);
       }
     }
   }
-  return dist_cache_.emplace(dst, std::move(d)).first->second;
+  return d;
 }
 
 const std::vector<std::int32_t>& Topology::route(std::int64_t a, std::int64_t b) const {
@@ -66,8 +75,8 @@ const std::vector<std::int32_t>& Topology::route(std::int64_t a, std::int64_t b)
   std::vector<std::int32_t> path;
   if (a != b) {
     const TopoVertex dst = gpu[static_cast<size_t>(b)];
-    const auto& d = dist_to(dst);
     TopoVertex v = gpu[static_cast<size_t>(a)];
+    const auto& d = dist_to(dst, v);
     if (d[v] < 0) throw ConfigError(fmt::format("topology: no path from GPU {} to GPU {}", a, b));
     // ECMP: among next hops one step closer, pick by a hash of (src, dst): deterministic and spread.
     std::uint64_t h = static_cast<std::uint64_t>(a) * 0x9E3779B97F4A7C15ULL ^ static_cast<std::uint64_t>(b) * 0xC2B2AE3D27D4EB4FULL;

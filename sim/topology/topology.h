@@ -4,6 +4,7 @@
 // computed on demand and cached.
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 #include <vector>
@@ -52,8 +53,19 @@ class Topology {
   void add_link(TopoVertex a, TopoVertex b, double gbps, double latency_us);
 
  private:
-  const std::vector<std::int32_t>& dist_to(TopoVertex dst) const;
-  mutable std::map<TopoVertex, std::vector<std::int32_t>> dist_cache_;
+  // Hop distances to dst, final for src and every vertex nearer than src (the ECMP walk from src
+  // compares no others).
+  const std::vector<std::int32_t>& dist_to(TopoVertex dst, TopoVertex src) const;
+  // The breadth-first search towards the last destination asked for, paused where it last stopped:
+  // the next source for the same destination resumes it.
+  struct Search {
+    TopoVertex dst{};
+    bool started = false;
+    std::vector<std::int32_t> dist;  // -1: not reached yet
+    std::deque<TopoVertex> frontier;
+    std::vector<TopoVertex> reached;  // the vertices with a distance
+  };
+  mutable Search search_;
   mutable std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::int32_t>> route_cache_;
 };
 

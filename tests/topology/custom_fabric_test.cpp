@@ -1,3 +1,6 @@
+#include <map>
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "../test_util.h"
@@ -41,6 +44,42 @@ TEST(CustomFabric, RoutesAreShortestValidPaths) {
   EXPECT_EQ(t.route(0, 2).size(), 6u);
   EXPECT_EQ(t.route(2, 0).size(), 6u);  // symmetric
   EXPECT_NE(t.summary().find("inter-node custom"), std::string::npos);
+}
+
+// Six nodes of 2 GPUs (2 NICs each), two nodes per leaf, three leaves each linked to two spines.
+Scenario three_leaf_scenario() {
+  Json j = two_leaf_scenario(100);
+  Json links = Json::array();
+  for (int n = 0; n < 6; ++n)
+    for (int k = 0; k < 2; ++k) links.push_back({{"a", fmt::format("node{}.nic{}", n, k)}, {"b", fmt::format("leaf{}", n / 2)}, {"gbps", 50}});
+  for (int l = 0; l < 3; ++l)
+    for (int sp = 0; sp < 2; ++sp) links.push_back({{"a", fmt::format("leaf{}", l)}, {"b", fmt::format("spine{}", sp)}, {"gbps", 50}});
+  j["cluster"]["nodes"] = 6;
+  j["cluster"]["inter_node"]["switches"] = {"leaf0", "leaf1", "leaf2", "spine0", "spine1"};
+  j["cluster"]["inter_node"]["links"] = links;
+  j["parallel"]["dp"] = 12;
+  j["training"]["global_batch"] = 12;
+  return parse_scenario(j, "test.json", test::data_dir());
+}
+
+// Routes come from a search from the destination that stops at the source and resumes for the next
+// source (issue 40 item 11): a route must not depend on which routes were asked for before it.
+TEST(CustomFabric, RoutesDoNotDependOnTheOrderAsked) {
+  const Scenario s = three_leaf_scenario();
+  const Topology by_destination = build_topology(s.cluster, s.profile);
+  const Topology far_first = build_topology(s.cluster, s.profile);
+  std::map<std::pair<int, int>, std::vector<std::int32_t>> first;
+  for (int b = 0; b < 12; ++b)
+    for (int a = 0; a < 12; ++a) first[{a, b}] = by_destination.route(a, b);
+  for (int a = 11; a >= 0; --a)  // by source, the farthest destinations first
+    for (int b = 0; b < 12; ++b) {
+      const auto& r = far_first.route(a, (b + a + 6) % 12);
+      EXPECT_EQ(r, first.at({a, (b + a + 6) % 12})) << a << " -> " << (b + a + 6) % 12;
+    }
+  // Shortest: 2 links inside a node, 4 to the other node of the leaf, 6 across the spines.
+  EXPECT_EQ(first.at({0, 1}).size(), 2u);
+  EXPECT_EQ(first.at({0, 2}).size(), 4u);
+  EXPECT_EQ(first.at({0, 11}).size(), 6u);
 }
 
 TEST(CustomFabric, ThinUplinkLimitsCrossLeafFlows) {
