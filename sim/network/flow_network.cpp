@@ -21,7 +21,7 @@ ClusterSpec sim_cluster(ClusterSpec c) {
 }  // namespace
 
 FlowNetwork::FlowNetwork(const Profile& p, const ClusterSpec& c)
-    : p_(p), c_(c), topo_(build_topology(sim_cluster(c), p)), measured_(p, c) {}
+    : c_(c), topo_(build_topology(sim_cluster(c), p)), measured_(p, c) {}
 
 std::vector<std::int64_t> FlowNetwork::members(const CollectiveSpec& c, std::int64_t j) const {
   const std::int64_t gpn = c_.gpus_per_node;

@@ -27,7 +27,6 @@ class FlowNetwork final : public NetworkModel {
 
  private:
   double simulate(const CollectiveSpec& c) const;
-  const Profile& p_;
   ClusterSpec c_;
   Topology topo_;
   AlphaBetaNetwork measured_;

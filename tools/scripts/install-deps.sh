@@ -6,6 +6,8 @@ pkgs=(build-essential cmake libboost-graph-dev nlohmann-json3-dev libfmt-dev lib
 # Optional, for tests only: a headless browser loads `parasim report`'s HTML (the test is skipped
 # without it). PARASIM_NO_BROWSER=1 leaves it out.
 optional=(chromium)
+# tools/scripts/sanitize.sh (CI): clang's sanitizers and libFuzzer. `install-deps.sh --sanitizers`.
+if [ "${1:-}" = "--sanitizers" ]; then pkgs+=(clang libclang-rt-14-dev); fi
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 missing_optional=()

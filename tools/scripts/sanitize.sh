@@ -1,13 +1,34 @@
 #!/usr/bin/env bash
-# The whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer, in build-asan/ (Debug
-# with -O1 would be slower to run; Release keeps the suite's time low). Slow-labelled tests
-# (the validation ratchet, which re-runs every measured run) are left to the main test run.
+# The checks that keep parasim correct under every input (issue 40), run by CI after the main tests:
+#  1. the whole test suite (slow-labelled validation excepted) built by clang with AddressSanitizer
+#     and UndefinedBehaviorSanitizer, in build-fuzz/;
+#  2. a short libFuzzer pass over each loader of user input (tests/fuzz: scenario, profile, measured
+#     run, nccl-tests log), FUZZ_SECONDS each (default 30), on a copy of the seed corpus.
+# One instrumented build serves both (-DPARASIM_FUZZ=ON: fuzzer coverage, ASan and UBSan on every
+# object). Any sanitizer report, crash, or exception other than a ConfigError fails the script;
+# a fuzzer's findings are left in build-fuzz/findings/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+seconds="${FUZZ_SECONDS:-30}"
+bash tools/scripts/install-deps.sh --sanitizers
 launcher=()
 if command -v ccache >/dev/null 2>&1; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DPARASIM_SANITIZE=ON -DPARASIM_BUILD_BENCHMARKS=OFF \
-  "${launcher[@]}" "$@" >/dev/null
-cmake --build build-asan -j"$(nproc)"
+cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Release -DPARASIM_FUZZ=ON \
+  -DPARASIM_BUILD_BENCHMARKS=OFF -DPARASIM_WERROR=ON "${launcher[@]}" "$@" >/dev/null
+cmake --build build-fuzz -j"$(nproc)"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-ctest --test-dir build-asan --output-on-failure -j"$(nproc)" -LE slow
+ctest --test-dir build-fuzz --output-on-failure -j"$(nproc)" -LE slow
+rm -rf build-fuzz/corpus build-fuzz/findings
+mkdir -p build-fuzz/findings
+for target in scenario profile measured nccl_tests; do
+  cp -r "tests/fuzz/corpus/$target" "build-fuzz/corpus-$target"
+  echo "fuzz_$target: ${seconds} s"
+  "build-fuzz/tests/fuzz/fuzz_$target" "build-fuzz/corpus-$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
+    -artifact_prefix="build-fuzz/findings/$target-" -print_final_stats=1 2>&1 |
+    grep -E "^(stat::number_of_executed_units|stat::new_units_added|INFO: Done|==[0-9]+==ERROR|SUMMARY)" || true
+  if compgen -G "build-fuzz/findings/$target-*" >/dev/null; then
+    echo "fuzz_$target found an input that fails: build-fuzz/findings/" >&2
+    exit 1
+  fi
+  rm -rf "build-fuzz/corpus-$target"
+done
