@@ -79,11 +79,13 @@ bool same_shape(const Result& a, const Result& b) {
 
 }  // namespace
 
-std::int64_t fold_unit(const Scenario& sc) {
-  const std::int64_t group = sc.parallel.schedule == "interleaved" ? sc.parallel.pp : 1;
-  const std::int64_t fill = std::max<std::int64_t>(8, 4 * sc.parallel.pp);
+std::int64_t fold_unit(std::int64_t pp, bool interleaved) {
+  const std::int64_t group = interleaved ? pp : 1;
+  const std::int64_t fill = std::max<std::int64_t>(8, 4 * pp);
   return (fill + group - 1) / group * group;
 }
+
+std::int64_t fold_unit(const Scenario& sc) { return fold_unit(sc.parallel.pp, sc.parallel.schedule == "interleaved"); }
 
 Scenario with_microbatches(const Scenario& sc, std::int64_t m) {
   Scenario s = sc;

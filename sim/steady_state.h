@@ -26,6 +26,7 @@ struct Fold {
 
 // The first a to try: a whole number of the schedule's groups (the interleaved schedule advances
 // pp microbatches at a time) and past the pipeline's fill (4 pp microbatches).
+std::int64_t fold_unit(std::int64_t pp, bool interleaved);
 std::int64_t fold_unit(const Scenario& sc);
 
 // The scenario with m microbatches per pipeline (global_batch = m x micro_batch x dp).

@@ -115,6 +115,7 @@ int run_plan_command(const PlanOpts& o, Context& ctx) {
   if (o.dry_run) {
     job.gpus = o.gpus;
     const Enumeration en = enumerate_layouts(job, plan_base_scenario(job, ctx.data_dir));
+    if (!ctx.prints()) return 0;
     std::cout << fmt::format("plan: {} on {} x {} (cluster from {}): {} candidate layouts, {} to simulate\n", job.model, job.gpus,
                              job.gpu, job.base_file, en.candidates, en.layouts.size());
     for (const auto& [rule, n] : en.pruned) std::cout << fmt::format("    {:>10}  {}\n", n, rule);
@@ -124,6 +125,7 @@ int run_plan_command(const PlanOpts& o, Context& ctx) {
   EvalOptions opt;
   opt.jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   opt.stop = guard.stop();
+  opt.distribution = ctx.distribution;
   // --gpus first (its layouts are the table), then the rest of the range.
   std::vector<std::int64_t> counts = {o.gpus};
   for (std::int64_t g : gpu_counts(o))
@@ -133,17 +135,20 @@ int run_plan_command(const PlanOpts& o, Context& ctx) {
   bool interrupted = false;
   for (std::int64_t g : counts) {
     job.gpus = g;
-    opt.progress = terminal_progress(fmt::format("plan {} GPUs", g));
+    if (ctx.prints()) opt.progress = terminal_progress(fmt::format("plan {} GPUs", g));
     const auto start = std::chrono::steady_clock::now();
     PlanResult res = run_plan(job, ctx.data_dir, ctx.registries, objective, opt);
-    report_rate(fmt::format("plan {} GPUs: {} candidates, {} after the rules and the memory bound", g, res.enumeration.candidates,
+    if (ctx.prints())
+      report_rate(fmt::format("plan {} GPUs: {} candidates, {} after the rules and the memory bound", g, res.enumeration.candidates,
                             res.enumeration.layouts.size()),
-                res.evaluated.evaluated, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), opt.jobs);
+                res.evaluated.evaluated, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), opt.jobs,
+                ctx.distribution ? ctx.distribution->parts : 1);
     interrupted = interrupted || res.evaluated.interrupted;
-    curve.push_back(curve_point(job, res, o.price));
+    if (ctx.prints()) curve.push_back(curve_point(job, res, o.price));
     if (g == o.gpus) main_result = std::move(res);
     if (interrupted) break;
   }
+  if (!ctx.prints()) return 0;  // part 0 of an mpirun prints for all
   job.gpus = o.gpus;
   std::sort(curve.begin(), curve.end(), [](const Json& a, const Json& b) { return a["gpus"] < b["gpus"]; });
   Json deadline = nullptr;

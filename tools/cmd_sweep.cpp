@@ -43,10 +43,13 @@ void add_sweep_command(CLI::App& app, Context& ctx) {
       EvalOptions opt;
       opt.jobs = o->jobs > 0 ? o->jobs : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
       opt.stop = guard.stop();
-      opt.progress = terminal_progress("sweep");
+      opt.distribution = ctx.distribution;
+      if (ctx.prints()) opt.progress = terminal_progress("sweep");
       const auto start = std::chrono::steady_clock::now();
       const Evaluated ev = run_sweep(spec, ctx.data_dir, ctx.registries, objective, opt);
-      report_rate("sweep", ev.evaluated, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), opt.jobs);
+      if (!ctx.prints()) return 0;  // part 0 of an mpirun prints for all
+      report_rate("sweep", ev.evaluated, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), opt.jobs,
+                  ctx.distribution ? ctx.distribution->parts : 1);
       if (!o->csv.empty()) write_file_whole(o->csv, rows_csv(ev.rows, spec.setting_names(), o->price));
       if (o->json) {
         std::cout << sweep_json(spec, ev, objective, o->price).dump(2) << "\n";

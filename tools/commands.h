@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "sim/planning/evaluate.h"
 #include "sim/simulation.h"
 
 namespace parasim {
@@ -14,6 +15,9 @@ struct Context {
   std::string data_dir;
   int exit_code = 0;
   Registries registries;
+  // Set under mpirun (tools/mpi.h): sweeps and plans share their layouts; only part 0 prints.
+  const Distribution* distribution = nullptr;
+  bool prints() const { return !distribution || distribution->root(); }
 };
 
 // Runs fn; ConfigError (bad input) -> message on stderr, exit code 2; other errors -> code 3.

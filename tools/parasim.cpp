@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "tools/commands.h"
+#include "tools/mpi.h"
 #include "tools/output_file.h"
 
 #ifndef PARASIM_DEFAULT_DATA_DIR
@@ -20,7 +21,9 @@ int main(int argc, char** argv) {
   CLI::App app{"parasim: discrete-event performance simulator for distributed LLM training"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("parasim ") + PARASIM_VERSION);
+  const MpiSession mpi(&argc, &argv);
   Context ctx;
+  ctx.distribution = mpi.distribution();
   if (const char* d = std::getenv("PARASIM_DATA_DIR")) ctx.data_dir = d;
   else ctx.data_dir = PARASIM_DEFAULT_DATA_DIR;
   app.add_option("--data-dir", ctx.data_dir, "where models/ and calibrate/profiles/ live (default: the source tree)");

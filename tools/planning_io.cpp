@@ -47,9 +47,10 @@ std::function<void(std::size_t, std::size_t)> terminal_progress(const std::strin
   };
 }
 
-void report_rate(const std::string& what, std::size_t evaluated, double seconds, int jobs) {
-  std::fprintf(stderr, "%s: %zu evaluated in %.2f s (%.1f per second on %d thread%s)\n", what.c_str(), evaluated, seconds,
-               seconds > 0 ? static_cast<double>(evaluated) / seconds : 0.0, jobs, jobs == 1 ? "" : "s");
+void report_rate(const std::string& what, std::size_t evaluated, double seconds, int jobs, int processes) {
+  std::fprintf(stderr, "%s: %zu evaluated in %.2f s (%.1f per second on %d thread%s%s)\n", what.c_str(), evaluated, seconds,
+               seconds > 0 ? static_cast<double>(evaluated) / seconds : 0.0, jobs, jobs == 1 ? "" : "s",
+               processes > 1 ? fmt::format(" in each of {} processes", processes).c_str() : "");
 }
 
 void write_file_whole(const std::string& path, const std::string& text) {

@@ -24,7 +24,7 @@ std::function<void(std::size_t, std::size_t)> terminal_progress(const std::strin
 
 // "simulated N layouts in X s (R per second on J threads)" on stderr: timings stay off stdout,
 // which is the same on every run.
-void report_rate(const std::string& what, std::size_t evaluated, double seconds, int jobs);
+void report_rate(const std::string& what, std::size_t evaluated, double seconds, int jobs, int processes = 1);
 
 // Writes text to path through a temporary file renamed into place; a ConfigError when it fails.
 void write_file_whole(const std::string& path, const std::string& text);

@@ -1,13 +1,64 @@
 #include "sim/planning/evaluate.h"
 
+#include <algorithm>
 #include <cctype>
 #include <mutex>
 #include <thread>
 
 namespace parasim {
 
+Json outcome_json(const Outcome& o) {
+  if (!o.row) return {{"skipped", o.skipped}};
+  Json j = row_json(*o.row, 0);
+  j["index"] = o.row->index;
+  return j;
+}
+
+Outcome outcome_from_json(const Json& j) {
+  Outcome o;
+  if (j.contains("skipped")) {
+    o.skipped = j.at("skipped").get<std::string>();
+    return o;
+  }
+  o.row = row_from_json(j);
+  o.row->index = j.at("index").get<std::size_t>();
+  return o;
+}
+
+std::vector<std::size_t> balanced_share(const std::vector<double>& costs, int parts, int part) {
+  std::vector<std::size_t> order(costs.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return costs[a] > costs[b]; });
+  std::vector<double> load(static_cast<std::size_t>(std::max(1, parts)), 0.0);
+  std::vector<std::size_t> mine;
+  for (std::size_t i : order) {
+    const auto least = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    load[least] += costs[i];
+    if (static_cast<int>(least) == part) mine.push_back(i);
+  }
+  std::sort(mine.begin(), mine.end());
+  return mine;
+}
+
+double expected_cost(std::int64_t microbatches, std::int64_t fold_unit, std::int64_t layers, std::int64_t pp, std::int64_t vpp) {
+  const std::int64_t simulated = microbatches > 6 * fold_unit ? 6 * fold_unit : microbatches;
+  return static_cast<double>(simulated) * static_cast<double>(layers + pp * vpp);
+}
+
 Evaluated evaluate_all(std::size_t n, const std::function<Outcome(std::size_t)>& eval, const EvalOptions& opt) {
   std::vector<std::optional<Outcome>> slots(n);
+  // This process's indices: all, or its balanced share of a distributed run.
+  std::vector<std::size_t> todo;
+  const Distribution* dist = opt.distribution && opt.distribution->parts > 1 ? opt.distribution : nullptr;
+  if (dist) {
+    std::vector<double> costs(n, 1.0);
+    if (opt.cost)
+      for (std::size_t i = 0; i < n; ++i) costs[i] = opt.cost(i);
+    todo = balanced_share(costs, dist->parts, dist->part);
+  } else {
+    todo.resize(n);
+    for (std::size_t i = 0; i < n; ++i) todo[i] = i;
+  }
   std::atomic<std::size_t> next{0};
   std::size_t done = 0;
   std::mutex mu;
@@ -15,18 +66,19 @@ Evaluated evaluate_all(std::size_t n, const std::function<Outcome(std::size_t)>&
   auto worker = [&]() {
     for (;;) {
       if (opt.stop && opt.stop->load()) return;
-      const std::size_t i = next.fetch_add(1);
-      if (i >= n) return;
+      const std::size_t k = next.fetch_add(1);
+      if (k >= todo.size()) return;
+      const std::size_t i = todo[k];
       try {
         Outcome o = eval(i);
         std::lock_guard<std::mutex> lock(mu);
         slots[i] = std::move(o);
         ++done;
-        if (opt.progress) opt.progress(done, n);
+        if (opt.progress) opt.progress(done, todo.size());
       } catch (...) {
         std::lock_guard<std::mutex> lock(mu);
         if (!failure) failure = std::current_exception();
-        next.store(n);
+        next.store(todo.size());
         return;
       }
     }
@@ -40,6 +92,7 @@ Evaluated evaluate_all(std::size_t n, const std::function<Outcome(std::size_t)>&
     for (auto& t : threads) t.join();
   }
   if (failure) std::rethrow_exception(failure);
+  if (dist) dist->gather(slots);
   Evaluated ev;
   ev.total = n;
   for (auto& s : slots) {
@@ -48,7 +101,8 @@ Evaluated evaluate_all(std::size_t n, const std::function<Outcome(std::size_t)>&
     if (s->row) ev.rows.push_back(std::move(*s->row));
     else ++ev.skipped[s->skipped];
   }
-  ev.interrupted = ev.evaluated < n;
+  // A part other than 0 holds its own share only.
+  ev.interrupted = ev.evaluated < (dist && !dist->root() ? todo.size() : n);
   return ev;
 }
 

@@ -20,12 +20,41 @@ struct Outcome {
   std::string skipped;
 };
 
+// Outcomes as JSON, exactly (doubles round-trip): how processes of a distributed sweep exchange them.
+Json outcome_json(const Outcome& o);
+Outcome outcome_from_json(const Json& j);
+
+// One process's share of evaluations spread over several (`mpirun -np K parasim sweep|plan`,
+// tools/mpi.h): which part this process is, and how the outcomes reach part 0.
+struct Distribution {
+  int part = 0, parts = 1;
+  // Called by every part once its share is done: part 0 receives the outcomes of every other part
+  // into its slots; the others send theirs.
+  std::function<void(std::vector<std::optional<Outcome>>& slots)> gather;
+  bool root() const { return part == 0; }
+};
+
+// The indices of part `part` of `parts` when n evaluations of the given expected costs are
+// balanced: the costliest first, each to the part with the least cost so far (ties: the lower
+// part), as in longest-processing-time scheduling (Graham 1969). Ascending. Every part computes the
+// same split.
+std::vector<std::size_t> balanced_share(const std::vector<double>& costs, int parts, int part);
+
+// The expected cost of simulating one layout, for balancing: the microbatches simulated (at most
+// 6a of a long step, folded: sim/steady_state.h) times the ops each lays down, about one per layer
+// plus the pipeline's chunk boundaries.
+double expected_cost(std::int64_t microbatches, std::int64_t fold_unit, std::int64_t layers, std::int64_t pp, std::int64_t vpp);
+
 struct EvalOptions {
   int jobs = 1;
   // Set (e.g. by a SIGINT handler) to stop: no new evaluation starts; those running finish.
   const std::atomic<bool>* stop = nullptr;
   // Called after each evaluation with (done, total), from the worker threads under a lock.
   std::function<void(std::size_t, std::size_t)> progress;
+  // Several processes: this one evaluates its balanced share (by `cost`, the expected cost of
+  // evaluation i) and part 0 gathers every outcome; the others' Evaluated is theirs alone.
+  const Distribution* distribution = nullptr;
+  std::function<double(std::size_t)> cost;
 };
 
 struct Evaluated {

@@ -312,6 +312,14 @@ PlanResult run_plan(const PlanJob& job, const std::string& data_dir, const Regis
   PlanResult res;
   res.enumeration = enumerate_layouts(job, plan_base_scenario(job, data_dir));
   const std::vector<Layout>& layouts = res.enumeration.layouts;
+  const std::int64_t model_layers = plan_base_scenario(job, data_dir).model.layers;
+  EvalOptions eo = opt;
+  if (eo.distribution && !eo.cost)
+    eo.cost = [&](std::size_t i) {
+      const Layout& l = layouts[i];
+      return expected_cost(job.global_batch / (l.micro_batch * l.dp), fold_unit(l.pp, l.schedule == "interleaved"), model_layers, l.pp,
+                           l.vpp);
+    };
   res.evaluated = evaluate_all(
       layouts.size(),
       [&](std::size_t i) {
@@ -329,7 +337,7 @@ PlanResult run_plan(const PlanJob& job, const std::string& data_dir, const Regis
         }
         return o;
       },
-      opt);
+      eo);
   rank_rows(res.evaluated.rows, objective);
   return res;
 }

@@ -123,6 +123,26 @@ Json row_json(const Row& r, double price) {
   return j;
 }
 
+Row row_from_json(const Json& j) {
+  Row r;
+  r.rank = j.at("rank").get<std::int64_t>();
+  r.settings = j.at("settings");
+  r.status = j.at("status").get<std::string>();
+  r.reason = j.at("reason").get<std::string>();
+  r.gpus = j.at("gpus").get<std::int64_t>();
+  for (const auto& [key, field] : std::initializer_list<std::pair<const char*, double Row::*>>{
+           {"step_s", &Row::step_s}, {"tokens_per_s", &Row::tokens_per_s}, {"tokens_per_s_per_gpu", &Row::tokens_per_s_per_gpu},
+           {"mfu", &Row::mfu}, {"bubble", &Row::bubble}, {"peak_mem_gib", &Row::peak_mem_gib}, {"capacity_gib", &Row::capacity_gib},
+           {"headroom", &Row::headroom}, {"recompute_s", &Row::recompute_s}, {"gpu_hours_per_mtok", &Row::gpu_hours_per_mtok}})
+    r.*field = j.at(key).get<double>();
+  const Json& e = j.at("exposed");
+  r.exposed = {e.at("tp").get<double>(), e.at("dp").get<double>(), e.at("pp").get<double>(), e.at("ep").get<double>(),
+               e.at("cp").get<double>()};
+  r.pareto = j.at("pareto").get<bool>();
+  r.why = j.at("why").get<std::string>();
+  return r;
+}
+
 namespace {
 
 std::string setting_text(const Json& settings, const std::string& name) {

@@ -45,6 +45,8 @@ void rank_rows(std::vector<Row>& rows, Objective objective);
 
 // price_per_gpu_hour <= 0: no price, "cost_per_mtok" is null.
 Json row_json(const Row& r, double price_per_gpu_hour);
+// A row back from row_json (index and price-dependent fields aside), every double exact.
+Row row_from_json(const Json& j);
 // CSV with a header line; setting columns in `setting_names` order.
 std::string rows_csv(const std::vector<Row>& rows, const std::vector<std::string>& setting_names, double price_per_gpu_hour);
 // A fixed-width table for the terminal (at most `limit` rows; 0 = all).

@@ -188,8 +188,18 @@ Outcome evaluate_combination(const SweepSpec& spec, std::size_t i, const std::st
 
 Evaluated run_sweep(const SweepSpec& spec, const std::string& data_dir, const Registries& reg, Objective objective,
                     const EvalOptions& opt) {
+  EvalOptions eo = opt;
+  if (eo.distribution && !eo.cost)
+    eo.cost = [&](std::size_t i) {
+      try {
+        const Scenario sc = parse_scenario(spec.scenario(i), spec.file, data_dir);
+        return expected_cost(sc.microbatches(), fold_unit(sc), sc.model.layers, sc.parallel.pp, sc.parallel.vpp);
+      } catch (const std::exception&) {
+        return 0.0;  // skipped at once
+      }
+    };
   Evaluated ev = evaluate_all(
-      spec.combinations(), [&](std::size_t i) { return evaluate_combination(spec, i, data_dir, reg); }, opt);
+      spec.combinations(), [&](std::size_t i) { return evaluate_combination(spec, i, data_dir, reg); }, eo);
   rank_rows(ev.rows, objective);
   return ev;
 }

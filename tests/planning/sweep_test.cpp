@@ -79,6 +79,45 @@ TEST(Sweep, ThreadCountDoesNotChangeTheOutput) {
   EXPECT_EQ(a, b);
 }
 
+// The processes of an mpirun each evaluate a balanced share (tools/mpi.h): the shares partition the
+// indices, and no part carries more than the mean load plus one evaluation (Graham's LPT bound).
+TEST(Sweep, BalancedSharesPartitionTheWorkEvenly) {
+  std::vector<double> costs;
+  for (int i = 0; i < 500; ++i) costs.push_back(1.0 + (i * 7919 % 97));  // uneven, deterministic
+  for (int parts : {2, 3, 7}) {
+    std::vector<int> owner(costs.size(), -1);
+    double total = 0, most = 0, biggest = 0;
+    for (double c : costs) total += c, biggest = std::max(biggest, c);
+    for (int k = 0; k < parts; ++k) {
+      double load = 0;
+      for (std::size_t i : balanced_share(costs, parts, k)) {
+        EXPECT_EQ(owner[i], -1) << "index " << i << " in two shares";
+        owner[i] = k;
+        load += costs[i];
+      }
+      most = std::max(most, load);
+    }
+    for (int o : owner) EXPECT_GE(o, 0);
+    EXPECT_LE(most, total / parts + biggest) << parts << " parts";
+  }
+}
+
+// What one process sends another: every figure of a row exactly (the output must be byte-identical).
+TEST(Sweep, OutcomesRoundTripThroughJsonExactly) {
+  const Registries reg;
+  const SweepSpec spec = small_sweep();
+  const Evaluated ev = run_sweep(spec, test::data_dir(), reg, Objective::Throughput, EvalOptions{});
+  ASSERT_FALSE(ev.rows.empty());
+  for (const Row& r : ev.rows) {
+    const Outcome back = outcome_from_json(Json::parse(outcome_json(Outcome{r, ""}).dump()));
+    ASSERT_TRUE(back.row);
+    EXPECT_EQ(back.row->index, r.index);
+    EXPECT_EQ(row_json(*back.row, 1.5).dump(), row_json(r, 1.5).dump());
+    EXPECT_EQ(back.row->step_s, r.step_s);  // bit for bit
+  }
+  EXPECT_EQ(outcome_from_json(outcome_json(Outcome{std::nullopt, "tp > heads"})).skipped, "tp > heads");
+}
+
 TEST(Sweep, CommandOutputIsTheSameOnOneAndTwoThreads) {
   const std::string file = ::testing::TempDir() + "sweep_jobs.json";
   std::ofstream(file) << test::base_scenario().dump();

@@ -3,7 +3,8 @@
 //  - more bandwidth is never slower;
 //  - more sharding (ZeRO 0 -> 1 -> 2 -> 3) never takes more memory per GPU;
 //  - executed FLOPs never exceed the profile's sustained ceiling (HFU);
-//  - the same input gives the same Result, bit for bit.
+//  - the same input gives the same Result, bit for bit;
+//  - a step folded onto its steady state (sim/steady_state.h) gives what the whole step gives.
 #include <random>
 
 #include <gtest/gtest.h>
@@ -90,6 +91,31 @@ TEST(Properties, OverRandomScenarios) {
   EXPECT_GE(valid, 40);
   EXPECT_GE(multi_node, 10);
   EXPECT_GE(sharded, 10);
+}
+
+TEST(Properties, FoldedStepsEqualWholeStepsOverRandomScenarios) {
+  std::mt19937 rng(4041);
+  int folded = 0;
+  for (int trial = 0; trial < 400 && folded < 25; ++trial) {
+    std::optional<Json> j = draw(rng);
+    if (!j) continue;
+    const Scenario small = test::scenario_from(*j);
+    const std::int64_t m = 7 * fold_unit(small);  // past 6a: folded
+    (*j)["training"]["global_batch"] = m * small.parallel.dp;
+    SCOPED_TRACE(j->dump());
+    const Scenario sc = test::scenario_from(*j);
+    const SimulationOutput f = simulate(sc, registries());
+    const Result w = simulate(sc, registries(), nullptr, Detail::Timeline).result;
+    if (!f.fold.folded()) continue;  // not periodic at 3a: simulated whole, nothing to compare
+    ++folded;
+    EXPECT_EQ(f.result.ops, w.ops);
+    for (const auto& [what, a, b] : std::initializer_list<std::tuple<const char*, double, double>>{
+             {"step", f.result.step_time_s, w.step_time_s}, {"peak", f.result.peak_mem_gib, w.peak_mem_gib},
+             {"reserved", f.result.reserved_gib, w.reserved_gib}, {"mfu", f.result.mfu, w.mfu}, {"hfu", f.result.hfu, w.hfu},
+             {"bubble", f.result.bubble_fraction, w.bubble_fraction}, {"exposed", f.result.exposed.total(), w.exposed.total()}})
+      EXPECT_NEAR(a, b, 1e-9 * std::max(1.0, std::abs(b))) << what;
+  }
+  EXPECT_GE(folded, 25);
 }
 
 }  // namespace
