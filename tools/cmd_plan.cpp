@@ -46,28 +46,6 @@ std::vector<std::int64_t> gpu_counts(const PlanOpts& o) {
 }
 
 // The curve point of one GPU count: its best fitting layout.
-Json curve_point(const PlanJob& job, const PlanResult& res, double price) {
-  Json p = {{"gpus", job.gpus}, {"evaluated", res.evaluated.evaluated}};
-  const auto& rows = res.evaluated.rows;
-  if (rows.empty() || rows.front().status != "ok") {
-    p["step_s"] = nullptr, p["days"] = nullptr, p["gpu_hours"] = nullptr, p["cost"] = nullptr;
-    return p;
-  }
-  const Row& b = rows.front();
-  p["step_s"] = b.step_s;
-  p["tokens_per_s"] = b.tokens_per_s;
-  p["settings"] = b.settings;
-  if (job.tokens > 0) {
-    const double s = job.tokens / b.tokens_per_s;
-    p["days"] = s / 86400;
-    p["gpu_hours"] = s / 3600 * static_cast<double>(job.gpus);
-    p["cost"] = price > 0 ? Json(price * s / 3600 * static_cast<double>(job.gpus)) : Json(nullptr);
-  } else {
-    p["days"] = nullptr, p["gpu_hours"] = nullptr, p["cost"] = nullptr;
-  }
-  return p;
-}
-
 // Time to train on the best fitting layout, with goodput (sim/planning/goodput.h): its scenario
 // is rebuilt from the layout it was simulated from. Null without --tokens or a fitting layout.
 Json best_time_to_train(const PlanJob& job, const PlanResult& res, const PlanOpts& o, const std::string& data_dir) {
@@ -79,6 +57,25 @@ Json best_time_to_train(const PlanJob& job, const PlanResult& res, const PlanOpt
   t.tokens = o.tokens;
   if (o.price > 0) t.price_per_gpu_hour = o.price;
   return ttt_json(t.evaluate(sc, best.step_s, data_dir));
+}
+
+// A point of the GPU-count curve: the best layout at that count and, with --tokens, its time to
+// train with goodput (interruptions grow with the GPU count; ideal_days leaves them out).
+Json curve_point(const PlanJob& job, const PlanResult& res, const PlanOpts& o, const std::string& data_dir) {
+  Json p = {{"gpus", job.gpus}, {"evaluated", res.evaluated.evaluated}};
+  const auto& rows = res.evaluated.rows;
+  p["step_s"] = nullptr, p["days"] = nullptr, p["ideal_days"] = nullptr, p["goodput"] = nullptr, p["gpu_hours"] = nullptr,
+  p["cost"] = nullptr;
+  if (rows.empty() || rows.front().status != "ok") return p;
+  const Row& b = rows.front();
+  p["step_s"] = b.step_s;
+  p["tokens_per_s"] = b.tokens_per_s;
+  p["settings"] = b.settings;
+  const Json t = best_time_to_train(job, res, o, data_dir);
+  if (t.is_null()) return p;
+  for (const char* k : {"days", "ideal_days", "goodput", "gpu_hours"}) p[k] = t[k];
+  p["cost"] = o.price > 0 ? Json(o.price * t["gpu_hours"].get<double>()) : Json(nullptr);
+  return p;
 }
 
 void print_plan(const PlanJob& job, const PlanResult& res, const PlanOpts& o) {
@@ -144,7 +141,7 @@ int run_plan_command(const PlanOpts& o, Context& ctx) {
                 res.evaluated.evaluated, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), opt.jobs,
                 ctx.distribution ? ctx.distribution->parts : 1);
     interrupted = interrupted || res.evaluated.interrupted;
-    if (ctx.prints()) curve.push_back(curve_point(job, res, o.price));
+    if (ctx.prints()) curve.push_back(curve_point(job, res, o, ctx.data_dir));
     if (g == o.gpus) main_result = std::move(res);
     if (interrupted) break;
   }
@@ -182,11 +179,14 @@ int run_plan_command(const PlanOpts& o, Context& ctx) {
                                o.tokens, ttt["days"].get<double>(), ttt["gpu_hours"].get<double>(), 100 * ttt["goodput"].get<double>(),
                                ttt["band"]["p10_days"].get<double>(), ttt["band"]["p90_days"].get<double>());
     if (curve.size() > 1 || o.tokens > 0) {
-      std::cout << fmt::format("\n  {:>6} {:>10} {:>12} {:>10} {:>14} {:>14}\n", "gpus", "step_s", "tokens/s", "days", "GPU-hours", "cost");
+      std::cout << fmt::format("\n  {:>6} {:>10} {:>12} {:>10} {:>8} {:>14} {:>14}\n", "gpus", "step_s", "tokens/s", "days", "goodput",
+                               "GPU-hours", "cost");
       for (const Json& p : curve) {
         auto num = [&](const char* k, const char* f) { return p[k].is_number() ? fmt::format(fmt::runtime(f), p[k].get<double>()) : std::string("-"); };
-        std::cout << fmt::format("  {:>6} {:>10} {:>12} {:>10} {:>14} {:>14}\n", p["gpus"].get<std::int64_t>(), num("step_s", "{:.4g}"),
-                                 num("tokens_per_s", "{:.4g}"), num("days", "{:.2f}"), num("gpu_hours", "{:.4g}"), num("cost", "{:.4g}"));
+        std::cout << fmt::format("  {:>6} {:>10} {:>12} {:>10} {:>8} {:>14} {:>14}\n", p["gpus"].get<std::int64_t>(),
+                                 num("step_s", "{:.4g}"), num("tokens_per_s", "{:.4g}"), num("days", "{:.2f}"),
+                                 p["goodput"].is_number() ? fmt::format("{:.1f} %", 100 * p["goodput"].get<double>()) : "-",
+                                 num("gpu_hours", "{:.4g}"), num("cost", "{:.4g}"));
       }
     }
     if (o.deadline_days > 0)
