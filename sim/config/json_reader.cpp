@@ -1,6 +1,7 @@
 #include "sim/config/json_reader.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -206,7 +207,8 @@ std::int64_t JsonObject::integer(const std::string& key, std::int64_t min, std::
   if (!v.is_number_integer() && !v.is_number_unsigned()) {
     if (v.is_number_float()) {
       const double d = v.get<double>();
-      if (d == static_cast<double>(static_cast<std::int64_t>(d))) {
+      // Only a whole number within int64's range may be converted (beyond it the cast is undefined).
+      if (std::isfinite(d) && std::abs(d) < 9.2e18 && d == std::floor(d)) {
         const auto i = static_cast<std::int64_t>(d);
         if (i >= min && i <= max) return i;
       }

@@ -30,6 +30,13 @@ inline Time seconds_to_time(double s) {
                      " s range (is the sequence, batch or model that large?)");
   return static_cast<Time>(std::llround(ps));
 }
+// A byte count from a double, refusing what int64 cannot hold (8 EiB: a model or batch that large
+// is an input beyond the simulator's range, not a cast with undefined behaviour).
+inline Bytes to_bytes(double b) {
+  if (!(std::abs(b) < 9.2e18))
+    throw RangeError("a memory size of " + std::to_string(b) + " bytes is past the simulator's range (is the model or batch that large?)");
+  return static_cast<Bytes>(b);
+}
 inline double time_to_seconds(Time t) { return static_cast<double>(t) / static_cast<double>(kPicosPerSecond); }
 inline double bytes_to_gib(double b) { return b / kGiB; }
 

@@ -22,10 +22,10 @@ Program lower_dataparallel(const LoweringInput& in) {
     SimRank s;
     s.real_rank = r;
     s.role = r == 0 ? "GPU 0 (parameters, loss, optimizer)" : "replica";
-    s.static_mem[static_cast<size_t>(MemCat::Weights)] = static_cast<Bytes>(full.weights);
-    s.static_mem[static_cast<size_t>(MemCat::Grads)] = static_cast<Bytes>(full.grads);
-    if (r == 0) s.static_mem[static_cast<size_t>(MemCat::Optimizer)] = static_cast<Bytes>(full.optimizer);
-    s.static_mem[static_cast<size_t>(MemCat::Workspace)] = static_cast<Bytes>(sc.profile.runtime_reserved_gib.value * kGiB);
+    s.static_mem[static_cast<size_t>(MemCat::Weights)] = to_bytes(full.weights);
+    s.static_mem[static_cast<size_t>(MemCat::Grads)] = to_bytes(full.grads);
+    if (r == 0) s.static_mem[static_cast<size_t>(MemCat::Optimizer)] = to_bytes(full.optimizer);
+    s.static_mem[static_cast<size_t>(MemCat::Workspace)] = to_bytes(sc.profile.runtime_reserved_gib.value * kGiB);
     prog.ranks.push_back(s);
   }
   // Output logits of one replica's slice and the fp32 loss buffers GPU 0 builds over all of them.
@@ -56,11 +56,11 @@ Program lower_dataparallel(const LoweringInput& in) {
     auto ga = collective(CollOp::AllGather, "gather outputs", logits * n, fwd_end, Phase::DpComm);
     const OpId loss = em.op(0, Stream::Compute, Phase::Forward, "loss over gathered outputs",
                             in.cost.memory_s(3.0 * gathered), {ga[0]}, mb);
-    prog.ops[static_cast<size_t>(loss)].at_start = {MemCat::Activations, static_cast<Bytes>(gathered)};
+    prog.ops[static_cast<size_t>(loss)].at_start = {MemCat::Activations, to_bytes(gathered)};
     std::vector<std::vector<OpId>> sc_deps(static_cast<size_t>(n), std::vector<OpId>{});
     for (std::int32_t r = 0; r < n; ++r) sc_deps[static_cast<size_t>(r)] = {r == 0 ? loss : ga[static_cast<size_t>(r)]};
     auto scat = collective(CollOp::Broadcast, "scatter output gradients", logits, sc_deps, Phase::DpComm);
-    prog.ops[static_cast<size_t>(scat[0])].at_end = {MemCat::Activations, -static_cast<Bytes>(gathered)};
+    prog.ops[static_cast<size_t>(scat[0])].at_end = {MemCat::Activations, -to_bytes(gathered)};
     std::vector<std::vector<OpId>> bwd_end(static_cast<size_t>(n));
     for (std::int32_t r = 0; r < n; ++r) {
       const auto b = em.backward(r, mb, 0, sc.model.layers, true, true, false, {scat[static_cast<size_t>(r)]});

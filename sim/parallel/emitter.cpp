@@ -303,7 +303,7 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
     r.last = id;
     return id;
   };
-  if (first) add(Phase::Forward, "embedding", ends().embed_f, 0, static_cast<Bytes>(ends_act().embed), MemCat::Activations);
+  if (first) add(Phase::Forward, "embedding", ends().embed_f, 0, to_bytes(ends_act().embed), MemCat::Activations);
   std::vector<OpId> offloads;  // D2H copies of the offloaded layers' saved activations, by layer
   for (std::int64_t l = 0; l < layers; ++l) {
     const std::int32_t k = kind(rank, chunk, l);
@@ -315,7 +315,7 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
     OpId cp_op = -1;
     if (t.cp_comm_f > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, "cp kv ring", t.cp_comm_f, r.last >= 0 ? std::vector<OpId>{r.last} : deps, mb, chunk);
     if (t.cp_gather_f > 0) add(Phase::CpComm, "cp kv all-gather", t.cp_gather_f, 0, 0, MemCat::Activations);
-    add(Phase::Forward, "attention fwd", t.attn_f, t.attn_f_flops, static_cast<Bytes>(stored(l, k)), MemCat::Activations, t.attn_f_hw);
+    add(Phase::Forward, "attention fwd", t.attn_f, t.attn_f_flops, to_bytes(stored(l, k)), MemCat::Activations, t.attn_f_hw);
     if (t.tp_comm_f > 0) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, 0, MemCat::Activations);
     if (cp_op >= 0) deps.push_back(cp_op);
     add(Phase::Forward, "mlp fwd", t.mlp_f, t.mlp_f_flops, 0, MemCat::Activations, t.mlp_f_hw);
@@ -328,7 +328,7 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
     // of offloaded layer g and frees its activations.
     if (const std::int64_t g = offload_window_closed_by(l); g >= 0) {
       const OpId w = op(rank, Stream::Compute, Phase::Offload, "wait activation offload", 0, {r.last, offloads[static_cast<size_t>(g)]}, mb, chunk);
-      p_.ops[static_cast<size_t>(w)].at_end = {MemCat::Activations, -static_cast<Bytes>(stored(g, kind(rank, chunk, g)))};
+      p_.ops[static_cast<size_t>(w)].at_end = {MemCat::Activations, -to_bytes(stored(g, kind(rank, chunk, g)))};
       r.last = w;
     }
   }
@@ -337,7 +337,7 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
       return add(ph, label, sec, flops, start.bytes, MemCat::Activations, hw);
     });
   if (last)
-    add(Phase::Forward, "head fwd", ends().head_f, ends().head_f_flops, static_cast<Bytes>(ends_act().head), MemCat::Activations, ends().head_f_hw);
+    add(Phase::Forward, "head fwd", ends().head_f, ends().head_f_flops, to_bytes(ends_act().head), MemCat::Activations, ends().head_f_hw);
   return r;
 }
 
@@ -347,13 +347,13 @@ void Emitter::mtp_forward(const AddOp& add) const {
   const double stored = (full_recompute_ ? acts_kept_[k] : acts_[k]).layer_stored;
   const MemDelta none{};
   for (std::int64_t i = 0; i < in_.scenario.training.mtp_layers; ++i) {
-    add(Phase::Forward, "mtp fwd", ends().mtp_f, ends().mtp_f_flops, ends().mtp_f_hw, {MemCat::Activations, static_cast<Bytes>(in_.graph.mtp_stored_bytes)}, none);
-    add(Phase::Forward, "mtp attention fwd", t.attn_f, t.attn_f_flops, t.attn_f_hw, {MemCat::Activations, static_cast<Bytes>(stored)}, none);
+    add(Phase::Forward, "mtp fwd", ends().mtp_f, ends().mtp_f_flops, ends().mtp_f_hw, {MemCat::Activations, to_bytes(in_.graph.mtp_stored_bytes)}, none);
+    add(Phase::Forward, "mtp attention fwd", t.attn_f, t.attn_f_flops, t.attn_f_hw, {MemCat::Activations, to_bytes(stored)}, none);
     if (t.tp_comm_f > 0) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, 0, none, none);
     add(Phase::Forward, "mtp mlp fwd", t.mlp_f, t.mlp_f_flops, t.mlp_f_hw, none, none);
     if (t.ep_comm_f > 0) add(Phase::EpComm, "ep all-to-all fwd", t.ep_comm_f, 0, 0, none, none);
     if (t.tp_comm_f > 0 && t.mlp_tp_comm) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, 0, none, none);
-    add(Phase::Forward, "mtp head fwd", ends().head_f, ends().head_f_flops, ends().head_f_hw, {MemCat::Activations, static_cast<Bytes>(ends_act().head)}, none);
+    add(Phase::Forward, "mtp head fwd", ends().head_f, ends().head_f_flops, ends().head_f_hw, {MemCat::Activations, to_bytes(ends_act().head)}, none);
   }
 }
 
@@ -364,17 +364,17 @@ void Emitter::mtp_backward(const AddOp& add) const {
   const MemDelta none{};
   for (std::int64_t i = 0; i < in_.scenario.training.mtp_layers; ++i) {
     const ActivationBytes& a = ends_act();
-    add(Phase::Backward, "mtp head bwd", ends().head_b, 2 * ends().head_f_flops, 2 * ends().head_f_hw, {MemCat::Activations, static_cast<Bytes>(a.head_working)},
-        {MemCat::Activations, -static_cast<Bytes>(a.head_working + a.head)});
+    add(Phase::Backward, "mtp head bwd", ends().head_b, 2 * ends().head_f_flops, 2 * ends().head_f_hw, {MemCat::Activations, to_bytes(a.head_working)},
+        {MemCat::Activations, -to_bytes(a.head_working + a.head)});
     if (t.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == "selective")
       add(Phase::Recompute, "recompute (selective)", t.attn_recompute_selective, t.selective_recompute_flops, t.selective_recompute_flops, none, none);
     if (t.tp_comm_b > 0 && t.mlp_tp_comm) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, 0, none, none);
     if (t.ep_comm_b > 0) add(Phase::EpComm, "ep all-to-all bwd", t.ep_comm_b, 0, 0, none, none);
     add(Phase::Backward, "mtp mlp bwd", t.mlp_b, 2 * t.mlp_f_flops, 2 * t.mlp_f_hw, none, none);
     if (t.tp_comm_b > 0) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, 0, none, none);
-    add(Phase::Backward, "mtp attention bwd", t.attn_b, 2 * t.attn_f_flops, 2 * t.attn_f_hw, none, {MemCat::Activations, -static_cast<Bytes>(stored)});
+    add(Phase::Backward, "mtp attention bwd", t.attn_b, 2 * t.attn_f_flops, 2 * t.attn_f_hw, none, {MemCat::Activations, -to_bytes(stored)});
     add(Phase::Backward, "mtp bwd", ends().mtp_b, 2 * ends().mtp_f_flops, 2 * ends().mtp_f_hw, none,
-        {MemCat::Activations, -static_cast<Bytes>(in_.graph.mtp_stored_bytes)});
+        {MemCat::Activations, -to_bytes(in_.graph.mtp_stored_bytes)});
   }
 }
 
@@ -400,9 +400,9 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
   if (last)
     add(Phase::Backward, "head bwd", e.head_b - w_head, 2 * e.head_f_flops * (e.head_b - w_head) / std::max(e.head_b, 1e-30),
         2 * e.head_f_hw * (e.head_b - w_head) / std::max(e.head_b, 1e-30),
-        MemDelta{MemCat::Activations, static_cast<Bytes>(ends_act().head_working)},
+        MemDelta{MemCat::Activations, to_bytes(ends_act().head_working)},
         MemDelta{MemCat::Activations,
-                 -static_cast<Bytes>(ends_act().head_working + (split ? 0.0 : ends_act().head_freed_by_backward()))});
+                 -to_bytes(ends_act().head_working + (split ? 0.0 : ends_act().head_freed_by_backward()))});
   if (last && in_.scenario.training.mtp_layers > 0)
     mtp_backward([&](Phase ph, const char* label, double sec, double flops, double hw, MemDelta start, MemDelta end) {
       return add(ph, label, sec, flops, hw, start, end);
@@ -421,11 +421,11 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
     if (const std::int64_t g = offload_window_closed_by(l); g >= 0) {
       const OpId h = op(rank, Stream::Copy, Phase::Offload, "activation reload H2D", stored(g, kind(rank, chunk, g)) / host_bps_,
                         r.last >= 0 ? std::vector<OpId>{r.last} : deps, mb, chunk);
-      p_.ops[static_cast<size_t>(h)].at_start = {MemCat::Activations, static_cast<Bytes>(stored(g, kind(rank, chunk, g)))};
+      p_.ops[static_cast<size_t>(h)].at_start = {MemCat::Activations, to_bytes(stored(g, kind(rank, chunk, g)))};
       reloads[static_cast<size_t>(g)] = h;
     }
     if (l < offload_layers_) deps.push_back(reloads[static_cast<size_t>(l)]);
-    const Bytes extra_working = static_cast<Bytes>(this->extra_working(l, k));
+    const Bytes extra_working = to_bytes(this->extra_working(l, k));
     if (recomputed(l)) {
       // A replay's FLOPs count for HFU and reported hardware FLOPs, not for MFU (metrics.cpp).
       const double tp = (t.mlp_tp_comm ? 2 : 1) * t.tp_comm_f;
@@ -445,18 +445,18 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
     if (t.cp_comm_b > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, "cp kv ring bwd", t.cp_comm_b, {r.last}, mb, chunk);
     if (t.tp_comm_b > 0) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, 0, none, none);
     const double attn_share = 2 * (t.attn_b - w_attn) / std::max(t.attn_b, 1e-30);
-    const MemDelta free_act{MemCat::Activations, -(static_cast<Bytes>(stored(l, k)) + extra_working)};
+    const MemDelta free_act{MemCat::Activations, -(to_bytes(stored(l, k)) + extra_working)};
     const OpId id = add(Phase::Backward, "attention bwd", t.attn_b - w_attn, t.attn_f_flops * attn_share, t.attn_f_hw * attn_share, none, split ? MemDelta{MemCat::Activations, -extra_working} : free_act);
     if (cp_op >= 0) p_.ops[static_cast<size_t>(id)].deps.push_back(cp_op);
     if (t.cp_scatter_b > 0) add(Phase::CpComm, "cp dkv reduce-scatter", t.cp_scatter_b, 0, 0, none, none);
     if (post) post(Action::B, l, id);
   }
-  if (first) add(Phase::Backward, "embedding bwd", e.embed_b, 0, 0, none, MemDelta{MemCat::Activations, -static_cast<Bytes>(ends_act().embed)});
+  if (first) add(Phase::Backward, "embedding bwd", e.embed_b, 0, 0, none, MemDelta{MemCat::Activations, -to_bytes(ends_act().embed)});
   // The training loop's metrics on this microbatch's logits, after its whole backward (training
   // metrics need pp = 1: TrainingSpec::train_metrics), which frees the logits they kept.
   if (last && e.metrics > 0)
-    add(Phase::Other, "train metrics", e.metrics, 0, 0, MemDelta{MemCat::Activations, static_cast<Bytes>(ends_act().metrics_working)},
-        MemDelta{MemCat::Activations, -static_cast<Bytes>(ends_act().metrics_working + ends_act().metrics_kept)});
+    add(Phase::Other, "train metrics", e.metrics, 0, 0, MemDelta{MemCat::Activations, to_bytes(ends_act().metrics_working)},
+        MemDelta{MemCat::Activations, -to_bytes(ends_act().metrics_working + ends_act().metrics_kept)});
   return r;
 }
 
@@ -478,13 +478,13 @@ Emitter::Range Emitter::weight_grad(std::int32_t rank, std::int32_t mb, std::int
   if (last)
     add("head wgrad", ends().head_w, 2 * ends().head_f_flops * ends().head_w / std::max(ends().head_b, 1e-30),
         2 * ends().head_f_hw * ends().head_w / std::max(ends().head_b, 1e-30),
-        {MemCat::Activations, -static_cast<Bytes>(ends_act().head_freed_by_backward())});
+        {MemCat::Activations, -to_bytes(ends_act().head_freed_by_backward())});
   for (std::int64_t l = layers - 1; l >= 0; --l) {
     const std::int32_t k = kind(rank, chunk, l);
     const BlockTimes& t = times_[static_cast<size_t>(k)];
     const double aw = 2 * t.attn_w / std::max(t.attn_b, 1e-30), mw = 2 * t.mlp_w / std::max(t.mlp_b, 1e-30);
     const double fl = t.attn_f_flops * aw + t.mlp_f_flops * mw, hw = t.attn_f_hw * aw + t.mlp_f_hw * mw;
-    const OpId id = add("layer wgrad", t.attn_w + t.mlp_w, fl, hw, {MemCat::Activations, -static_cast<Bytes>(stored(l, k))});
+    const OpId id = add("layer wgrad", t.attn_w + t.mlp_w, fl, hw, {MemCat::Activations, -to_bytes(stored(l, k))});
     if (post) post(Action::W, l, id);
   }
   return r;

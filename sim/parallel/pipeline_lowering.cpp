@@ -166,12 +166,12 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
       ms.optimizer += me.optimizer;
     }
     // Offloaded states stay on the host; the GPU holds gathered units only.
-    r.static_mem[static_cast<size_t>(MemCat::Weights)] = static_cast<Bytes>(offload ? 0.0 : ms.weights);
+    r.static_mem[static_cast<size_t>(MemCat::Weights)] = to_bytes(offload ? 0.0 : ms.weights);
     // DeepSpeed's BF16 optimizer also keeps an fp32 accumulation buffer for every local parameter.
     const double bf16_buffer = ds_bf16 ? kMasterBytes * stage_total : 0.0;
-    r.static_mem[static_cast<size_t>(MemCat::Grads)] = static_cast<Bytes>(offload ? 0.0 : ms.grads + bf16_buffer);
-    r.static_mem[static_cast<size_t>(MemCat::Optimizer)] = static_cast<Bytes>(offload ? 0.0 : ms.optimizer);
-    r.static_mem[static_cast<size_t>(MemCat::Workspace)] = static_cast<Bytes>(sc.profile.runtime_reserved_gib.value * kGiB);
+    r.static_mem[static_cast<size_t>(MemCat::Grads)] = to_bytes(offload ? 0.0 : ms.grads + bf16_buffer);
+    r.static_mem[static_cast<size_t>(MemCat::Optimizer)] = to_bytes(offload ? 0.0 : ms.optimizer);
+    r.static_mem[static_cast<size_t>(MemCat::Workspace)] = to_bytes(sc.profile.runtime_reserved_gib.value * kGiB);
     prog.ranks.push_back(r);
   }
 
@@ -297,12 +297,12 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
               d = {em.op(s, Stream::Comm, Phase::FsdpGather, "all-gather copy-back (one per rank)",
                          per_rank_copies_s + in.cost.memory_s(2 * bytes), {ag}, a.microbatch, a.chunk)};
             }
-          prog.ops[static_cast<size_t>(first_ag)].at_start = {MemCat::GatheredParams, static_cast<Bytes>(gathered)};
+          prog.ops[static_cast<size_t>(first_ag)].at_start = {MemCat::GatheredParams, to_bytes(gathered)};
           return d;
         }
         OpId ag = em.comm_op(s, Stream::Comm, Phase::FsdpGather, k == Action::F ? "param all-gather fwd" : "param all-gather bwd",
                              dp_spec(CollOp::AllGather, unit_bytes({lp.all - lp.experts, 0.0})), d, a.microbatch, a.chunk);
-        prog.ops[static_cast<size_t>(ag)].at_start = {MemCat::GatheredParams, static_cast<Bytes>(gathered)};
+        prog.ops[static_cast<size_t>(ag)].at_start = {MemCat::GatheredParams, to_bytes(gathered)};
         if (lp.experts > 0 && par.expert_dp() > 1)
           ag = em.comm_op(s, Stream::Comm, Phase::FsdpGather, k == Action::F ? "expert param all-gather fwd" : "expert param all-gather bwd",
                           L.edp_group(CollOp::AllGather, unit_bytes({lp.experts, 0.0})), {ag}, a.microbatch, a.chunk);
@@ -327,7 +327,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
           const bool needs_free = k == Action::F || k == Action::B;  // W needs no weights
           if (needs_free) {
             const OpId rel = em.op(s, Stream::Compute, Phase::Other, "release gathered params", 0, {op}, a.microbatch, a.chunk);
-            prog.ops[static_cast<size_t>(rel)].at_end = {MemCat::GatheredParams, -static_cast<Bytes>(gathered)};
+            prog.ops[static_cast<size_t>(rel)].at_end = {MemCat::GatheredParams, -to_bytes(gathered)};
             layer_done.push_back(rel);
           }
           if (grad_sync && ds03 && k == (split ? Action::W : Action::B)) {
@@ -373,8 +373,8 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
                                          : grad_ready;
               const OpId rs = em.comm_op(s, Stream::Comm, Phase::DpComm, "grad reduce-scatter", dp_spec(CollOp::ReduceScatter, gbytes), {in_op}, a.microbatch, a.chunk);
               const double unsharded = gbytes * (1.0 - 1.0 / nd) + ebytes * (1.0 - 1.0 / edp);
-              prog.ops[static_cast<size_t>(rs)].at_start = {MemCat::Grads, static_cast<Bytes>(unsharded)};
-              prog.ops[static_cast<size_t>(rs)].at_end = {MemCat::Grads, -static_cast<Bytes>(unsharded)};
+              prog.ops[static_cast<size_t>(rs)].at_start = {MemCat::Grads, to_bytes(unsharded)};
+              prog.ops[static_cast<size_t>(rs)].at_end = {MemCat::Grads, -to_bytes(unsharded)};
               sync_ops.push_back(rs);
               if (ebytes > 0 && par.expert_dp() > 1)
                 sync_ops.push_back(em.comm_op(s, Stream::Comm, Phase::DpComm, "expert grad reduce-scatter",
@@ -407,7 +407,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
           if (keeps_outputs) {  // DeepSpeed's pipe buffer holds the output until the backward
             const OpId keep =
                 em.op(s, Stream::Compute, Phase::Other, "keep stage output (DeepSpeed pipe buffer)", 0, {r.last}, a.microbatch, a.chunk);
-            prog.ops[static_cast<size_t>(keep)].at_end = {MemCat::Activations, static_cast<Bytes>(in.graph.p2p_bytes)};
+            prog.ops[static_cast<size_t>(keep)].at_end = {MemCat::Activations, to_bytes(in.graph.p2p_bytes)};
           }
           last_send = fsend[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] =
               em.comm_op(s, Stream::P2P, Phase::PpComm, "pp send activations", send_next[static_cast<size_t>(s)], {r.last}, a.microbatch, a.chunk);
@@ -417,7 +417,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
         if (keeps_outputs && !last) {
           const OpId drop =
               em.op(s, Stream::Compute, Phase::Other, "drop stage output (DeepSpeed pipe buffer)", 0, {r.last}, a.microbatch, a.chunk);
-          prog.ops[static_cast<size_t>(drop)].at_end = {MemCat::Activations, -static_cast<Bytes>(in.graph.p2p_bytes)};
+          prog.ops[static_cast<size_t>(drop)].at_end = {MemCat::Activations, -to_bytes(in.graph.p2p_bytes)};
         }
         bfirst[static_cast<size_t>(vs)][static_cast<size_t>(a.microbatch)] = r.first;
         if (!first)
@@ -472,8 +472,8 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
     const OpId opt = em.op(s, Stream::Compute, Phase::Optimizer, offload ? "optimizer step (CPU)" : "optimizer step", opt_s,
                            {norm_ops[static_cast<size_t>(s)]});
     if (ds_cast) {
-      prog.ops[static_cast<size_t>(opt)].at_start = {MemCat::Optimizer, static_cast<Bytes>(fp32_grad_partition)};
-      prog.ops[static_cast<size_t>(opt)].at_end = {MemCat::Optimizer, -static_cast<Bytes>(fp32_grad_partition)};
+      prog.ops[static_cast<size_t>(opt)].at_start = {MemCat::Optimizer, to_bytes(fp32_grad_partition)};
+      prog.ops[static_cast<size_t>(opt)].at_end = {MemCat::Optimizer, -to_bytes(fp32_grad_partition)};
     }
     if (sh.optimizer && !sh.weights && grad_sync)
       em.comm_op(s, Stream::Comm, Phase::DpComm, "param all-gather", dp_spec(CollOp::AllGather, sp.dense_total() * sb.weights), {opt});

@@ -47,14 +47,14 @@ void choose_base(PlanJob& job, const std::string& dir) {
   job.base_file = "(the profile's reference node)";
 }
 
-Json layout_settings(const Layout& l) {
+Json layout_settings(const PlanLayout& l) {
   Json s = {{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"vpp", l.vpp}, {"cp", l.cp}, {"ep", l.ep}, {"etp", l.etp},
             {"micro_batch", l.micro_batch}, {"schedule", l.schedule}, {"sharding", l.sharding}, {"recompute", l.recompute},
             {"sp", l.sequence_parallel}, {"tp_overlap", l.tp_comm_overlap}};
   return s;
 }
 
-Json layout_scenario(const PlanJob& job, const Layout& l) {
+Json layout_scenario(const PlanJob& job, const PlanLayout& l) {
   Json j = job.base;
   j["name"] = fmt::format("plan-{}-{}x{}", job.model, job.gpus, job.gpu);
   j["model"] = job.model;
@@ -100,7 +100,7 @@ const std::vector<PlanRule>& plan_rules() {
   return rules;
 }
 
-double memory_lower_bound(const Scenario& base, const Layout& l) {
+double memory_lower_bound(const Scenario& base, const PlanLayout& l) {
   const ModelSpec& m = base.model;
   const ParamCount pc = count_params(m);
   double experts = 0;
@@ -164,7 +164,7 @@ class Enumerator {
             out_.pruned[r] += static_cast<std::int64_t>(inner);
             continue;
           }
-          Layout l;
+          PlanLayout l;
           l.tp = tp, l.pp = pp, l.cp = cp, l.dp = job_.gpus / (tp * pp * cp);
           schedules(l);
         }
@@ -185,7 +185,7 @@ class Enumerator {
     return nullptr;
   }
 
-  void schedules(Layout l) {
+  void schedules(PlanLayout l) {
     const double inner = per_shape();
     for (std::int64_t vpp = 1; vpp <= job_.max_vpp; ++vpp)
       for (const std::string& sched : kSchedules) {
@@ -202,7 +202,7 @@ class Enumerator {
       }
   }
 
-  void micro_batches(Layout l) {
+  void micro_batches(PlanLayout l) {
     const double inner = static_cast<double>(4 * kShardings.size() * kRecomputes.size() * eps_.size() * etps_);
     for (std::int64_t mb : mbs_) {
       const char* r = nullptr;
@@ -217,7 +217,7 @@ class Enumerator {
     }
   }
 
-  void tp_options(Layout l) {
+  void tp_options(PlanLayout l) {
     const double inner = static_cast<double>(kShardings.size() * kRecomputes.size() * eps_.size() * etps_);
     for (int sp = 0; sp < 2; ++sp)
       for (int ov = 0; ov < 2; ++ov) {
@@ -235,7 +235,7 @@ class Enumerator {
       }
   }
 
-  void memory_options(Layout l) {
+  void memory_options(PlanLayout l) {
     const double inner = static_cast<double>(eps_.size() * etps_);
     for (const std::string& sharding : kShardings)
       for (const std::string& rc : kRecomputes) {
@@ -253,7 +253,7 @@ class Enumerator {
       }
   }
 
-  void experts(Layout l) {
+  void experts(PlanLayout l) {
     for (std::int64_t ep : eps_)
       for (std::int64_t k = 0; k < etps_; ++k) {
         const std::int64_t etp = m_.moe ? (k == 0 ? 1 : l.tp) : l.tp;
@@ -271,7 +271,7 @@ class Enumerator {
       }
   }
 
-  void keep(const Layout& l) {
+  void keep(const PlanLayout& l) {
     const double bound = memory_lower_bound(base_, l);
     if (bound > capacity_) {
       ++out_.pruned[fmt::format("memory: lower bound above {:.0f} % of the GPU's memory", 100 * (1 - job_.headroom))];
@@ -300,7 +300,7 @@ Scenario plan_base_scenario(const PlanJob& job, const std::string& data_dir) {
   const std::int64_t per_node = job.base.value("/cluster/gpus_per_node"_json_pointer, std::int64_t{8});
   if (job.gpus % per_node != 0)
     throw ConfigError(fmt::format("plan: --gpus {} is not a whole number of {}-GPU nodes ({})", job.gpus, per_node, job.base_file));
-  Layout l;
+  PlanLayout l;
   l.dp = job.gpus;
   PlanJob any = job;
   any.global_batch = job.gpus;  // divisible whatever the job's batch; only model, GPU and dtypes are used
@@ -311,12 +311,12 @@ PlanResult run_plan(const PlanJob& job, const std::string& data_dir, const Regis
                     const EvalOptions& opt) {
   PlanResult res;
   res.enumeration = enumerate_layouts(job, plan_base_scenario(job, data_dir));
-  const std::vector<Layout>& layouts = res.enumeration.layouts;
+  const std::vector<PlanLayout>& layouts = res.enumeration.layouts;
   const std::int64_t model_layers = plan_base_scenario(job, data_dir).model.layers;
   EvalOptions eo = opt;
   if (eo.distribution && !eo.cost)
     eo.cost = [&](std::size_t i) {
-      const Layout& l = layouts[i];
+      const PlanLayout& l = layouts[i];
       return expected_cost(job.global_batch / (l.micro_batch * l.dp), fold_unit(l.pp, l.schedule == "interleaved"), model_layers, l.pp,
                            l.vpp);
     };

@@ -36,15 +36,15 @@ struct PlanJob {
 // Sets job.base and job.base_file.
 void choose_base(PlanJob& job, const std::string& scenarios_dir);
 
-struct Layout {
+struct PlanLayout {
   std::int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1, etp = 1, micro_batch = 1;
   std::string schedule = "ddp";
   std::string sharding = "none";  // none | zero1 | fsdp
   std::string recompute = "none";
   bool sequence_parallel = false, tp_comm_overlap = false;
 };
-Json layout_settings(const Layout& l);
-Json layout_scenario(const PlanJob& job, const Layout& l);
+Json layout_settings(const PlanLayout& l);
+Json layout_scenario(const PlanJob& job, const PlanLayout& l);
 
 // The framework rules, in the order they are applied: a candidate is counted against the first
 // one it breaks.
@@ -57,15 +57,15 @@ const std::vector<PlanRule>& plan_rules();
 struct Enumeration {
   std::int64_t candidates = 0;                // the cartesian product of every dimension's values
   std::map<std::string, std::int64_t> pruned; // rule (or memory bound) -> layouts it removed
-  std::vector<Layout> layouts;                // survivors, in enumeration order
-  std::vector<Layout> memory_pruned_sample;   // up to 64 layouts the memory bound removed (tests check them)
+  std::vector<PlanLayout> layouts;                // survivors, in enumeration order
+  std::vector<PlanLayout> memory_pruned_sample;   // up to 64 layouts the memory bound removed (tests check them)
 };
 Enumeration enumerate_layouts(const PlanJob& job, const Scenario& base);
 
 // A lower bound of one GPU's peak memory, bytes: the model states of an average stage (the
 // memory model's ZeRO / FSDP sharding) plus the runtime's reserve plus the stored activations of
 // the first stage's microbatches in flight (1F1B and ZB-H1: min(pp, microbatches); otherwise one).
-double memory_lower_bound(const Scenario& base, const Layout& l);
+double memory_lower_bound(const Scenario& base, const PlanLayout& l);
 
 // The job's model and GPU loaded once, with a placeholder data-parallel layout (what the
 // enumeration reads: model, profile, dtypes).

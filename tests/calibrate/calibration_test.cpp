@@ -35,7 +35,7 @@ TEST(AlphaBetaFit, PiecewiseSegmentsReproduceRecordedNcclTestsSweep) {
   ASSERT_GE(segs.size(), 2u);  // one line cannot describe LL, LL128 and Simple protocols
   ASSERT_LE(segs.size(), 8u);
   for (const auto& [b, t] : pts) {
-    const auto s = std::find_if(segs.begin(), segs.end(), [&](const auto& x) { return b >= x.lo && b <= x.hi; });
+    const auto s = std::find_if(segs.begin(), segs.end(), [bytes = b](const auto& x) { return bytes >= x.lo && bytes <= x.hi; });
     ASSERT_NE(s, segs.end());
     const double pred = s->alpha_s + (std::isinf(s->beta_bytes_per_s) ? 0 : b / s->beta_bytes_per_s);
     EXPECT_NEAR(pred / t, 1.0, 0.05) << b;

@@ -29,7 +29,7 @@ PlanJob small_job(std::int64_t gpus, bool cross_node_tp) {
 }
 
 Scenario base_of(const PlanJob& job) {
-  Layout l;
+  PlanLayout l;
   l.dp = job.gpus;
   PlanJob any = job;
   any.global_batch = job.gpus;
@@ -51,7 +51,7 @@ TEST(Plan, LayoutsRespectTheFrameworkRules) {
     const Scenario base = base_of(job);
     const Enumeration en = enumerate_layouts(job, base);
     bool tp16_seen = false;
-    for (const Layout& l : en.layouts) {
+    for (const PlanLayout& l : en.layouts) {
       EXPECT_EQ(l.dp * l.tp * l.pp * l.cp, job.gpus);
       EXPECT_LE(l.tp, base.model.kv_heads);  // Megatron-Core: TP <= KV heads
       EXPECT_EQ(base.model.kv_heads % l.tp, 0);
@@ -83,7 +83,7 @@ TEST(Plan, WhatTheMemoryBoundPrunesDoesNotFit) {
   // A spread of the sample: first, last and two between.
   const size_t n = en.memory_pruned_sample.size();
   for (const size_t i : {size_t{0}, n / 3, 2 * n / 3, n - 1}) {
-    const Layout& l = en.memory_pruned_sample[i];
+    const PlanLayout& l = en.memory_pruned_sample[i];
     const Scenario sc = parse_scenario(layout_scenario(job, l), "test.json", test::data_dir());
     const SimulationOutput out = simulate(sc, reg);
     EXPECT_GT(out.result.peak_mem_gib * kGiB, cap) << layout_settings(l).dump();
