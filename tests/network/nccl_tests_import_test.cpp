@@ -84,6 +84,16 @@ TEST(NcclTestsImport, CountsHostsAsNodesAndTakesOpFromOverride) {
 }
 
 TEST(NcclTestsImport, BadFilesGiveClearErrors) {
+  // reduce_perf (found by fuzz_nccl_tests: "all_+reduce_perf" read as reduce_perf was imported, and
+  // the merged profile then failed to load: profiles hold no "reduce" points).
+  std::string reduce = slurp("all_reduce_8gpu.txt");
+  reduce.replace(reduce.find("all_reduce_perf"), 15, "reduce_perf");
+  try {
+    parse_nccl_tests(reduce, "reduce.txt");
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("reduce.txt: unknown collective \"reduce\""), std::string::npos) << e.what();
+  }
   EXPECT_EQ(error_of("truncated.txt"), "truncated.txt:18: truncated result row (expected at least 9 columns, got 6)");
   EXPECT_EQ(error_of("garbage.txt"), "garbage.txt:1: unexpected text before the results table: \"this is not\"");
   EXPECT_EQ(error_of("wrong_results.txt"),
