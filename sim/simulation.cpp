@@ -7,6 +7,8 @@
 #include <string_view>
 
 #include "sim/network/flow_network.h"
+#include "sim/parallel/emitter.h"
+#include "sim/parallel/placement.h"
 
 namespace parasim {
 
@@ -176,12 +178,8 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
                 "run it; real routing is uneven and the busiest expert sets the pace");
   // Layouts that run but that real jobs regret: tensor parallelism over the inter-node network, and
   // a fit so tight that allocator fragmentation or a longer sequence goes out of memory.
-  std::int64_t tp_stride = 1;  // rank distance between TP peers: the dimensions inside tp in the rank order
-  for (const auto& d : sc.parallel.order) {
-    if (d == "tp") break;
-    tp_stride *= d == "cp" ? sc.parallel.cp : d == "dp" ? sc.parallel.dp : sc.parallel.pp;
-  }
-  if (sc.parallel.tp > 1 && (sc.parallel.tp - 1) * tp_stride >= sc.cluster.gpus_per_node)
+  const Layout layout = make_layout(sc);  // the TP groups' real placement under the rank order
+  if (sc.parallel.tp > 1 && place_groups(layout.world(), sc.cluster.gpus_per_node, {{layout.s_tp, layout.tp}}).max_nodes > 1)
     w.push_back("tensor parallelism spans nodes: tp " + std::to_string(sc.parallel.tp) + " over " +
                 std::to_string(sc.cluster.gpus_per_node) + " GPUs per node puts every layer's TP collectives on the inter-node network");
   if (const double headroom = 1.0 - out.result.peak_mem_gib / out.result.capacity_gib;

@@ -13,6 +13,9 @@ cd "$tmp/elsewhere"
 unset PARASIM_DATA_DIR
 "$tmp/prefix/bin/parasim" run mine.json | grep -q "step time" || { echo "installed run printed no step time"; exit 1; }
 "$tmp/prefix/bin/parasim" list gpus | grep -q "h100" || { echo "installed list gpus printed no h100 profile"; exit 1; }
+# Every data file a command reads is installed: the reliability figures of --tokens, the stacks.
+"$tmp/prefix/bin/parasim" run mine.json --tokens 1e12 | grep -q "goodput" || { echo "installed run --tokens printed no goodput"; exit 1; }
+"$tmp/prefix/bin/parasim" list stacks | grep -q "megatron-core" || { echo "installed list stacks printed no megatron-core stack"; exit 1; }
 # A lone binary: no data beside it, so every command that needs data fails with exit 2, naming the path.
 mkdir -p "$tmp/lone/bin"
 cp "$tmp/prefix/bin/parasim" "$tmp/lone/bin/"
