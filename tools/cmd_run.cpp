@@ -163,8 +163,11 @@ void add_run_command(CLI::App& app, Context& ctx) {
       if (o->json) {
         std::cout << j.dump(2) << "\n";
       } else {
-        const TimePartition time = partition_time(out.program, out.timeline, out.result);
-        print_summary(std::cout, sc, out.result, &time);
+        // The partition reads the timeline; a folded step (sim/steady_state.h) has none, and prints the
+        // breakdown per phase over all streams instead.
+        const std::optional<TimePartition> time =
+            out.fold.folded() ? std::nullopt : std::optional<TimePartition>(partition_time(out.program, out.timeline, out.result));
+        print_summary(std::cout, sc, out.result, time ? &*time : nullptr);
         for (std::string line; std::getline(interval_text, line);) std::cout << (line.starts_with("  ") ? "  " : "\n  ") << line << "\n";
         // How far to trust the point prediction, without --interval: the model's measured error on
         // published runs of the scenario's model class.

@@ -14,7 +14,7 @@ TEST(TimePartition, SumsToTheStepOnTheExamples) {
                            "gpipe-gpt-7.5b-4xa100.json", "moe-qwen3-30b-a3b-16xh100-fp8.json", "dataparallel-gpt-1.7b-4xa100.json"}) {
     SCOPED_TRACE(file);
     const Scenario sc = load_scenario(test::data_dir() + "/scenarios/" + file, test::data_dir());
-    const SimulationOutput out = simulate(sc, reg);
+    const SimulationOutput out = simulate(sc, reg, nullptr, Detail::Timeline);  // the whole step, never folded
     const TimePartition t = partition_time(out.program, out.timeline, out.result);
     double sum = t.exposed_s + t.idle_s;
     for (const auto& [phase, s] : t.compute_stream_s) sum += s;

@@ -486,6 +486,14 @@ TEST(Cli, SummaryStatesTheIdealBubbleAndATimePartition) {
   EXPECT_NE(r.out.find("overlapped communication"), std::string::npos) << r.out;
 }
 
+TEST(Cli, AFoldedStepListsPhasesOverAllStreamsNotAPartition) {
+  // Qwen3 30B-A3B's step is folded onto its steady state: no timeline, so no partition of it.
+  const Ran r = run("run " + test::data_dir() + "/scenarios/moe-qwen3-30b-a3b-16xh100-fp8.json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("per phase over all streams"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("the lines sum to the step"), std::string::npos) << r.out;
+}
+
 TEST(Cli, CollectiveJsonIsTheTerminalAnswer) {
   const Ran j = run("collective --gpu h100-sxm5-80g --op all_gather --ranks 16 --bytes 256MiB --json");
   ASSERT_EQ(j.code, 0) << j.out;
