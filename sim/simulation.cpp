@@ -7,6 +7,8 @@
 #include <string_view>
 
 #include "sim/network/flow_network.h"
+#include "sim/parallel/emitter.h"
+#include "sim/parallel/placement.h"
 
 namespace parasim {
 
@@ -174,6 +176,19 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
   if (sc.model.moe)
     w.push_back("MoE: routing taken as balanced (every expert gets tokens x top_k / experts), as benchmarks that force balance "
                 "run it; real routing is uneven and the busiest expert sets the pace");
+  // Layouts that run but that real jobs regret: tensor parallelism over the inter-node network, and
+  // a fit so tight that allocator fragmentation or a longer sequence goes out of memory.
+  const Layout layout = make_layout(sc);  // the TP groups' real placement under the rank order
+  if (sc.parallel.tp > 1 && place_groups(layout.world(), sc.cluster.gpus_per_node, {{layout.s_tp, layout.tp}}).max_nodes > 1)
+    w.push_back("tensor parallelism spans nodes: tp " + std::to_string(sc.parallel.tp) + " over " +
+                std::to_string(sc.cluster.gpus_per_node) + " GPUs per node puts every layer's TP collectives on the inter-node network");
+  if (const double headroom = 1.0 - out.result.peak_mem_gib / out.result.capacity_gib;
+      out.result.fits_in_memory && out.result.capacity_gib > 0 && headroom < 0.10) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "tight fit: peak %.1f GiB leaves %.1f %% of the %.1f GiB free; real jobs with under 10 %% headroom "
+                  "often go out of memory (fragmentation, longer sequences)", out.result.peak_mem_gib, 100 * headroom, out.result.capacity_gib);
+    w.push_back(buf);
+  }
   if (!out.result.fits_in_memory) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "out of memory: peak %.1f GiB exceeds the %.1f GiB of %s", out.result.peak_mem_gib,

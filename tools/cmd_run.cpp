@@ -35,7 +35,7 @@ inline constexpr std::int64_t kMaxIntervalSamples = 100000;
 void add_run_command(CLI::App& app, Context& ctx) {
   struct Opts {
     std::string file, trace;
-    bool json = false, resolved = false, kernels = false, force = false;
+    bool json = false, resolved = false, kernels = false, force = false, fail_on_oom = false;
     int dump_rank = -1;
     int interval = 0;
     double trace_max_mib = kDefaultTimelineMaxMib;
@@ -61,6 +61,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
       ->check(integer_in(1, kMaxIntervalSamples));
   run->add_flag("--kernels", o->kernels,
                 "also print each kernel of one layer (and of the embedding and output layers) with its shape, time, rate and what priced it");
+  run->add_flag("--fail-on-oom", o->fail_on_oom, "exit 1 when a rank runs out of memory (the prediction is still printed)");
   run->add_option("--dump-program", o->dump_rank, "print the lowered ops of this simulated rank (0-based) with their times")
       ->check(integer_in(0, std::numeric_limits<int>::max()));
   o->ttt.add_to(*run);
@@ -109,6 +110,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
       const std::optional<TimeToTrain> ttt =
           o->ttt.requested() ? std::optional<TimeToTrain>(o->ttt.evaluate(sc, out.result.step_time_s, ctx.data_dir)) : std::nullopt;
       if (ttt) j["time_to_train"] = ttt_json(*ttt);
+      std::stringstream interval_text;  // printed below the summary
       if (o->interval > 0) {
         const Interval iv = predict_interval(sc, ctx.registries, o->interval);
         j["step_time_interval_s"] = {iv.step_time_p10_s, iv.step_time_p90_s};
@@ -124,17 +126,17 @@ void add_run_command(CLI::App& app, Context& ctx) {
                               {"held_out_coverage", me->held_out_coverage}, {"model_class", cls}, {"band", band_name}};
         }
         if (!o->json) {
-          std::cout << fmt::format("step time interval (p10..p90, {} samples over {} ranged profile figures): {:.4g} .. {:.4g} s\n",
+          interval_text << fmt::format("step time interval (p10..p90, {} samples over {} ranged profile figures): {:.4g} .. {:.4g} s\n",
                                    iv.samples, iv.figures.size(), iv.step_time_p10_s, iv.step_time_p90_s);
           // The point prediction uses each figure's value; best-shape figures (MAMF, FlashAttention's
           // best case) sit at the fast end of their published ranges, so it can fall outside.
           const double t = out.result.step_time_s;
           if (t < iv.step_time_p10_s || t > iv.step_time_p90_s)
-            std::cout << fmt::format("  the point prediction ({:.4g} s) lies {} the interval: the profile's values sit at the {} end "
+            interval_text << fmt::format("  the point prediction ({:.4g} s) lies {} the interval: the profile's values sit at the {} end "
                                      "of their published ranges (best-shape figures)\n",
                                      t, t < iv.step_time_p10_s ? "below" : "above", t < iv.step_time_p10_s ? "fast" : "slow");
           if (me)
-            std::cout << fmt::format("with parasim's own error on {} measured runs{} ({}: their steps took {:.2f}x to {:.2f}x the "
+            interval_text << fmt::format("with parasim's own error on {} measured runs{} ({}: their steps took {:.2f}x to {:.2f}x the "
                                      "predicted time for 80 % of them; {}): {:.4g} .. {:.4g} s\n",
                                      me->log_ratios.size(), band_name == "all" ? "" : " of " + band_name + " models", kModelErrorFile,
                                      std::exp(me->p10), std::exp(me->p90),
@@ -143,7 +145,6 @@ void add_run_command(CLI::App& app, Context& ctx) {
                                                       : fmt::format("the runs come from {} sources only, too few to judge the band "
                                                                     "out of sample", me->sources),
                                      both.first, both.second);
-          std::cout << "\n";
         }
       }
       const ModelGraph layers = build_model_graph(sc.model, layer_shape(sc));
@@ -162,7 +163,12 @@ void add_run_command(CLI::App& app, Context& ctx) {
       if (o->json) {
         std::cout << j.dump(2) << "\n";
       } else {
-        print_summary(std::cout, sc, out.result);
+        // The partition reads the timeline; a folded step (sim/steady_state.h) has none, and prints the
+        // breakdown per phase over all streams instead.
+        const std::optional<TimePartition> time =
+            out.fold.folded() ? std::nullopt : std::optional<TimePartition>(partition_time(out.program, out.timeline, out.result));
+        print_summary(std::cout, sc, out.result, time ? &*time : nullptr);
+        for (std::string line; std::getline(interval_text, line);) std::cout << (line.starts_with("  ") ? "  " : "\n  ") << line << "\n";
         // How far to trust the point prediction, without --interval: the model's measured error on
         // published runs of the scenario's model class.
         if (o->interval <= 0)
@@ -188,7 +194,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
           print_kernels(std::cout, sc, graph, rows);
         }
       }
-      return 0;
+      return o->fail_on_oom && !out.result.fits_in_memory ? 1 : 0;
     });
   });
 }

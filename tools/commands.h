@@ -36,5 +36,6 @@ void add_plan_command(CLI::App& app, Context& ctx);
 void add_stack_command(CLI::App& app, Context& ctx);
 // Adds the framework-config readers to `import` (after add_import_command).
 void add_framework_import_commands(CLI::App& app, Context& ctx);
+void add_docs_command(CLI::App& app, Context& ctx);
 
 }  // namespace parasim

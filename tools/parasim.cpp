@@ -9,12 +9,9 @@
 #include <fmt/format.h>
 
 #include "tools/commands.h"
+#include "tools/data_dir.h"
 #include "tools/mpi.h"
 #include "tools/output_file.h"
-
-#ifndef PARASIM_DEFAULT_DATA_DIR
-#define PARASIM_DEFAULT_DATA_DIR "."
-#endif
 
 int main(int argc, char** argv) {
   using namespace parasim;
@@ -24,9 +21,21 @@ int main(int argc, char** argv) {
   const MpiSession mpi(&argc, &argv);
   Context ctx;
   ctx.distribution = mpi.distribution();
-  if (const char* d = std::getenv("PARASIM_DATA_DIR")) ctx.data_dir = d;
-  else ctx.data_dir = PARASIM_DEFAULT_DATA_DIR;
-  app.add_option("--data-dir", ctx.data_dir, "where models/ and calibrate/profiles/ live (default: the source tree)");
+  // Found once, after parsing and before any command runs: --data-dir, else $PARASIM_DATA_DIR, else
+  // ../share/parasim beside the executable (docs/install.md).
+  DataDirCandidates where;
+  if (const char* d = std::getenv("PARASIM_DATA_DIR")) where.env = d;
+  where.binary_dir = executable_dir();
+  app.add_option_function<std::string>("--data-dir", [&where](const std::string& d) { where.flag = d; },
+                                       "where models/ and calibrate/profiles/ live (default: $PARASIM_DATA_DIR, else "
+                                       "../share/parasim beside the executable)");
+  app.parse_complete_callback([&]() {
+    ctx.exit_code = run_guarded([&]() {
+      ctx.data_dir = resolve_data_dir(where);
+      return 0;
+    });
+    if (ctx.exit_code != 0) throw CLI::RuntimeError(ctx.exit_code);
+  });
 
   add_run_command(app, ctx);
   add_list_command(app, ctx);
@@ -39,6 +48,7 @@ int main(int argc, char** argv) {
   add_report_command(app, ctx);
   add_sweep_command(app, ctx);
   add_plan_command(app, ctx);
+  add_docs_command(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -95,7 +95,48 @@ std::string moe_summary(const ModelSpec& m) {
   return fmt::format("{} experts{}, top {}{}, {:.2f}B active", m.moe->experts, shared, m.moe->top_k, which, active_params(m) / 1e9);
 }
 
-void print_summary(std::ostream& os, const Scenario& sc, const Result& r) {
+namespace {
+// "  (ideal 0.9 % = (p-1)/(v*m+p-1) with p 4, v 5, m 64; ...)" for a pipeline schedule with a closed
+// form (the schedule registry's references); "" otherwise.
+std::string ideal_bubble(const Scenario& sc) {
+  const auto& p = sc.parallel;
+  const double pp = static_cast<double>(p.pp), m = static_cast<double>(sc.microbatches()), v = static_cast<double>(p.vpp);
+  if (p.pp <= 1) return "";
+  std::string formula;
+  double ideal = 0;
+  if (p.schedule == "naive") formula = "(p-1)/p", ideal = (pp - 1) / pp;
+  else if (p.schedule == "gpipe" || p.schedule == "1f1b") formula = "(p-1)/(m+p-1)", ideal = (pp - 1) / (m + pp - 1);
+  else if (p.schedule == "interleaved") formula = "(p-1)/(v*m+p-1)", ideal = (pp - 1) / (v * m + pp - 1);
+  else return "";
+  return fmt::format("  (ideal {} = {:.1f} % with p {}{}, m {}; the gap: unequal stages (embedding first, output layer and "
+                     "loss last), pipeline sends, warm-up)",
+                     formula, 100 * ideal, p.pp, p.schedule == "interleaved" ? fmt::format(", v {}", p.vpp) : "", sc.microbatches());
+}
+
+bool comm_phase(const std::string& key) { return key.find("comm_s") != std::string::npos || key == "fsdp_gather_s"; }
+
+void print_time_partition(std::ostream& os, const TimePartition& t, double step_s) {
+  fmt::print(os, "\n  where the time went (mean per GPU; the lines sum to the step):\n");
+  double total = 0;
+  auto line = [&](const std::string& name, double v, const char* note) {
+    if (v <= 0) return;
+    total += v;
+    fmt::print(os, "    {:<22} {:>10}  {:5.1f} %{}\n", name, human_s(v), 100 * v / step_s, note);
+  };
+  for (const auto& [k, v] : t.compute_stream_s) line(k, v, comm_phase(k) ? "  (on the compute stream)" : "");
+  line("comm_exposed_s", t.exposed_s, "  (waiting on the communication below)");
+  line("idle_s", t.idle_s, "  (pipeline bubble, waiting on other ranks)");
+  fmt::print(os, "    {:<22} {:>10}  {:5.1f} %\n", "step", human_s(total), 100 * total / step_s);
+  double other = 0;
+  for (const auto& [k, v] : t.other_streams_s) other += v;
+  if (other <= 0) return;
+  fmt::print(os, "  overlapped communication (other streams; hidden behind compute except comm_exposed_s above):\n");
+  for (const auto& [k, v] : t.other_streams_s)
+    if (v > 0) fmt::print(os, "    {:<22} {:>10}  {:5.1f} %\n", k, human_s(v), 100 * v / step_s);
+}
+}  // namespace
+
+void print_summary(std::ostream& os, const Scenario& sc, const Result& r, const TimePartition* time) {
   const auto& p = sc.parallel;
   fmt::print(os, "parasim: {}\n", printable(sc.name));
   const std::string moe = sc.model.moe ? fmt::format(" ep={} etp={} (MoE: {})", p.ep, p.expert_tp(), moe_summary(sc.model)) : std::string();
@@ -117,7 +158,7 @@ void print_summary(std::ostream& os, const Scenario& sc, const Result& r) {
   fmt::print(os, "  {:<22} {:.0f} ({:.0f} per GPU)\n", "tokens/s", r.tokens_per_s, r.tokens_per_s / static_cast<double>(sc.cluster.gpus()));
   fmt::print(os, "  {:<22} {:.1f}\n", "TFLOP/s per GPU", r.tflops_per_gpu);
   fmt::print(os, "  {:<22} {:.1f} %  (HFU {:.1f} %)\n", "MFU", 100 * r.mfu, 100 * r.hfu);
-  fmt::print(os, "  {:<22} {:.1f} %\n", "bubble fraction", 100 * r.bubble_fraction);
+  fmt::print(os, "  {:<22} {:.1f} %{}\n", "bubble fraction", 100 * r.bubble_fraction, ideal_bubble(sc));
   fmt::print(os, "  {:<22} {:.2f} GiB of {:.2f} GiB{}\n", "peak VRAM per GPU", r.peak_mem_gib, r.capacity_gib,
              r.fits_in_memory ? "" : "  ** OUT OF MEMORY **");
   fmt::print(os, "  {:<22} {:.2f} GiB  (the caching allocator's reserve, as nvidia-smi shows it)\n\n", "reserved per GPU",
@@ -134,10 +175,14 @@ void print_summary(std::ostream& os, const Scenario& sc, const Result& r) {
                b[static_cast<size_t>(MemCat::Activations)], other, human_s(rr.compute_s), human_s(rr.comm_exposed_s),
                100 * rr.bubble_fraction);
   }
-  fmt::print(os, "\n  where the time went (mean per GPU):\n");
   const double st = r.step_time_s > 0 ? r.step_time_s : 1;
-  for (const auto& [k, v] : r.breakdown)
-    if (v > 0) fmt::print(os, "    {:<22} {:>10}  {:5.1f} %\n", k, human_s(v), 100 * v / st);
+  if (time) {
+    print_time_partition(os, *time, st);
+  } else {
+    fmt::print(os, "\n  where the time went (mean per GPU, per phase over all streams):\n");
+    for (const auto& [k, v] : r.breakdown)
+      if (v > 0) fmt::print(os, "    {:<22} {:>10}  {:5.1f} %\n", k, human_s(v), 100 * v / st);
+  }
   if (!r.warnings.empty()) {
     fmt::print(os, "\n  notes:\n");
     for (const auto& w : r.warnings) fmt::print(os, "    - {}\n", w);

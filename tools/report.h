@@ -4,11 +4,14 @@
 #include <string>
 
 #include "sim/kernels.h"
+#include "sim/metrics/time_partition.h"
 #include "sim/simulation.h"
 
 namespace parasim {
 
-void print_summary(std::ostream& os, const Scenario& sc, const Result& r);
+// `time`, when given, prints "where the time went" as a partition of the step (docs/outputs.md);
+// otherwise the per-phase totals.
+void print_summary(std::ostream& os, const Scenario& sc, const Result& r, const TimePartition* time = nullptr);
 Json result_json(const Result& r);
 // Chrome trace event format: one process per simulated rank, one thread per stream, memory as a
 // counter track. Opens in Perfetto and chrome://tracing.

@@ -1,6 +1,7 @@
 #include "sim/config/json_reader.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -133,6 +134,20 @@ std::string pointer_child(const std::string& pointer, const std::string& key) {
   return out;
 }
 
+std::string generic_pointer(const std::string& pointer) {
+  std::string out;
+  size_t i = 0;
+  while (i < pointer.size()) {
+    const size_t next = pointer.find('/', i + 1);
+    const std::string seg = pointer.substr(i + 1, next == std::string::npos ? std::string::npos : next - i - 1);
+    const bool index = !seg.empty() && std::all_of(seg.begin(), seg.end(), [](unsigned char c) { return std::isdigit(c); });
+    out += "/" + (index ? std::string("*") : seg);
+    if (next == std::string::npos) break;
+    i = next;
+  }
+  return out;
+}
+
 void throw_config(const std::string& file, const std::string& pointer, const std::string& msg) {
   throw ConfigError(file + ": " + (pointer.empty() ? "/" : pointer) + ": " + msg);
 }
@@ -149,8 +164,8 @@ std::string type_name(const Json& j) {
 }
 }  // namespace
 
-JsonObject::JsonObject(const Json& j, std::string file, std::string pointer)
-    : j_(j), file_(std::move(file)), pointer_(std::move(pointer)) {
+JsonObject::JsonObject(const Json& j, std::string file, std::string pointer, const std::vector<std::string>* declared)
+    : j_(j), file_(std::move(file)), pointer_(std::move(pointer)), declared_(declared) {
   if (!j_.is_object()) throw_config(file_, pointer_, "expected an object, got " + type_name(j_));
 }
 
@@ -159,6 +174,8 @@ void JsonObject::fail(const std::string& key, const std::string& msg) const { th
 bool JsonObject::has(const std::string& key) const { return j_.contains(key); }
 
 const Json* JsonObject::raw_opt(const std::string& key) const {
+  if (declared_ && std::find(declared_->begin(), declared_->end(), generic_pointer(path(key))) == declared_->end())
+    throw std::logic_error("the parser reads " + generic_pointer(path(key)) + ", which sim/scenario/scenario_keys.cpp does not declare");
   seen_.insert(key);
   auto it = j_.find(key);
   return it == j_.end() ? nullptr : &*it;
@@ -253,12 +270,12 @@ bool JsonObject::boolean(const std::string& key, bool def) const {
   return has(key) ? boolean(key) : (seen_.insert(key), def);
 }
 
-JsonObject JsonObject::object(const std::string& key) const { return JsonObject(raw(key), file_, path(key)); }
+JsonObject JsonObject::object(const std::string& key) const { return JsonObject(raw(key), file_, path(key), declared_); }
 
 std::optional<JsonObject> JsonObject::object_opt(const std::string& key) const {
   const Json* v = raw_opt(key);
   if (!v || v->is_null()) return std::nullopt;
-  return JsonObject(*v, file_, path(key));
+  return JsonObject(*v, file_, path(key), declared_);
 }
 
 std::vector<std::int64_t> JsonObject::int_list(const std::string& key, std::int64_t min, std::int64_t max) const {
@@ -301,8 +318,34 @@ void JsonObject::finish(const std::vector<std::string>& also_allowed) const {
     bool ok = false;
     for (const auto& a : also_allowed) ok = ok || a == k;
     if (ok || k == "$comment" || k.rfind("_", 0) == 0) continue;  // comments and _notes are allowed
-    std::vector<std::string> known(seen_.begin(), seen_.end());
+    std::vector<std::string> known = declared_ ? declared_here() : std::vector<std::string>(seen_.begin(), seen_.end());
     known.insert(known.end(), also_allowed.begin(), also_allowed.end());
+    std::string msg = "unknown key";
+    const std::string close = closest_name(k, known);
+    if (!close.empty()) msg += "; did you mean \"" + close + "\"?";
+    fail(k, msg);
+  }
+}
+
+}  // namespace parasim
+
+namespace parasim {
+
+std::vector<std::string> JsonObject::declared_here() const {
+  std::vector<std::string> keys;
+  if (!declared_) return keys;
+  const std::string prefix = generic_pointer(pointer_) + "/";
+  for (const auto& d : *declared_)
+    if (d.rfind(prefix, 0) == 0 && d.find('/', prefix.size()) == std::string::npos) keys.push_back(d.substr(prefix.size()));
+  return keys;
+}
+
+void JsonObject::reject_undeclared() const {
+  if (!declared_) return;
+  const std::vector<std::string> known = declared_here();
+  for (auto it = j_.begin(); it != j_.end(); ++it) {
+    const std::string& k = it.key();
+    if (k == "$comment" || k.rfind("_", 0) == 0 || std::find(known.begin(), known.end(), k) != known.end()) continue;
     std::string msg = "unknown key";
     const std::string close = closest_name(k, known);
     if (!close.empty()) msg += "; did you mean \"" + close + "\"?";

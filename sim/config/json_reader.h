@@ -31,6 +31,9 @@ std::string input_name(const std::string& path);
 // Stems of the *.json files in a directory, sorted (zoo models, profiles).
 std::vector<std::string> json_stems(const std::string& dir);
 
+// The pointer with array indices replaced by "*" (/cluster/inter_node/links/3/a -> .../links/*/a).
+std::string generic_pointer(const std::string& pointer);
+
 // Escapes a key for use in a JSON pointer (RFC 6901).
 std::string pointer_child(const std::string& pointer, const std::string& key);
 
@@ -38,8 +41,11 @@ std::string pointer_child(const std::string& pointer, const std::string& key);
 
 class JsonObject {
  public:
-  // Throws unless j is an object.
-  JsonObject(const Json& j, std::string file, std::string pointer);
+  // Throws unless j is an object. `declared`, when given, lists the generic JSON pointers the format
+  // declares (sim/scenario/scenario_keys.h): a getter asking for an undeclared key is a parser bug
+  // (std::logic_error), and unknown keys are matched against the declared ones. Child objects
+  // inherit it.
+  JsonObject(const Json& j, std::string file, std::string pointer, const std::vector<std::string>* declared = nullptr);
 
   bool has(const std::string& key) const;
   // The raw value; marks the key as known. Throws when required and absent.
@@ -64,6 +70,10 @@ class JsonObject {
 
   // Throws on the first key that no getter asked for.
   void finish(const std::vector<std::string>& also_allowed = {}) const;
+  // With declared keys: throws on the first key here that the format does not declare, with the
+  // closest declared one ("did you mean"), before any getter reports a missing key.
+  void reject_undeclared() const;
+  const std::vector<std::string>* declared() const { return declared_; }
 
   std::string path(const std::string& key) const { return pointer_child(pointer_, key); }
   const std::string& pointer() const { return pointer_; }
@@ -75,6 +85,8 @@ class JsonObject {
   std::string file_;
   std::string pointer_;
   mutable std::set<std::string> seen_;
+  const std::vector<std::string>* declared_ = nullptr;
+  std::vector<std::string> declared_here() const;  // the declared keys directly under this object
 };
 
 }  // namespace parasim

@@ -1,6 +1,7 @@
 #include "sim/scenario/scenario.h"
 
 #include "sim/memory/memory_model.h"
+#include "sim/scenario/scenario_keys.h"
 #include "sim/scenario/stack.h"
 #include "sim/topology/topology.h"
 
@@ -54,7 +55,7 @@ ClusterSpec parse_cluster(const JsonObject& o) {
       const Json& links = out->raw("links");
       if (!links.is_array() || links.empty()) out->fail("links", "expected a non-empty array of {a, b, gbps, latency_us}");
       for (size_t i = 0; i < links.size(); ++i) {
-        const JsonObject l(links[i], out->file(), out->path("links") + "/" + std::to_string(i));
+        const JsonObject l(links[i], out->file(), out->path("links") + "/" + std::to_string(i), out->declared());
         CustomLink cl;
         cl.a = l.str("a");
         cl.b = l.str("b");
@@ -211,8 +212,13 @@ void validate(const Scenario& s, const JsonObject& root) {
     fail("/training/global_batch", "global_batch " + itos(t.global_batch) + " is not divisible by micro_batch*dp = " +
                                        itos(t.micro_batch) + "*" + itos(p.dp) + " = " + itos(t.micro_batch * p.dp));
   if (m.heads % p.tp != 0) fail(par + "/tp", "model heads (" + itos(m.heads) + ") must be divisible by tp (" + itos(p.tp) + ")");
-  if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0)
-    fail(par + "/tp", "model kv_heads (" + itos(m.kv_heads) + ") and tp (" + itos(p.tp) + ") must divide one another");
+  // Megatron-Core splits the key-value heads over tensor-parallel ranks and refuses more ranks than
+  // heads (megatron/core/transformer/attention.py: num_query_groups divisible by the tp size).
+  if (p.tp > m.kv_heads)
+    fail(par + "/tp", "tp (" + itos(p.tp) + ") exceeds the model's kv_heads (" + itos(m.kv_heads) +
+                          "): Megatron-Core needs the key-value heads (num_query_groups) divisible by tp");
+  if (m.kv_heads % p.tp != 0)
+    fail(par + "/tp", "model kv_heads (" + itos(m.kv_heads) + ") must be divisible by tp (" + itos(p.tp) + ")");
   if (m.ffn_hidden % p.tp != 0 && !m.moe)
     fail(par + "/tp", "model ffn_hidden (" + itos(m.ffn_hidden) + ") must be divisible by tp (" + itos(p.tp) + ")");
   if (m.head_dim_override > 0 && m.q_dim() % p.tp != 0)
@@ -432,7 +438,8 @@ double Scenario::fsdp_reduce_bytes() const { return fsdp_reduce_dtype() == "fp32
 
 Scenario parse_scenario(const Json& given, const std::string& file, const std::string& data_dir) {
   Json j = given;  // the stack's values are filled in here
-  const JsonObject root(j, file, "");
+  const JsonObject root(j, file, "", &declared_scenario_pointers());
+  root.reject_undeclared();  // a misspelled top-level key gets "did you mean" before "missing /training"
   Scenario s;
   s.file = file;
   const std::string schema = root.str("schema");
@@ -449,7 +456,7 @@ Scenario parse_scenario(const Json& given, const std::string& file, const std::s
     s.model = load_zoo_model(data_dir, s.model_ref, file + ": /model");
   } else if (mj.is_object()) {
     s.model_ref = "inline";
-    s.model = parse_model(JsonObject(mj, file, "/model"));
+    s.model = parse_model(JsonObject(mj, file, "/model", root.declared()));
   } else {
     root.fail("model", "expected a zoo model name or an inline model object");
   }

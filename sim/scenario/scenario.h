@@ -1,5 +1,6 @@
 // Scenario: model, cluster, training, plan, calibration. Loaded and validated once (strict,
-// cross-field), immutable after. Contract v1 in shared DESIGN.md.
+// cross-field), immutable after. Contract v1: every key is declared in scenario_keys.cpp and
+// documented in docs/scenario-reference.md.
 #pragma once
 #include <optional>
 #include <string>

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -441,6 +442,75 @@ TEST(Cli, ComponentFiguresAreJudgedOnlyWithTheirOwnTolerance) {
   r = run("check " + f + " --tolerance-for component.compute_s=0.5");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("FAIL"), std::string::npos) << r.out;
+}
+
+// The default scenario with one change, written to a temporary file.
+std::string default_with(const std::string& name, const std::function<void(Json&)>& change) {
+  Json j = read_json_file(test::data_dir() + "/scenarios/default.json");
+  change(j);
+  return write_temp(name, j.dump());
+}
+
+TEST(Cli, FailOnOomExitsOneWhenARankDoesNotFit) {
+  // Four sequences of 8,192 tokens per microbatch: Llama 3 70B's activations no longer fit in 80 GB.
+  const std::string oom = default_with("oom.json", [](Json& j) { j["training"]["micro_batch"] = 4; });
+  const Ran plain = run("run " + oom);
+  EXPECT_EQ(plain.code, 0) << plain.out;
+  EXPECT_NE(plain.out.find("OUT OF MEMORY"), std::string::npos) << plain.out;
+  EXPECT_EQ(run("run --fail-on-oom " + oom).code, 1);
+  EXPECT_EQ(run("run --fail-on-oom " + test::data_dir() + "/scenarios/default.json").code, 0);
+}
+
+TEST(Cli, LayoutWarnings) {
+  // Micro batch 2 peaks at about 75.6 of 79.6 GiB: it fits, with 5 % headroom.
+  const Ran tight = run("run " + default_with("tight.json", [](Json& j) { j["training"]["micro_batch"] = 2; }));
+  EXPECT_EQ(tight.code, 0) << tight.out;
+  EXPECT_NE(tight.out.find("tight fit"), std::string::npos) << tight.out;
+  // TP 8 over nodes of 4 GPUs.
+  const Ran span = run("run " + default_with("span.json", [](Json& j) {
+                         j["cluster"]["nodes"] = 16;
+                         j["cluster"]["gpus_per_node"] = 4;
+                       }));
+  EXPECT_EQ(span.code, 0) << span.out;
+  EXPECT_NE(span.out.find("tensor parallelism spans nodes"), std::string::npos) << span.out;
+  const Ran ok = run("run " + test::data_dir() + "/scenarios/default.json");
+  EXPECT_EQ(ok.out.find("tight fit"), std::string::npos);
+  EXPECT_EQ(ok.out.find("spans nodes"), std::string::npos);
+}
+
+TEST(Cli, SummaryStatesTheIdealBubbleAndATimePartition) {
+  const Ran r = run("run " + test::data_dir() + "/scenarios/default.json");
+  // Interleaved, p 4, v 5, m 64: (p-1)/(v*m+p-1) = 3/323 = 0.9 %.
+  EXPECT_NE(r.out.find("ideal (p-1)/(v*m+p-1) = 0.9 %"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("100.0 %"), std::string::npos) << r.out;  // the step line of the partition
+  EXPECT_NE(r.out.find("overlapped communication"), std::string::npos) << r.out;
+}
+
+TEST(Cli, AFoldedStepListsPhasesOverAllStreamsNotAPartition) {
+  // Qwen3 30B-A3B's step is folded onto its steady state: no timeline, so no partition of it.
+  const Ran r = run("run " + test::data_dir() + "/scenarios/moe-qwen3-30b-a3b-16xh100-fp8.json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("per phase over all streams"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("the lines sum to the step"), std::string::npos) << r.out;
+}
+
+TEST(Cli, CollectiveJsonIsTheTerminalAnswer) {
+  const Ran j = run("collective --gpu h100-sxm5-80g --op all_gather --ranks 16 --bytes 256MiB --json");
+  ASSERT_EQ(j.code, 0) << j.out;
+  const Json a = Json::parse(j.out);
+  EXPECT_EQ(a["schema"], "parasim.collective/1");
+  EXPECT_EQ(a["nodes"], 2);
+  EXPECT_DOUBLE_EQ(a["bytes"].get<double>(), 256.0 * 1024 * 1024);
+  // algbw is bytes over time, as the terminal prints it.
+  EXPECT_NEAR(a["algbw_gbps"].get<double>(), a["bytes"].get<double>() / a["time_s"].get<double>() / 1e9, 1e-9);
+  const Ran t = run("collective --gpu h100-sxm5-80g --op all_gather --ranks 16 --bytes 256MiB");
+  EXPECT_NE(t.out.find(fmt::format("algbw   {:.2f} GB/s", a["algbw_gbps"].get<double>())), std::string::npos) << t.out;
+}
+
+TEST(Cli, MissingDataDirectoryNamesThePath) {
+  const Ran r = run("--data-dir /nonexistent-parasim list gpus");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("/nonexistent-parasim (--data-dir)"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 # Installs parasim's build dependencies from Debian 12 packages (nothing else is downloaded).
 set -euo pipefail
 pkgs=(build-essential cmake libboost-graph-dev nlohmann-json3-dev libfmt-dev libcli11-dev
-      libgtest-dev libgmock-dev libbenchmark-dev libopenmpi-dev openmpi-bin libtomlplusplus-dev libyaml-cpp-dev)
+      libgtest-dev libgmock-dev libbenchmark-dev libopenmpi-dev openmpi-bin libtomlplusplus-dev libyaml-cpp-dev
+      python3-dev pybind11-dev)
 # Optional, for tests only: a headless browser loads `parasim report`'s HTML (the test is skipped
 # without it). PARASIM_NO_BROWSER=1 leaves it out.
 optional=(chromium)

@@ -1,0 +1,126 @@
+// The Python module: parasim.run / check / collective return the same JSON as the CLI's --json, as
+// Python dicts. Errors: bad input raises parasim.ConfigError (a ValueError) with the CLI's message.
+// Adding a command (sweep, plan, report): wrap its library function the way run() does below, one
+// m.def each, and list it in python/README.md.
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "sim/scenario/measured.h"
+#include "sim/simulation.h"
+#include "tools/collective.h"
+#include "tools/data_dir.h"
+#include "tools/report.h"
+#include "tools/validation.h"
+
+namespace py = pybind11;
+using namespace parasim;
+
+namespace {
+
+// Directory of this shared object: the build tree's python/, whose ../share/parasim is the data.
+std::string module_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&module_dir), &info) == 0 || !info.dli_fname) return "";
+  return std::filesystem::absolute(info.dli_fname).parent_path().string();
+}
+
+std::string data_dir(const std::optional<std::string>& given) {
+  DataDirCandidates c;
+  c.flag = given;
+  if (const char* d = std::getenv("PARASIM_DATA_DIR")) c.env = d;
+  c.binary_dir = module_dir();
+  return resolve_data_dir(c);
+}
+
+Json to_json(const py::object& o) { return Json::parse(py::module_::import("json").attr("dumps")(o).cast<std::string>()); }
+py::object to_py(const Json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
+
+// A path (str or os.PathLike) as a string, or nullopt for anything else.
+std::optional<std::string> as_path(const py::object& o) {
+  if (py::isinstance<py::str>(o)) return o.cast<std::string>();
+  if (py::hasattr(o, "__fspath__")) return o.attr("__fspath__")().cast<std::string>();
+  return std::nullopt;
+}
+
+py::object run(const py::object& scenario, const std::optional<std::string>& dd) {
+  const std::string dir = data_dir(dd);
+  Scenario sc;
+  if (const auto path = as_path(scenario)) {
+    const Json root = read_json_file(*path);  // read once, as the CLI does
+    const bool measured = root.is_object() && root.contains("schema") && root["schema"] == "parasim.measured/1";
+    sc = measured ? parse_measured(root, *path, dir).scenario : parse_scenario(root, *path, dir);
+  } else if (py::isinstance<py::dict>(scenario)) {
+    sc = parse_scenario(to_json(scenario), "<dict>", dir);
+  } else {
+    throw py::type_error("parasim.run: expected a scenario dict or a path to a scenario JSON file");
+  }
+  const Registries reg;
+  Json j = result_json(simulate(sc, reg).result);
+  j["resolved_scenario"] = sc.resolved();  // as `parasim run --json` prints it
+  return to_py(j);
+}
+
+py::object check(const py::object& measured, const std::optional<std::string>& dd, double tolerance) {
+  std::vector<std::string> files;
+  if (const auto path = as_path(measured)) files.push_back(*path);
+  else
+    for (const py::handle& h : measured) files.push_back(as_path(py::reinterpret_borrow<py::object>(h)).value_or(""));
+  const std::string dir = data_dir(dd);
+  Tolerances tol;
+  tol.default_tolerance = tolerance;
+  const Registries reg;
+  std::vector<RunCheck> checks;
+  for (const auto& f : files) checks.push_back(check_run(load_measured(f, dir), reg, tol));
+  return to_py(checks_json(checks));
+}
+
+py::object collective(const CollectiveQuery& base, const py::object& bytes, const std::optional<std::string>& dd) {
+  CollectiveQuery q = base;
+  q.bytes = py::isinstance<py::str>(bytes) ? bytes.cast<std::string>() : py::str(bytes).cast<std::string>();
+  return to_py(predict_collective(q, data_dir(dd)));
+}
+
+}  // namespace
+
+PYBIND11_MODULE(parasim, m) {
+  m.doc() = "parasim: discrete-event performance simulator for distributed LLM training (docs/python.md)";
+  m.attr("__version__") = PARASIM_VERSION;
+  static py::exception<ConfigError> config_error(m, "ConfigError", PyExc_ValueError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ConfigError& e) {
+      PyErr_SetString(config_error.ptr(), e.what());
+    } catch (const RangeError& e) {
+      PyErr_SetString(config_error.ptr(), e.what());
+    }
+  });
+  m.def("run", &run, py::arg("scenario"), py::arg("data_dir") = py::none(),
+        "Simulate one training step of a scenario (a dict, or a path to a scenario or measured-run JSON file); returns "
+        "the Result (parasim.result/1) as `parasim run --json` prints it.");
+  m.def("check", &check, py::arg("measured"), py::arg("data_dir") = py::none(), py::arg("tolerance") = 0.10,
+        "Compare predictions with measured runs (a path or a list of paths to parasim.measured/1 files); returns what "
+        "`parasim check --json` prints.");
+  m.def(
+      "collective",
+      [](const std::string& gpu, const std::string& op, const py::object& bytes, std::int64_t ranks, std::int64_t gpus_per_node,
+         const std::string& network, const std::string& algorithm, const std::string& protocol, const std::string& inter_node,
+         std::int64_t nics_per_node, double nic_gbps, std::int64_t concurrent_groups, bool all, const std::optional<std::string>& dd) {
+        CollectiveQuery q;
+        q.gpu = gpu, q.op = op, q.ranks = ranks, q.gpus_per_node = gpus_per_node, q.network = network, q.algorithm = algorithm;
+        q.protocol = protocol, q.inter_node = inter_node, q.nics_per_node = nics_per_node, q.nic_gbps = nic_gbps;
+        q.concurrent_groups = concurrent_groups, q.all = all;
+        return collective(q, bytes, dd);
+      },
+      py::arg("gpu"), py::arg("op") = "all_reduce", py::arg("bytes") = "1GiB", py::arg("ranks") = 8, py::arg("gpus_per_node") = 8,
+      py::arg("network") = "analytical", py::arg("algorithm") = "auto", py::arg("protocol") = "auto",
+      py::arg("inter_node") = "rail_optimized", py::arg("nics_per_node") = 0, py::arg("nic_gbps") = 0.0,
+      py::arg("concurrent_groups") = 1, py::arg("all") = false, py::arg("data_dir") = py::none(),
+      "Predict one collective; returns what `parasim collective --json` prints (parasim.collective/1).");
+}

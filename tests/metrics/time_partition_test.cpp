@@ -1,0 +1,28 @@
+// "Where the time went" partitions the step: compute-stream phases + exposed communication + idle
+// = the step time on every shipped example, whatever the schedule.
+#include <gtest/gtest.h>
+
+#include "../test_util.h"
+#include "sim/metrics/time_partition.h"
+
+namespace parasim {
+namespace {
+
+TEST(TimePartition, SumsToTheStepOnTheExamples) {
+  const Registries reg;
+  for (const char* file : {"default.json", "ddp-gpt-1.7b-8xa100.json", "fsdp-llama2-70b-64xh100.json", "zb-h1-llama3-8b-8xh100.json",
+                           "gpipe-gpt-7.5b-4xa100.json", "moe-qwen3-30b-a3b-16xh100-fp8.json", "dataparallel-gpt-1.7b-4xa100.json"}) {
+    SCOPED_TRACE(file);
+    const Scenario sc = load_scenario(test::data_dir() + "/scenarios/" + file, test::data_dir());
+    const SimulationOutput out = simulate(sc, reg, nullptr, Detail::Timeline);  // the whole step, never folded
+    const TimePartition t = partition_time(out.program, out.timeline, out.result);
+    double sum = t.exposed_s + t.idle_s;
+    for (const auto& [phase, s] : t.compute_stream_s) sum += s;
+    // Per rank, idle = step - compute - exposed (never negative), and the compute stream runs one
+    // op at a time, so the weighted mean over ranks is the step time.
+    EXPECT_NEAR(sum, out.result.step_time_s, 1e-9 * out.result.step_time_s);
+  }
+}
+
+}  // namespace
+}  // namespace parasim
