@@ -293,7 +293,9 @@ TEST(SelectiveRecompute, EveryModuleReplaysKernelsOfALayerThatHasIt) {
   for (const LayerGraph* g : {&moe, &dense})
     for (const Block* b : {&g->attn_fwd, &g->mlp_fwd})
       for (const Kernel& k : b->kernels)
-        if (k.module == LayerModule::None || k.module == LayerModule::AttnOut) EXPECT_FALSE(replays(all, k)) << k.name;
+        if (k.module == LayerModule::None || k.module == LayerModule::AttnOut) {
+          EXPECT_FALSE(replays(all, k)) << k.name;
+        }
   EXPECT_THROW(recompute_module_from_name("moe_ac"), std::invalid_argument);
 }
 
