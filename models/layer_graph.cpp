@@ -34,6 +34,12 @@ Kernel mem(const std::string& name, double bytes, bool bwd = false, MemClass cls
   g.mem_class = cls;
   return g;
 }
+// `k` as a kernel of module `m` (and step `f` of its feed-forward chain).
+Kernel tagged(LayerModule m, Kernel k, FfnStep f = FfnStep::None) {
+  k.module = m;
+  k.ffn = f;
+  return k;
+}
 // A step named "upcast" or "downcast" is a dtype conversion (MemClass::Cast); others stream.
 MemClass cast_class(const std::string& step) {
   return step == "upcast" || step == "downcast" ? MemClass::Cast : MemClass::Stream;
@@ -43,18 +49,23 @@ MemClass cast_class(const std::string& step) {
 // cast_transpose kernels): forward reads the bf16 input (2 B/element) and writes its FP8 copy and
 // the FP8 transpose the weight gradient needs (1 + 1 B); backward does the same for the output
 // gradient. Fusions of the cast into a preceding norm or activation are not credited.
-Kernel fp8_cast(const std::string& name, std::int64_t rows, std::int64_t cols, bool bwd, double bytes_per_element) {
-  return Kernel{name, KernelKind::Memory, 0, 0, 0, 1, 0, 0,
-                bytes_per_element * static_cast<double>(rows) * static_cast<double>(cols), bwd};
+// The cast belongs to its GEMM's module.
+Kernel fp8_cast(const Kernel& gemm, const std::string& suffix, std::int64_t rows, std::int64_t cols, bool bwd, double bytes_per_element) {
+  Kernel c{gemm.name + suffix, KernelKind::Memory, 0, 0, 0, 1, 0, 0,
+           bytes_per_element * static_cast<double>(rows) * static_cast<double>(cols), bwd};
+  c.module = gemm.module;
+  return c;
 }
 
 // Bias gradient of a linear layer: a reduction over the tokens that reads the output gradient
 // [rows, cols] once (PyTorch's addmm backward sums the gradient to the bias shape; Megatron-LM's
 // linear layers run grad_output.sum(dim=0)). Transformer Engine folds it into a GEMM epilogue or
 // its cast kernels; that fusion is not credited.
-Kernel bias_grad(const std::string& name, double rows, double cols, double elem_bytes) {
-  Kernel g{name + ".bias_grad", KernelKind::Memory, 0, 0, 0, 1, 0, 0, rows * cols * elem_bytes, true};
+Kernel bias_grad(const Kernel& linear, double rows, double cols, double elem_bytes) {
+  Kernel g{linear.name + ".bias_grad", KernelKind::Memory, 0, 0, 0, 1, 0, 0, rows * cols * elem_bytes, true};
   g.mem_class = MemClass::Reduction;
+  g.module = linear.module;
+  g.ffn = linear.ffn;
   return g;
 }
 
@@ -67,7 +78,12 @@ constexpr double kDropoutMaskBytes = 1;
 // The gradient GEMMs run in the forward GEMM's precision (sixteen_bit carries over).
 // A batched (grouped) GEMM's gradients are batched the same way.
 void add_gemm_bwd(Block& b, const Kernel& f) {
-  for (Kernel k : {gemm(f.name + ".dgrad", f.m, f.k, f.n, true), gemm(f.name + ".wgrad", f.k, f.n, f.m, true)}) {
+  Kernel dgrad = gemm(f.name + ".dgrad", f.m, f.k, f.n, true), wgrad = gemm(f.name + ".wgrad", f.k, f.n, f.m, true);
+  dgrad.grad = GemmGrad::Input;
+  wgrad.grad = GemmGrad::Weight;
+  for (Kernel k : {dgrad, wgrad}) {
+    k.module = f.module;
+    k.ffn = f.ffn;
     k.sixteen_bit = f.sixteen_bit;
     k.batch = f.batch;
     k.flops *= static_cast<double>(f.batch);
@@ -95,7 +111,7 @@ Kernel grouped_gemm(const std::string& name, std::int64_t batch, std::int64_t m,
 // same ops: weight multiply 2e, weight gradient (product, then the sum over tokens) 4e, gradient
 // upcast e+4, scale's input gradient 8, the rsqrt path's product and row sum 16, mean backward 4,
 // pow backward 12, the two paths summed 12, downcast 4+e.
-void add_norm(Block& b, const std::string& name, double elems, double e, const LayerShape& sh, bool bwd) {
+void add_norm_kernels(Block& b, const std::string& name, double elems, double e, const LayerShape& sh, bool bwd) {
   if (!sh.eager_norm) {
     b.kernels.push_back(mem(bwd ? name + ".bwd" : name, (bwd ? 3 : 2) * elems * e, bwd, MemClass::Norm));
     // Two-pass backward: the weight (and bias) gradient is a reduction over the tokens in its own
@@ -114,6 +130,13 @@ void add_norm(Block& b, const std::string& name, double elems, double e, const L
   for (const auto& [step, bytes] : bwd ? bwd_steps : fwd_steps)
     b.kernels.push_back(mem(name + (bwd ? ".bwd." : ".") + step, bytes * elems, bwd, cast_class(step)));
 }
+// The norm's kernels, each tagged with module `mod`.
+void add_norm(Block& b, const std::string& name, double elems, double e, const LayerShape& sh, bool bwd,
+              LayerModule mod = LayerModule::None) {
+  const size_t first = b.kernels.size();
+  add_norm_kernels(b, name, elems, e, sh, bwd);
+  for (size_t i = first; i < b.kernels.size(); ++i) b.kernels[i].module = mod;
+}
 
 // RoPE on `elems` query or key elements. Fused: one kernel reading and writing them. Eager (the Llama
 // reference apply_rotary_emb: view_as_complex(x.float()) * freqs_cis, view_as_real, type_as(x)):
@@ -122,11 +145,11 @@ void add_norm(Block& b, const std::string& name, double elems, double e, const L
 void add_rope(Block& b, const std::string& tensor, double elems, double e, bool eager, bool bwd) {
   const std::string name = std::string("rope.") + tensor + (bwd ? ".bwd" : "");
   if (!eager) {
-    b.kernels.push_back(mem(name, 2 * elems * e, bwd));
+    b.kernels.push_back(tagged(LayerModule::Rope, mem(name, 2 * elems * e, bwd)));
     return;
   }
   for (const auto& [step, bytes] : {std::pair<const char*, double>{"upcast", e + 4}, {"complex_mul", 8}, {"downcast", 4 + e}})
-    b.kernels.push_back(mem(name + "." + step, bytes * elems, bwd, cast_class(step)));
+    b.kernels.push_back(tagged(LayerModule::Rope, mem(name + "." + step, bytes * elems, bwd, cast_class(step))));
 }
 
 // Cross entropy over `elems` logits (tokens x local vocabulary) held in `e`-byte elements; bytes
@@ -214,15 +237,15 @@ void add_train_metrics(Block& b, double elems, double e, std::int64_t n) {
 // down_rows tokens) and GEMMs, the activation's backward, up's bias gradient (over up_rows) and GEMMs.
 void add_ffn_fwd(Block& f, const Kernel& up, const Kernel& down, const std::string& act, bool glu, double ffb) {
   f.kernels.push_back(up);
-  f.kernels.push_back(mem(act, (glu ? 3 : 2) * ffb, false, MemClass::Activation));
+  f.kernels.push_back(tagged(up.module, mem(act, (glu ? 3 : 2) * ffb, false, MemClass::Activation), FfnStep::Activation));
   f.kernels.push_back(down);
 }
 void add_ffn_bwd(Block& b, const Kernel& up, const Kernel& down, const std::string& act, bool glu, double ffb, bool bias,
                  double down_rows, double up_rows, double h, double e) {
-  if (bias) b.kernels.push_back(bias_grad(down.name, down_rows, h, e));
+  if (bias) b.kernels.push_back(bias_grad(down, down_rows, h, e));
   add_gemm_bwd(b, down);
-  b.kernels.push_back(mem(act + ".bwd", (glu ? 5 : 3) * ffb, true, MemClass::Activation));
-  if (bias) b.kernels.push_back(bias_grad(up.name, up_rows, static_cast<double>(up.n), e));
+  b.kernels.push_back(tagged(up.module, mem(act + ".bwd", (glu ? 5 : 3) * ffb, true, MemClass::Activation), FfnStep::Activation));
+  if (bias) b.kernels.push_back(bias_grad(up, up_rows, static_cast<double>(up.n), e));
   add_gemm_bwd(b, up);
 }
 
@@ -257,42 +280,44 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   g.mlp_tp_comm = !sp_tokens;
 
   Block& mf = g.mlp_fwd;
-  add_norm(mf, "norm2", act_elems, e, sh, false);
-  Kernel router = gemm("router", T_r, E, h);
+  add_norm(mf, "norm2", act_elems, e, sh, false, LayerModule::BlockNorm);
+  Kernel router = tagged(LayerModule::Router, gemm("router", T_r, E, h));
   router.sixteen_bit = true;
   mf.kernels.push_back(router);
-  mf.kernels.push_back(mem("router.softmax_topk", (e + 8) * Tr * Ed));
-  mf.kernels.push_back(mem("moe.permute", 2 * copies * hd * e));
-  const Kernel fc1 = grouped_gemm(glu ? "experts.gate_up" : "experts.up", local_experts, per_expert, (glu ? 2 : 1) * ff, h);
-  const Kernel fc2 = grouped_gemm("experts.down", local_experts, per_expert, h, ff);
+  mf.kernels.push_back(tagged(LayerModule::Router, mem("router.softmax_topk", (e + 8) * Tr * Ed)));
+  mf.kernels.push_back(tagged(LayerModule::TokenDispatch, mem("moe.permute", 2 * copies * hd * e)));
+  const Kernel fc1 = tagged(LayerModule::Experts, grouped_gemm(glu ? "experts.gate_up" : "experts.up", local_experts, per_expert, (glu ? 2 : 1) * ff, h),
+                        FfnStep::Up);
+  const Kernel fc2 = tagged(LayerModule::Experts, grouped_gemm("experts.down", local_experts, per_expert, h, ff), FfnStep::Down);
   const double rows = static_cast<double>(per_expert * local_experts);
   const double ffb = rows * static_cast<double>(ff) * e;
   const std::string act_name = glu ? "experts.swiglu" : "experts.gelu";
   add_ffn_fwd(mf, fc1, fc2, act_name, glu, ffb);
-  mf.kernels.push_back(mem("moe.unpermute", (kd + 1) * Tr * hd * e));
+  mf.kernels.push_back(tagged(LayerModule::TokenDispatch, mem("moe.unpermute", (kd + 1) * Tr * hd * e)));
   // Shared experts: one dense MLP (all shared experts fused, width S split like the experts over
   // etp) on the same T_r tokens beside the routed ones, its output added to theirs.
   const std::int64_t S = m.moe->shared_expert_ffn_hidden / sh.etp;
-  const Kernel sfc1 = gemm(glu ? "shared_experts.gate_up" : "shared_experts.up", T_r, (glu ? 2 : 1) * S, h);
-  const Kernel sfc2 = gemm("shared_experts.down", T_r, h, S);
+  const Kernel sfc1 = tagged(LayerModule::SharedExperts, gemm(glu ? "shared_experts.gate_up" : "shared_experts.up", T_r, (glu ? 2 : 1) * S, h),
+                         FfnStep::Up);
+  const Kernel sfc2 = tagged(LayerModule::SharedExperts, gemm("shared_experts.down", T_r, h, S), FfnStep::Down);
   const double sffb = Tr * static_cast<double>(S) * e;
   const std::string sact_name = glu ? "shared_experts.swiglu" : "shared_experts.gelu";
   if (S > 0) {
     add_ffn_fwd(mf, sfc1, sfc2, sact_name, glu, sffb);
-    mf.kernels.push_back(mem("shared_experts.add", 3 * Tr * hd * e));
+    mf.kernels.push_back(tagged(LayerModule::SharedExperts, mem("shared_experts.add", 3 * Tr * hd * e)));
   }
   mf.kernels.push_back(mem("residual2", 3 * act + drop_f));
 
   Block& mb = g.mlp_bwd;
   mb.kernels.push_back(mem("residual2.bwd", 3 * act, true));
   if (m.dropout) mb.kernels.push_back(mem("dropout2.bwd", drop_b, true));
-  mb.kernels.push_back(mem("moe.unpermute.bwd", (1 + 2 * kd) * Tr * hd * e, true));
+  mb.kernels.push_back(tagged(LayerModule::TokenDispatch, mem("moe.unpermute.bwd", (1 + 2 * kd) * Tr * hd * e, true)));
   add_ffn_bwd(mb, fc1, fc2, act_name, glu, ffb, m.bias, rows, rows, hd, e);
   if (S > 0) add_ffn_bwd(mb, sfc1, sfc2, sact_name, glu, sffb, m.bias, Tr, Tr, hd, e);
-  mb.kernels.push_back(mem("moe.permute.bwd", (kd + 1) * Tr * hd * e, true));
-  mb.kernels.push_back(mem("router.softmax_topk.bwd", (e + 8) * Tr * Ed, true));
+  mb.kernels.push_back(tagged(LayerModule::TokenDispatch, mem("moe.permute.bwd", (kd + 1) * Tr * hd * e, true)));
+  mb.kernels.push_back(tagged(LayerModule::Router, mem("router.softmax_topk.bwd", (e + 8) * Tr * Ed, true)));
   add_gemm_bwd(mb, router);
-  add_norm(mb, "norm2", act_elems, e, sh, true);
+  add_norm(mb, "norm2", act_elems, e, sh, true, LayerModule::BlockNorm);
   fp8_linears = {fc1, fc2};
   if (S > 0) fp8_linears.insert(fp8_linears.end(), {sfc1, sfc2});
 }
@@ -337,7 +362,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   // --- attention block, forward
   Block& af = g.attn_fwd;
   const double act_elems = act / e;
-  add_norm(af, "norm1", act_elems, e, sh, false);
+  add_norm(af, "norm1", act_elems, e, sh, false, LayerModule::BlockNorm);
   const double heads_local = static_cast<double>(m.heads / t);
   const double dqk = static_cast<double>(m.qk_head_dim()), dv = static_cast<double>(m.v_head_dim());
   const double q_elems = Td * heads_local * dqk;  // queries (and with MLA keys) on this rank
@@ -357,25 +382,26 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     const MlaSpec& a = *m.mla;
     const std::int64_t hl = m.heads / t;
     if (a.q_lora_rank > 0) {
-      in_proj.push_back({gemm("q_down", T, a.q_lora_rank, h), "q_latent_norm", Td * static_cast<double>(a.q_lora_rank)});
-      in_proj.push_back({gemm("q_up", T, hl * m.qk_head_dim(), a.q_lora_rank), "", 0});
+      in_proj.push_back({tagged(LayerModule::MlaProj, gemm("q_down", T, a.q_lora_rank, h)), "q_latent_norm", Td * static_cast<double>(a.q_lora_rank)});
+      in_proj.push_back({tagged(LayerModule::MlaUpProj, gemm("q_up", T, hl * m.qk_head_dim(), a.q_lora_rank)), "", 0});
     } else {
-      in_proj.push_back({gemm("q_proj", T, hl * m.qk_head_dim(), h), "", 0});
+      in_proj.push_back({tagged(LayerModule::MlaProj, gemm("q_proj", T, hl * m.qk_head_dim(), h)), "", 0});
     }
-    in_proj.push_back({gemm("kv_down", T, a.kv_lora_rank + a.qk_rope_head_dim, h), "kv_latent_norm", Td * static_cast<double>(a.kv_lora_rank)});
-    in_proj.push_back({gemm("kv_up", T, hl * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank), "", 0});
+    in_proj.push_back({tagged(LayerModule::MlaProj, gemm("kv_down", T, a.kv_lora_rank + a.qk_rope_head_dim, h)), "kv_latent_norm",
+                       Td * static_cast<double>(a.kv_lora_rank)});
+    in_proj.push_back({tagged(LayerModule::MlaUpProj, gemm("kv_up", T, hl * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank)), "", 0});
     k_elems = q_elems;
   } else {
-    in_proj.push_back({gemm("qkv", T, (q + 2 * kv) / t, h), "", 0});
+    in_proj.push_back({tagged(LayerModule::QkvProj, gemm("qkv", T, (q + 2 * kv) / t, h)), "", 0});
   }
   for (const Proj& pr : in_proj) {
     af.kernels.push_back(pr.gemm);
-    if (!pr.norm.empty()) add_norm(af, pr.norm, pr.norm_elems, e, sh, false);
+    if (!pr.norm.empty()) add_norm(af, pr.norm, pr.norm_elems, e, sh, false, pr.gemm.module);
   }
   // QK-norm: an RMSNorm over each head's query and key (one fused kernel each, like the block norms).
   if (m.qk_norm) {
-    add_norm(af, "q_norm", q_elems, e, sh, false);
-    add_norm(af, "k_norm", k_elems, e, sh, false);
+    add_norm(af, "q_norm", q_elems, e, sh, false, LayerModule::QkNorm);
+    add_norm(af, "k_norm", k_elems, e, sh, false, LayerModule::QkNorm);
   }
   // RoPE: on the queries and keys, or with MLA on their rotary parts (the key's shared by the heads).
   const double rope_q = m.mla ? Td * heads_local * static_cast<double>(m.mla->qk_rope_head_dim) : q_elems;
@@ -386,7 +412,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   }
   // MLA: the queries and keys are assembled from their non-rotary and rotary parts (the shared
   // rotary key broadcast to every head), each read and written once.
-  if (m.mla) af.kernels.push_back(mem("mla.qk_concat", 2 * (q_elems + k_elems) * e));
+  if (m.mla) af.kernels.push_back(tagged(LayerModule::MlaQkConcat, mem("mla.qk_concat", 2 * (q_elems + k_elems) * e)));
   // Scores over the full (gathered) sequence: Q local, K/V for all s positions; in a windowed
   // layer each query sees the last sliding_window positions only.
   const double s_kv = static_cast<double>(sh.seq_len);
@@ -394,6 +420,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   const bool windowed = m.sliding_window > 0 && m.sliding_window < sh.seq_len;
   const double w = windowed ? static_cast<double>(m.sliding_window) : s_kv;
   Kernel attn{"attention", KernelKind::Attention, 0, 0, 0, 1, 0, 0, 0, false};
+  attn.module = LayerModule::FusedAttn;
   // QK^T over dqk and PV over dv, counted over the full score matrix (Megatron's MFU convention;
   // in a windowed layer the s x w band's bounding rectangle); executed: causal computes about half
   // of it, a causal window of w computes w s - w (w - 1) / 2 of its s w entries.
@@ -408,19 +435,19 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   } else {
     // Unfused: two batched GEMMs over the full score matrix (a window only masks it),
     // softmax/mask/dropout through HBM.
-    Kernel qk = gemm("scores", static_cast<std::int64_t>(sq), static_cast<std::int64_t>(s_kv), m.qk_head_dim());
+    Kernel qk = tagged(LayerModule::CoreAttn, gemm("scores", static_cast<std::int64_t>(sq), static_cast<std::int64_t>(s_kv), m.qk_head_dim()));
     qk.batch = sh.micro_batch * (m.heads / t);
     qk.head_dim = m.qk_head_dim();
     qk.flops = qk.model_flops = score_flops;
-    Kernel pv = gemm("context", static_cast<std::int64_t>(sq), m.v_head_dim(), static_cast<std::int64_t>(s_kv));
+    Kernel pv = tagged(LayerModule::CoreAttn, gemm("context", static_cast<std::int64_t>(sq), m.v_head_dim(), static_cast<std::int64_t>(s_kv)));
     pv.batch = qk.batch;
     pv.head_dim = m.v_head_dim();
     pv.flops = pv.model_flops = score_flops * dv / dqk;
     af.kernels.push_back(qk);
-    af.kernels.push_back(mem("softmax", 3 * 2 * b * heads_local * sq * s_kv * e));
+    af.kernels.push_back(tagged(LayerModule::CoreAttn, mem("softmax", 3 * 2 * b * heads_local * sq * s_kv * e)));
     af.kernels.push_back(pv);
   }
-  const Kernel proj = gemm("attn_out", T, h, m.attn_out_dim() / t);
+  const Kernel proj = tagged(LayerModule::AttnOut, gemm("attn_out", T, h, m.attn_out_dim() / t));
   af.kernels.push_back(proj);
   // [T, h] elements on this rank outside the TP region (T/t of them with sequence parallel).
   const double elems = act / e;
@@ -433,7 +460,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   ab.kernels.push_back(mem("residual1.bwd", 3 * act, true));
   if (m.dropout) ab.kernels.push_back(mem("dropout1.bwd", drop_b, true));
   // Row-parallel bias: added after the TP reduction, over T/t tokens with sequence parallel.
-  if (m.bias) ab.kernels.push_back(bias_grad(proj.name, Td / sp_div, hd, e));
+  if (m.bias) ab.kernels.push_back(bias_grad(proj, Td / sp_div, hd, e));
   add_gemm_bwd(ab, proj);
   if (sh.flash_attention) {
     Kernel ba = attn;
@@ -447,7 +474,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     // and dB = A^T dC [k,n] over m, each with the forward's FLOPs. Scores S = Q K^T give dQ and
     // dK; the context O = P V gives dP and dV.
     for (const auto& k : af.kernels)
-      if (k.name == "scores" || k.name == "context") {
+      if (k.module == LayerModule::CoreAttn && k.kind == KernelKind::Gemm) {
         Kernel da = k, db = k;
         da.name += ".bwd_a";
         db.name += ".bwd_b";
@@ -459,23 +486,23 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
         ab.kernels.push_back(da);
         ab.kernels.push_back(db);
       }
-    ab.kernels.push_back(mem("softmax.bwd", 3 * 2 * b * heads_local * sq * s_kv * e, true));
+    ab.kernels.push_back(tagged(LayerModule::CoreAttn, mem("softmax.bwd", 3 * 2 * b * heads_local * sq * s_kv * e, true)));
   }
-  if (m.mla) ab.kernels.push_back(mem("mla.qk_concat.bwd", 2 * (q_elems + k_elems) * e, true));
+  if (m.mla) ab.kernels.push_back(tagged(LayerModule::MlaQkConcat, mem("mla.qk_concat.bwd", 2 * (q_elems + k_elems) * e, true)));
   if (m.position_embedding == "rope") {
     add_rope(ab, "q", rope_q, e, sh.eager_rope, true);
     add_rope(ab, "k", rope_k, e, sh.eager_rope, true);
   }
   if (m.qk_norm) {
-    add_norm(ab, "q_norm", q_elems, e, sh, true);
-    add_norm(ab, "k_norm", k_elems, e, sh, true);
+    add_norm(ab, "q_norm", q_elems, e, sh, true, LayerModule::QkNorm);
+    add_norm(ab, "k_norm", k_elems, e, sh, true, LayerModule::QkNorm);
   }
   for (auto it = in_proj.rbegin(); it != in_proj.rend(); ++it) {
-    if (!it->norm.empty()) add_norm(ab, it->norm, it->norm_elems, e, sh, true);
-    if (m.bias) ab.kernels.push_back(bias_grad(it->gemm.name, Td, static_cast<double>(it->gemm.n), e));
+    if (!it->norm.empty()) add_norm(ab, it->norm, it->norm_elems, e, sh, true, it->gemm.module);
+    if (m.bias) ab.kernels.push_back(bias_grad(it->gemm, Td, static_cast<double>(it->gemm.n), e));
     add_gemm_bwd(ab, it->gemm);
   }
-  add_norm(ab, "norm1", act_elems, e, sh, true);
+  add_norm(ab, "norm1", act_elems, e, sh, true, LayerModule::BlockNorm);
 
   // --- MLP block (dense, or the experts of a mixture-of-experts layer: add_moe_mlp)
   const bool glu = m.activation == "swiglu";
@@ -485,9 +512,9 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   } else {
     const std::int64_t f_local = f / t;
     Block& mf = g.mlp_fwd;
-    add_norm(mf, "norm2", act_elems, e, sh, false);
-    const Kernel up = gemm(glu ? "mlp_gate_up" : "mlp_up", T, (glu ? 2 : 1) * f_local, h);
-    const Kernel down = gemm("mlp_down", T, h, f_local);
+    add_norm(mf, "norm2", act_elems, e, sh, false, LayerModule::BlockNorm);
+    const Kernel up = tagged(LayerModule::Mlp, gemm(glu ? "mlp_gate_up" : "mlp_up", T, (glu ? 2 : 1) * f_local, h), FfnStep::Up);
+    const Kernel down = tagged(LayerModule::Mlp, gemm("mlp_down", T, h, f_local), FfnStep::Down);
     const double ffb = Td * static_cast<double>(f_local) * e;
     add_ffn_fwd(mf, up, down, glu ? "swiglu" : "gelu", glu, ffb);
     mf.kernels.push_back(mem("residual2", 3 * act + drop_f));
@@ -497,7 +524,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     if (m.dropout) mb.kernels.push_back(mem("dropout2.bwd", drop_b, true));
     // Row-parallel down bias: added after the TP reduction, over T/t tokens with sequence parallel.
     add_ffn_bwd(mb, up, down, glu ? "swiglu" : "gelu", glu, ffb, m.bias, Td / sp_div, Td, hd, e);
-    add_norm(mb, "norm2", act_elems, e, sh, true);
+    add_norm(mb, "norm2", act_elems, e, sh, true, LayerModule::BlockNorm);
     fp8_linears = {up, down};
   }
 
@@ -540,8 +567,8 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     if (sh.mtp_layers > 0) linears.emplace_back(&g.mtp_fwd, &g.mtp_bwd, eh);
     for (const auto& [fwd, bwd, k] : linears) {
       const std::int64_t rows = k.m * k.batch;
-      fwd->kernels.push_back(fp8_cast(k.name + ".fp8_cast", rows, k.k, false, sh.fp8_cast_bytes));     // input x [M, K]
-      bwd->kernels.push_back(fp8_cast(k.name + ".fp8_cast.bwd", rows, k.n, true, sh.fp8_cast_bytes));  // grad y [M, N]
+      fwd->kernels.push_back(fp8_cast(k, ".fp8_cast", rows, k.k, false, sh.fp8_cast_bytes));     // input x [M, K]
+      bwd->kernels.push_back(fp8_cast(k, ".fp8_cast.bwd", rows, k.n, true, sh.fp8_cast_bytes));  // grad y [M, N]
     }
   }
   return g;

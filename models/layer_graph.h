@@ -45,8 +45,37 @@ LossImpl loss_impl_from_name(const std::string& name);
 inline constexpr const char* kTrainMetrics[] = {"cross_entropy", "perplexity"};
 std::vector<std::string> train_metric_names();
 
+// The module of a transformer layer a kernel belongs to (Megatron-Core's submodule where it has
+// one). Behaviour that depends on what a kernel is (selective recompute, op-level SAC) reads this
+// tag, never the display name, so renaming a kernel cannot silently change what is replayed.
+enum class LayerModule : std::uint8_t {
+  None,           // embedding, output layer, loss, metrics, MTP, residual adds, dropout
+  BlockNorm,      // the block norms (input_layernorm, pre_mlp_layernorm)
+  QkvProj,        // the fused query-key-value projection (linear_qkv)
+  MlaProj,        // MLA's query projection or latent down projections with their latent norms
+  MlaUpProj,      // MLA's query and key-value up projections (linear_q_up_proj, linear_kv_up_proj)
+  QkNorm,         // per-head query and key norms
+  Rope,           // rotary embedding of the queries and keys
+  MlaQkConcat,    // MLA's assembly of the queries and keys from their rotary and non-rotary parts
+  CoreAttn,       // unfused attention core: score and context GEMMs, softmax
+  FusedAttn,      // fused (flash) attention kernel
+  AttnOut,        // the attention output projection (linear_proj)
+  Mlp,            // a dense layer's MLP
+  Router,         // an MoE layer's router GEMM and its softmax / top-k
+  TokenDispatch,  // an MoE layer's token permute and unpermute
+  Experts,        // the routed experts
+  SharedExperts,  // the shared experts and the add of their output
+};
+
+// A kernel's step in a feed-forward chain (dense MLP, experts, shared experts): fc1, the
+// activation, fc2.
+enum class FfnStep : std::uint8_t { None, Up, Activation, Down };
+
+// Which gradient a backward GEMM computes: the input's (dgrad) or the weight's (wgrad).
+enum class GemmGrad : std::uint8_t { None, Input, Weight };
+
 struct Kernel {
-  std::string name;
+  std::string name;  // display label only (the --kernels table); select by the tags below
   KernelKind kind = KernelKind::Memory;
   std::int64_t m = 0, n = 0, k = 0;  // GEMM shape (M x K) * (K x N), batched `batch` times
   std::int64_t batch = 1;
@@ -59,6 +88,9 @@ struct Kernel {
   // Fused attention: the sequence length, the context-parallel ranks it is split over, the head dim.
   // Unfused attention's batched GEMMs carry the head dim too (0 on every other GEMM).
   std::int64_t seq = 0, cp = 1, head_dim = 0;
+  LayerModule module = LayerModule::None;
+  FfnStep ffn = FfnStep::None;
+  GemmGrad grad = GemmGrad::None;
 };
 
 struct Block {

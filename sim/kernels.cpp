@@ -35,15 +35,20 @@ double kernel_seconds(const CostModel& c, const Kernel& k) {
 
 std::vector<KernelRow> kernel_rows(const LayerGraph& g, const CostModel& c) {
   std::vector<KernelRow> rows;
-  const std::pair<const char*, const Block*> blocks[] = {
-      {"embedding fwd", &g.embed_fwd}, {"attention fwd", &g.attn_fwd}, {"mlp fwd", &g.mlp_fwd},
-      {"head fwd", &g.head_fwd},       {"head bwd", &g.head_bwd},      {"mlp bwd", &g.mlp_bwd},
-      {"attention bwd", &g.attn_bwd},  {"embedding bwd", &g.embed_bwd}, {"mtp fwd", &g.mtp_fwd}, {"mtp bwd", &g.mtp_bwd},
-      {"train metrics", &g.metrics}};
-  for (const auto& [name, b] : blocks)
+  struct Named {
+    const char* name;
+    const Block* block;
+    bool layer;
+  };
+  const Named blocks[] = {{"embedding fwd", &g.embed_fwd, false}, {"attention fwd", &g.attn_fwd, true}, {"mlp fwd", &g.mlp_fwd, true},
+                          {"head fwd", &g.head_fwd, false},       {"head bwd", &g.head_bwd, false},    {"mlp bwd", &g.mlp_bwd, true},
+                          {"attention bwd", &g.attn_bwd, true},   {"embedding bwd", &g.embed_bwd, false},
+                          {"mtp fwd", &g.mtp_fwd, false},         {"mtp bwd", &g.mtp_bwd, false},      {"train metrics", &g.metrics, false}};
+  for (const auto& [name, b, layer] : blocks)
     for (const auto& k : b->kernels) {
       KernelRow r;
       r.block = name;
+      r.layer = layer;
       r.kernel = &k;
       switch (k.kind) {
         case KernelKind::Gemm: {
@@ -81,9 +86,8 @@ std::vector<KernelRow> kernel_rows(const ModelGraph& g, const ModelSpec& m, cons
   for (size_t i = 0; i < g.kinds.size(); ++i) {
     const bool ends = i == 0;
     for (KernelRow& r : kernel_rows(g.kinds[i], c)) {
-      const bool layer = r.block.rfind("attention", 0) == 0 || r.block.rfind("mlp", 0) == 0;
-      if (!layer && !ends) continue;
-      if (layer) r.block += " [" + kind_label(m, kinds[i]) + "]";
+      if (!r.layer && !ends) continue;
+      if (r.layer) r.block += " [" + kind_label(m, kinds[i]) + "]";
       out.push_back(std::move(r));
     }
   }

@@ -15,6 +15,7 @@ double kernel_seconds(const CostModel& c, const Kernel& k);
 
 struct KernelRow {
   std::string block;      // "attention fwd", "mlp bwd", "embedding fwd", "head bwd", ...
+  bool layer = false;     // a transformer layer's block (attention, MLP), not the embedding, head, MTP or metrics
   const Kernel* kernel = nullptr;
   double seconds = 0;
   std::string priced_by;  // "GEMM points", "GEMM kernel model", "attention <kernel>", "HBM bandwidth"

@@ -5,11 +5,9 @@
 namespace parasim {
 
 ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const std::string& recompute,
-                                 const std::vector<std::string>& modules) {
+                                 const RecomputeModules& modules) {
   const bool selective = recompute == "selective";
-  auto recomputes = [&](const char* module) {
-    return selective && std::find(modules.begin(), modules.end(), module) != modules.end();
-  };
+  auto recomputes = [&](RecomputeModule module) { return selective && modules.has(module); };
   const double e = sh.dtype_bytes;
   const double t = static_cast<double>(sh.tp);
   const double s = static_cast<double>(sh.seq_len / sh.cp);  // local sequence
@@ -32,7 +30,7 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
   //  instead of the 16-bit tensor: the QKV, attention-projection, fc1 and fc2 inputs.
   const double li = sh.fp8_gemms ? sh.fp8_saved_input_bytes : e;
   //  Recomputed norms (layernorm) keep neither output: the two linear inputs go.
-  const double norm_outputs = recomputes("layernorm") ? 0.0 : li + li;
+  const double norm_outputs = recomputes(RecomputeModule::Layernorm) ? 0.0 : li + li;
   const double replicated = (2 * e + norm_outputs) * sbh + 2 * mask * sbh + 2 * eager_norm * sbh;
   //  split by t: Q (e*sbh), K and V (e*sb*kv each), attention-projection input (li*sbh);
   //  MLP: GeLU input and fc2 input (e + li per sbf), SwiGLU gate+up output and fc2 input (2e + li).
@@ -50,10 +48,10 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
   if (m.mla) {
     const double sbv = s * b * static_cast<double>(m.attn_out_dim());
     const double gathered = kv_seq / s;  // all-gather CP keeps every rank's K and V
-    attn_split = (recomputes("mla_up_proj") ? 0.0 : e * sbq + gathered * (e * sbq + e * sbv)) + li * sbv;
+    attn_split = (recomputes(RecomputeModule::MlaUpProj) ? 0.0 : e * sbq + gathered * (e * sbq + e * sbv)) + li * sbv;
     mla_latents = (e + li) * s * b * static_cast<double>(m.mla->q_lora_rank + m.mla->kv_lora_rank);
   }
-  double mlp_split = recomputes("mlp") ? 0.0 : ((m.activation == "swiglu" ? 2.0 : 1.0) * e + li) * s * b * f;
+  double mlp_split = recomputes(RecomputeModule::Mlp) ? 0.0 : ((m.activation == "swiglu" ? 2.0 : 1.0) * e + li) * s * b * f;
   //  Mixture of experts (the kernels of add_moe_mlp in models/layer_graph.cpp), on this rank's
   //  routed tokens T_r (all of the TP group's with etp = tp, the sequence-parallel share with
   //  etp = 1): the router's fp32 scores (4 E per token) for its softmax backward, and per routed
@@ -66,21 +64,21 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
     const double fe = static_cast<double>(m.moe->expert_ffn_hidden / sh.etp);
     const double k = static_cast<double>(m.moe->top_k);
     //  moe_act: the activation's output, fc2's input, is replayed; moe: the whole block.
-    const double fc2_in = recomputes("moe_act") ? 0.0 : li * fe;
+    const double fc2_in = recomputes(RecomputeModule::MoeAct) ? 0.0 : li * fe;
     moe = tr * (4.0 * static_cast<double>(m.moe->experts) +
                 k * (li * h + (m.activation == "swiglu" ? 2.0 : 1.0) * e * fe + fc2_in + e * h));
     //  Shared experts: their fc1 output and fc2 input on the same T_r tokens (fc1 reads the MLP
     //  input already kept), S the shared width on this rank.
     const double fs = static_cast<double>(m.moe->shared_expert_ffn_hidden / sh.etp);
-    if (!recomputes("shared_experts")) moe += tr * ((m.activation == "swiglu" ? 2.0 : 1.0) * e + li) * fs;
-    if (recomputes("moe")) moe = 0;
+    if (!recomputes(RecomputeModule::SharedExperts)) moe += tr * ((m.activation == "swiglu" ? 2.0 : 1.0) * e + li) * fs;
+    if (recomputes(RecomputeModule::Moe)) moe = 0;
     mlp_split = 0;
   }
   //  attention matrix: softmax output (e), dropout mask (1), dropout output (e) per score;
   //  a fused (flash) kernel stores only the fp32 log-sum-exp per query row.
   const double s_kv = static_cast<double>(sh.seq_len);
   double scores = sh.flash_attention ? 4.0 * a * s * b : (m.dropout ? 2 * e + 1 : e) * a * s * s_kv * b;
-  if (recomputes("core_attn") && !sh.flash_attention) scores = 0;  // the attention core is recomputed
+  if (recomputes(RecomputeModule::CoreAttn) && !sh.flash_attention) scores = 0;  // the attention core is recomputed
   const double sp = sh.sequence_parallel ? t : 1.0;
   ActivationBytes out;
   const double full = replicated / sp + (attn_split + mlp_split + scores) / t + moe + mla_latents;

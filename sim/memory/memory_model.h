@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "models/layer_graph.h"
+#include "models/recompute.h"
 
 namespace parasim {
 
@@ -28,7 +29,7 @@ struct ActivationBytes {
 // recompute: "none" | "selective" | "full" | "selective_op"; with "selective", the recomputed
 // modules (ParallelSpec::recompute_modules) keep none of their own activations.
 ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& shape, const std::string& recompute,
-                                 const std::vector<std::string>& modules = {"core_attn"});
+                                 const RecomputeModules& modules = {RecomputeModule::CoreAttn});
 
 struct StateBytesPerParam {
   double weights = 2;    // bf16/fp16 parameters

@@ -8,7 +8,7 @@ namespace parasim {
 
 namespace {
 
-bool is_wgrad(const Kernel& k) { return k.name.size() > 6 && k.name.compare(k.name.size() - 6, 6, ".wgrad") == 0; }
+bool is_wgrad(const Kernel& k) { return k.grad == GemmGrad::Weight; }
 
 // Sum of kernel times; `w` receives the weight-gradient part, `gemm` the GEMM part.
 double block_s(const CostModel& c, const Block& b, double* w = nullptr, double* gemm = nullptr) {
@@ -120,23 +120,10 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
     // Megatron-Core's selective recompute replays the forward kernels of each recomputed module
     // (ParallelSpec::recompute_modules) before its backward; an MoE block's replay includes its
     // dispatch and combine all-to-alls (added below with them).
-    const auto& mods = in.scenario.parallel.recompute_modules;
-    auto on = [&](const char* m) { return std::find(mods.begin(), mods.end(), m) != mods.end(); };
-    auto starts = [](const std::string& n, const char* p) { return n.rfind(p, 0) == 0; };
-    auto replayed = [&](const Kernel& k) {
-      const std::string& n = k.name;
-      if (on("core_attn") && (n == "scores" || n == "softmax" || n == "context")) return true;
-      if (on("layernorm") && (starts(n, "norm1") || starts(n, "norm2"))) return true;
-      if (on("mla_up_proj") && (starts(n, "q_up") || starts(n, "kv_up") || starts(n, "rope.") || n == "mla.qk_concat")) return true;
-      if (on("moe_act") && (n == "experts.swiglu" || n == "experts.gelu")) return true;
-      if (on("mlp") && (starts(n, "mlp_") || n == "swiglu" || n == "gelu")) return true;
-      if (on("moe") && (starts(n, "router") || starts(n, "moe.") || starts(n, "experts.") || starts(n, "shared_experts."))) return true;
-      if (on("shared_experts") && starts(n, "shared_experts.")) return true;
-      return false;
-    };
+    const RecomputeModules& mods = in.scenario.parallel.recompute_modules;
     for (const Block* b : {&g.attn_fwd, &g.mlp_fwd})
       for (const auto& k : b->kernels)
-        if (replayed(k)) {
+        if (replays(mods, k)) {
           t.attn_recompute_selective += kernel_seconds(c, k);
           t.selective_recompute_flops += k.flops;
         }
@@ -147,15 +134,17 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
     // gate/up GEMM) with SwiGLU, or w2 (the down projection) without. The fused attention is saved.
     const ModelSpec& m = in.scenario.model;
     const double h = static_cast<double>(m.hidden), kv = static_cast<double>(m.kv_dim());
+    const bool glu = m.activation == "swiglu";
     for (const Block* b : {&g.attn_fwd, &g.mlp_fwd})
       for (const auto& k : b->kernels) {
         double share = 0;
+        const LayerModule mod = k.module;
         if (k.kind == KernelKind::Memory) share = 1;
-        else if (k.name == "qkv") share = kv / (h + 2 * kv);
-        else if (k.name == "attn_out") share = 1;
-        else if (k.name == "mlp_gate_up") share = 0.5;
-        else if (k.name == "mlp_down" && m.activation != "swiglu") share = 1;
-        else if (k.name == "scores" || k.name == "softmax" || k.name == "context") share = 1;  // unfused: batched, not saved
+        else if (mod == LayerModule::QkvProj) share = kv / (h + 2 * kv);
+        else if (mod == LayerModule::AttnOut) share = 1;
+        else if (mod == LayerModule::Mlp && k.ffn == FfnStep::Up && glu) share = 0.5;
+        else if (mod == LayerModule::Mlp && k.ffn == FfnStep::Down && !glu) share = 1;
+        else if (mod == LayerModule::CoreAttn) share = 1;  // unfused: batched, not saved
         t.op_sac_recompute += share * kernel_seconds(c, k);
         t.op_sac_flops += share * k.model_flops;
         t.op_sac_hw += share * k.flops;
@@ -200,8 +189,7 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
     const double a2a = in.network.time_s(l.ep_group(CollOp::AllToAll, g.ep_message_bytes));
     t.ep_comm_f = 2 * a2a;
     t.ep_comm_b = 2 * a2a;
-    const auto& mods = in.scenario.parallel.recompute_modules;
-    if (in.scenario.parallel.recompute == "selective" && std::find(mods.begin(), mods.end(), "moe") != mods.end())
+    if (in.scenario.parallel.recompute == "selective" && in.scenario.parallel.recompute_modules.has(RecomputeModule::Moe))
       t.attn_recompute_selective += t.ep_comm_f;
     if (in.scenario.parallel.ep_comm_overlap) {
       // Hidden under the layer's compute of the microbatch it is paired with (the same pass's

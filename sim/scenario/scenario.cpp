@@ -117,7 +117,7 @@ ParallelSpec parse_parallel(const JsonObject& o) {
   p.sequence_parallel = o.boolean("sequence_parallel", false);
   p.recompute = o.choice("recompute", {"none", "selective", "full", "selective_op"}, "none");
   if (o.has("recompute_modules")) {
-    p.recompute_modules = o.choice_list("recompute_modules", kRecomputeModules);
+    p.recompute_modules = RecomputeModules::from_names(o.choice_list("recompute_modules", recompute_module_names()));
     if (p.recompute != "selective")
       o.fail("recompute_modules", "applies to recompute \"selective\" (Megatron-Core's --recompute-modules), but recompute is \"" +
                                       p.recompute + "\"");
@@ -569,7 +569,7 @@ Json Scenario::resolved() const {
     pj["order"] = ord;
   }
   if (parallel.recompute_num_layers >= 0) pj["recompute_num_layers"] = parallel.recompute_num_layers;
-  if (parallel.recompute == "selective") pj["recompute_modules"] = parallel.recompute_modules;
+  if (parallel.recompute == "selective") pj["recompute_modules"] = parallel.recompute_modules.names();
   if (parallel.activation_offload_layers > 0) pj["activation_offload_layers"] = parallel.activation_offload_layers;
   if (parallel.fsdp)
     pj["fsdp"] = {{"sharding", parallel.fsdp->sharding}, {"shard_group", parallel.fsdp->shard_group}, {"prefetch", parallel.fsdp->prefetch},

@@ -8,6 +8,7 @@
 
 #include "calibrate/profile/profile.h"
 #include "models/model.h"
+#include "models/recompute.h"
 #include "sim/config/json_reader.h"
 #include "sim/scenario/stack.h"
 
@@ -158,9 +159,6 @@ struct FsdpSpec {
   int version = 2;
 };
 
-// Megatron-Core's --recompute-modules names parasim models (ParallelSpec::recompute_modules).
-inline const std::vector<std::string> kRecomputeModules = {"core_attn", "layernorm", "mla_up_proj", "moe_act", "mlp", "moe",
-                                                           "shared_experts"};
 
 struct ParallelSpec {
   std::int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1;
@@ -193,7 +191,8 @@ struct ParallelSpec {
   // and key-value up projections with their RoPE: Q, K, V), moe_act (the experts' activation),
   // mlp (a dense layer's whole MLP), moe (an MoE layer's whole MLP block: router, dispatch,
   // experts, combine), shared_experts.
-  std::vector<std::string> recompute_modules = {"core_attn"};
+  // Parsed once at load from the names of models/recompute.h's table.
+  RecomputeModules recompute_modules = {RecomputeModule::CoreAttn};
   // With full recompute: how many layers of each model chunk are recomputed (Megatron's
   // --recompute-method block --recompute-num-layers N: the first N layers of the chunk; the others
   // keep their activations). -1: every layer.

@@ -212,7 +212,7 @@ TEST(SelectiveRecompute, EachModuleDropsItsActivationsAndReplaysItsKernels) {
   sh.ep = 64;
   const double s = 4096, e = 2, h = 7168, H = 128;
   auto stored = [&](const ModelSpec& x, std::vector<std::string> mods) {
-    return activation_bytes(x, sh, "selective", mods).layer_stored;
+    return activation_bytes(x, sh, "selective", RecomputeModules::from_names(mods)).layer_stored;
   };
   const double base = stored(moe, {"core_attn"});
   // layernorm: the two norm outputs (the attention's and the MLP's input), 2 bytes per element.
@@ -246,14 +246,14 @@ TEST(SelectiveRecompute, EachModuleDropsItsActivationsAndReplaysItsKernels) {
     double t = 0;
     for (const Block* b : {&lg.attn_fwd, &lg.mlp_fwd})
       for (const auto& k : b->kernels)
-        if (k.name == "norm1" || k.name == "norm2" || k.name == "q_up" || k.name == "kv_up" || k.name.rfind("rope.", 0) == 0 ||
-            k.name == "mla.qk_concat" || k.name == "experts.swiglu")
+        if (k.module == LayerModule::BlockNorm || k.module == LayerModule::MlaUpProj || k.module == LayerModule::Rope ||
+            k.module == LayerModule::MlaQkConcat || (k.module == LayerModule::Experts && k.ffn == FfnStep::Activation))
           t += kernel_seconds(cost, k);
     return t;
   };
   std::vector<double> seen;
   for (const Op& o : out.program.ops)
-    if (out.program.labels[static_cast<size_t>(o.label)] == "recompute (selective)") seen.push_back(time_to_seconds(o.duration));
+    if (o.phase == Phase::Recompute) seen.push_back(time_to_seconds(o.duration));
   ASSERT_EQ(seen.size(), 4u);  // one microbatch, 4 layers, backward from the last
   EXPECT_NEAR(seen[0], replay(g.layer(3)), 1e-9);
   EXPECT_NEAR(seen[3], replay(g.layer(0)), 1e-9);
@@ -267,6 +267,36 @@ TEST(SelectiveRecompute, EachModuleDropsItsActivationsAndReplaysItsKernels) {
   EXPECT_EQ(test::scenario_error(j).rfind("test.json: /parallel/recompute_modules/1: expected one of \"core_attn\"", 0), 0u)
       << test::scenario_error(j);
   EXPECT_NE(test::scenario_error(j).find("did you mean \"moe_act\"?"), std::string::npos);
+}
+
+// Selective recompute selects kernels by their module tag: in a DeepSeek-V3 layer (MLA, routed and
+// shared experts; unfused attention so the core has kernels of its own) every module Megatron-Core
+// names replays some forward kernels, and none replays what no module owns (the residual adds) or
+// the output projection.
+TEST(SelectiveRecompute, EveryModuleReplaysKernelsOfALayerThatHasIt) {
+  const ModelSpec m = load_zoo_model(test::data_dir(), "deepseek-v3", "test");
+  LayerShape sh;
+  sh.seq_len = 4096;
+  sh.ep = 64;
+  sh.flash_attention = false;
+  const LayerGraph moe = build_layer_graph(m.of_kind(m.layer_kind(10)), sh);
+  const LayerGraph dense = build_layer_graph(m.of_kind(m.layer_kind(0)), sh);
+  const RecomputeModules all = RecomputeModules::from_names(recompute_module_names());
+  EXPECT_EQ(all.names(), recompute_module_names());
+  for (const auto& r : kRecomputeModules) {
+    const LayerGraph& g = r.module == RecomputeModule::Mlp ? dense : moe;
+    int n = 0;
+    for (const Block* b : {&g.attn_fwd, &g.mlp_fwd})
+      for (const Kernel& k : b->kernels) n += replays(RecomputeModules{r.module}, k) ? 1 : 0;
+    EXPECT_GT(n, 0) << r.name;
+  }
+  for (const LayerGraph* g : {&moe, &dense})
+    for (const Block* b : {&g->attn_fwd, &g->mlp_fwd})
+      for (const Kernel& k : b->kernels)
+        if (k.module == LayerModule::None || k.module == LayerModule::AttnOut) {
+          EXPECT_FALSE(replays(all, k)) << k.name;
+        }
+  EXPECT_THROW(recompute_module_from_name("moe_ac"), std::invalid_argument);
 }
 
 // Multi-token prediction: per microbatch the last stage runs, per module, its input kernels, one

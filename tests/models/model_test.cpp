@@ -136,16 +136,20 @@ TEST(LayerGraph, Fp8KeepsTheOutputLayerInSixteenBit) {
 // (2 + 2 + 2 x (0.5 + 1/16) B). Per element of the GEMM input in forward and of the output gradient
 // in backward.
 TEST(LayerGraph, Fp8RecipesSetTheCastTraffic) {
-  EXPECT_DOUBLE_EQ(fp8_cast_bytes("delayed"), 4.0);
-  EXPECT_DOUBLE_EQ(fp8_cast_bytes("current"), 6.0);
-  EXPECT_DOUBLE_EQ(fp8_cast_bytes("mxfp8"), 4.0625);
-  EXPECT_DOUBLE_EQ(fp8_cast_bytes("nvfp4"), 5.125);
+  // Per element: each read of the 16-bit tensor (2 B) plus the row-wise and column-wise copies,
+  // each an element of the format (FP8 1 B, FP4 0.5 B) and its share of a block scale (MXFP8: 1 B
+  // per 32, OCP MX v1.0; NVFP4: 1 B per 16).
+  struct Format {
+    const char* recipe;
+    double reads, element, scale;
+  };
+  const Format formats[] = {{"delayed", 1, 1, 0}, {"current", 2, 1, 0}, {"mxfp8", 1, 1, 1.0 / 32}, {"nvfp4", 2, 0.5, 1.0 / 16}};
   const ModelSpec m = load_zoo_model(test::data_dir(), "llama3-8b", "test");
   LayerShape sh;
   sh.seq_len = 4096;
   sh.fp8_gemms = true;
   const double T = 4096, h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
-  for (const char* recipe : {"delayed", "current", "mxfp8", "nvfp4"}) {
+  for (const auto& [recipe, reads, element, scale] : formats) {
     sh.fp8_cast_bytes = fp8_cast_bytes(recipe);
     const LayerGraph g = build_layer_graph(m, sh);
     std::map<std::string, double> bytes;
@@ -153,7 +157,7 @@ TEST(LayerGraph, Fp8RecipesSetTheCastTraffic) {
       for (const Kernel& k : b->kernels)
         if (k.name.find("fp8_cast") != std::string::npos) bytes[k.name] = k.bytes;
     ASSERT_EQ(bytes.size(), 8u) << recipe;  // four linear layers, forward and backward
-    const double c = fp8_cast_bytes(recipe);
+    const double c = 2 * reads + 2 * (element + scale);
     EXPECT_DOUBLE_EQ(bytes["qkv.fp8_cast"], c * T * h) << recipe;            // input [T, h]
     EXPECT_DOUBLE_EQ(bytes["mlp_down.fp8_cast"], c * T * f) << recipe;       // input [T, f]
     EXPECT_DOUBLE_EQ(bytes["mlp_down.fp8_cast.bwd"], c * T * h) << recipe;   // output gradient [T, h]
@@ -360,19 +364,28 @@ TEST(Scenario, LossImplIsAChoice) {
   EXPECT_EQ(test::scenario_error(j), "test.json: /training/loss_impl: expected one of \"megatron\", \"eager\", \"eager16\", \"fused\", \"xentropy\", got \"liger\"; did you mean \"eager\"?");
 }
 
-// The parser's choice list and the simulator's name-to-kernel map come from one table: every name
-// the parser accepts is priced as its own implementation, and no two names share one.
+// Every name the parser accepts is priced as its own kernels: no two names move the same loss
+// traffic, and the implementations that upcast the 16-bit logits to fp32 (Megatron's, PyTorch's
+// eager F.cross_entropy on .float() logits) move more bytes per logit than any that stay 16-bit.
 TEST(Scenario, EveryLossImplNameIsPricedAsItsOwnKernel) {
-  std::set<LossImpl> seen;
+  std::map<std::string, double> traffic;  // loss bytes per logit, forward and backward
   for (const std::string& name : loss_impl_names()) {
     Json j = test::base_scenario();
     j["training"]["loss_impl"] = name;
-    const LossImpl impl = layer_shape(test::scenario_from(j)).loss;
-    EXPECT_EQ(impl, loss_impl_from_name(name)) << name;
-    EXPECT_TRUE(seen.insert(impl).second) << name << " shares its implementation with another name";
+    const Scenario sc = test::scenario_from(j);
+    const LayerShape sh = layer_shape(sc);
+    const LayerGraph g = build_layer_graph(sc.model, sh);
+    double bytes = 0;
+    for (const Block* b : {&g.head_fwd, &g.head_bwd})
+      for (const Kernel& k : b->kernels)
+        if (k.kind == KernelKind::Memory) bytes += k.bytes;
+    const double logits = static_cast<double>(sh.micro_batch * sh.seq_len * (sc.model.vocab / sh.tp));
+    traffic[name] = bytes / logits;
   }
-  EXPECT_EQ(seen.size(), std::size(kLossImpls));
-  EXPECT_EQ(layer_shape(test::scenario_from(test::base_scenario())).loss, LossImpl::Megatron);
+  std::set<double> distinct;
+  for (const auto& [name, b] : traffic) EXPECT_TRUE(distinct.insert(b).second) << name << " is priced like another name";
+  for (const char* fp32 : {"megatron", "eager"})
+    for (const char* b16 : {"eager16", "fused", "xentropy"}) EXPECT_GT(traffic.at(fp32), traffic.at(b16)) << fp32 << " vs " << b16;
   EXPECT_THROW(loss_impl_from_name("liger"), std::invalid_argument);
 }
 
