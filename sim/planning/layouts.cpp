@@ -310,9 +310,10 @@ Scenario plan_base_scenario(const PlanJob& job, const std::string& data_dir) {
 PlanResult run_plan(const PlanJob& job, const std::string& data_dir, const Registries& reg, Objective objective,
                     const EvalOptions& opt) {
   PlanResult res;
-  res.enumeration = enumerate_layouts(job, plan_base_scenario(job, data_dir));
+  const Scenario base = plan_base_scenario(job, data_dir);
+  res.enumeration = enumerate_layouts(job, base);
   const std::vector<PlanLayout>& layouts = res.enumeration.layouts;
-  const std::int64_t model_layers = plan_base_scenario(job, data_dir).model.layers;
+  const std::int64_t model_layers = base.model.layers;
   EvalOptions eo = opt;
   if (eo.distribution && !eo.cost)
     eo.cost = [&](std::size_t i) {
