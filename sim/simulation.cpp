@@ -61,23 +61,24 @@ void simulate_step(const Scenario& s, const Registries& reg, const LayerGraph& g
   out.result = compute_metrics(mi, out.program, out.timeline);
 }
 
-// The step folded onto its steady state (sim/steady_state.h): a, 2a, 3a microbatches simulated,
-// a doubled while the three are not yet periodic; nothing when 6a reaches the step's own count
-// (simulating the step itself is then as cheap).
-bool simulate_folded(const Scenario& sc, const std::function<void(const Scenario&, SimulationOutput&)>& step, SimulationOutput& out) {
+// The step folded onto its steady state (sim/steady_state.h): three microbatch counts past the
+// pipeline's fill simulated, the first doubled while the three are not yet periodic; nothing when
+// the three would cost as many microbatches as the step itself.
+bool simulate_folded(const Scenario& sc, const ScheduleRegistry& schedules,
+                     const std::function<void(const Scenario&, SimulationOutput&)>& step, SimulationOutput& out) {
   const std::int64_t m = sc.microbatches();
   const double tokens = static_cast<double>(sc.training.global_batch) * static_cast<double>(sc.training.seq_len);
-  for (std::int64_t a = fold_unit(sc); 6 * a < m; a *= 2) {
+  for (FoldPoints f = fold_points(sc, schedules); f.simulated() < m; f = f.later()) {
     std::array<Result, 3> at;
     for (int k = 0; k < 3; ++k) {
       SimulationOutput part;
-      step(with_microbatches(sc, (k + 1) * a), part);
+      step(with_microbatches(sc, f.at(k)), part);
       at[static_cast<size_t>(k)] = std::move(part.result);
     }
-    if (std::optional<Result> r = extrapolate_steady_state(at, a, m, tokens)) {
+    if (std::optional<Result> r = extrapolate_steady_state(at, f, m, tokens)) {
       out.result = std::move(*r);
       out.result.scenario = sc.name;
-      out.fold.simulated = {a, 2 * a, 3 * a};
+      out.fold.simulated = {f.at(0), f.at(1), f.at(2)};
       return true;
     }
   }
@@ -102,7 +103,7 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
     if (lookups < 0) lookups = cost.lookups(), fallbacks = cost.fallbacks();
   };
   out.fold.microbatches = sc.microbatches();
-  if (detail == Detail::Timeline || !simulate_folded(sc, step, out)) step(sc, out);
+  if (detail == Detail::Timeline || !simulate_folded(sc, reg.schedules, step, out)) step(sc, out);
   auto& w = out.result.warnings;
   if (out.fold.folded())
     w.push_back(fmt::format("steady state: of the {} microbatches per pipeline, {}, {} and {} were simulated; every figure of the "

@@ -79,13 +79,15 @@ bool same_shape(const Result& a, const Result& b) {
 
 }  // namespace
 
-std::int64_t fold_unit(std::int64_t pp, bool interleaved) {
-  const std::int64_t group = interleaved ? pp : 1;
-  const std::int64_t fill = std::max<std::int64_t>(8, 4 * pp);
-  return (fill + group - 1) / group * group;
+FoldPoints fold_points(const Periodicity& p, std::int64_t pp) {
+  const std::int64_t group = p.groups_of_stages ? pp : 1;
+  return {p.fill_stages * pp + group, group};
 }
 
-std::int64_t fold_unit(const Scenario& sc) { return fold_unit(sc.parallel.pp, sc.parallel.schedule == "interleaved"); }
+FoldPoints fold_points(const Scenario& sc, const ScheduleRegistry& schedules) {
+  const auto& def = schedules.get(sc.parallel.schedule, sc.file + ": /parallel/schedule").factory;
+  return fold_points(def.periodicity, sc.parallel.pp);
+}
 
 Scenario with_microbatches(const Scenario& sc, std::int64_t m) {
   Scenario s = sc;
@@ -93,11 +95,12 @@ Scenario with_microbatches(const Scenario& sc, std::int64_t m) {
   return s;
 }
 
-std::optional<Result> extrapolate_steady_state(const std::array<Result, 3>& at, std::int64_t a, std::int64_t m,
+std::optional<Result> extrapolate_steady_state(const std::array<Result, 3>& at, const FoldPoints& points, std::int64_t m,
                                                double tokens_per_step) {
   if (!same_shape(at[0], at[1]) || !same_shape(at[0], at[2])) return std::nullopt;
   const std::vector<double> v0 = totals(at[0]), v1 = totals(at[1]), v2 = totals(at[2]);
-  const double k = static_cast<double>(m - 3 * a) / static_cast<double>(a);
+  // Groups of `spacing` microbatches from the last point to m; each adds half of v2 - v0.
+  const double k = static_cast<double>(m - points.at(2)) / static_cast<double>(points.spacing);
   std::vector<double> out(v2.size());
   for (size_t i = 0; i < v2.size(); ++i) {
     const double size = std::max({std::abs(v0[i]), std::abs(v1[i]), std::abs(v2[i])});

@@ -13,9 +13,9 @@ void register_builtins(ScheduleRegistry& r) {
   r.add({"1f1b", "PipeDream-flush / Megatron non-interleaved: warm-up, steady one-forward-one-backward, cool-down",
          "Narayanan et al. 2021; bubble (p-1)/(m+p-1), stage i holds min(p-i, m) microbatches", {order_1f1b, nullptr, false}});
   r.add({"interleaved", "Megatron interleaved 1F1B over vpp model chunks per GPU",
-         "Narayanan et al. SC'21 §2.2; bubble (p-1)/(v*m+p-1)", {order_interleaved, nullptr, false}});
+         "Narayanan et al. SC'21 §2.2; bubble (p-1)/(v*m+p-1)", {order_interleaved, nullptr, false, {2, true}}});
   r.add({"zb-h1", "zero bubble H1: 1F1B with backward split into input (B) and weight (W) gradients, W deferred into the cool-down bubbles",
-         "Qi et al. 2024, 'Zero Bubble Pipeline Parallelism'; bubble about (p-1)(F+B-W) against 1F1B's (p-1)(F+B+W), weight-gradient activations held longer", {order_zb_h1, nullptr, true}});
+         "Qi et al. 2024, 'Zero Bubble Pipeline Parallelism'; bubble about (p-1)(F+B-W) against 1F1B's (p-1)(F+B+W), weight-gradient activations held longer", {order_zb_h1, nullptr, true, {2, false}}});
 }
 
 Program lower(const ScheduleRegistry& r, const LoweringInput& in) {

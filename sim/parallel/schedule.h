@@ -42,10 +42,22 @@ struct ScheduleSpec {
 using OrderFn = std::function<StageOrder(const ScheduleSpec&)>;
 using LowerFn = std::function<Program(const LoweringInput&)>;
 
+// Where a schedule's step becomes periodic in its microbatch count m (sim/steady_state.h): once
+// m reaches fill_stages x p the pipeline has filled (every stage holds as many microbatches in
+// flight as it ever will), and from there the schedule repeats in groups of one microbatch, or of
+// p for the interleaved schedule (Megatron's interleaved 1F1B advances p microbatches per chunk;
+// Narayanan et al. SC'21 section 2.2). tests/core/steady_state_test.cpp checks each schedule's
+// figures are affine from that point.
+struct Periodicity {
+  std::int64_t fill_stages = 1;
+  bool groups_of_stages = false;
+};
+
 struct ScheduleDef {
   OrderFn order;  // pipeline-style schedules
   LowerFn lower;  // schedules that lower themselves
   bool splits_backward = false;  // emits W actions
+  Periodicity periodicity{};
 };
 
 using ScheduleRegistry = Registry<ScheduleDef>;

@@ -40,8 +40,8 @@ std::vector<std::size_t> balanced_share(const std::vector<double>& costs, int pa
   return mine;
 }
 
-double expected_cost(std::int64_t microbatches, std::int64_t fold_unit, std::int64_t layers, std::int64_t pp, std::int64_t vpp) {
-  const std::int64_t simulated = microbatches > 6 * fold_unit ? 6 * fold_unit : microbatches;
+double expected_cost(std::int64_t microbatches, const FoldPoints& fold, std::int64_t layers, std::int64_t pp, std::int64_t vpp) {
+  const std::int64_t simulated = std::min(microbatches, fold.simulated());
   return static_cast<double>(simulated) * static_cast<double>(layers + pp * vpp);
 }
 

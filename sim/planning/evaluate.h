@@ -2,6 +2,7 @@
 // Simulation (values with no shared state; the registries are read only), and its outcome lands
 // in the slot of its index, so the result does not depend on the thread count.
 #pragma once
+#include "sim/steady_state.h"
 #include <atomic>
 #include <cstddef>
 #include <functional>
@@ -40,10 +41,10 @@ struct Distribution {
 // same split.
 std::vector<std::size_t> balanced_share(const std::vector<double>& costs, int parts, int part);
 
-// The expected cost of simulating one layout, for balancing: the microbatches simulated (at most
-// 6a of a long step, folded: sim/steady_state.h) times the ops each lays down, about one per layer
-// plus the pipeline's chunk boundaries.
-double expected_cost(std::int64_t microbatches, std::int64_t fold_unit, std::int64_t layers, std::int64_t pp, std::int64_t vpp);
+// The expected cost of simulating one layout, for balancing: the microbatches simulated (the
+// three fold points' of a long step, folded: sim/steady_state.h) times the ops each lays down,
+// about one per layer plus the pipeline's chunk boundaries.
+double expected_cost(std::int64_t microbatches, const FoldPoints& fold, std::int64_t layers, std::int64_t pp, std::int64_t vpp);
 
 struct EvalOptions {
   int jobs = 1;

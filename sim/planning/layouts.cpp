@@ -318,7 +318,8 @@ PlanResult run_plan(const PlanJob& job, const std::string& data_dir, const Regis
   if (eo.distribution && !eo.cost)
     eo.cost = [&](std::size_t i) {
       const PlanLayout& l = layouts[i];
-      return expected_cost(job.global_batch / (l.micro_batch * l.dp), fold_unit(l.pp, l.schedule == "interleaved"), model_layers, l.pp,
+      const Periodicity& periodic = reg.schedules.get(l.schedule, "plan: schedule").factory.periodicity;
+      return expected_cost(job.global_batch / (l.micro_batch * l.dp), fold_points(periodic, l.pp), model_layers, l.pp,
                            l.vpp);
     };
   res.evaluated = evaluate_all(

@@ -193,7 +193,7 @@ Evaluated run_sweep(const SweepSpec& spec, const std::string& data_dir, const Re
     eo.cost = [&](std::size_t i) {
       try {
         const Scenario sc = parse_scenario(spec.scenario(i), spec.file, data_dir);
-        return expected_cost(sc.microbatches(), fold_unit(sc), sc.model.layers, sc.parallel.pp, sc.parallel.vpp);
+        return expected_cost(sc.microbatches(), fold_points(sc, reg.schedules), sc.model.layers, sc.parallel.pp, sc.parallel.vpp);
       } catch (const std::exception&) {
         return 0.0;  // skipped at once
       }

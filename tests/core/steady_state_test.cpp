@@ -1,6 +1,7 @@
 // Folding a long step onto its steady state (sim/steady_state.h): the folded Result equals the
 // whole step's simulation, and a step of 65,536 microbatches runs in bounded memory.
 #include <cmath>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -66,8 +67,45 @@ TEST(SteadyState, FoldedStepEqualsTheWholeStep) {
   expect_fold_exact(layout("zb-h1", 4, 1, 2, 1, 128), "zb-h1");
 }
 
+// Each schedule's declared Periodicity (sim/parallel/schedule.h) is where its step really becomes
+// affine: the line through its first three fold points predicts, to 1e-9, every figure of the step
+// simulated op by op three groups further on. Two layouts per schedule: one node, and two nodes
+// with ZeRO-1 and tensor parallelism. Every schedule with an order must be here.
+TEST(SteadyState, EverySchedulesStepIsAffineFromItsFill) {
+  std::set<std::string> covered{"dataparallel", "naive"};  // one batch at a time: no microbatch count to fold
+  for (const auto& [schedule, vpp] : std::initializer_list<std::pair<std::string, std::int64_t>>{
+           {"ddp", 1}, {"gpipe", 1}, {"1f1b", 1}, {"interleaved", 2}, {"zb-h1", 1}}) {
+    covered.insert(schedule);
+    const std::int64_t pp = schedule == "ddp" ? 1 : 4;
+    for (const auto& [dp, tp, extra] : std::initializer_list<std::tuple<std::int64_t, std::int64_t, Json>>{
+             {2, 1, Json::object()}, {2, 2, Json{{"zero_stage", 1}}}}) {
+      const Scenario base = layout(schedule, pp, vpp, dp, tp, 64, extra);
+      const FoldPoints f = fold_points(base, registries().schedules);
+      std::array<Result, 3> at;
+      for (int k = 0; k < 3; ++k)
+        at[static_cast<size_t>(k)] = simulate(with_microbatches(base, f.at(k)), registries(), nullptr, Detail::Timeline).result;
+      const std::int64_t m = f.at(5);
+      const Scenario far = with_microbatches(base, m);
+      const std::optional<Result> line = extrapolate_steady_state(
+          at, f, m, static_cast<double>(far.training.global_batch) * static_cast<double>(far.training.seq_len));
+      const std::string name = schedule + " dp " + std::to_string(dp) + " tp " + std::to_string(tp);
+      ASSERT_TRUE(line.has_value()) << name << ": not affine from " << f.first;
+      const Result w = simulate(far, registries(), nullptr, Detail::Timeline).result;
+      EXPECT_EQ(line->ops, w.ops) << name;
+      for (const auto& [what, a, b] : std::initializer_list<std::tuple<const char*, double, double>>{
+               {"step", line->step_time_s, w.step_time_s}, {"bubble", line->bubble_fraction, w.bubble_fraction},
+               {"peak", line->peak_mem_gib, w.peak_mem_gib}, {"reserved", line->reserved_gib, w.reserved_gib},
+               {"exposed", line->exposed.total(), w.exposed.total()}})
+        expect_close(a, b, name + " " + what);
+    }
+  }
+  const std::vector<std::string> all = registries().schedules.names();
+  EXPECT_EQ(covered, std::set<std::string>(all.begin(), all.end()));
+}
+
 TEST(SteadyState, ShortStepsAreSimulatedWhole) {
-  const SimulationOutput out = simulate(layout("1f1b", 4, 1, 2, 1, 64), registries());  // 6 x 16 > 64
+  // The three fold points (5, 6, 7 microbatches: one past the fill of 4) cost 18 > 16.
+  const SimulationOutput out = simulate(layout("1f1b", 4, 1, 2, 1, 16), registries());
   EXPECT_FALSE(out.fold.folded());
   EXPECT_FALSE(out.program.ops.empty());
 }
@@ -75,9 +113,9 @@ TEST(SteadyState, ShortStepsAreSimulatedWhole) {
 TEST(SteadyState, FiguresOffOneLineAreNotExtrapolated) {
   std::array<Result, 3> at;
   for (int k = 0; k < 3; ++k) at[static_cast<size_t>(k)].step_time_s = 1.0 + k * k;  // 1, 2, 5: not affine
-  EXPECT_FALSE(extrapolate_steady_state(at, 8, 1000, 1.0).has_value());
+  EXPECT_FALSE(extrapolate_steady_state(at, FoldPoints{8, 8}, 1000, 1.0).has_value());
   at[2].step_time_s = 3.0;
-  const std::optional<Result> r = extrapolate_steady_state(at, 8, 1000, 1.0);
+  const std::optional<Result> r = extrapolate_steady_state(at, FoldPoints{8, 8}, 1000, 1.0);
   ASSERT_TRUE(r.has_value());
   EXPECT_NEAR(r->step_time_s, 1000.0 / 8, 1e-9);  // one second per 8 microbatches
 }
