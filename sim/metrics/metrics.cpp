@@ -83,11 +83,10 @@ ExposedComm exposed_comm(const Program& p, const Timeline& t) {
   for (size_t r = 0; r < nr; ++r) {
     const double w = static_cast<double>(p.ranks[r].count);
     gpus += w;
-    const double busy = union_length(compute[r], 0, t.makespan);
+    const Intervals busy = merged(std::move(compute[r]));
     for (size_t k = 0; k < kKinds; ++k) {
-      Intervals both = compute[r];
-      both.insert(both.end(), comm[r][k].begin(), comm[r][k].end());
-      const double outside = union_length(std::move(both), 0, t.makespan) - busy;
+      // The communication outside every compute interval: |comm \ compute|, in whole picoseconds.
+      const double outside = comm[r][k].empty() ? 0.0 : minus_length(merged(std::move(comm[r][k])), busy, 0, t.makespan);
       sum[k] += w * (time_to_seconds(static_cast<Time>(outside)) + on_compute[r][k]);
     }
   }
