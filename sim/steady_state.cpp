@@ -81,7 +81,7 @@ bool same_shape(const Result& a, const Result& b) {
 
 FoldPoints fold_points(const Periodicity& p, std::int64_t pp) {
   const std::int64_t group = p.groups_of_stages ? pp : 1;
-  return {p.fill_stages * pp + group, group};
+  return {std::max(p.fill_stages * pp, group), group};
 }
 
 FoldPoints fold_points(const Scenario& sc, const ScheduleRegistry& schedules) {

@@ -36,8 +36,9 @@ struct FoldPoints {
   FoldPoints later() const { return {2 * first, spacing}; }           // the next try when not yet periodic
 };
 
-// The first points to try: one group past the schedule's fill (Periodicity in
-// sim/parallel/schedule.h), so the three lie where the schedule already repeats.
+// The first points to try: from the schedule's fill (Periodicity in sim/parallel/schedule.h), so the
+// three lie where the schedule already repeats. A fill declared too early shows as three points off
+// one line, and the next try starts twice as far.
 FoldPoints fold_points(const Periodicity& p, std::int64_t pp);
 FoldPoints fold_points(const Scenario& sc, const ScheduleRegistry& schedules);
 

@@ -104,8 +104,8 @@ TEST(SteadyState, EverySchedulesStepIsAffineFromItsFill) {
 }
 
 TEST(SteadyState, ShortStepsAreSimulatedWhole) {
-  // The three fold points (5, 6, 7 microbatches: one past the fill of 4) cost 18 > 16.
-  const SimulationOutput out = simulate(layout("1f1b", 4, 1, 2, 1, 16), registries());
+  // The three fold points (4, 5, 6 microbatches, from the fill of 4) cost 15 > 12.
+  const SimulationOutput out = simulate(layout("1f1b", 4, 1, 2, 1, 12), registries());
   EXPECT_FALSE(out.fold.folded());
   EXPECT_FALSE(out.program.ops.empty());
 }
