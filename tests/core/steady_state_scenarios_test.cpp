@@ -1,0 +1,45 @@
+// Every shipped scenario and every measured run whose step folds onto its steady state
+// (sim/steady_state.h) gives, folded, what the whole step simulated op by op gives, to 1e-9: the
+// fold's fill points (Periodicity in sim/parallel/schedule.h) checked on the real layouts, not only
+// on the small ones of steady_state_test.cpp. About 8 s in Release (ctest label "slow").
+#include <cmath>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "../test_util.h"
+
+namespace parasim {
+namespace {
+
+TEST(SteadyStateScenarios, EveryFoldedScenarioEqualsItsWholeStep) {
+  const Registries reg;
+  std::vector<std::filesystem::path> files;
+  for (const char* dir : {"scenarios", "scenarios/measured"})
+    for (const auto& e : std::filesystem::directory_iterator(test::data_dir() + "/" + dir))
+      if (e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  int folded = 0;
+  for (const auto& f : files) {
+    Json j = read_json_file(f.string());
+    if (j.value("schema", "") == "parasim.measured/1") j = j["scenario"];
+    else if (j.value("schema", "") != "parasim.scenario/1") continue;  // e.g. the list of skipped runs
+    const Scenario sc = parse_scenario(j, f.string(), test::data_dir());
+    const SimulationOutput out = simulate(sc, reg);
+    if (!out.fold.folded()) continue;
+    ++folded;
+    const Result w = simulate(sc, reg, nullptr, Detail::Timeline).result;
+    const Result& r = out.result;
+    SCOPED_TRACE(f.filename().string());
+    EXPECT_EQ(r.ops, w.ops);
+    for (const auto& [what, a, b] : std::initializer_list<std::tuple<const char*, double, double>>{
+             {"step", r.step_time_s, w.step_time_s}, {"peak", r.peak_mem_gib, w.peak_mem_gib},
+             {"reserved", r.reserved_gib, w.reserved_gib}, {"bubble", r.bubble_fraction, w.bubble_fraction},
+             {"mfu", r.mfu, w.mfu}, {"exposed", r.exposed.total(), w.exposed.total()}})
+      EXPECT_NEAR(a, b, 1e-9 * std::max(1.0, std::abs(b))) << what;
+  }
+  EXPECT_GE(folded, 100);  // most long published steps fold (124 when written)
+}
+
+}  // namespace
+}  // namespace parasim
