@@ -77,7 +77,7 @@ class FreeNetwork final : public NetworkModel {
 inline SimulationOutput simulate_with(Scenario sc, const NetworkModel& net) {
   static const Registries reg;
   if (net.name() == "free") sc.profile.overlap_compute_slowdown.value = 0;
-  return simulate(sc, reg, &net);
+  return simulate(sc, reg, &net, Detail::Timeline);
 }
 
 // Outcomes of a fuzz test's mutants, and one mutant: `body` runs the code under test and sets

@@ -32,7 +32,7 @@ Program lower_dataparallel(const LoweringInput& in) {
   const double tokens = in.graph.tokens;
   const double logits = tokens * static_cast<double>(sc.model.vocab) * sc.dtype_bytes();
   const double gathered = static_cast<double>(n - 1) * tokens * static_cast<double>(sc.model.vocab) * (sc.dtype_bytes() + 4.0);
-  auto collective = [&](CollOp op, const char* label, double bytes, std::vector<std::vector<OpId>> deps, Phase ph) {
+  auto collective = [&](CollOp op, Label label, double bytes, std::vector<std::vector<OpId>> deps, Phase ph) {
     const double t = in.network.time_s(L.group(op, 1, n, bytes));
     std::vector<OpId> members;
     const auto id = static_cast<std::int32_t>(prog.collectives.size());

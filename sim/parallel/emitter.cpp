@@ -245,16 +245,13 @@ std::int32_t Emitter::kind(std::int32_t rank, std::int32_t chunk, std::int64_t l
   return in_.layers.kind_of[static_cast<size_t>(chunk_first_[static_cast<size_t>(vs)] + l)];
 }
 
-std::int32_t Emitter::label_id(const char* label) {
-  // Labels are string literals: remembered by address, checked by content (an address may be reused).
-  const auto it = label_ids_.find(label);
-  if (it != label_ids_.end() && p_.labels[static_cast<size_t>(it->second)] == label) return it->second;
-  const std::int32_t id = p_.label(label);
-  label_ids_[label] = id;
-  return id;
+std::int32_t Emitter::label_id(Label label) {
+  const auto [it, inserted] = label_ids_.try_emplace(label.c_str(), 0);
+  if (inserted) it->second = p_.label(label.c_str());
+  return it->second;
 }
 
-OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, const char* label, double seconds, std::vector<OpId> deps,
+OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, Label label, double seconds, std::vector<OpId> deps,
                  std::int32_t mb, std::int32_t chunk) {
   Op o;
   o.rank = rank;
@@ -268,7 +265,7 @@ OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, const char* label, doubl
   return p_.add(std::move(o));
 }
 
-OpId Emitter::comm_op(std::int32_t rank, Stream s, Phase ph, const char* label, const CollectiveSpec& spec,
+OpId Emitter::comm_op(std::int32_t rank, Stream s, Phase ph, Label label, const CollectiveSpec& spec,
                       std::vector<OpId> deps, std::int32_t mb, std::int32_t chunk) {
   const OpId id = op(rank, s, ph, label, in_.network.time_s(spec), std::move(deps), mb, chunk);
   const std::int64_t rpn = std::max<std::int64_t>(1, std::min(spec.ranks_per_node, spec.ranks));
@@ -279,7 +276,7 @@ OpId Emitter::comm_op(std::int32_t rank, Stream s, Phase ph, const char* label, 
 Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool first,
                                 bool last, std::vector<OpId> deps, const PreHook& pre, const LayerHook& post) {
   Range r;
-  auto add = [&](Phase ph, const char* label, double s, double flops, Bytes alloc, MemCat cat, double hw = -1) {
+  auto add = [&](Phase ph, Label label, double s, double flops, Bytes alloc, MemCat cat, double hw = -1) {
     std::vector<OpId> d = std::move(deps);
     deps.clear();
     const OpId id = op(rank, Stream::Compute, ph, label, s, std::move(d), mb, chunk);
@@ -321,7 +318,7 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
     }
   }
   if (last && in_.scenario.training.mtp_layers > 0)
-    mtp_forward([&](Phase ph, const char* label, double sec, double flops, double hw, MemDelta start, MemDelta) {
+    mtp_forward([&](Phase ph, Label label, double sec, double flops, double hw, MemDelta start, MemDelta) {
       return add(ph, label, sec, flops, start.bytes, MemCat::Activations, hw);
     });
   if (last)
@@ -369,7 +366,7 @@ void Emitter::mtp_backward(const AddOp& add) const {
 Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool first,
                                  bool last, bool split, std::vector<OpId> deps, const PreHook& pre, const LayerHook& post) {
   Range r;
-  auto add = [&](Phase ph, const char* label, double s, double flops, double hw, MemDelta start, MemDelta end) {
+  auto add = [&](Phase ph, Label label, double s, double flops, double hw, MemDelta start, MemDelta end) {
     std::vector<OpId> d = std::move(deps);
     deps.clear();
     const OpId id = op(rank, Stream::Compute, ph, label, s, std::move(d), mb, chunk);
@@ -392,7 +389,7 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
         MemDelta{MemCat::Activations,
                  -to_bytes(ends_act().head_working + (split ? 0.0 : ends_act().head_freed_by_backward()))});
   if (last && in_.scenario.training.mtp_layers > 0)
-    mtp_backward([&](Phase ph, const char* label, double sec, double flops, double hw, MemDelta start, MemDelta end) {
+    mtp_backward([&](Phase ph, Label label, double sec, double flops, double hw, MemDelta start, MemDelta end) {
       return add(ph, label, sec, flops, hw, start, end);
     });
   std::vector<OpId> reloads(static_cast<size_t>(std::max<std::int64_t>(offload_layers_, 0)), -1);
@@ -451,7 +448,7 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
 Emitter::Range Emitter::weight_grad(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool last,
                                     std::vector<OpId> deps, const LayerHook& post) {
   Range r;
-  auto add = [&](const char* label, double s, double flops, double hw, MemDelta end) {
+  auto add = [&](Label label, double s, double flops, double hw, MemDelta end) {
     std::vector<OpId> d = std::move(deps);
     deps.clear();
     const OpId id = op(rank, Stream::Compute, Phase::WeightGrad, label, s, std::move(d), mb, chunk);

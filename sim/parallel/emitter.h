@@ -83,6 +83,18 @@ struct Layout {
 };
 Layout make_layout(const Scenario& s);
 
+// An op's display label. Only a string literal converts to it, so its address is fixed for the
+// program's life and is alone a safe key for the emitter's label table (no content compared per op).
+class Label {
+ public:
+  template <std::size_t N>
+  Label(const char (&literal)[N]) : s_(literal) {}  // NOLINT(google-explicit-constructor): literals convert
+  const char* c_str() const { return s_; }
+
+ private:
+  const char* s_;
+};
+
 class Emitter {
  public:
   Emitter(const LoweringInput& in, Program& prog);
@@ -105,12 +117,12 @@ class Emitter {
   Range weight_grad(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool last,
                     std::vector<OpId> deps, const LayerHook& post = {});
 
-  OpId op(std::int32_t rank, Stream s, Phase ph, const char* label, double seconds, std::vector<OpId> deps,
+  OpId op(std::int32_t rank, Stream s, Phase ph, Label label, double seconds, std::vector<OpId> deps,
           std::int32_t mb = -1, std::int32_t chunk = -1);
 
   // An op whose transfer crosses nodes shares the rank's NICs with other such ops (processor
   // sharing in the engine): DP gradient sync and PP activations then slow each other down.
-  OpId comm_op(std::int32_t rank, Stream s, Phase ph, const char* label, const CollectiveSpec& spec,
+  OpId comm_op(std::int32_t rank, Stream s, Phase ph, Label label, const CollectiveSpec& spec,
                std::vector<OpId> deps, std::int32_t mb = -1, std::int32_t chunk = -1);
 
   // Whether layer l of a chunk replays its forward in backward (full recompute).
@@ -120,9 +132,9 @@ class Emitter {
  private:
   const LoweringInput& in_;
   Program& p_;
-  // Program::labels index of each label string seen (by address; see label_id).
+  // Program::labels index of each label seen, by the literal's address (see Label).
   std::unordered_map<const char*, std::int32_t> label_ids_;
-  std::int32_t label_id(const char* label);
+  std::int32_t label_id(Label label);
   // Per kind of layer (in.layers.kinds): block times, activations, and the activations the same
   // layer keeps without recompute (partial full recompute).
   std::vector<BlockTimes> times_;
@@ -139,7 +151,7 @@ class Emitter {
   // output layer; in backward the reverse. `add` emits one compute op (label, seconds, model
   // FLOPs, memory at its start and end).
   // (phase, label, seconds, model FLOPs, executed FLOPs, memory at start, memory at end)
-  using AddOp = std::function<OpId(Phase, const char*, double, double, double, MemDelta, MemDelta)>;
+  using AddOp = std::function<OpId(Phase, Label, double, double, double, MemDelta, MemDelta)>;
   void mtp_forward(const AddOp& add) const;
   void mtp_backward(const AddOp& add) const;
   Layout layout_;

@@ -229,11 +229,11 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
       const CollOp grad_op = sh.optimizer ? CollOp::ReduceScatter : CollOp::AllReduce;
       auto flush = [&](OpId after) {
         if (bucket > 0)
-          sync_ops.push_back(em.comm_op(s, Stream::Comm, Phase::DpComm, sh.optimizer ? "grad reduce-scatter" : "grad all-reduce",
+          sync_ops.push_back(em.comm_op(s, Stream::Comm, Phase::DpComm, sh.optimizer ? Label("grad reduce-scatter") : Label("grad all-reduce"),
                                         dp_spec(grad_op, bucket), {after}, a.microbatch, a.chunk));
         if (ebucket > 0 && par.expert_dp() > 1)
           sync_ops.push_back(em.comm_op(s, Stream::Comm, Phase::DpComm,
-                                        sh.optimizer ? "expert grad reduce-scatter" : "expert grad all-reduce",
+                                        sh.optimizer ? Label("expert grad reduce-scatter") : Label("expert grad all-reduce"),
                                         L.edp_group(grad_op, ebucket), {after}, a.microbatch, a.chunk));
         bucket = ebucket = 0;
       };
@@ -469,7 +469,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
     const double fp32_grad_partition = ds_cast ? (kMasterBytes + sb.grads) * opt_params : 0.0;
     const double cast_s = ds_cast ? in.cost.memory_s((3 * sb.grads + kMasterBytes) * opt_params) : 0.0;
     const double opt_s = offload ? kCpuAdamBytes * opt_params / host_bps : in.cost.optimizer_s(traffic * opt_params) + cast_s;
-    const OpId opt = em.op(s, Stream::Compute, Phase::Optimizer, offload ? "optimizer step (CPU)" : "optimizer step", opt_s,
+    const OpId opt = em.op(s, Stream::Compute, Phase::Optimizer, offload ? Label("optimizer step (CPU)") : Label("optimizer step"), opt_s,
                            {norm_ops[static_cast<size_t>(s)]});
     if (ds_cast) {
       prog.ops[static_cast<size_t>(opt)].at_start = {MemCat::Optimizer, to_bytes(fp32_grad_partition)};

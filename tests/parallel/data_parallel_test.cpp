@@ -37,8 +37,8 @@ TEST(DDP, BucketedAllReduceOverlapsBackward) {
   const Scenario overlapped = test::scenario_from(j);
   j["parallel"]["overlap_grad_reduce"] = false;
   const Scenario serial = test::scenario_from(j);
-  const auto a = simulate(overlapped, Registries{});
-  const auto b = simulate(serial, Registries{});
+  const auto a = simulate(overlapped, Registries{}, nullptr, Detail::Timeline);
+  const auto b = simulate(serial, Registries{}, nullptr, Detail::Timeline);
   EXPECT_LT(a.result.step_time_s, b.result.step_time_s);
   EXPECT_GT(a.result.breakdown.at("dp_comm_s"), 0.0);
   EXPECT_LT(a.result.ranks[0].comm_exposed_s, b.result.ranks[0].comm_exposed_s);
@@ -50,7 +50,7 @@ TEST(DataParallel, GpuZeroIsHeavierAndBusier) {
   j["parallel"] = {{"dp", 4}, {"schedule", "dataparallel"}};
   j["cluster"]["gpus_per_node"] = 4;
   j["training"] = {{"global_batch", 16}, {"micro_batch", 2}, {"seq_len", 1024}};
-  const auto out = simulate(test::scenario_from(j), Registries{});
+  const auto out = simulate(test::scenario_from(j), Registries{}, nullptr, Detail::Timeline);
   ASSERT_EQ(out.result.ranks.size(), 4u);
   for (size_t r = 1; r < 4; ++r) {
     EXPECT_GT(out.result.ranks[0].peak_mem_gib, out.result.ranks[r].peak_mem_gib + 1.0);
@@ -134,7 +134,7 @@ TEST(Contention, DataParallelAndPipelineTrafficShareNics) {
   j["cluster"] = {{"gpu", "a100-sxm4-80g"}, {"nodes", 8}, {"gpus_per_node", 8}};
   j["training"] = {{"global_batch", 64}, {"micro_batch", 1}, {"seq_len", 4096}};
   j["parallel"] = {{"dp", 8}, {"tp", 2}, {"pp", 4}, {"schedule", "1f1b"}, {"bucket_mb", 40}};
-  const auto out = simulate(test::scenario_from(j), Registries{});
+  const auto out = simulate(test::scenario_from(j), Registries{}, nullptr, Detail::Timeline);
   std::int64_t shared = 0, stretched = 0;
   for (size_t i = 0; i < out.program.ops.size(); ++i) {
     const Op& op = out.program.ops[i];

@@ -20,13 +20,13 @@ using test::BytesNetwork;
 TEST(Fsdp, FullShardingGathersEachLayerAndShardsStates) {
   Json j = test::base_scenario();
   j["parallel"]["fsdp"] = {{"sharding", "full"}};
-  const auto out = simulate(test::scenario_from(j), Registries{});
+  const auto out = simulate(test::scenario_from(j), Registries{}, nullptr, Detail::Timeline);
   std::int64_t gathers = 0;
   for (const auto& op : out.program.ops) gathers += op.phase == Phase::FsdpGather;
   // 32 layers, forward and backward, 8 microbatches per rank.
   EXPECT_EQ(gathers, 32 * 2 * 8);
   EXPECT_GT(out.result.ranks[0].mem_breakdown_gib[static_cast<size_t>(MemCat::GatheredParams)], 0.0);
-  const auto ddp = simulate(test::scenario_from(test::base_scenario()), Registries{});
+  const auto ddp = simulate(test::scenario_from(test::base_scenario()), Registries{}, nullptr, Detail::Timeline);
   EXPECT_LT(out.result.peak_mem_gib, ddp.result.peak_mem_gib);
 }
 
@@ -37,7 +37,7 @@ TEST(Fsdp, BackwardPrefetchIssuesTheNextGatherBeforeThisLayersReduceScatter) {
   // gather of each microbatch.
   Json j = test::base_scenario();
   j["parallel"]["fsdp"] = {{"sharding", "full"}};
-  const auto out = simulate(test::scenario_from(j), Registries{});
+  const auto out = simulate(test::scenario_from(j), Registries{}, nullptr, Detail::Timeline);
   const Program& p = out.program;
   std::vector<std::string> seq;
   double gather = 0, reduce = 0, layer_bwd = 0;
@@ -72,11 +72,11 @@ TEST(Fsdp, BackwardPostPrefetchGathersAfterTheCurrentUnitsGradient) {
   // gather is done (the gather overlaps no compute of its own pass). BACKWARD_PRE hides them.
   Json j = test::base_scenario();
   j["parallel"]["fsdp"] = {{"sharding", "full"}, {"version", 1}};
-  const auto pre = simulate(test::scenario_from(j), Registries{});
+  const auto pre = simulate(test::scenario_from(j), Registries{}, nullptr, Detail::Timeline);
   j["parallel"]["fsdp"]["backward_prefetch"] = "post";
   const Scenario sc = test::scenario_from(j);
   EXPECT_EQ(sc.resolved()["parallel"]["fsdp"]["backward_prefetch"], "post");
-  const auto post = simulate(sc, Registries{});
+  const auto post = simulate(sc, Registries{}, nullptr, Detail::Timeline);
   const Program& p = post.program;
   const auto label = [&](size_t i) { return p.labels[static_cast<size_t>(p.ops[i].label)]; };
   std::int64_t checked = 0, gather_bound = 0;
@@ -203,8 +203,8 @@ TEST(Fsdp, CpuOffloadMovesStatesToTheHostAndPaysPcieAndCpuOptimizer) {
   const Scenario on_gpu = test::scenario_from(j);
   j["parallel"]["fsdp"]["offload"] = true;
   const Scenario off = test::scenario_from(j);
-  const auto a = simulate(on_gpu, Registries{});
-  const auto b = simulate(off, Registries{});
+  const auto a = simulate(on_gpu, Registries{}, nullptr, Detail::Timeline);
+  const auto b = simulate(off, Registries{}, nullptr, Detail::Timeline);
   // No sharded weights, gradients or optimizer states stay on the GPU.
   const auto& r = b.program.ranks[0];
   EXPECT_EQ(r.static_mem[static_cast<size_t>(MemCat::Weights)], 0);

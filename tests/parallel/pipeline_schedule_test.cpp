@@ -71,12 +71,12 @@ TEST(Pipeline, DeepSpeedPipelineReducesGradientsAfterTheLastBackward) {
   };
   const Scenario mg = test::scenario_from(j);
   EXPECT_TRUE(mg.parallel.overlap_grad_reduce);
-  const auto megatron = simulate(mg, Registries{});
+  const auto megatron = simulate(mg, Registries{}, nullptr, Detail::Timeline);
   j["parallel"]["pipeline_impl"] = "deepspeed";
   const Scenario ds = test::scenario_from(j);
   EXPECT_FALSE(ds.parallel.overlap_grad_reduce);
   EXPECT_EQ(ds.resolved()["parallel"]["overlap_grad_reduce"], false);
-  const auto deepspeed = simulate(ds, Registries{});
+  const auto deepspeed = simulate(ds, Registries{}, nullptr, Detail::Timeline);
   for (std::int32_t r = 0; r < 2; ++r) {
     const auto [reduce_ds, bwd_ds] = first_reduce_vs_last_backward(deepspeed, r);
     EXPECT_GE(reduce_ds, bwd_ds) << "stage " << r;
@@ -114,10 +114,10 @@ TEST(Pipeline, SyncedSendsBlockTheSendingStage) {
     }
     return overlapped;
   };
-  const auto synced = simulate(test::scenario_from(j), Registries{});
+  const auto synced = simulate(test::scenario_from(j), Registries{}, nullptr, Detail::Timeline);
   check(synced, true);
   j["parallel"]["p2p_sync"] = false;
-  const auto async = simulate(test::scenario_from(j), Registries{});
+  const auto async = simulate(test::scenario_from(j), Registries{}, nullptr, Detail::Timeline);
   EXPECT_GT(check(async, false), 0u);  // without the sync some computation overlaps a send
   EXPECT_GT(synced.result.step_time_s, async.result.step_time_s);
 }
@@ -128,7 +128,7 @@ TEST(UnevenPipeline, StageLayersSetPerStageWork) {
   layers.front() = 7;
   layers.back() = 7;
   j["parallel"] = {{"dp", 1}, {"tp", 8}, {"pp", 16}, {"schedule", "1f1b"}, {"stage_layers", layers}, {"sequence_parallel", true}};
-  const auto out = simulate(test::scenario_from(j), Registries{});
+  const auto out = simulate(test::scenario_from(j), Registries{}, nullptr, Detail::Timeline);
   ASSERT_EQ(out.result.ranks.size(), 16u);
   // Stage 1 (8 layers) computes more than stage 0 (7 layers + embedding).
   EXPECT_GT(out.result.ranks[1].compute_s, out.result.ranks[0].compute_s);

@@ -200,8 +200,8 @@ TEST(Placement, CrossNodePipelineSendsFollowTheNicRate) {
   // crosses. Its activation send (8192 tokens x 4096 x 2 B / tp 2 = 32 MiB per rank) over eight
   // NICs of 1 GB/s takes at least 32 MiB / 8 GB/s = 4.19 ms; before the fix it was 0.19 ms.
   static const Registries reg;
-  const auto slow = simulate(load_scenario(test::test_data("repro/pp_cross_node_nic1.json"), test::data_dir()), reg);
-  const auto fast = simulate(load_scenario(test::test_data("repro/pp_cross_node_nic400.json"), test::data_dir()), reg);
+  const auto slow = simulate(load_scenario(test::test_data("repro/pp_cross_node_nic1.json"), test::data_dir()), reg, nullptr, Detail::Timeline);
+  const auto fast = simulate(load_scenario(test::test_data("repro/pp_cross_node_nic400.json"), test::data_dir()), reg, nullptr, Detail::Timeline);
   EXPECT_GE(slowest_op(slow, Phase::PpComm), 32.0 * (1 << 20) / 8e9);
   EXPECT_GT(slow.result.step_time_s, fast.result.step_time_s);
 }

@@ -146,7 +146,7 @@ TEST(ZeroTwo, ReduceScattersEveryMicrobatchWhereZeroOneReducesOnce) {
     return per_mb;
   };
   j["parallel"]["zero_stage"] = 1;
-  const auto z1 = simulate(test::scenario_from(j), Registries{});
+  const auto z1 = simulate(test::scenario_from(j), Registries{}, nullptr, Detail::Timeline);
   const auto r1 = reduces(z1);
   ASSERT_EQ(r1.size(), 1u);
   EXPECT_EQ(r1.begin()->first, m - 1);  // the last microbatch's backward
@@ -154,7 +154,7 @@ TEST(ZeroTwo, ReduceScattersEveryMicrobatchWhereZeroOneReducesOnce) {
   EXPECT_GT(buckets, 0);
 
   j["parallel"]["zero_stage"] = 2;
-  const auto z2 = simulate(test::scenario_from(j), Registries{});
+  const auto z2 = simulate(test::scenario_from(j), Registries{}, nullptr, Detail::Timeline);
   const auto r2 = reduces(z2);
   ASSERT_EQ(r2.size(), static_cast<size_t>(m));
   for (const auto& [mb, n] : r2) EXPECT_EQ(n, buckets) << "microbatch " << mb;
@@ -170,7 +170,7 @@ TEST(ZeroTwo, ReduceScattersEveryMicrobatchWhereZeroOneReducesOnce) {
 
   j["parallel"]["zero_stage"] = 0;
   j["parallel"]["fsdp"] = {{"sharding", "grad_op"}};
-  EXPECT_EQ(reduces(simulate(test::scenario_from(j), Registries{})).size(), static_cast<size_t>(m));
+  EXPECT_EQ(reduces(simulate(test::scenario_from(j), Registries{}, nullptr, Detail::Timeline)).size(), static_cast<size_t>(m));
 }
 
 }  // namespace
