@@ -1,5 +1,7 @@
 #include "sim/planning/sweep.h"
 
+#include <map>
+
 #include <fmt/format.h>
 
 #include "sim/core/registry.h"
@@ -82,6 +84,30 @@ std::int64_t int_at(const Json& j, const std::string& pointer, std::int64_t def)
   return j.contains(p) && j.at(p).is_number_integer() ? j.at(p).get<std::int64_t>() : def;
 }
 
+
+// The expected cost of one combination (expected_cost), read from its JSON: every process of a
+// distributed sweep estimates every combination before simulating its share, so no scenario is
+// parsed for it. An estimate for balancing only: where a key is absent the parser's usual default
+// is taken, and a combination the parser will refuse costs nothing (it is skipped at once). The
+// zoo's layer counts are read once per model name.
+double combination_cost(const Json& j, const std::string& data_dir, const Registries& reg,
+                        std::map<std::string, std::int64_t>& zoo_layers) {
+  try {
+    const std::int64_t pp = int_at(j, "/parallel/pp", 1), vpp = int_at(j, "/parallel/vpp", 1);
+    const std::int64_t per_step = int_at(j, "/training/micro_batch", 1) * int_at(j, "/parallel/dp", 1);
+    const std::int64_t m = per_step > 0 ? int_at(j, "/training/global_batch", 0) / per_step : 0;
+    const auto* def = reg.schedules.find(j.value(Json::json_pointer("/parallel/schedule"), std::string(pp > 1 ? "1f1b" : "ddp")));
+    if (m <= 0 || !def) return 0.0;
+    const Json& model = j.at("model");
+    std::int64_t layers = 1;
+    if (model.is_object()) layers = model.value("layers", std::int64_t{1});
+    else if (const auto name = model.get<std::string>(); zoo_layers.count(name)) layers = zoo_layers[name];
+    else layers = zoo_layers[name] = load_zoo_model(data_dir, name, "sweep").layers;
+    return expected_cost(m, fold_points(def->factory.periodicity, pp), layers, pp, vpp);
+  } catch (const std::exception&) {
+    return 0.0;
+  }
+}
 }  // namespace
 
 VaryAxis parse_vary(const std::string& arg) {
@@ -189,15 +215,9 @@ Outcome evaluate_combination(const SweepSpec& spec, std::size_t i, const std::st
 Evaluated run_sweep(const SweepSpec& spec, const std::string& data_dir, const Registries& reg, Objective objective,
                     const EvalOptions& opt) {
   EvalOptions eo = opt;
+  std::map<std::string, std::int64_t> zoo_layers;
   if (eo.distribution && !eo.cost)
-    eo.cost = [&](std::size_t i) {
-      try {
-        const Scenario sc = parse_scenario(spec.scenario(i), spec.file, data_dir);
-        return expected_cost(sc.microbatches(), fold_points(sc, reg.schedules), sc.model.layers, sc.parallel.pp, sc.parallel.vpp);
-      } catch (const std::exception&) {
-        return 0.0;  // skipped at once
-      }
-    };
+    eo.cost = [&](std::size_t i) { return combination_cost(spec.scenario(i), data_dir, reg, zoo_layers); };
   Evaluated ev = evaluate_all(
       spec.combinations(), [&](std::size_t i) { return evaluate_combination(spec, i, data_dir, reg); }, eo);
   rank_rows(ev.rows, objective);
