@@ -233,22 +233,34 @@ std::string svg_where_time_goes(const StepView& v) {
   return s + "</svg>";
 }
 
-std::string svg_throughput_vs_gpus(const Json& doc) {
+// Throughput against GPUs. Where every row has the same GPU count (a plan at one count), against
+// peak memory per GPU instead, with the GPU's capacity as a line: the Pareto front then shows how
+// much headroom each layout gives up for its speed.
+std::string svg_throughput(const Json& doc) {
   const Json& rows = doc["rows"];
-  double gmin = 0, gmax = 0, tmax = 0;
+  double gmin = 0, gmax = 0, tmax = 0, mmax = 0, capacity = 0;
   for (const Json& r : rows) {
     const auto g = row_number(r, "gpus");
     if (!g || *g <= 0) continue;
     gmin = gmin > 0 ? std::min(gmin, *g) : *g;
     gmax = std::max(gmax, *g);
     tmax = std::max(tmax, row_number(r, "tokens_per_s").value_or(0));
+    mmax = std::max(mmax, row_number(r, "peak_mem_gib").value_or(0));
+    capacity = std::max(capacity, row_number(r, "capacity_gib").value_or(0));
   }
   if (gmax <= 0) return "";
-  const bool log = gmax / gmin >= 2;
-  const Scale x{log ? gmin / 1.3 : gmin - 0.5 - 0.05 * (gmax - gmin), log ? gmax * 1.3 : gmax + 0.5 + 0.05 * (gmax - gmin), 90, 1000, log};
+  const bool by_memory = gmin == gmax && std::max(mmax, capacity) > 0;
+  const char* xkey = by_memory ? "peak_mem_gib" : "gpus";
+  const bool log = !by_memory && gmax / gmin >= 2;
+  const Scale x = by_memory ? Scale{0, std::max(mmax, capacity) * 1.05, 90, 1000}
+                            : Scale{log ? gmin / 1.3 : gmin - 0.5 - 0.05 * (gmax - gmin), log ? gmax * 1.3 : gmax + 0.5 + 0.05 * (gmax - gmin), 90, 1000, log};
   const Scale y{0, tmax > 0 ? tmax * 1.1 : 1, 360, 20};
-  std::string s = svg_open(1270, 410, "throughput against GPUs");
-  s += axes(x, y, "GPUs", "tokens per second");
+  std::string s = svg_open(1270, 410, by_memory ? "throughput against peak memory per GPU" : "throughput against GPUs");
+  s += axes(x, y, by_memory ? fmt::format("peak memory per GPU, GiB ({:.0f} GPUs)", gmax) : "GPUs", "tokens per second");
+  if (by_memory && capacity > 0)
+    s += fmt::format("<line x1='{0:.1f}' x2='{0:.1f}' y1='{1:.1f}' y2='{2:.1f}' stroke='#d62728' stroke-dasharray='4,3'/>"
+                     "<text x='{3:.1f}' y='{2:.1f}' class='small' fill='#d62728' text-anchor='end'>capacity {4:.0f} GiB</text>",
+                     x(capacity), y.p0, y.p1 + 10, x(capacity) - 4, capacity);
   // Layouts with no prediction (invalid, or out of memory without a step time) sit in a band at the bottom.
   s += fmt::format("<rect x='{:.1f}' y='{:.1f}' width='{:.1f}' height='14' fill='#d62728' opacity='0.08'/>"
                    "<text x='{:.1f}' y='{:.1f}' class='small' fill='#d62728' text-anchor='end'>no prediction (invalid or does not fit)</text>",
@@ -256,15 +268,16 @@ std::string svg_throughput_vs_gpus(const Json& doc) {
   std::vector<std::pair<double, double>> front;
   for (const Json& r : rows) {
     const auto g = row_number(r, "gpus");
+    const auto xv = row_number(r, xkey);  // none: an invalid layout has no peak memory (drawn at the left)
     if (!g || *g <= 0) continue;
     const std::string status = r.value("status", "ok");
     const auto tps = row_number(r, "tokens_per_s");
     const std::string tip = esc(fmt::format("#{} {} | {} | {} GPUs{}{}", r.value("rank", 0), row_settings(r), status, *g,
                                             tps ? fmt::format(" | {:.0f} tokens/s", *tps) : "", r.contains("why") ? " | " + r.value("why", "") : ""));
-    const double cx = x(*g), cy = tps && status != "invalid" ? y(*tps) : y.p0 - 7;
+    const double cx = xv ? x(*xv) : x.p0 + 6, cy = tps && status != "invalid" ? y(*tps) : y.p0 - 7;
     if (status == "ok") {
       const bool pareto = r.value("pareto", false);
-      if (pareto && tps) front.emplace_back(*g, *tps);
+      if (pareto && tps && xv) front.emplace_back(*xv, *tps);
       s += fmt::format("<circle cx='{:.1f}' cy='{:.1f}' r='{}' fill='{}' fill-opacity='{}' stroke='{}'><title>{}</title></circle>", cx, cy,
                        pareto ? 5 : 3.5, pareto ? "#f28e2b" : "#4e79a7", pareto ? 0.95 : 0.5, pareto ? "#7a3f00" : "none", tip);
     } else {
@@ -362,7 +375,7 @@ std::string chart(const std::string& name, const ReportDoc& doc) {
     if (name == "time") return svg_where_time_goes(*doc.step);
   }
   if (doc.table) {
-    if (name == "throughput") return svg_throughput_vs_gpus(*doc.table);
+    if (name == "throughput") return svg_throughput(*doc.table);
     if (name == "curve") return svg_time_cost_curve(*doc.table);
   }
   return "";

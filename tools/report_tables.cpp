@@ -1,5 +1,7 @@
 #include "tools/report_tables.h"
 
+#include <set>
+
 #include <cmath>
 
 #include <fmt/format.h>
@@ -102,7 +104,7 @@ std::vector<ReportSection> table_sections(const Json& doc) {
   constexpr size_t kMaxRows = 50;
   for (size_t i = 0; i < rows.size() && i < kMaxRows; ++i) {
     const Json& r = rows[i];
-    t.rows.push_back({opt_num(r, "rank", "{:.0f}"), row_settings(r), r.value("status", "") + (r.contains("reason") ? ": " + r.value("reason", "") : ""),
+    t.rows.push_back({opt_num(r, "rank", "{:.0f}"), row_settings(r), r.value("status", "") + (r.value("reason", "").empty() ? "" : ": " + r.value("reason", "")),
                       opt_num(r, "gpus", "{:.0f}"), opt_num(r, "step_s", "{:.4g} s"), opt_num(r, "tokens_per_s", "{:.0f}"),
                       opt_num(r, "mfu", "{:.3f}"), opt_num(r, "bubble", "{:.3f}"), opt_num(r, "peak_mem_gib", "{:.1f}"),
                       opt_num(r, "headroom", "{:.2f}"), r.value("pareto", false) ? "yes" : "", r.value("why", "")});
@@ -111,7 +113,11 @@ std::vector<ReportSection> table_sections(const Json& doc) {
   for (const char* k : {"skipped", "pruned"})
     if (doc.contains(k) && doc[k].is_object())
       for (const auto& [reason, n] : doc[k].items()) t.notes.push_back(fmt::format("{} by {}: {}", k, reason, n.dump()));
-  out.push_back({"layouts", "Layouts: throughput against GPUs", {t}, "throughput"});
+  std::set<double> counts;
+  for (const Json& r : rows)
+    if (r.contains("gpus") && r["gpus"].is_number()) counts.insert(r["gpus"].get<double>());
+  out.push_back({"layouts", counts.size() == 1 ? "Layouts: throughput against peak memory per GPU" : "Layouts: throughput against GPUs", {t},
+                 "throughput"});
   if (doc.contains("curve") && !doc["curve"].empty()) {
     Table c{"", {"GPUs", "step", "days", "GPU-hours", "cost"}, {}, {}};
     for (const Json& p : doc["curve"])

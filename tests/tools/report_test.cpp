@@ -102,6 +102,37 @@ TEST(Report, SweepAndPlanDrawThroughputAndCurve) {
   EXPECT_NE(p.find("days and cost against GPUs"), std::string::npos);
 }
 
+// A plan at one GPU count: throughput against peak memory per GPU, the capacity drawn as a line,
+// every fitting layout a point placed by its memory (a larger peak lies further right).
+TEST(Report, OneGpuCountDrawsThroughputAgainstMemory) {
+  Json doc = read_json_file(test::test_data("report/plan.json"));
+  Json rows = Json::array();
+  for (const Json& r : doc["rows"])
+    if (r["gpus"] == 512) rows.push_back(r);
+  ASSERT_GE(rows.size(), 2u);
+  doc["rows"] = rows;
+  doc.erase("curve");
+  const std::string in = tmp("plan512.json"), out = tmp("plan512.html");
+  std::ofstream(in) << doc.dump();
+  std::filesystem::remove(out);
+  ASSERT_EQ(sh("report " + in + " -o " + out).code, 0);
+  const std::string h = slurp(out);
+  EXPECT_NE(h.find("throughput against peak memory per GPU"), std::string::npos);
+  EXPECT_NE(h.find("capacity " + std::to_string(std::lround(rows[0]["capacity_gib"].get<double>())) + " GiB"), std::string::npos);
+  // The two fitting rows with the lowest and highest peak: the higher peak is drawn further right.
+  std::vector<std::pair<double, double>> xs;  // peak, cx
+  for (size_t at = h.find("<circle cx='"); at != std::string::npos; at = h.find("<circle cx='", at + 1))
+    xs.emplace_back(0.0, std::stod(h.substr(at + 12)));
+  size_t i = 0;
+  for (const Json& r : rows)
+    if (r["status"] == "ok") xs.at(i++).first = r["peak_mem_gib"].get<double>();
+  ASSERT_EQ(i, xs.size());
+  const auto lo = std::min_element(xs.begin(), xs.end()), hi = std::max_element(xs.begin(), xs.end());
+  if (lo->first < hi->first) {
+    EXPECT_LT(lo->second, hi->second);
+  }
+}
+
 TEST(Report, BadInputExitsTwoAndWritesNothing) {
   const std::string out = tmp("never.html");
   std::filesystem::remove(out);
