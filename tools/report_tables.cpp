@@ -1,8 +1,7 @@
 #include "tools/report_tables.h"
 
-#include <set>
-
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
 
