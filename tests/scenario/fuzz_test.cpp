@@ -1,6 +1,8 @@
 // Seeded mutation fuzzing of the shipped scenarios: every mutated input either fails with a
 // ConfigError (exit 2 in the CLI) or simulates to finite figures; nothing else escapes. Run under
 // the sanitizer build (PARASIM_SANITIZE=ON) this is also an ASan/UBSan fuzz pass.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -133,7 +135,9 @@ TEST(Fuzz, MutatedMeasuredRunsFailCleanlyOrCheck) {
     if (e.path().extension() == ".json") files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
   ASSERT_GE(files.size(), 100u);
-  const std::string tmp = (std::filesystem::temp_directory_path() / "parasim-fuzz-measured.json").string();
+  // One file per process: two test runs at once (two checkouts, two build trees) must not share it.
+  const std::string tmp =
+      (std::filesystem::temp_directory_path() / ("parasim-fuzz-measured-" + std::to_string(getpid()) + ".json")).string();
   const Registries reg;
   std::mt19937_64 rng(11);
   test::FuzzTally t;
