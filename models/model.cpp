@@ -35,7 +35,9 @@ std::optional<LayerType> layer_type_of_symbol(char c) {
 
 LayerKind ModelSpec::layer_kind(std::int64_t i) const {
   LayerKind k;
-  if (!hybrid_pattern.empty()) k.type = layer_type_of_symbol(hybrid_pattern[static_cast<size_t>(i)]).value_or(LayerType::Transformer);
+  // parse_model refuses a pattern that is not one known symbol per layer.
+  if (i >= 0 && static_cast<size_t>(i) < hybrid_pattern.size())
+    k.type = layer_type_of_symbol(hybrid_pattern[static_cast<size_t>(i)]).value_or(LayerType::Transformer);
   if (moe && i >= moe->first_dense_layers) k.moe = (i - moe->first_dense_layers + 1) % moe->interval == 0;
   if (sliding_window > 0 && k.has_attention()) k.windowed = full_attention_interval == 0 || (i + 1) % full_attention_interval != 0;
   return k;
@@ -309,6 +311,7 @@ ModelSpec parse_model(const JsonObject& o) {
   m.published_active_params = o.number("published_active_params", 0, 1e16, 0);
   m.source = o.str("source", "");
   o.finish({"schema", "description"});
+  check_hybrid(o, m);
   if (m.head_dim_override == 0 && m.hidden % m.heads != 0)
     o.fail("hidden", "hidden (" + std::to_string(m.hidden) + ") must be divisible by heads (" + std::to_string(m.heads) + "), or give head_dim");
   if (m.mla && m.kv_heads != m.heads)
@@ -330,7 +333,6 @@ ModelSpec parse_model(const JsonObject& o) {
     o.fail("kv_heads", "heads (" + std::to_string(m.heads) + ") must be divisible by kv_heads (" + std::to_string(m.kv_heads) + ")");
   if (m.position_embedding == "learned" && m.max_positions == 0)
     o.fail("max_positions", "learned position embeddings need max_positions > 0");
-  check_hybrid(o, m);
   return m;
 }
 

@@ -9,6 +9,7 @@
 #include "../test_util.h"
 #include "models/mamba2.h"
 #include "sim/kernels.h"
+#include "sim/memory/memory_model.h"
 
 namespace parasim {
 namespace {
@@ -94,6 +95,25 @@ TEST(Mamba2, FlopsScaleLinearlyWithSequenceUnlikeAttention) {
   EXPECT_GT(qb.attn_fwd.flops() / qa.attn_fwd.flops(), 2.1);
   // Megatron's MFU count of the scan, 7 tokens d_inner d_state, is what the forward reports.
   EXPECT_DOUBLE_EQ(kernel(b.attn_fwd, "mamba.ssd_scan").model_flops, 7.0 * 8192 * 8192 * 128);
+}
+
+// What a Mamba-2 layer keeps for backward grows linearly with the sequence (no score matrix, even
+// unfused); tensor parallelism splits all of it but the block's norm input and in_proj input
+// (without sequence parallelism those are replicated, 2 x 2 B per token and hidden channel).
+TEST(Mamba2, ActivationsAreLinearInSequenceAndSplitByTp) {
+  const ModelSpec m = load_zoo_model(test::data_dir(), "nemotron-h-8b", "test");
+  const ModelSpec mamba = m.of_kind(m.layer_kind(0));
+  LayerShape sh;
+  sh.micro_batch = 1;
+  sh.flash_attention = false;
+  sh.seq_len = 4096;
+  const double a = activation_bytes(mamba, sh, "none").layer_stored;
+  sh.seq_len = 8192;
+  const double b = activation_bytes(mamba, sh, "none").layer_stored;
+  EXPECT_NEAR(b / a, 2.0, 1e-12);
+  sh.tp = 2;
+  const double replicated = 2.0 * 2 * 8192 * 4096;
+  EXPECT_NEAR(activation_bytes(mamba, sh, "none").layer_stored - replicated, (b - replicated) / 2, 1.0);
 }
 
 // The SSD's chunk matmuls by hand for one sequence of 256 tokens in two chunks of 128, 2 heads of
