@@ -8,6 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "models/layer_kernels.h"
+#include "models/mamba2.h"
+
 namespace parasim {
 
 double Block::model_flops() const {
@@ -22,24 +25,31 @@ double Block::flops() const {
   return f;
 }
 
-namespace {
+namespace layer_kernels {
 
-Kernel gemm(const std::string& name, std::int64_t m, std::int64_t n, std::int64_t k, bool bwd = false) {
+Kernel gemm(const std::string& name, std::int64_t m, std::int64_t n, std::int64_t k, bool bwd) {
   Kernel g{name, KernelKind::Gemm, m, n, k, 1, 0, 0, 0, bwd};
   g.flops = g.model_flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   return g;
 }
-Kernel mem(const std::string& name, double bytes, bool bwd = false, MemClass cls = MemClass::Stream) {
+Kernel mem(const std::string& name, double bytes, bool bwd, MemClass cls) {
   Kernel g{name, KernelKind::Memory, 0, 0, 0, 1, 0, 0, bytes, bwd};
   g.mem_class = cls;
   return g;
 }
-// `k` as a kernel of module `m` (and step `f` of its feed-forward chain).
-Kernel tagged(LayerModule m, Kernel k, FfnStep f = FfnStep::None) {
+Kernel tagged(LayerModule m, Kernel k, FfnStep f) {
   k.module = m;
   k.ffn = f;
   return k;
 }
+
+}  // namespace layer_kernels
+
+namespace {
+
+using layer_kernels::gemm;
+using layer_kernels::mem;
+using layer_kernels::tagged;
 // A step named "upcast" or "downcast" is a dtype conversion (MemClass::Cast); others stream.
 MemClass cast_class(const std::string& step) {
   return step == "upcast" || step == "downcast" ? MemClass::Cast : MemClass::Stream;
@@ -77,7 +87,9 @@ constexpr double kDropoutMaskBytes = 1;
 // Forward GEMM y = x W with x [M,K], W [K,N] -> backward dgrad [M,N]x[N,K] and wgrad [K,M]x[M,N].
 // The gradient GEMMs run in the forward GEMM's precision (sixteen_bit carries over).
 // A batched (grouped) GEMM's gradients are batched the same way.
-void add_gemm_bwd(Block& b, const Kernel& f) {
+}  // namespace
+
+void layer_kernels::add_gemm_bwd(Block& b, const Kernel& f) {
   Kernel dgrad = gemm(f.name + ".dgrad", f.m, f.k, f.n, true), wgrad = gemm(f.name + ".wgrad", f.k, f.n, f.m, true);
   dgrad.grad = GemmGrad::Input;
   wgrad.grad = GemmGrad::Weight;
@@ -91,6 +103,10 @@ void add_gemm_bwd(Block& b, const Kernel& f) {
     b.kernels.push_back(std::move(k));
   }
 }
+
+namespace {
+
+using layer_kernels::add_gemm_bwd;
 
 // One GEMM per expert, run as a grouped GEMM (Transformer Engine's GroupedLinear, Megatron-Core's
 // grouped GEMM): `batch` experts each multiplying m x k by k x n, priced as one batched GEMM.
@@ -130,13 +146,19 @@ void add_norm_kernels(Block& b, const std::string& name, double elems, double e,
   for (const auto& [step, bytes] : bwd ? bwd_steps : fwd_steps)
     b.kernels.push_back(mem(name + (bwd ? ".bwd." : ".") + step, bytes * elems, bwd, cast_class(step)));
 }
+}  // namespace
+
 // The norm's kernels, each tagged with module `mod`.
-void add_norm(Block& b, const std::string& name, double elems, double e, const LayerShape& sh, bool bwd,
-              LayerModule mod = LayerModule::None) {
+void layer_kernels::add_norm(Block& b, const std::string& name, double elems, double e, const LayerShape& sh, bool bwd,
+                             LayerModule mod) {
   const size_t first = b.kernels.size();
   add_norm_kernels(b, name, elems, e, sh, bwd);
   for (size_t i = first; i < b.kernels.size(); ++i) b.kernels[i].module = mod;
 }
+
+namespace {
+
+using layer_kernels::add_norm;
 
 // RoPE on `elems` query or key elements. Fused: one kernel reading and writing them. Eager (the Llama
 // reference apply_rotary_emb: view_as_complex(x.float()) * freqs_cis, view_as_real, type_as(x)):
@@ -232,7 +254,7 @@ void add_train_metrics(Block& b, double elems, double e, std::int64_t n) {
 
 
 // The two-GEMM feed-forward chain a dense MLP and the experts share: up (fc1, gate and up fused for
-// SwiGLU), the activation over its output (ffb bytes per pass: GeLU reads and writes, 2; SwiGLU reads
+// SwiGLU), the activation over its output (ffb bytes per pass: GeLU and squared ReLU read and write, 2; SwiGLU reads
 // gate and up and writes, 3; backward 3 and 5), down (fc2). Backward: down's bias gradient (over
 // down_rows tokens) and GEMMs, the activation's backward, up's bias gradient (over up_rows) and GEMMs.
 void add_ffn_fwd(Block& f, const Kernel& up, const Kernel& down, const std::string& act, bool glu, double ffb) {
@@ -516,14 +538,14 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     const Kernel up = tagged(LayerModule::Mlp, gemm(glu ? "mlp_gate_up" : "mlp_up", T, (glu ? 2 : 1) * f_local, h), FfnStep::Up);
     const Kernel down = tagged(LayerModule::Mlp, gemm("mlp_down", T, h, f_local), FfnStep::Down);
     const double ffb = Td * static_cast<double>(f_local) * e;
-    add_ffn_fwd(mf, up, down, glu ? "swiglu" : "gelu", glu, ffb);
+    add_ffn_fwd(mf, up, down, m.activation, glu, ffb);
     mf.kernels.push_back(mem("residual2", 3 * act + drop_f));
 
     Block& mb = g.mlp_bwd;
     mb.kernels.push_back(mem("residual2.bwd", 3 * act, true));
     if (m.dropout) mb.kernels.push_back(mem("dropout2.bwd", drop_b, true));
     // Row-parallel down bias: added after the TP reduction, over T/t tokens with sequence parallel.
-    add_ffn_bwd(mb, up, down, glu ? "swiglu" : "gelu", glu, ffb, m.bias, Td / sp_div, Td, hd, e);
+    add_ffn_bwd(mb, up, down, m.activation, glu, ffb, m.bias, Td / sp_div, Td, hd, e);
     add_norm(mb, "norm2", act_elems, e, sh, true, LayerModule::BlockNorm);
     fp8_linears = {up, down};
   }
@@ -557,12 +579,32 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     const double li = sh.fp8_gemms ? sh.fp8_saved_input_bytes : e;
     g.mtp_stored_bytes = (2 * e + 2 * li) * Td * hd / sp_div;
   }
+  std::vector<Kernel> attn_linears;  // the attention block's GEMMs an FP8 recipe runs in FP8
+  for (const Proj& pr : in_proj) attn_linears.push_back(pr.gemm);
+  attn_linears.push_back(proj);
+  // A hybrid model's layer keeps its own block only: a Mamba-2 layer's mixer replaces the attention
+  // block, an MLP layer has no attention block, a Mamba-2 or attention layer no MLP block.
+  const LayerKind kind = m.layer_kind(0);
+  if (!kind.has_attention()) {
+    g.attn_fwd = {};
+    g.attn_bwd = {};
+    attn_linears.clear();
+    g.cp_kv_bytes = 0;
+    g.attn_tp_comm = kind.type == LayerType::Mamba;
+    if (kind.type == LayerType::Mamba) add_mamba2_block(g, m, sh, drop_f, drop_b, attn_linears);
+  }
+  if (!kind.has_mlp()) {
+    g.mlp_fwd = {};
+    g.mlp_bwd = {};
+    fp8_linears.clear();
+    g.mlp_tp_comm = false;
+  }
   if (sh.fp8_gemms) {
-    // The transformer layers' linear GEMMs run in FP8 (an MoE layer's experts too, not its router);
-    // the output layer stays in 16-bit. A grouped expert GEMM quantizes all its experts' rows.
+    // The transformer layers' linear GEMMs run in FP8 (an MoE layer's experts too, not its router;
+    // a Mamba-2 mixer's in_proj and out_proj, not its scan); the output layer stays in 16-bit. A
+    // grouped expert GEMM quantizes all its experts' rows.
     std::vector<std::tuple<Block*, Block*, Kernel>> linears;
-    for (const Proj& pr : in_proj) linears.emplace_back(&g.attn_fwd, &g.attn_bwd, pr.gemm);
-    linears.emplace_back(&g.attn_fwd, &g.attn_bwd, proj);
+    for (const Kernel& k : attn_linears) linears.emplace_back(&g.attn_fwd, &g.attn_bwd, k);
     for (const Kernel& k : fp8_linears) linears.emplace_back(&g.mlp_fwd, &g.mlp_bwd, k);
     if (sh.mtp_layers > 0) linears.emplace_back(&g.mtp_fwd, &g.mtp_bwd, eh);
     for (const auto& [fwd, bwd, k] : linears) {

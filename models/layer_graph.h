@@ -10,7 +10,9 @@
 
 namespace parasim {
 
-enum class KernelKind : std::uint8_t { Gemm, Attention, Memory };
+// Scan: a kernel whose time is the later of its FLOPs at the GEMM rate and its bytes at the HBM
+// rate (the Mamba-2 SSD chunked scan; CostModel::scan_s).
+enum class KernelKind : std::uint8_t { Gemm, Attention, Memory, Scan };
 
 // What a memory-bound kernel does, for its achieved bandwidth: streaming elementwise passes
 // (copies, adds, residuals, the loss's row passes), norms (forward, input and weight gradients),
@@ -65,6 +67,8 @@ enum class LayerModule : std::uint8_t {
   TokenDispatch,  // an MoE layer's token permute and unpermute
   Experts,        // the routed experts
   SharedExperts,  // the shared experts and the add of their output
+  MambaProj,      // a Mamba-2 mixer's in_proj and out_proj
+  MambaMixer,     // a Mamba-2 mixer's conv1d, SSD scan and gated norm
 };
 
 // A kernel's step in a feed-forward chain (dense MLP, experts, shared experts): fc1, the
@@ -161,7 +165,7 @@ double fp8_saved_input_bytes(const std::string& recipe);
 
 struct LayerGraph {
   LayerShape shape;
-  Block attn_fwd, attn_bwd, mlp_fwd, mlp_bwd;  // one transformer layer
+  Block attn_fwd, attn_bwd, mlp_fwd, mlp_bwd;  // one transformer layer (a Mamba-2 mixer in attn_*)
   Block embed_fwd, embed_bwd;                  // first stage
   Block head_fwd, head_bwd;                    // last stage: final norm, logits, loss
   Block metrics;                               // last stage, after each microbatch's backward: the training metrics
@@ -184,13 +188,18 @@ struct LayerGraph {
   // or runs on this rank's sequence-parallel tokens without them (etp = 1).
   double ep_message_bytes = 0;
   bool mlp_tp_comm = true;
+  // A hybrid model's MLP layer has no attention block, hence none of its tensor-parallel
+  // collectives (a Mamba-2 layer's mixer stands in the attention block, with them).
+  bool attn_tp_comm = true;
 };
 
 // The graph of a uniform model (every layer alike; ModelSpec::uniform()), or of one kind of layer.
 LayerGraph build_layer_graph(const ModelSpec& model, const LayerShape& shape);
 
 // A model's layer graphs: one per kind of layer it has (ModelSpec::kinds(): dense or MoE MLP,
-// full or sliding-window attention), each built from ModelSpec::of_kind, and each layer's kind.
+// full or sliding-window attention, a hybrid model's Mamba-2, attention and MLP layers), each built
+// from ModelSpec::of_kind, and each layer's kind. A hybrid layer fills one block pair: a Mamba-2
+// layer and an attention layer the attention blocks, an MLP layer the MLP blocks.
 // Everything outside the transformer layers (embedding, output layer, pipeline and TP message
 // sizes) is the same in every kind's graph.
 struct ModelGraph {

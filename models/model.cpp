@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <utility>
 
 #include "sim/core/registry.h"
 
@@ -15,10 +16,30 @@ double mlp_params(const ModelSpec& m, double ff) {
 }
 }  // namespace
 
+namespace {
+// Megatron-Core's layer symbols (hybrid_layer_allocation.py Symbols) that parasim models.
+constexpr std::pair<char, LayerType> kLayerSymbols[] = {{'M', LayerType::Mamba}, {'*', LayerType::Attention}, {'-', LayerType::Mlp}};
+}  // namespace
+
+char layer_type_symbol(LayerType t) {
+  for (const auto& [c, type] : kLayerSymbols)
+    if (type == t) return c;
+  return '\0';
+}
+
+std::optional<LayerType> layer_type_of_symbol(char c) {
+  for (const auto& [sym, type] : kLayerSymbols)
+    if (sym == c) return type;
+  return std::nullopt;
+}
+
 LayerKind ModelSpec::layer_kind(std::int64_t i) const {
   LayerKind k;
+  // parse_model refuses a pattern that is not one known symbol per layer.
+  if (i >= 0 && static_cast<size_t>(i) < hybrid_pattern.size())
+    k.type = layer_type_of_symbol(hybrid_pattern[static_cast<size_t>(i)]).value_or(LayerType::Transformer);
   if (moe && i >= moe->first_dense_layers) k.moe = (i - moe->first_dense_layers + 1) % moe->interval == 0;
-  if (sliding_window > 0) k.windowed = full_attention_interval == 0 || (i + 1) % full_attention_interval != 0;
+  if (sliding_window > 0 && k.has_attention()) k.windowed = full_attention_interval == 0 || (i + 1) % full_attention_interval != 0;
   return k;
 }
 
@@ -31,6 +52,8 @@ ModelSpec ModelSpec::of_kind(const LayerKind& k) const {
   }
   if (!k.windowed) m.sliding_window = 0;
   m.full_attention_interval = 0;
+  // Every layer of the copy is of type k.type: a hybrid pattern of that one symbol.
+  m.hybrid_pattern = k.type == LayerType::Transformer ? "" : std::string(static_cast<size_t>(m.layers), layer_type_symbol(k.type));
   return m;
 }
 
@@ -72,17 +95,35 @@ double attention_params(const ModelSpec& m) {
   return h * (q + 2 * kv) + q * h + bias * (q + 2 * kv + h) + qk_norm;
 }
 
-// Parameters of one layer of a uniform model.
+// The parameter tensors of a Mamba-2 mixer (Megatron-Core mamba_mixer.py, as Nemotron-H configures
+// it: no linear biases, a conv1d bias, D one per head), in forward order: in_proj (hidden x
+// in_proj_width), conv1d weight (conv_dim x conv_kernel) and bias (conv_dim), dt_bias, A_log and D
+// (one per head each), the gated RMSNorm's gain (d_inner), out_proj (d_inner x hidden).
+std::vector<double> mamba_tensor_params(const ModelSpec& m) {
+  const MambaSpec& s = *m.mamba;
+  const double h = static_cast<double>(m.hidden), heads = static_cast<double>(s.heads), conv = static_cast<double>(s.conv_dim());
+  const double di = static_cast<double>(s.d_inner());
+  return {h * static_cast<double>(s.in_proj_width()), conv * static_cast<double>(s.conv_kernel), conv, heads, heads, heads, di, di * h};
+}
+
+// Parameters of one layer of a uniform model: its blocks and one norm (gain, + bias for LayerNorm)
+// before each.
 double uniform_layer_params(const ModelSpec& m) {
   const double h = static_cast<double>(m.hidden);
-  const double norm = m.norm == "layernorm" ? 2.0 * h : h;  // gain (+ bias for LayerNorm)
+  const double norm = m.norm == "layernorm" ? 2.0 * h : h;
+  const LayerKind k = m.layer_kind(0);
+  if (k.type == LayerType::Mamba) {
+    double p = norm;
+    for (const double t : mamba_tensor_params(m)) p += t;
+    return p;
+  }
   // MoE: the routed experts, the shared experts and the router (hidden x experts, no bias).
   double mlp_p = mlp_params(m, static_cast<double>(m.ffn_hidden));
   if (m.moe) {
     const double shared = static_cast<double>(m.moe->shared_expert_ffn_hidden);
     mlp_p = expert_params_per_layer(m) + (shared > 0 ? mlp_params(m, shared) : 0.0) + h * static_cast<double>(m.moe->experts);
   }
-  return attention_params(m) + mlp_p + 2 * norm;
+  return (k.has_attention() ? attention_params(m) + norm : 0.0) + (k.has_mlp() ? mlp_p + norm : 0.0);
 }
 }  // namespace
 
@@ -141,7 +182,17 @@ std::vector<double> layer_tensor_params(const ModelSpec& model, std::int64_t i) 
     linear(h, (glu ? 2 : 1) * ff);
     linear(ff, h);
   };
+  const LayerKind k = m.layer_kind(0);
   norm();
+  if (k.type == LayerType::Mamba) {
+    const std::vector<double> mixer = mamba_tensor_params(m);
+    t.insert(t.end(), mixer.begin(), mixer.end());
+    return t;
+  }
+  if (!k.has_attention()) {
+    mlp(static_cast<double>(m.ffn_hidden));  // a hybrid model's MLP layer (no MoE: parse_model refuses it)
+    return t;
+  }
   if (m.mla) {
     const MlaSpec& a = *m.mla;
     const double heads = static_cast<double>(m.heads);
@@ -164,6 +215,7 @@ std::vector<double> layer_tensor_params(const ModelSpec& model, std::int64_t i) 
     }
     linear(q, h);
   }
+  if (!k.has_mlp()) return t;
   norm();
   if (m.moe) {
     t.push_back(h * static_cast<double>(m.moe->experts));  // router
@@ -175,6 +227,28 @@ std::vector<double> layer_tensor_params(const ModelSpec& model, std::int64_t i) 
   return t;
 }
 
+namespace {
+// A hybrid pattern: one known symbol per layer, Mamba-2 layers only with a mamba mixer and a mamba
+// mixer only with Mamba-2 layers; MoE and MLA layers are not modelled in hybrid models.
+void check_hybrid(const JsonObject& o, const ModelSpec& m) {
+  const std::string& p = m.hybrid_pattern;
+  if (p.empty()) {
+    if (m.mamba) o.fail("mamba", "a Mamba-2 mixer needs hybrid_pattern to say which layers are Mamba-2 ('M')");
+    return;
+  }
+  if (static_cast<std::int64_t>(p.size()) != m.layers)
+    o.fail("hybrid_pattern", "has " + std::to_string(p.size()) + " symbols for " + std::to_string(m.layers) + " layers (one per layer)");
+  for (size_t i = 0; i < p.size(); ++i)
+    if (!layer_type_of_symbol(p[i]))
+      o.fail("hybrid_pattern", "symbol '" + std::string(1, p[i]) + "' at layer " + std::to_string(i) +
+                                   " is not modelled: 'M' Mamba-2, '*' attention, '-' MLP (Megatron-Core's symbols)");
+  if (p.find('M') != std::string::npos && !m.mamba) o.fail("mamba", "hybrid_pattern has Mamba-2 layers ('M'): give the mamba mixer");
+  if (p.find('M') == std::string::npos && m.mamba) o.fail("mamba", "hybrid_pattern has no Mamba-2 layer ('M')");
+  if (m.moe) o.fail("moe", "mixture-of-experts layers in a hybrid model are not modelled");
+  if (m.mla) o.fail("mla", "multi-head latent attention in a hybrid model is not modelled");
+}
+}  // namespace
+
 ModelSpec parse_model(const JsonObject& o) {
   ModelSpec m;
   const std::int64_t big = 1LL << 40;
@@ -185,9 +259,9 @@ ModelSpec parse_model(const JsonObject& o) {
   m.kv_heads = o.integer("kv_heads", 1, big, m.heads);
   m.ffn_hidden = o.integer("ffn_hidden", 1, big, 4 * m.hidden);
   m.vocab = o.integer("vocab", 1, big);
-  m.activation = o.choice("activation", {"gelu", "swiglu"}, "gelu");
+  m.activation = o.choice("activation", {"gelu", "swiglu", "squared_relu"}, "gelu");
   m.tied_embeddings = o.boolean("tied_embeddings", false);
-  m.position_embedding = o.choice("position_embedding", {"learned", "rope", "alibi"}, "rope");
+  m.position_embedding = o.choice("position_embedding", {"learned", "rope", "alibi", "none"}, "rope");
   m.max_positions = o.integer("max_positions", 0, big, 0);
   m.norm = o.choice("norm", {"layernorm", "rmsnorm"}, "layernorm");
   m.bias = o.boolean("bias", true);
@@ -217,11 +291,27 @@ ModelSpec parse_model(const JsonObject& o) {
   }
   m.sliding_window = o.integer("sliding_window", 0, big, 0);
   m.full_attention_interval = o.integer("full_attention_interval", 0, m.layers, 0);
+  m.hybrid_pattern = o.str("hybrid_pattern", "");
+  if (auto mamba = o.object_opt("mamba")) {
+    MambaSpec s;
+    s.heads = mamba->integer("heads", 1, big);
+    s.head_dim = mamba->integer("head_dim", 1, big, 64);
+    s.state = mamba->integer("state", 1, big, 128);
+    s.groups = mamba->integer("groups", 1, big, 8);
+    s.conv_kernel = mamba->integer("conv_kernel", 1, 64, 4);
+    s.chunk = mamba->integer("chunk", 1, 1 << 20, 128);
+    mamba->finish();
+    // Megatron-Core mamba_mixer.py: nheads must be divisible by ngroups.
+    if (s.heads % s.groups != 0)
+      mamba->fail("groups", "mamba heads (" + std::to_string(s.heads) + ") must be divisible by groups (" + std::to_string(s.groups) + ")");
+    m.mamba = s;
+  }
   m.published_params = o.number("published_params", 0, 1e16, 0);
   m.published_params_rounding = o.number("published_params_rounding", 0, 1e16, 0);
   m.published_active_params = o.number("published_active_params", 0, 1e16, 0);
   m.source = o.str("source", "");
   o.finish({"schema", "description"});
+  check_hybrid(o, m);
   if (m.head_dim_override == 0 && m.hidden % m.heads != 0)
     o.fail("hidden", "hidden (" + std::to_string(m.hidden) + ") must be divisible by heads (" + std::to_string(m.heads) + "), or give head_dim");
   if (m.mla && m.kv_heads != m.heads)

@@ -42,12 +42,44 @@ struct MlaSpec {
   std::int64_t v_head_dim = 0;
 };
 
-// What one layer is, for models whose layers are not all alike: a dense or an MoE MLP, and full or
-// sliding-window attention.
+// Mamba-2 mixer (Dao & Gu 2024, "Transformers are SSMs", arXiv 2405.21060, section 7; Megatron-Core
+// megatron/core/ssm/mamba_mixer.py): in_proj maps hidden to z, x (d_inner = heads x head_dim each),
+// B, C (groups x state each) and dt (one per head); a causal depthwise conv1d of conv_kernel taps
+// over x, B, C; the SSD chunked scan (chunks of `chunk` tokens) with a state of heads x head_dim x
+// state per sequence; a gated RMSNorm over d_inner; out_proj maps d_inner back to hidden. Tensor
+// parallelism splits heads and groups (Megatron asserts both divisible by tp).
+struct MambaSpec {
+  std::int64_t heads = 0;        // Megatron --mamba-num-heads; HF mamba_num_heads
+  std::int64_t head_dim = 64;    // Megatron --mamba-head-dim; HF mamba_head_dim
+  std::int64_t state = 128;      // Megatron --mamba-state-dim; HF ssm_state_size
+  std::int64_t groups = 8;       // Megatron --mamba-num-groups; HF n_groups
+  std::int64_t conv_kernel = 4;  // d_conv; HF conv_kernel
+  std::int64_t chunk = 128;      // SSD chunk size; HF chunk_size
+  std::int64_t d_inner() const { return heads * head_dim; }
+  // in_proj output width: z, x, B, C, dt (mamba_mixer.py: d_inner * 2 + 2 * ngroups * d_state + nheads).
+  std::int64_t in_proj_width() const { return 2 * d_inner() + 2 * groups * state + heads; }
+  // Channels of the depthwise convolution: x, B, C.
+  std::int64_t conv_dim() const { return d_inner() + 2 * groups * state; }
+};
+
+// What a layer holds: a transformer layer (attention, then the MLP), or one block of a hybrid
+// model's pattern, each with its own pre-norm and residual (Megatron-Core's hybrid layer
+// allocation, megatron/core/models/hybrid/hybrid_layer_allocation.py: 'M' a Mamba-2 mixer, '*'
+// self-attention, '-' an MLP).
+enum class LayerType : std::uint8_t { Transformer, Mamba, Attention, Mlp };
+// The pattern symbol of a hybrid layer type ('\0' for Transformer), and the type of a symbol
+// (nullopt for a symbol parasim does not model).
+char layer_type_symbol(LayerType t);
+std::optional<LayerType> layer_type_of_symbol(char c);
+
+// What one layer is, for models whose layers are not all alike: a dense or an MoE MLP, full or
+// sliding-window attention, and its type in a hybrid model.
 struct LayerKind {
   bool moe = false;
   bool windowed = false;
-  int index() const { return (moe ? 2 : 0) + (windowed ? 1 : 0); }
+  LayerType type = LayerType::Transformer;
+  bool has_attention() const { return type == LayerType::Transformer || type == LayerType::Attention; }
+  bool has_mlp() const { return type == LayerType::Transformer || type == LayerType::Mlp; }
   bool operator==(const LayerKind&) const = default;
 };
 
@@ -59,9 +91,9 @@ struct ModelSpec {
   std::int64_t kv_heads = 0;
   std::int64_t ffn_hidden = 0;
   std::int64_t vocab = 0;
-  std::string activation = "gelu";        // "gelu" | "swiglu"
+  std::string activation = "gelu";        // "gelu" | "swiglu" | "squared_relu"
   bool tied_embeddings = false;
-  std::string position_embedding = "rope";  // "learned" | "rope" | "alibi"
+  std::string position_embedding = "rope";  // "learned" | "rope" | "alibi" | "none"
   std::int64_t max_positions = 0;          // learned position table size
   std::string norm = "layernorm";          // "layernorm" | "rmsnorm"
   bool bias = true;
@@ -79,6 +111,10 @@ struct ModelSpec {
   // others are windowed; 0: every layer is windowed. sliding_window 0: no layer is.
   std::int64_t sliding_window = 0;
   std::int64_t full_attention_interval = 0;
+  // Hybrid models: one symbol per layer (LayerType: 'M' Mamba-2, '*' attention, '-' MLP; Megatron's
+  // --hybrid-override-pattern, HF hybrid_override_pattern); empty: every layer is a transformer layer.
+  std::string hybrid_pattern;
+  std::optional<MambaSpec> mamba;  // the Mamba-2 layers' mixer (needed when the pattern has 'M')
   double published_params = 0;  // from the source, for tests; 0 if unknown
   double published_active_params = 0;  // MoE: parameters per token, from the source; 0 if unknown
   double published_params_rounding = 0;  // the published figure was rounded to this (e.g. 0.1B)

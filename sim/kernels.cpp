@@ -29,6 +29,7 @@ double kernel_seconds(const CostModel& c, const Kernel& k) {
     case KernelKind::Gemm: return gemm_seconds(c, k);
     case KernelKind::Attention: return c.attention_s(k.flops, k.backward, static_cast<double>(k.seq), k.cp, static_cast<double>(k.head_dim));
     case KernelKind::Memory: return c.memory_s(k.bytes, class_ratio(c.profile(), k.mem_class));
+    case KernelKind::Scan: return c.scan_s(k.flops, k.bytes);
   }
   return 0;
 }
@@ -65,6 +66,10 @@ std::vector<KernelRow> kernel_rows(const LayerGraph& g, const CostModel& c) {
           r.seconds = kernel_seconds(c, k);
           r.priced_by = "HBM bandwidth";
           break;
+        case KernelKind::Scan:
+          r.seconds = kernel_seconds(c, k);
+          r.priced_by = "scan roofline (GEMM rate, HBM)";
+          break;
       }
       rows.push_back(std::move(r));
     }
@@ -73,6 +78,9 @@ std::vector<KernelRow> kernel_rows(const LayerGraph& g, const CostModel& c) {
 
 std::string kind_label(const ModelSpec& m, const LayerKind& k) {
   std::string out;
+  if (k.type == LayerType::Mamba) return "Mamba-2";
+  if (k.type == LayerType::Attention) out = "attention";
+  if (k.type == LayerType::Mlp) return "MLP";
   if (m.moe && (m.moe->first_dense_layers > 0 || m.moe->interval > 1)) out = k.moe ? "MoE" : "dense MLP";
   if (m.sliding_window > 0 && m.full_attention_interval > 0)
     out += (out.empty() ? "" : ", ") + (k.windowed ? "window " + std::to_string(m.sliding_window) : std::string("full attention"));
@@ -87,6 +95,8 @@ std::vector<KernelRow> kernel_rows(const ModelGraph& g, const ModelSpec& m, cons
     const bool ends = i == 0;
     for (KernelRow& r : kernel_rows(g.kinds[i], c)) {
       if (!r.layer && !ends) continue;
+      // A Mamba-2 layer's mixer fills the attention blocks: named for what it is.
+      if (r.layer && kinds[i].type == LayerType::Mamba && r.block.rfind("attention", 0) == 0) r.block = "mamba" + r.block.substr(9);
       if (r.layer) r.block += " [" + kind_label(m, kinds[i]) + "]";
       out.push_back(std::move(r));
     }

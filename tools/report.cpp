@@ -18,7 +18,7 @@ std::string human_s(double s) {
 std::string shape_of(const Kernel& k) {
   if (k.kind == KernelKind::Gemm)
     return k.batch > 1 ? fmt::format("{}x{}x{} x{}", k.m, k.n, k.k, k.batch) : fmt::format("{}x{}x{}", k.m, k.n, k.k);
-  if (k.kind == KernelKind::Memory) return fmt::format("{:.1f} MB", k.bytes / 1e6);
+  if (k.kind == KernelKind::Memory || k.kind == KernelKind::Scan) return fmt::format("{:.1f} MB", k.bytes / 1e6);
   return "";
 }
 
@@ -52,8 +52,7 @@ void print_kernels(std::ostream& os, const Scenario& sc, const LayerGraph& g, co
     fmt::print(os, "  {:<{}} {:<22} {:>22} {:>10} {:>11.1f} {:>15}  {}\n", r.block, bw, k.name, shape_of(k),
                k.flops > 0 ? fmt::format("{:.2f}", k.flops / 1e9) : "", r.seconds * 1e6, rate_of(k, r.seconds), r.priced_by);
     block_total += r.seconds;
-    const bool layer = r.block.rfind("attention", 0) == 0 || r.block.rfind("mlp", 0) == 0;
-    if (layer) {
+    if (r.layer) {
       const size_t open = r.block.find(" [");
       const std::string kind = open == std::string::npos ? "" : r.block.substr(open + 2, r.block.size() - open - 3);
       auto it = std::find_if(per_kind.begin(), per_kind.end(), [&](const auto& p) { return p.first == kind; });
@@ -80,7 +79,7 @@ Json kernels_json(const std::vector<KernelRow>& rows) {
     Json j = {{"block", r.block}, {"kernel", k.name}, {"seconds", r.seconds}, {"priced_by", r.priced_by}};
     if (k.kind == KernelKind::Gemm) j["mnk_batch"] = {k.m, k.n, k.k, k.batch};
     if (k.kind != KernelKind::Memory) j["flops"] = k.flops;
-    else j["bytes"] = k.bytes;
+    if (k.kind == KernelKind::Memory || k.kind == KernelKind::Scan) j["bytes"] = k.bytes;
     a.push_back(std::move(j));
   }
   return a;

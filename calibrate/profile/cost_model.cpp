@@ -67,6 +67,13 @@ double CostModel::memory_s(double bytes, double class_ratio) const {
          (bytes / (p_.hbm_gbps.value * 1e9 * p_.hbm_efficiency.value * class_ratio) + p_.kernel_overhead_us.value * 1e-6);
 }
 
+double CostModel::scan_s(double flops, double bytes) const {
+  const GemmKernelModel& g16 = sixteen_bit_ ? sixteen_bit_->gemm_ : gemm_;
+  const double compute = p_.time_scale.gemm * flops / (attention_peak_ * g16.max_efficiency * p_.sustained_clock_ratio.value);
+  const double memory = p_.time_scale.memory * bytes / (p_.hbm_gbps.value * 1e9 * p_.hbm_efficiency.value);
+  return pace_ * (std::max(compute, memory) + p_.kernel_overhead_us.value * 1e-6);
+}
+
 double CostModel::attention_s(double flops, bool backward, double seq_len, std::int64_t cp, double head_dim) const {
   if (!attention_) p_.attention_kernel(kAttentionDefault);  // throws: the profile prices no fused attention
   const Profile::AttentionKernel& a = *attention_;

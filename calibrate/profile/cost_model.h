@@ -83,6 +83,11 @@ class CostModel {
   // A memory-bound kernel moving `bytes` through HBM at the streaming rate times class_ratio (the
   // profile's memory.kernel_class_ratio for the kernel's kind; 1 for streaming passes).
   double memory_s(double bytes, double class_ratio = 1.0) const;
+  // A kernel doing `flops` of small matmuls in 16-bit while moving `bytes` through HBM (the Mamba-2
+  // SSD chunked scan): the later of its FLOPs at the best GEMM efficiency the profile states for
+  // 16-bit (compute.gemm_max_efficiency, at the sustained clock) and its bytes at the streaming
+  // rate, plus one kernel overhead (roofline: the Triton kernels overlap their loads and matmuls).
+  double scan_s(double flops, double bytes) const;
   // Elementwise update over `bytes` of optimizer state traffic.
   double optimizer_s(double bytes) const { return memory_s(bytes); }
 

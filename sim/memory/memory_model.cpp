@@ -31,7 +31,11 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
   const double li = sh.fp8_gemms ? sh.fp8_saved_input_bytes : e;
   //  Recomputed norms (layernorm) keep neither output: the two linear inputs go.
   const double norm_outputs = recomputes(RecomputeModule::Layernorm) ? 0.0 : li + li;
-  const double replicated = (2 * e + norm_outputs) * sbh + 2 * mask * sbh + 2 * eager_norm * sbh;
+  //  A hybrid model's layer is one block (Mamba-2, attention or MLP; LayerKind): one norm input, one
+  //  norm output and one dropout mask, half the transformer layer's two.
+  const LayerKind kind = m.layer_kind(0);
+  const double blocks = kind.type == LayerType::Transformer ? 2.0 : 1.0;
+  const double replicated = blocks / 2 * ((2 * e + norm_outputs) * sbh + 2 * mask * sbh + 2 * eager_norm * sbh);
   //  split by t: Q (e*sbh), K and V (e*sb*kv each), attention-projection input (li*sbh);
   //  MLP: GeLU input and fc2 input (e + li per sbf), SwiGLU gate+up output and fc2 input (2e + li).
   //  With head_dim set, Q and the attention-projection input are heads x head_dim wide, not h.
@@ -79,9 +83,19 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
   const double s_kv = static_cast<double>(sh.seq_len);
   double scores = sh.flash_attention ? 4.0 * a * s * b : (m.dropout ? 2 * e + 1 : e) * a * s * s_kv * b;
   if (recomputes(RecomputeModule::CoreAttn) && !sh.flash_attention) scores = 0;  // the attention core is recomputed
+  if (!kind.has_attention()) attn_split = scores = 0;
+  if (!kind.has_mlp()) mlp_split = 0;
+  //  Mamba-2 layer (mamba_ssm's MambaSplitConv1dScanCombinedFn saves its input, the in_proj output
+  //  z x B C dt, e per element, and the scan's ungated output, e per d_inner channel; it recomputes
+  //  the conv and the chunk states in backward; Megatron's gated norm after it keeps its input, e,
+  //  and out_proj its input, li): e (in_proj width + 2 d_inner) + li d_inner per token, split by t.
+  const double mamba = kind.type == LayerType::Mamba
+                           ? s * b * (e * static_cast<double>(m.mamba->in_proj_width() + 2 * m.mamba->d_inner()) +
+                                      li * static_cast<double>(m.mamba->d_inner()))
+                           : 0.0;
   const double sp = sh.sequence_parallel ? t : 1.0;
   ActivationBytes out;
-  const double full = replicated / sp + (attn_split + mlp_split + scores) / t + moe + mla_latents;
+  const double full = replicated / sp + (attn_split + mlp_split + scores + mamba) / t + moe + mla_latents;
   out.layer_working = full;
   out.layer_stored = recompute == "full" ? e * sbh / sp : full;
   if (recompute == "selective_op") {

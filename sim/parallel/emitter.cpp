@@ -169,10 +169,13 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
     }
     t.tp_comm_b = t.tp_comm_f;
     t.mlp_tp_comm = g.mlp_tp_comm;
+    t.attn_tp_comm = g.attn_tp_comm;
     if (in.scenario.parallel.tp_comm_overlap) {
       const double sd = c.profile().overlap_compute_slowdown.value;
-      t.attn_f += overlap_extra(g_af, t.tp_comm_f, sd);
-      t.attn_b += overlap_extra(g_ab, t.tp_comm_b, sd);
+      if (t.attn_tp_comm) {
+        t.attn_f += overlap_extra(g_af, t.tp_comm_f, sd);
+        t.attn_b += overlap_extra(g_ab, t.tp_comm_b, sd);
+      }
       if (t.mlp_tp_comm) {
         t.mlp_f += overlap_extra(g_mf, t.tp_comm_f, sd);
         t.mlp_b += overlap_extra(g_mb, t.tp_comm_b, sd);
@@ -301,7 +304,7 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
     if (t.cp_comm_f > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, "cp kv ring", t.cp_comm_f, r.last >= 0 ? std::vector<OpId>{r.last} : deps, mb, chunk);
     if (t.cp_gather_f > 0) add(Phase::CpComm, "cp kv all-gather", t.cp_gather_f, 0, 0, MemCat::Activations);
     add(Phase::Forward, "attention fwd", t.attn_f, t.attn_f_flops, to_bytes(stored(l, k)), MemCat::Activations, t.attn_f_hw);
-    if (t.tp_comm_f > 0) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, 0, MemCat::Activations);
+    if (t.tp_comm_f > 0 && t.attn_tp_comm) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, 0, MemCat::Activations);
     if (cp_op >= 0) deps.push_back(cp_op);
     add(Phase::Forward, "mlp fwd", t.mlp_f, t.mlp_f_flops, 0, MemCat::Activations, t.mlp_f_hw);
     if (t.ep_comm_f > 0) add(Phase::EpComm, "ep all-to-all fwd", t.ep_comm_f, 0, 0, MemCat::Activations);
@@ -334,7 +337,7 @@ void Emitter::mtp_forward(const AddOp& add) const {
   for (std::int64_t i = 0; i < in_.scenario.training.mtp_layers; ++i) {
     add(Phase::Forward, "mtp fwd", ends().mtp_f, ends().mtp_f_flops, ends().mtp_f_hw, {MemCat::Activations, to_bytes(in_.graph.mtp_stored_bytes)}, none);
     add(Phase::Forward, "mtp attention fwd", t.attn_f, t.attn_f_flops, t.attn_f_hw, {MemCat::Activations, to_bytes(stored)}, none);
-    if (t.tp_comm_f > 0) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, 0, none, none);
+    if (t.tp_comm_f > 0 && t.attn_tp_comm) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, 0, none, none);
     add(Phase::Forward, "mtp mlp fwd", t.mlp_f, t.mlp_f_flops, t.mlp_f_hw, none, none);
     if (t.ep_comm_f > 0) add(Phase::EpComm, "ep all-to-all fwd", t.ep_comm_f, 0, 0, none, none);
     if (t.tp_comm_f > 0 && t.mlp_tp_comm) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, 0, none, none);
@@ -356,7 +359,7 @@ void Emitter::mtp_backward(const AddOp& add) const {
     if (t.tp_comm_b > 0 && t.mlp_tp_comm) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, 0, none, none);
     if (t.ep_comm_b > 0) add(Phase::EpComm, "ep all-to-all bwd", t.ep_comm_b, 0, 0, none, none);
     add(Phase::Backward, "mtp mlp bwd", t.mlp_b, 2 * t.mlp_f_flops, 2 * t.mlp_f_hw, none, none);
-    if (t.tp_comm_b > 0) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, 0, none, none);
+    if (t.tp_comm_b > 0 && t.attn_tp_comm) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, 0, none, none);
     add(Phase::Backward, "mtp attention bwd", t.attn_b, 2 * t.attn_f_flops, 2 * t.attn_f_hw, none, {MemCat::Activations, -to_bytes(stored)});
     add(Phase::Backward, "mtp bwd", ends().mtp_b, 2 * ends().mtp_f_flops, 2 * ends().mtp_f_hw, none,
         {MemCat::Activations, -to_bytes(in_.graph.mtp_stored_bytes)});
@@ -413,7 +416,7 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
     const Bytes extra_working = to_bytes(this->extra_working(l, k));
     if (recomputed(l)) {
       // A replay's FLOPs count for HFU and reported hardware FLOPs, not for MFU (metrics.cpp).
-      const double tp = (t.mlp_tp_comm ? 2 : 1) * t.tp_comm_f;
+      const double tp = ((t.attn_tp_comm ? 1 : 0) + (t.mlp_tp_comm ? 1 : 0)) * t.tp_comm_f;
       add(Phase::Recompute, "recompute fwd", t.attn_f + t.mlp_f + tp + t.ep_comm_f + t.cp_gather_f, t.attn_f_flops + t.mlp_f_flops,
           t.attn_f_hw + t.mlp_f_hw, {MemCat::Activations, extra_working}, none);
     } else if (op_sac_) {
@@ -428,7 +431,7 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
     add(Phase::Backward, "mlp bwd", t.mlp_b - w_mlp, t.mlp_f_flops * mlp_share, t.mlp_f_hw * mlp_share, none, none);
     OpId cp_op = -1;
     if (t.cp_comm_b > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, "cp kv ring bwd", t.cp_comm_b, {r.last}, mb, chunk);
-    if (t.tp_comm_b > 0) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, 0, none, none);
+    if (t.tp_comm_b > 0 && t.attn_tp_comm) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, 0, none, none);
     const double attn_share = 2 * (t.attn_b - w_attn) / std::max(t.attn_b, 1e-30);
     const MemDelta free_act{MemCat::Activations, -(to_bytes(stored(l, k)) + extra_working)};
     const OpId id = add(Phase::Backward, "attention bwd", t.attn_b - w_attn, t.attn_f_flops * attn_share, t.attn_f_hw * attn_share, none, split ? MemDelta{MemCat::Activations, -extra_working} : free_act);

@@ -33,6 +33,7 @@ struct BlockTimes {
   double attn_f_hw = 0, mlp_f_hw = 0, head_f_hw = 0, mtp_f_hw = 0;
   double tp_comm_f = 0, tp_comm_b = 0;  // per block, on the critical path (0 when overlapped)
   bool mlp_tp_comm = true;              // false: an MoE block on sequence-parallel tokens (etp = 1) has none
+  bool attn_tp_comm = true;             // false: a hybrid model's MLP layer has no attention block
   double ep_comm_f = 0, ep_comm_b = 0;  // per MoE layer: the dispatch and combine all-to-alls, on the critical path
   double tp_comm_hidden_f = 0, tp_comm_hidden_b = 0;  // per block, overlapped with its GEMMs
   double cp_comm_f = 0, cp_comm_b = 0;  // per layer, overlapped with attention

@@ -80,6 +80,8 @@ const std::vector<PlanRule>& plan_rules() {
       {"TP within a node", "tensor parallelism inside one NVLink domain (--allow-cross-node-tp lifts it)"},
       {"tp divides heads and kv_heads (tp <= kv_heads)", "Megatron-Core: num_query_groups % tp == 0"},
       {"tp divides ffn_hidden", "column-parallel MLP shards"},
+      {"tp divides mamba heads and groups", "Megatron-Core mamba_mixer.py: nheads % tp == 0 and ngroups % tp == 0"},
+      {"no context parallelism with Mamba-2 layers", "not modelled"},
       {"cp divides seq/2", "load-balanced causal context parallelism: seq % (2*cp) == 0 (Megatron-Core / Transformer Engine)"},
       {"layers divisible by pp*vpp", "Megatron-LM: even layers per virtual stage"},
       {"schedule matches pp and vpp", "ddp iff pp = 1; interleaved iff vpp > 1; 1f1b / zb-h1 with vpp = 1"},
@@ -181,6 +183,8 @@ class Enumerator {
     if (!job_.allow_cross_node_tp && (tp > per_node_ || per_node_ % tp != 0)) return "TP within a node";
     if (m_.heads % tp != 0 || m_.kv_heads % tp != 0) return "tp divides heads and kv_heads (tp <= kv_heads)";
     if (m_.ffn_hidden % tp != 0) return "tp divides ffn_hidden";
+    if (m_.mamba && (m_.mamba->heads % tp != 0 || m_.mamba->groups % tp != 0)) return "tp divides mamba heads and groups";
+    if (m_.mamba && cp > 1) return "no context parallelism with Mamba-2 layers";
     if (job_.seq % (2 * cp) != 0 && cp > 1) return "cp divides seq/2";
     return nullptr;
   }

@@ -221,6 +221,12 @@ void validate(const Scenario& s, const JsonObject& root) {
     fail(par + "/tp", "model kv_heads (" + itos(m.kv_heads) + ") must be divisible by tp (" + itos(p.tp) + ")");
   if (m.ffn_hidden % p.tp != 0 && !m.moe)
     fail(par + "/tp", "model ffn_hidden (" + itos(m.ffn_hidden) + ") must be divisible by tp (" + itos(p.tp) + ")");
+  // Megatron-Core splits a Mamba-2 mixer's heads and groups over the tensor-parallel ranks
+  // (megatron/core/ssm/mamba_mixer.py asserts nheads % tp == 0 and ngroups % tp == 0).
+  if (m.mamba && (m.mamba->heads % p.tp != 0 || m.mamba->groups % p.tp != 0))
+    fail(par + "/tp", "tp (" + itos(p.tp) + ") must divide the model's mamba heads (" + itos(m.mamba->heads) + ") and groups (" +
+                          itos(m.mamba->groups) + "): Megatron-Core splits the Mamba-2 mixer by heads and groups");
+  if (m.mamba && p.cp > 1) fail(par + "/cp", "context parallelism with Mamba-2 layers (model.mamba) is not modelled");
   if (m.head_dim_override > 0 && m.q_dim() % p.tp != 0)
     fail(par + "/tp", "the query projection (heads x head_dim = " + itos(m.q_dim()) + ") must be divisible by tp (" + itos(p.tp) + ")");
   if (p.ep > 1 && !m.moe) fail(par + "/ep", "expert parallelism (ep = " + itos(p.ep) + ") needs a mixture-of-experts model (model.moe)");
@@ -533,6 +539,10 @@ Json Scenario::resolved() const {
                  {"v_head_dim", model.mla->v_head_dim}};
   if (model.sliding_window > 0) mj["sliding_window"] = model.sliding_window;
   if (model.full_attention_interval > 0) mj["full_attention_interval"] = model.full_attention_interval;
+  if (!model.hybrid_pattern.empty()) mj["hybrid_pattern"] = model.hybrid_pattern;
+  if (model.mamba)
+    mj["mamba"] = {{"heads", model.mamba->heads}, {"head_dim", model.mamba->head_dim}, {"state", model.mamba->state},
+                   {"groups", model.mamba->groups}, {"conv_kernel", model.mamba->conv_kernel}, {"chunk", model.mamba->chunk}};
   j["model"] = mj;
   j["cluster"] = {{"gpu", cluster.gpu},
                   {"nodes", cluster.nodes},

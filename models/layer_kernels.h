@@ -1,0 +1,25 @@
+// Kernel builders the blocks of a layer graph share (defined in layer_graph.cpp): a GEMM, a
+// memory-bound pass, a module tag, a GEMM's backward and a norm's kernels. For the files that
+// build one kind of block (mamba2.cpp); not part of the models/ interface.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "models/layer_graph.h"
+
+namespace parasim::layer_kernels {
+
+// y = x W with x [m, k], W [k, n]: 2 m n k FLOPs.
+Kernel gemm(const std::string& name, std::int64_t m, std::int64_t n, std::int64_t k, bool bwd = false);
+// A memory-bound kernel moving `bytes` through HBM.
+Kernel mem(const std::string& name, double bytes, bool bwd = false, MemClass cls = MemClass::Stream);
+// `k` as a kernel of module `m` (and step `f` of its feed-forward chain).
+Kernel tagged(LayerModule m, Kernel k, FfnStep f = FfnStep::None);
+// The data- and weight-gradient GEMMs of forward GEMM f.
+void add_gemm_bwd(Block& b, const Kernel& f);
+// A norm over `elems` activations of e bytes: fused, or the eager reference code's kernels
+// (LayerShape::eager_norm), with a two-pass backward where the shape says so.
+void add_norm(Block& b, const std::string& name, double elems, double e, const LayerShape& sh, bool bwd,
+              LayerModule mod = LayerModule::None);
+
+}  // namespace parasim::layer_kernels
