@@ -1,3 +1,4 @@
+#include <cmath>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -27,7 +28,7 @@ void list_models(const Context& ctx, Json* out) {
     const ModelSpec m = load_zoo_model(ctx.data_dir, n, "list");
     const std::string moe = m.moe ? moe_summary(m) : std::string();
     if (out) {
-      out->push_back({{"name", n}, {"params", count_params(m).total()}, {"layers", m.layers}, {"hidden", m.hidden}, {"heads", m.heads},
+      out->push_back({{"name", n}, {"params", std::llround(count_params(m).total())}, {"layers", m.layers}, {"hidden", m.hidden}, {"heads", m.heads},
                       {"kv_heads", m.kv_heads}, {"activation", m.activation}, {"moe", m.moe ? Json(moe) : Json(nullptr)}});
     } else {
       fmt::print("{:<22} {:>9.2f}B params  layers {:>3}  hidden {:>5}  heads {:>3}/{:<3} {}{}\n", n, count_params(m).total() / 1e9,
