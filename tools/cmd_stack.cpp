@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "tools/commands.h"
+#include "tools/progress.h"
 
 namespace parasim {
 
@@ -72,6 +73,7 @@ std::vector<CompareRow> compare(const std::string& file, const Context& ctx) {
   std::vector<CompareRow> rows;
   std::vector<std::string> names = stack_names(ctx.data_dir);
   names.insert(names.begin(), "");
+  const ProgressFn progress = terminal_progress("stack compare");
   for (const auto& name : names) {
     Json v = j;
     if (name.empty()) v.erase("stack");
@@ -83,6 +85,7 @@ std::vector<CompareRow> compare(const std::string& file, const Context& ctx) {
       row.error = e.what();
     }
     rows.push_back(row);
+    if (progress) progress(rows.size(), names.size());
   }
   if (!rows.front().error.empty()) throw ConfigError(rows.front().error);
   return rows;

@@ -1,4 +1,4 @@
-// The progress line of long commands (sweep, plan, validate, check): "what done/total  rate/s  ETA
+// The progress line of long commands (sweep, plan, validate, check, stack compare): "what done/total  rate/s  ETA
 // s" on stderr, redrawn in place with \r and cleared at the end, only when stderr is a terminal,
 // so piped and redirected output stays byte-identical.
 #pragma once
