@@ -1,20 +1,24 @@
-// The Python module: parasim.run / check / collective return the same JSON as the CLI's --json, as
-// Python dicts. Errors: bad input raises parasim.ConfigError (a ValueError) with the CLI's message.
-// Adding a command (sweep, plan, report): wrap its library function the way run() does below, one
-// m.def each, and list it in python/README.md.
+// The Python module: parasim.run / check / collective / sweep / plan return the same JSON as the
+// CLI's --json, as Python dicts. Errors: bad input raises parasim.ConfigError (a ValueError) with
+// the CLI's message. Adding a command (report): wrap its library function the way run() does
+// below, one m.def each, and list it in python/README.md.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <thread>
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "sim/planning/sweep.h"
 #include "sim/scenario/measured.h"
 #include "sim/simulation.h"
 #include "tools/collective.h"
 #include "tools/data_dir.h"
+#include "tools/plan_document.h"
 #include "tools/report.h"
 #include "tools/validation.h"
 
@@ -86,6 +90,85 @@ py::object collective(const CollectiveQuery& base, const py::object& bytes, cons
   return to_py(predict_collective(q, data_dir(dd)));
 }
 
+int threads(int jobs) { return jobs > 0 ? jobs : static_cast<int>(std::max(1U, std::thread::hardware_concurrency())); }
+
+// vary: {key: [values]}, each key a short name or a JSON pointer (as `--vary KEY=V1,V2`), each
+// value taken as the JSON it is (a Python 2 stays a number, "2" a string).
+py::object sweep(const py::object& scenario, const py::dict& vary, const std::string& objective_name, double price, int jobs,
+                 const std::optional<std::string>& dd) {
+  const std::string dir = data_dir(dd);
+  const Objective objective = parse_objective(objective_name, "objective");
+  SweepSpec spec;
+  if (const auto path = as_path(scenario)) {
+    spec.file = *path;
+    spec.base = read_json_file(*path);
+  } else if (py::isinstance<py::dict>(scenario)) {
+    spec.file = "<dict>";
+    spec.base = to_json(scenario);
+  } else {
+    throw py::type_error("parasim.sweep: expected a scenario dict or a path to a scenario JSON file");
+  }
+  if (vary.empty()) throw ConfigError("parasim.sweep: vary is empty; expected {key: [values], ...}");
+  for (const auto& [k, v] : vary) {
+    const Json values = to_json(py::reinterpret_borrow<py::object>(v));
+    if (!values.is_array() || values.empty()) throw ConfigError("vary[" + py::str(k).cast<std::string>() + "]: expected a non-empty list");
+    std::string arg = py::str(k).cast<std::string>() + "=";
+    for (const Json& x : values) arg += (x.is_string() ? x.get<std::string>() : x.dump()) + (&x == &values.back() ? "" : ",");
+    VaryAxis axis = parse_vary(arg);  // the key's name and pointer as the CLI resolves them
+    axis.values = values;
+    spec.axes.push_back(std::move(axis));
+  }
+  EvalOptions opt;
+  opt.jobs = threads(jobs);
+  const Registries reg;
+  Evaluated ev;
+  {
+    py::gil_scoped_release nogil;
+    ev = run_sweep(spec, dir, reg, objective, opt);
+  }
+  return to_py(sweep_json(spec, ev, objective, price));
+}
+
+// The keyword options of parasim.plan beyond the job, by the CLI's option names (dashes as underscores).
+void set_plan_option(PlanOpts& o, const std::string& k, const py::handle& v) {
+  if (k == "gpus_range") o.range = py::str(v).cast<std::string>();
+  else if (k == "tokens") o.tokens = v.cast<double>();
+  else if (k == "price_per_gpu_hour") o.price = v.cast<double>();
+  else if (k == "deadline_days") o.deadline_days = v.cast<double>();
+  else if (k == "headroom") o.headroom = v.cast<double>();
+  else if (k == "objective") o.objective = v.cast<std::string>();
+  else if (k == "base") o.base = py::str(v).cast<std::string>();
+  else if (k == "allow_cross_node_tp") o.cross_node_tp = v.cast<bool>();
+  else if (k == "max_micro_batch") o.max_mb = v.cast<std::int64_t>();
+  else if (k == "max_vpp") o.max_vpp = v.cast<std::int64_t>();
+  else if (k == "jobs") o.jobs = v.cast<int>();
+  else
+    throw ConfigError("parasim.plan: unknown option \"" + k + "\" (expected gpus_range, tokens, price_per_gpu_hour, deadline_days, "
+                      "headroom, objective, base, allow_cross_node_tp, max_micro_batch, max_vpp, jobs, data_dir)");
+}
+
+py::object plan(const std::string& model, const std::string& gpu, std::int64_t gpus, std::int64_t seq, std::int64_t global_batch,
+                const py::kwargs& options) {
+  PlanOpts o;
+  o.model = model, o.gpu = gpu, o.gpus = gpus, o.seq = seq, o.global_batch = global_batch;
+  std::optional<std::string> dd;
+  for (const auto& [k, v] : options) {
+    const std::string key = py::str(k).cast<std::string>();
+    if (key == "data_dir") dd = v.is_none() ? std::nullopt : std::optional<std::string>(py::str(v).cast<std::string>());
+    else set_plan_option(o, key, v);
+  }
+  const std::string dir = data_dir(dd);
+  EvalOptions opt;
+  opt.jobs = threads(o.jobs);
+  const Registries reg;
+  PlanOutcome p;
+  {
+    py::gil_scoped_release nogil;
+    p = plan_outcome(o, dir, reg, opt, PlanHooks{});
+  }
+  return to_py(plan_json(o, p));
+}
+
 }  // namespace
 
 PYBIND11_MODULE(parasim, m) {
@@ -123,4 +206,14 @@ PYBIND11_MODULE(parasim, m) {
       py::arg("inter_node") = "rail_optimized", py::arg("nics_per_node") = 0, py::arg("nic_gbps") = 0.0,
       py::arg("concurrent_groups") = 1, py::arg("all") = false, py::arg("data_dir") = py::none(),
       "Predict one collective; returns what `parasim collective --json` prints (parasim.collective/1).");
+  m.def("sweep", &sweep, py::arg("scenario"), py::kw_only(), py::arg("vary"), py::arg("objective") = "throughput",
+        py::arg("price_per_gpu_hour") = 0.0, py::arg("jobs") = 0, py::arg("data_dir") = py::none(),
+        "Simulate every combination of vary={key: [values]} (short names or JSON pointers, as `--vary`) on a scenario "
+        "(a dict or a path) and rank them; returns what `parasim sweep --json` prints (parasim.sweep/1). jobs=0: one "
+        "thread per core.");
+  m.def("plan", &plan, py::arg("model"), py::arg("gpu"), py::arg("gpus"), py::arg("seq"), py::arg("global_batch"),
+        "Enumerate, prune, simulate and rank every layout of a training job; returns what `parasim plan --json` prints "
+        "(parasim.plan/1). Options as the CLI's, dashes as underscores: gpus_range, tokens, price_per_gpu_hour, "
+        "deadline_days, headroom, objective, base, allow_cross_node_tp, max_micro_batch, max_vpp, jobs (0: one per core), "
+        "data_dir.");
 }

@@ -60,7 +60,11 @@ void add_check_commands(CLI::App& app, Context& ctx) {
         tol.per_figure[figure] = value;
       }
       std::vector<RunCheck> checks;
-      for (const auto& f : co->files) checks.push_back(check_run(load_measured(f, ctx.data_dir), ctx.registries, tol));
+      const ProgressFn progress = terminal_progress("check");
+      for (const auto& f : co->files) {
+        checks.push_back(check_run(load_measured(f, ctx.data_dir), ctx.registries, tol));
+        if (progress) progress(checks.size(), co->files.size());
+      }
       if (co->json) std::cout << checks_json(checks).dump(2) << "\n";
       else print_checks(std::cout, checks);
       for (const auto& c : checks)
@@ -104,7 +108,8 @@ void add_check_commands(CLI::App& app, Context& ctx) {
       std::optional<OutputFile> report_file, model_error_file;
       if (!vo->out.empty()) report_file.emplace(vo->out, vo->force, "-o");
       if (!vo->write_model_error.empty()) model_error_file.emplace(vo->write_model_error, vo->force, "--write-model-error");
-      const ValidationReport rep = validate_dir(vo->dir, ctx.data_dir, ctx.registries, 16, !vo->no_attribution);
+      const ValidationReport rep = validate_dir(vo->dir, ctx.data_dir, ctx.registries, 16, !vo->no_attribution,
+                                                   terminal_progress("validate"));
       if (rep.runs.empty())
         throw ConfigError(fmt::format("{}: no measured run loaded ({} files failed to load{}); nothing to validate", vo->dir,
                                       rep.failures.size(), rep.failures.empty() ? "" : ", the first: " + rep.failures.front().reason));

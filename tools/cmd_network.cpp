@@ -1,6 +1,8 @@
 // `parasim collective` (one collective's predicted time and bandwidths) and `parasim topology`
 // (the cluster graph: summary, routes, Graphviz).
 #include <iostream>
+#include <map>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -10,6 +12,41 @@
 #include "tools/commands.h"
 
 namespace parasim {
+
+namespace {
+
+// The GPUs --dump-routes describes: GPU 0 to every GPU of the first two nodes and to the last GPU.
+std::vector<std::int64_t> route_targets(const Topology& topo) {
+  const std::int64_t gpn = topo.gpus_per_node;
+  std::vector<std::int64_t> to;
+  for (std::int64_t b = 1; b < std::min<std::int64_t>(topo.gpus(), 2 * gpn); ++b) to.push_back(b);
+  if (topo.gpus() > 2 * gpn) to.push_back(topo.gpus() - 1);
+  return to;
+}
+
+// `topology --json`: parasim.topology/1 (docs/outputs.md).
+Json topology_json(const Topology& topo, bool routes) {
+  Json vertices = Json::object();
+  for (auto [v, end] = boost::vertices(topo.graph); v != end; ++v) {
+    const char* k = vertex_kind_name(topo.graph[*v].kind);
+    vertices[k] = vertices.value(k, 0) + 1;
+  }
+  std::map<double, std::int64_t> speeds;
+  for (double g : topo.link_gbps) ++speeds[g];
+  Json link_speeds = Json::array();
+  for (const auto& [g, n] : speeds) link_speeds.push_back({{"gbps", g}, {"links", n}});
+  Json j = {{"schema", "parasim.topology/1"}, {"gpus", topo.gpus()}, {"gpus_per_node", topo.gpus_per_node},
+            {"intra_node", topo.intra_kind}, {"inter_node", topo.inter_kind}, {"vertices", vertices},
+            {"links", topo.link_gbps.size()}, {"link_speeds", link_speeds}};
+  if (routes) {
+    j["routes"] = Json::array();
+    for (std::int64_t b : route_targets(topo))
+      j["routes"].push_back({{"from", 0}, {"to", b}, {"links", topo.route(0, b).size()}, {"route", topo.describe_route(0, b)}});
+  }
+  return j;
+}
+
+}  // namespace
 
 void add_network_commands(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<CollectiveQuery>();
@@ -60,13 +97,14 @@ void add_network_commands(CLI::App& app, Context& ctx) {
 
   struct TopoOpts {
     std::string file;
-    bool routes = false, dot = false;
+    bool routes = false, dot = false, json = false;
   };
   auto t = std::make_shared<TopoOpts>();
   CLI::App* tc = app.add_subcommand("topology", "print the cluster graph of a scenario");
   tc->add_option("scenario", t->file, "scenario JSON")->required();
   tc->add_flag("--dump-routes", t->routes, "print the route from GPU 0 to every GPU of the first two nodes and one far node");
   tc->add_flag("--dot", t->dot, "print the graph in Graphviz dot format");
+  tc->add_flag("--json", t->json, "print the summary (and with --dump-routes the routes) as JSON (parasim.topology/1) on stdout");
   tc->callback([t, &ctx]() {
     ctx.exit_code = run_guarded([&]() {
       const Scenario sc = load_scenario(t->file, ctx.data_dir);
@@ -76,12 +114,13 @@ void add_network_commands(CLI::App& app, Context& ctx) {
         std::cout << topo.dot();
         return 0;
       }
-      std::cout << topo.summary();
-      if (t->routes) {
-        const std::int64_t gpn = cl.gpus_per_node;
-        for (std::int64_t b = 1; b < std::min<std::int64_t>(topo.gpus(), 2 * gpn); ++b) std::cout << "  " << topo.describe_route(0, b) << "\n";
-        if (topo.gpus() > 2 * gpn) std::cout << "  " << topo.describe_route(0, topo.gpus() - 1) << "\n";
+      if (t->json) {
+        std::cout << topology_json(topo, t->routes).dump(2) << "\n";
+        return 0;
       }
+      std::cout << topo.summary();
+      if (t->routes)
+        for (std::int64_t b : route_targets(topo)) std::cout << "  " << topo.describe_route(0, b) << "\n";
       return 0;
     });
   });

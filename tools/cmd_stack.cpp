@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "tools/commands.h"
+#include "tools/progress.h"
 
 namespace parasim {
 
@@ -25,6 +26,24 @@ void show(const Stack& st) {
     }
     if (!any) fmt::print("  {:<34} (parasim's default)\n", f.field);
   }
+}
+
+// `stack show --json`: parasim.stack/1 (docs/outputs.md); fields the stack leaves to parasim's
+// defaults are listed under "defaults".
+Json stack_json(const Stack& st) {
+  Json settings = Json::array(), defaults = Json::array();
+  for (const auto& f : stack_fields()) {
+    bool any = false;
+    for (const auto& s : st.settings) {
+      if (s.field != f.field) continue;
+      const std::string when = s.when.describe();
+      settings.push_back({{"field", s.field}, {"value", s.value}, {"when", when.empty() ? Json(nullptr) : Json(when)}, {"source", s.source}});
+      any = true;
+    }
+    if (!any) defaults.push_back(f.field);
+  }
+  return {{"schema", "parasim.stack/1"}, {"name", st.name}, {"description", st.description}, {"framework", st.framework},
+          {"release", st.release}, {"source", st.source}, {"file", st.file}, {"settings", settings}, {"defaults", defaults}};
 }
 
 // Markdown for docs/stacks.md: one section per stack, one row per value with its source.
@@ -54,6 +73,7 @@ std::vector<CompareRow> compare(const std::string& file, const Context& ctx) {
   std::vector<CompareRow> rows;
   std::vector<std::string> names = stack_names(ctx.data_dir);
   names.insert(names.begin(), "");
+  const ProgressFn progress = terminal_progress("stack compare");
   for (const auto& name : names) {
     Json v = j;
     if (name.empty()) v.erase("stack");
@@ -65,6 +85,7 @@ std::vector<CompareRow> compare(const std::string& file, const Context& ctx) {
       row.error = e.what();
     }
     rows.push_back(row);
+    if (progress) progress(rows.size(), names.size());
   }
   if (!rows.front().error.empty()) throw ConfigError(rows.front().error);
   return rows;
@@ -77,8 +98,17 @@ void add_stack_command(CLI::App& app, Context& ctx) {
   stack->require_subcommand(1);
   auto name = std::make_shared<std::string>();
   CLI::App* sh = stack->add_subcommand("show", "print a stack's values, each with its condition and source");
+  auto show_json = std::make_shared<bool>(false);
   sh->add_option("name", *name, "stack name (parasim list stacks)")->required();
-  sh->callback([name, &ctx]() { ctx.exit_code = run_guarded([&]() { return show(load_stack(ctx.data_dir, *name, "stack show")), 0; }); });
+  sh->add_flag("--json", *show_json, "print the stack (parasim.stack/1) as JSON on stdout");
+  sh->callback([name, show_json, &ctx]() {
+    ctx.exit_code = run_guarded([&]() {
+      const Stack st = load_stack(ctx.data_dir, *name, "stack show");
+      if (*show_json) std::cout << stack_json(st).dump(2) << "\n";
+      else show(st);
+      return 0;
+    });
+  });
   CLI::App* dc = stack->add_subcommand("doc", "print every stack and its sourced values as Markdown (docs/stacks.md)");
   dc->callback([&ctx]() { ctx.exit_code = run_guarded([&]() { return doc(ctx.data_dir), 0; }); });
   auto file = std::make_shared<std::string>();

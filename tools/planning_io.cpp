@@ -1,13 +1,9 @@
 #include "tools/planning_io.h"
 
-#include <unistd.h>
-
-#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <memory>
 
 #include <fmt/format.h>
 
@@ -30,22 +26,6 @@ InterruptGuard::InterruptGuard() {
 }
 InterruptGuard::~InterruptGuard() { std::signal(SIGINT, g_previous == SIG_ERR ? SIG_DFL : g_previous); }
 const std::atomic<bool>* InterruptGuard::stop() const { return &g_interrupted; }
-
-std::function<void(std::size_t, std::size_t)> terminal_progress(const std::string& what) {
-  if (!isatty(STDERR_FILENO)) return {};
-  const auto start = std::chrono::steady_clock::now();
-  auto last = std::make_shared<std::chrono::steady_clock::time_point>(start);
-  return [start, last, what](std::size_t done, std::size_t total) {
-    const auto now = std::chrono::steady_clock::now();
-    if (done < total && now - *last < std::chrono::milliseconds(200)) return;
-    *last = now;
-    const double s = std::chrono::duration<double>(now - start).count();
-    const double rate = s > 0 ? static_cast<double>(done) / s : 0.0;
-    const double eta = rate > 0 ? static_cast<double>(total - done) / rate : 0.0;
-    std::fprintf(stderr, "\r%s %zu/%zu  %.1f/s  ETA %.0f s   %s", what.c_str(), done, total, rate, eta, done == total ? "\n" : "");
-    std::fflush(stderr);
-  };
-}
 
 void report_rate(const std::string& what, std::size_t evaluated, double seconds, int jobs, int processes) {
   std::fprintf(stderr, "%s: %zu evaluated in %.2f s (%.1f per second on %d thread%s%s)\n", what.c_str(), evaluated, seconds,

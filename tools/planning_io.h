@@ -1,11 +1,12 @@
 // What `parasim sweep` and `parasim plan` share on the command line: a progress line on stderr
-// (when it is a terminal), Ctrl-C stopping after the evaluations in flight, and output files
+// (tools/progress.h), Ctrl-C stopping after the evaluations in flight, and output files
 // written whole or not at all.
 #pragma once
 #include <atomic>
 #include <string>
 
 #include "sim/planning/evaluate.h"
+#include "tools/progress.h"
 
 namespace parasim {
 
@@ -18,9 +19,6 @@ class InterruptGuard {
   InterruptGuard& operator=(const InterruptGuard&) = delete;
   const std::atomic<bool>* stop() const;
 };
-
-// Progress callback printing "done/total, rate, ETA" on stderr when stderr is a terminal; else none.
-std::function<void(std::size_t, std::size_t)> terminal_progress(const std::string& what);
 
 // "simulated N layouts in X s (R per second on J threads)" on stderr: timings stay off stdout,
 // which is the same on every run.

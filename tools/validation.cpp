@@ -182,7 +182,7 @@ ErrorStats error_stats(const std::vector<double>& e) {
 }
 
 ValidationReport validate_dir(const std::string& dir, const std::string& data_dir, const Registries& reg,
-                              std::int64_t interval_samples, bool shares) {
+                              std::int64_t interval_samples, bool shares, const ProgressFn& progress) {
   ValidationReport rep;
   rep.dir = dir;
   std::vector<std::string> files;
@@ -213,6 +213,7 @@ ValidationReport validate_dir(const std::string& dir, const std::string& data_di
     } catch (const ConfigError& e) {
       rep.failures.push_back({f, e.what()});
     }
+    if (progress) progress(rep.runs.size() + rep.failures.size(), files.size());
   }
   rep.throughput = error_stats(thr);
   rep.memory = error_stats(mem);

@@ -10,6 +10,7 @@
 #include "sim/scenario/measured.h"
 #include "sim/simulation.h"
 #include "sim/uncertainty.h"
+#include "tools/progress.h"
 
 namespace parasim {
 
@@ -81,7 +82,7 @@ struct ValidationReport {
   std::int64_t inside = 0, with_interval = 0;  // measured throughput inside the p10..p90 interval
 };
 ValidationReport validate_dir(const std::string& dir, const std::string& data_dir, const Registries& reg,
-                              std::int64_t interval_samples = 16, bool shares = true);
+                              std::int64_t interval_samples = 16, bool shares = true, const ProgressFn& progress = {});
 
 // parasim's error on the report's runs with a throughput figure: r = ln(measured step / predicted
 // step), the band p10..p90 of r, and the fraction of runs inside the band computed from the runs

@@ -1,5 +1,5 @@
-"""The Python module against the CLI: parasim.run, check and collective return what `--json`
-prints, and bad input raises parasim.ConfigError with the CLI's message.
+"""The Python module against the CLI: parasim.run, check, collective, sweep and plan return what
+`--json` prints, and bad input raises parasim.ConfigError with the CLI's message.
 Usage: PYTHONPATH=build/python python3 python_test.py PARASIM_BINARY SOURCE_DIR"""
 import json
 import subprocess
@@ -31,6 +31,37 @@ assert parasim.collective("h100-sxm5-80g", op="all_gather", bytes="256MiB", rank
 measured = f"{source}/tests/data/measured/components.json"
 proc = subprocess.run([binary, "check", measured, "--json"], capture_output=True, text=True)
 assert parasim.check(measured) == json.loads(proc.stdout)
+
+# sweep: the rows of `parasim sweep --json` on the same scenario, for a path and for the dict.
+sweep_cli = cli("sweep", scenario, "--vary", "tp=1,2", "--vary", "micro_batch=1,2", "--json", "-j", "2")
+sweep_py = parasim.sweep(scenario, vary={"tp": [1, 2], "micro_batch": [1, 2]}, jobs=2)
+assert sweep_py == sweep_cli, "parasim.sweep(path) differs from `parasim sweep --json`"
+with open(scenario) as f:
+    sweep_dict = parasim.sweep(json.load(f), vary={"tp": [1, 2], "micro_batch": [1, 2]}, jobs=1)
+assert sweep_dict["rows"] == sweep_cli["rows"] and sweep_dict["scenario"] == "<dict>", "parasim.sweep(dict) rows differ"
+# A JSON pointer names the same key as its short name: the same step times.
+by_pointer = parasim.sweep(scenario, vary={"/parallel/tp": [1, 2], "micro_batch": [1, 2]})
+assert [r["step_s"] for r in by_pointer["rows"]] == [r["step_s"] for r in sweep_cli["rows"]]
+try:
+    parasim.sweep(scenario, vary={"tpp": [1, 2]})
+    raise AssertionError("an unknown sweep key was accepted")
+except parasim.ConfigError as e:
+    assert 'did you mean "tp"' in str(e), str(e)
+
+# plan: a small model on 8 GPUs, as `parasim plan --json` prints it; fitting layouts ranked first.
+job = ["--model", "megatron-gpt-1.7b", "--gpu", "h100-sxm5-80g", "--gpus", "8", "--seq", "2048", "--global-batch", "64",
+       "--max-micro-batch", "2", "--max-vpp", "1"]
+plan_py = parasim.plan(model="megatron-gpt-1.7b", gpu="h100-sxm5-80g", gpus=8, seq=2048, global_batch=64, max_micro_batch=2,
+                       max_vpp=1, jobs=2)
+assert plan_py["schema"] == "parasim.plan/1" and plan_py["rows"] and plan_py["rows"][0]["status"] == "ok", plan_py["rows"][:1]
+statuses = [r["status"] for r in plan_py["rows"]]
+assert statuses == sorted(statuses, key=lambda s: s != "ok"), "a layout that does not fit ranks above one that does"
+assert plan_py == cli("plan", *job, "--json", "-j", "2"), "parasim.plan differs from `parasim plan --json`"
+try:
+    parasim.plan(model="megatron-gpt-1.7b", gpu="h100-sxm5-80g", gpus=8, seq=2048, global_batch=64, max_microbatch=2)
+    raise AssertionError("an unknown plan option was accepted")
+except parasim.ConfigError as e:
+    assert 'unknown option "max_microbatch"' in str(e), str(e)
 
 # Bad input: a ConfigError (a ValueError) naming the JSON pointer, as the CLI prints it.
 with open(scenario) as f:
