@@ -42,14 +42,18 @@ TEST(CliJson, ListNamesEveryDataFile) {
     const Json file = Json::parse(std::ifstream(test::data_dir() + "/calibrate/profiles/" + g["name"].get<std::string>() + ".json"));
     const char* dt = g["peak_tflops"].contains("bf16") ? "bf16" : "fp16";
     const Json* stated = file.contains("compute") && file["compute"].contains("peak_tflops") ? &file["compute"]["peak_tflops"] : nullptr;
-    if (stated && stated->contains(dt)) EXPECT_EQ(g["peak_tflops"][dt].get<double>(), (*stated)[dt]["value"].get<double>()) << g["name"];
+    if (stated && stated->contains(dt)) {
+      EXPECT_EQ(g["peak_tflops"][dt].get<double>(), (*stated)[dt]["value"].get<double>()) << g["name"];
+    }
     EXPECT_GT(g["memory_gib"].get<double>(), 10) << g["name"];
   }
   EXPECT_EQ(item_names(cli_json("list stacks")), json_files("stacks"));
   const Json models = cli_json("list models");
   EXPECT_EQ(item_names(models), json_files("models"));
   for (const Json& m : models["items"])
-    if (m["name"] == "llama3-8b") EXPECT_NEAR(m["params"].get<double>(), 8.03e9, 0.01e9);  // Meta: Llama 3 8B has 8.03B parameters
+    if (m["name"] == "llama3-8b") {
+      EXPECT_NEAR(m["params"].get<double>(), 8.03e9, 0.01e9);  // Meta: Llama 3 8B has 8.03B parameters
+    }
   for (const Json& s : cli_json("list schedules")["items"]) EXPECT_FALSE(s["reference"].get<std::string>().empty()) << s["name"];
 }
 
@@ -61,7 +65,9 @@ TEST(CliJson, ProfileShowCarriesEveryFiguresProvenance) {
   for (const Json& f : p["figures"]) {
     EXPECT_FALSE(f["how"].get<std::string>().empty()) << f["name"];
     EXPECT_FALSE(f["source"].get<std::string>().empty()) << f["name"];
-    if (!f["range"].is_null()) EXPECT_LE(f["range"]["low"].get<double>(), f["range"]["high"].get<double>()) << f["name"];
+    if (!f["range"].is_null()) {
+      EXPECT_LE(f["range"]["low"].get<double>(), f["range"]["high"].get<double>()) << f["name"];
+    }
   }
   // Every figure the text prints appears in the JSON.
   const auto [code, text] = test::cli_stdout("profile show h100-sxm5-80g");
