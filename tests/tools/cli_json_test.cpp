@@ -54,7 +54,9 @@ TEST(CliJson, ListNamesEveryDataFile) {
     if (m["name"] == "llama3-8b") {
       EXPECT_NEAR(m["params"].get<double>(), 8.03e9, 0.01e9);  // Meta: Llama 3 8B has 8.03B parameters
     }
-  for (const Json& s : cli_json("list schedules")["items"]) EXPECT_FALSE(s["reference"].get<std::string>().empty()) << s["name"];
+  // The document held in a variable: a range-for over a member of a temporary reads freed memory.
+  const Json schedules = cli_json("list schedules");
+  for (const Json& s : schedules["items"]) EXPECT_FALSE(s["reference"].get<std::string>().empty()) << s["name"];
 }
 
 TEST(CliJson, ProfileShowCarriesEveryFiguresProvenance) {
@@ -93,7 +95,8 @@ TEST(CliJson, ProfileDiffListsExactlyTheFiguresThatDiffer) {
 }
 
 TEST(CliJson, StackShowAccountsForEveryStackField) {
-  for (const Json& item : cli_json("list stacks")["items"]) {
+  const Json stacks = cli_json("list stacks");
+  for (const Json& item : stacks["items"]) {
     const Json st = cli_json("stack show " + item["name"].get<std::string>());
     EXPECT_EQ(st["schema"], "parasim.stack/1");
     std::set<std::string> set, defaulted;
