@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -20,22 +21,22 @@ std::string slurp(const std::string& rel) {
   return ss.str();
 }
 
-std::string error_of(const std::string& rel) {
+// The ConfigError message `f` throws, or "(no error)".
+std::string config_error(const std::function<void()>& f) {
   try {
-    parse_nccl_tests(slurp(rel), rel);
+    f();
   } catch (const ConfigError& e) {
     return e.what();
   }
   return "(no error)";
 }
 
+std::string error_of(const std::string& rel) {
+  return config_error([&] { parse_nccl_tests(slurp(rel), rel); });
+}
+
 std::string json_error_of(const std::string& rel) {
-  try {
-    parse_nccl_tests_any(slurp(rel), rel);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return config_error([&] { parse_nccl_tests_any(slurp(rel), rel); });
 }
 
 TEST(NcclTestsImport, ParsesJsonOutputWithContext) {
@@ -88,12 +89,8 @@ TEST(NcclTestsImport, BadFilesGiveClearErrors) {
   // the merged profile then failed to load: profiles hold no "reduce" points).
   std::string reduce = slurp("all_reduce_8gpu.txt");
   reduce.replace(reduce.find("all_reduce_perf"), 15, "reduce_perf");
-  try {
-    parse_nccl_tests(reduce, "reduce.txt");
-    FAIL() << "expected a ConfigError";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("reduce.txt: unknown collective \"reduce\""), std::string::npos) << e.what();
-  }
+  const std::string reduce_error = config_error([&] { parse_nccl_tests(reduce, "reduce.txt"); });
+  EXPECT_NE(reduce_error.find("reduce.txt: unknown collective \"reduce\""), std::string::npos) << reduce_error;
   EXPECT_EQ(error_of("truncated.txt"), "truncated.txt:18: truncated result row (expected at least 9 columns, got 6)");
   EXPECT_EQ(error_of("garbage.txt"), "garbage.txt:1: unexpected text before the results table: \"this is not\"");
   EXPECT_EQ(error_of("wrong_results.txt"),
@@ -102,13 +99,8 @@ TEST(NcclTestsImport, BadFilesGiveClearErrors) {
   // profile failed to load).
   std::string text = slurp("all_reduce_8gpu.txt");
   text.replace(text.find("     1048576        262144"), 25, "       1e308        262144");
-  try {
-    parse_nccl_tests(text, "big.txt");
-    FAIL() << "expected a ConfigError";
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()), "big.txt:18: size 1e308 bytes or time 4.01e-05 s outside what a profile holds "
-                                     "([1, 1e+15] bytes, [1e-12, 1e+06] s)");
-  }
+  EXPECT_EQ(config_error([&] { parse_nccl_tests(text, "big.txt"); }),
+            "big.txt:18: size 1e308 bytes or time 4.01e-05 s outside what a profile holds ([1, 1e+15] bytes, [1e-12, 1e+06] s)");
 }
 
 TEST(NcclTestsImport, MergeReplacesSameGroupAndResultLoads) {
@@ -152,13 +144,10 @@ std::string repro(const std::string& name) {
 }
 
 std::string import_error(const std::string& name, const std::string& profile, const std::string& op = "") {
-  try {
+  return config_error([&] {
     const NcclTestsLog log = parse_nccl_tests_any(repro(name), name, op);
     check_nccl_tests_log(log, load_profile(test::data_dir(), profile, "test"));
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  });
 }
 
 TEST(NcclTestsImport, NonNumericFieldIsNotReadAsItsNumericPrefix) {
@@ -192,24 +181,15 @@ TEST(NcclTestsImport, LogOfAnotherGpuThanTheProfileIsRefused) {
 }
 
 TEST(NcclTestsImport, OpOptionContradictingTheLogIsRefused) {
-  try {
-    parse_nccl_tests(slurp("all_reduce_8gpu.txt"), "ar.txt", "all_gather");
-    FAIL() << "expected a ConfigError";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("--op all_gather contradicts the log, which ran all_reduce_perf"), std::string::npos) << e.what();
-  }
+  const std::string gather = config_error([&] { parse_nccl_tests(slurp("all_reduce_8gpu.txt"), "ar.txt", "all_gather"); });
+  EXPECT_NE(gather.find("--op all_gather contradicts the log, which ran all_reduce_perf"), std::string::npos) << gather;
   // The same op in either spelling is no contradiction.
   EXPECT_EQ(parse_nccl_tests(slurp("all_reduce_8gpu.txt"), "ar.txt", "all_reduce").op, "all_reduce");
   Json j = Json::parse(slurp("all_reduce_2node.json"));
   j["args"][0] = "/opt/nccl-tests/build/alltoall_perf";
   EXPECT_EQ(parse_nccl_tests_json(j.dump(), "a2a.json", "all_to_all").op, "all_to_all");
-  try {
-    parse_nccl_tests_json(j.dump(), "a2a.json", "all_reduce");
-    FAIL() << "expected a ConfigError";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("a2a.json: /args/0: --op all_reduce contradicts the log, which ran alltoall_perf"),
-              std::string::npos) << e.what();
-  }
+  const std::string a2a = config_error([&] { parse_nccl_tests_json(j.dump(), "a2a.json", "all_reduce"); });
+  EXPECT_NE(a2a.find("a2a.json: /args/0: --op all_reduce contradicts the log, which ran alltoall_perf"), std::string::npos) << a2a;
 }
 
 TEST(NcclTestsImport, JsonLogWithARepeatedDeviceListIsRefused) {
@@ -218,26 +198,17 @@ TEST(NcclTestsImport, JsonLogWithARepeatedDeviceListIsRefused) {
   Json& dev = j["config"]["devices"];
   const size_t n = dev.size();
   for (size_t i = 0; i < n; ++i) dev.push_back(dev[i]);
-  try {
-    parse_nccl_tests_json(j.dump(), "twice.json");
-    FAIL() << "expected a ConfigError";
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()), fmt::format("twice.json: /config/devices/{}: dgx-a pid 41000 is listed twice (first at "
-                                                 "/config/devices/0): a repeated device list, not more ranks", n));
-  }
+  EXPECT_EQ(config_error([&] { parse_nccl_tests_json(j.dump(), "twice.json"); }),
+            fmt::format("twice.json: /config/devices/{}: dgx-a pid 41000 is listed twice (first at "
+                        "/config/devices/0): a repeated device list, not more ranks", n));
 }
 
 TEST(NcclTestsImport, RanksOnDifferentGpusAreRefused) {
   std::string text = slurp("all_reduce_8gpu.txt");
   const auto at = text.rfind("NVIDIA H100 80GB HBM3");
   text.replace(at, 21, "NVIDIA A100-SXM4-80GB");
-  try {
-    parse_nccl_tests(text, "mixed.txt");
-    FAIL() << "expected a ConfigError";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("this rank ran on \"NVIDIA A100-SXM4-80GB\", rank 0 on \"NVIDIA H100 80GB HBM3\""),
-              std::string::npos) << e.what();
-  }
+  const std::string mixed = config_error([&] { parse_nccl_tests(text, "mixed.txt"); });
+  EXPECT_NE(mixed.find("this rank ran on \"NVIDIA A100-SXM4-80GB\", rank 0 on \"NVIDIA H100 80GB HBM3\""), std::string::npos) << mixed;
 }
 
 }  // namespace
