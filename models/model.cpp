@@ -58,6 +58,10 @@ ModelSpec ModelSpec::of_kind(const LayerKind& k) const {
 }
 
 std::vector<LayerKind> ModelSpec::kinds() const {
+  // Every layer alike (no hybrid pattern, experts in every layer or none, sliding windows on every
+  // layer or none): one kind, without walking the layers (a plan asks for it per stage).
+  const bool same_ffn = !moe || (moe->first_dense_layers == 0 && moe->interval == 1);
+  if (layers > 0 && hybrid_pattern.empty() && same_ffn && (sliding_window <= 0 || full_attention_interval == 0)) return {layer_kind(0)};
   std::vector<LayerKind> out;
   for (std::int64_t i = 0; i < layers; ++i)
     if (std::find(out.begin(), out.end(), layer_kind(i)) == out.end()) out.push_back(layer_kind(i));

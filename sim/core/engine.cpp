@@ -45,9 +45,14 @@ class Run {
     std::vector<std::int32_t> fill(succ_begin_.begin(), succ_begin_.end() - 1);
     for (size_t i = 0; i < n; ++i)
       for (OpId d : p.ops[i].deps) succ_[static_cast<size_t>(fill[static_cast<size_t>(d)]++)] = static_cast<OpId>(i);
-    // Stream queues in program order.
+    // Stream queues in program order; each op's queue index kept apart, so releasing a successor
+    // does not load its whole Op record.
     queues_.resize(nr * kStreams);
-    for (size_t i = 0; i < n; ++i) queues_[qi(p.ops[i])].push_back(static_cast<OpId>(i));
+    queue_of_.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      queue_of_[i] = static_cast<std::uint32_t>(qi(p.ops[i]));
+      queues_[queue_of_[i]].push_back(static_cast<OpId>(i));
+    }
     head_.assign(queues_.size(), 0);
     busy_.assign(queues_.size(), 0);
     arrived_.assign(p.collectives.size(), 0);
@@ -242,7 +247,7 @@ class Run {
     if (slowed_op_[static_cast<size_t>(op.rank)] == id) slowed_op_[static_cast<size_t>(op.rank)] = -1;
     for (std::int32_t k = succ_begin_[static_cast<size_t>(id)]; k < succ_begin_[static_cast<size_t>(id) + 1]; ++k) {
       const OpId s = succ_[static_cast<size_t>(k)];
-      if (--remaining_[static_cast<size_t>(s)] == 0) try_start(qi(p_.ops[static_cast<size_t>(s)]));
+      if (--remaining_[static_cast<size_t>(s)] == 0) try_start(queue_of_[static_cast<size_t>(s)]);
     }
     try_start(q);
   }
@@ -254,6 +259,7 @@ class Run {
   std::vector<std::int32_t> succ_begin_;
   std::vector<OpId> succ_;
   std::vector<std::vector<OpId>> queues_;
+  std::vector<std::uint32_t> queue_of_;  // qi() of each op
   std::vector<size_t> head_;
   std::vector<char> busy_;
   std::vector<size_t> arrived_;

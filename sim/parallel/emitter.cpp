@@ -1,6 +1,7 @@
 #include "sim/parallel/emitter.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "sim/kernels.h"
 
@@ -249,9 +250,25 @@ std::int32_t Emitter::kind(std::int32_t rank, std::int32_t chunk, std::int64_t l
 }
 
 std::int32_t Emitter::label_id(Label label) {
-  const auto [it, inserted] = label_ids_.try_emplace(label.c_str(), 0);
-  if (inserted) it->second = p_.label(label.c_str());
-  return it->second;
+  const char* key = label.c_str();
+  auto slot = [&](const char* k) {
+    const size_t mask = label_slots_.size() - 1;
+    size_t i = (reinterpret_cast<std::uintptr_t>(k) >> 3) * 0x9E3779B97F4A7C15ULL >> 32 & mask;
+    while (label_slots_[i].first && label_slots_[i].first != k) i = (i + 1) & mask;
+    return i;
+  };
+  size_t i = slot(key);
+  if (label_slots_[i].first) return label_slots_[i].second;
+  if (2 * (labels_used_ + 1) > label_slots_.size()) {  // keep the table at most half full
+    auto old = std::move(label_slots_);
+    label_slots_.assign(2 * old.size(), {nullptr, 0});
+    for (const auto& e : old)
+      if (e.first) label_slots_[slot(e.first)] = e;
+    i = slot(key);
+  }
+  ++labels_used_;
+  label_slots_[i] = {key, p_.label(key)};
+  return label_slots_[i].second;
 }
 
 OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, Label label, double seconds, std::vector<OpId> deps,
