@@ -70,12 +70,21 @@ bool simulate_folded(const Scenario& sc, const ScheduleRegistry& schedules,
   const double tokens = static_cast<double>(sc.training.global_batch) * static_cast<double>(sc.training.seq_len);
   for (FoldPoints f = fold_points(sc, schedules); f.simulated() < m; f = f.later()) {
     std::array<Result, 3> at;
+    std::array<TimePartition, 3> times;
+    bool with_times = true;
     for (int k = 0; k < 3; ++k) {
       SimulationOutput part;
       step(with_microbatches(sc, f.at(k)), part);
       at[static_cast<size_t>(k)] = std::move(part.result);
+      if (part.partition) times[static_cast<size_t>(k)] = std::move(*part.partition);
+      else with_times = false;
     }
-    if (std::optional<Result> r = extrapolate_steady_state(at, f, m, tokens)) {
+    std::optional<Result> r = extrapolate_steady_state(at, f, m, tokens);
+    if (r && with_times) {
+      out.partition = extrapolate_partition(times, f, m);
+      if (!out.partition) r.reset();  // a line of the partition not yet periodic: try further on
+    }
+    if (r) {
       out.result = std::move(*r);
       out.result.scenario = sc.name;
       out.fold.simulated = {f.at(0), f.at(1), f.at(2)};
@@ -100,6 +109,7 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
   std::int64_t lookups = -1, fallbacks = 0;
   const auto step = [&](const Scenario& s, SimulationOutput& o) {
     simulate_step(s, reg, graph, layers, cost, net, o);
+    if (detail == Detail::Partition) o.partition = partition_time(o.program, o.timeline, o.result);
     if (lookups < 0) lookups = cost.lookups(), fallbacks = cost.fallbacks();
   };
   out.fold.microbatches = sc.microbatches();

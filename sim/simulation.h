@@ -1,6 +1,8 @@
 // The whole data flow for one scenario: lower -> run -> metrics. A value with no global state, so
 // sweeps can run many and tests can run them in parallel.
 #pragma once
+#include <optional>
+
 #include "sim/core/engine.h"
 #include "sim/metrics/metrics.h"
 #include "sim/parallel/schedule.h"
@@ -14,12 +16,14 @@ struct SimulationOutput {
   Timeline timeline;  // empty when the step was folded
   Result result;
   Fold fold;
+  std::optional<TimePartition> partition;  // with Detail::Partition: where the step's time went
 };
 
 // What the caller needs. Summary: the Result only, so a step with many microbatches may be folded
-// onto its steady state (sim/steady_state.h) in bounded memory. Timeline: every op of the whole
+// onto its steady state (sim/steady_state.h) in bounded memory. Partition: the Result and where the
+// step's time went (sim/metrics/time_partition.h), folded alike. Timeline: every op of the whole
 // step (traces, program dumps, reports that draw the step).
-enum class Detail { Summary, Timeline };
+enum class Detail { Summary, Partition, Timeline };
 
 // Registries of everything selectable by name, built once by the caller.
 struct Registries {

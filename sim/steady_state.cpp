@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 namespace parasim {
@@ -77,6 +78,29 @@ bool same_shape(const Result& a, const Result& b) {
                     [](const auto& x, const auto& y) { return x.first == y.first; });
 }
 
+// The figures at m on the line through three points' figures, or nothing where one of them is off
+// that line: groups of `spacing` microbatches from the last point to m, each adding half of v2 - v0.
+std::optional<std::vector<double>> extend_line(const std::vector<double>& v0, const std::vector<double>& v1,
+                                               const std::vector<double>& v2, const FoldPoints& points, std::int64_t m) {
+  const double k = static_cast<double>(m - points.at(2)) / static_cast<double>(points.spacing);
+  std::vector<double> out(v2.size());
+  for (size_t i = 0; i < v2.size(); ++i) {
+    const double size = std::max({std::abs(v0[i]), std::abs(v1[i]), std::abs(v2[i])});
+    if (std::abs((v2[i] - v1[i]) - (v1[i] - v0[i])) > kRelTolerance * size + kAbsTolerance) return std::nullopt;
+    out[i] = v2[i] + k * (v2[i] - v0[i]) / 2.0;
+  }
+  return out;
+}
+
+// A partition's lines in one fixed order (its maps are ordered by phase name).
+template <class P, class F>
+void each_line(P& t, F&& f) {
+  for (auto& kv : t.compute_stream_s) f(kv.first, kv.second);
+  f(std::string("exposed"), t.exposed_s);
+  f(std::string("idle"), t.idle_s);
+  for (auto& kv : t.other_streams_s) f("other " + kv.first, kv.second);
+}
+
 }  // namespace
 
 FoldPoints fold_points(const Periodicity& p, std::int64_t pp) {
@@ -98,15 +122,9 @@ Scenario with_microbatches(const Scenario& sc, std::int64_t m) {
 std::optional<Result> extrapolate_steady_state(const std::array<Result, 3>& at, const FoldPoints& points, std::int64_t m,
                                                double tokens_per_step) {
   if (!same_shape(at[0], at[1]) || !same_shape(at[0], at[2])) return std::nullopt;
-  const std::vector<double> v0 = totals(at[0]), v1 = totals(at[1]), v2 = totals(at[2]);
-  // Groups of `spacing` microbatches from the last point to m; each adds half of v2 - v0.
-  const double k = static_cast<double>(m - points.at(2)) / static_cast<double>(points.spacing);
-  std::vector<double> out(v2.size());
-  for (size_t i = 0; i < v2.size(); ++i) {
-    const double size = std::max({std::abs(v0[i]), std::abs(v1[i]), std::abs(v2[i])});
-    if (std::abs((v2[i] - v1[i]) - (v1[i] - v0[i])) > kRelTolerance * size + kAbsTolerance) return std::nullopt;
-    out[i] = v2[i] + k * (v2[i] - v0[i]) / 2.0;
-  }
+  const std::optional<std::vector<double>> line = extend_line(totals(at[0]), totals(at[1]), totals(at[2]), points, m);
+  if (!line) return std::nullopt;
+  const std::vector<double>& out = *line;
   Result r = to_totals(at[2]);
   r.ops = std::llround(out[0]);
   r.events = std::llround(out[1]);
@@ -114,6 +132,23 @@ std::optional<Result> extrapolate_steady_state(const std::array<Result, 3>& at, 
   each_total(r, [&](double& x) { x = out[i++]; });
   from_totals(r, tokens_per_step);
   return r;
+}
+
+std::optional<TimePartition> extrapolate_partition(const std::array<TimePartition, 3>& at, const FoldPoints& points, std::int64_t m) {
+  std::array<std::vector<std::string>, 3> names;
+  std::array<std::vector<double>, 3> values;
+  for (size_t k = 0; k < 3; ++k)
+    each_line(at[k], [&](const std::string& name, double x) {
+      names[k].push_back(name);
+      values[k].push_back(x);
+    });
+  if (names[0] != names[1] || names[0] != names[2]) return std::nullopt;
+  const std::optional<std::vector<double>> line = extend_line(values[0], values[1], values[2], points, m);
+  if (!line) return std::nullopt;
+  TimePartition t = at[2];
+  size_t i = 0;
+  each_line(t, [&](const std::string&, double& x) { x = (*line)[i++]; });
+  return t;
 }
 
 }  // namespace parasim

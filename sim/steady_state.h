@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "sim/metrics/metrics.h"
+#include "sim/metrics/time_partition.h"
 #include "sim/parallel/schedule.h"
 #include "sim/scenario/scenario.h"
 
@@ -50,5 +51,9 @@ Scenario with_microbatches(const Scenario& sc, std::int64_t m);
 // tokens_per_step: of the step at m.
 std::optional<Result> extrapolate_steady_state(const std::array<Result, 3>& at, const FoldPoints& points, std::int64_t m,
                                                double tokens_per_step);
+
+// "Where the time went" at m microbatches from the three points' partitions (each line is seconds
+// per GPU, extensive like the step), or nothing where a line is off the line through the three.
+std::optional<TimePartition> extrapolate_partition(const std::array<TimePartition, 3>& at, const FoldPoints& points, std::int64_t m);
 
 }  // namespace parasim

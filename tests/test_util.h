@@ -1,6 +1,8 @@
 // Helpers shared by the test suites. Data is located through CMake-configured directories.
 #pragma once
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <initializer_list>
@@ -13,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "calibrate/fit/calibration.h"
+#include "sim/metrics/time_partition.h"
 #include "sim/simulation.h"
 
 namespace parasim::test {
@@ -78,6 +81,19 @@ inline SimulationOutput simulate_with(Scenario sc, const NetworkModel& net) {
   static const Registries reg;
   if (net.name() == "free") sc.profile.overlap_compute_slowdown.value = 0;
   return simulate(sc, reg, &net, Detail::Timeline);
+}
+
+// Two "where the time went" partitions line by line, to 1e-9 of each line (a folded step's against
+// the whole step's).
+inline void expect_same_partition(const TimePartition& a, const TimePartition& b, const std::string& what) {
+  auto near = [&](double x, double y, const std::string& line) { EXPECT_NEAR(x, y, 1e-9 * std::max(1.0, std::abs(y))) << what << " " << line; };
+  for (const auto* maps : {&a.compute_stream_s, &a.other_streams_s}) {
+    const auto& other = maps == &a.compute_stream_s ? b.compute_stream_s : b.other_streams_s;
+    ASSERT_EQ(maps->size(), other.size()) << what;
+    for (const auto& [k, v] : *maps) near(v, other.at(k), k);
+  }
+  near(a.exposed_s, b.exposed_s, "exposed");
+  near(a.idle_s, b.idle_s, "idle");
 }
 
 // Outcomes of a fuzz test's mutants, and one mutant: `body` runs the code under test and sets

@@ -31,10 +31,6 @@ int run_guarded(const std::function<int()>& fn) {
 
 // The bound of `run --interval N`: each sample is a whole simulation of the step.
 inline constexpr std::int64_t kMaxIntervalSamples = 100000;
-// A folded step is simulated whole for the summary's time partition up to this many ops: about
-// 0.2 GB and a fraction of a second (about 210 bytes per op held: the 405B 4,096-microbatch step's
-// 4.9 M ops took 1.03 GB; docs/performance.md).
-inline constexpr std::int64_t kPartitionMaxOps = 1000000;
 
 void add_run_command(CLI::App& app, Context& ctx) {
   struct Opts {
@@ -91,7 +87,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
       if (!trace.empty()) trace_file.emplace(trace, o->force, o->trace.empty() ? "outputs.trace" : "--trace");
       // A folded step (sim/steady_state.h) has no ops to draw: simulate the whole step, if its
       // trace fits the cap.
-      SimulationOutput out = simulate(sc, ctx.registries);
+      SimulationOutput out = simulate(sc, ctx.registries, nullptr, o->json ? Detail::Summary : Detail::Partition);
       if ((trace_file || o->dump_rank >= 0) && out.fold.folded()) {
         check_timeline_size(out, o->trace_max_mib, trace_file ? "--trace" : "--dump-program", "--trace-max-mib");
         out = simulate(sc, ctx.registries, nullptr, Detail::Timeline);
@@ -167,15 +163,10 @@ void add_run_command(CLI::App& app, Context& ctx) {
       if (o->json) {
         std::cout << j.dump(2) << "\n";
       } else {
-        // The partition reads the timeline. A folded step (sim/steady_state.h) has none: it is simulated
-        // whole for it when that stays small, else the breakdown per phase over all streams is printed.
-        std::optional<TimePartition> time;
-        if (!out.fold.folded()) time = partition_time(out.program, out.timeline, out.result);
-        else if (out.result.ops <= kPartitionMaxOps) {
-          const SimulationOutput whole = simulate(sc, ctx.registries, nullptr, Detail::Timeline);
-          time = partition_time(whole.program, whole.timeline, whole.result);
-        }
-        print_summary(std::cout, sc, out.result, time ? &*time : nullptr);
+        // Where the time went: folded with the step (sim/steady_state.h), or read off the whole step's
+        // timeline where a trace or program dump simulated it whole.
+        const TimePartition time = out.partition ? *out.partition : partition_time(out.program, out.timeline, out.result);
+        print_summary(std::cout, sc, out.result, time);
         for (std::string line; std::getline(interval_text, line);) std::cout << (line.starts_with("  ") ? "  " : "\n  ") << line << "\n";
         // How far to trust the point prediction, without --interval: the model's measured error on
         // published runs of the scenario's model class.

@@ -135,7 +135,7 @@ void print_time_partition(std::ostream& os, const TimePartition& t, double step_
 }
 }  // namespace
 
-void print_summary(std::ostream& os, const Scenario& sc, const Result& r, const TimePartition* time) {
+void print_summary(std::ostream& os, const Scenario& sc, const Result& r, const TimePartition& time) {
   const auto& p = sc.parallel;
   fmt::print(os, "parasim: {}\n", printable(sc.name));
   const std::string moe = sc.model.moe ? fmt::format(" ep={} etp={} (MoE: {})", p.ep, p.expert_tp(), moe_summary(sc.model)) : std::string();
@@ -175,13 +175,7 @@ void print_summary(std::ostream& os, const Scenario& sc, const Result& r, const 
                100 * rr.bubble_fraction);
   }
   const double st = r.step_time_s > 0 ? r.step_time_s : 1;
-  if (time) {
-    print_time_partition(os, *time, st);
-  } else {
-    fmt::print(os, "\n  where the time went (mean per GPU, per phase over all streams):\n");
-    for (const auto& [k, v] : r.breakdown)
-      if (v > 0) fmt::print(os, "    {:<22} {:>10}  {:5.1f} %\n", k, human_s(v), 100 * v / st);
-  }
+  print_time_partition(os, time, st);
   if (!r.warnings.empty()) {
     fmt::print(os, "\n  notes:\n");
     for (const auto& w : r.warnings) fmt::print(os, "    - {}\n", w);

@@ -11,7 +11,7 @@ namespace parasim {
 
 // `time`, when given, prints "where the time went" as a partition of the step (docs/outputs.md);
 // otherwise the per-phase totals.
-void print_summary(std::ostream& os, const Scenario& sc, const Result& r, const TimePartition* time = nullptr);
+void print_summary(std::ostream& os, const Scenario& sc, const Result& r, const TimePartition& time);
 Json result_json(const Result& r);
 // Chrome trace event format: one process per simulated rank, one thread per stream, memory as a
 // counter track. Opens in Perfetto and chrome://tracing.

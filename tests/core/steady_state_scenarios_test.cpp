@@ -25,10 +25,11 @@ TEST(SteadyStateScenarios, EveryFoldedScenarioEqualsItsWholeStep) {
     if (j.value("schema", "") == "parasim.measured/1") j = j["scenario"];
     else if (j.value("schema", "") != "parasim.scenario/1") continue;  // e.g. the list of skipped runs
     const Scenario sc = parse_scenario(j, f.string(), test::data_dir());
-    const SimulationOutput out = simulate(sc, reg);
+    const SimulationOutput out = simulate(sc, reg, nullptr, Detail::Partition);
     if (!out.fold.folded()) continue;
     ++folded;
-    const Result w = simulate(sc, reg, nullptr, Detail::Timeline).result;
+    const SimulationOutput whole = simulate(sc, reg, nullptr, Detail::Timeline);
+    const Result& w = whole.result;
     const Result& r = out.result;
     SCOPED_TRACE(f.filename().string());
     EXPECT_EQ(r.ops, w.ops);
@@ -37,6 +38,8 @@ TEST(SteadyStateScenarios, EveryFoldedScenarioEqualsItsWholeStep) {
              {"reserved", r.reserved_gib, w.reserved_gib}, {"bubble", r.bubble_fraction, w.bubble_fraction},
              {"mfu", r.mfu, w.mfu}, {"exposed", r.exposed.total(), w.exposed.total()}})
       EXPECT_NEAR(a, b, 1e-9 * std::max(1.0, std::abs(b))) << what;
+    ASSERT_TRUE(out.partition);
+    test::expect_same_partition(*out.partition, partition_time(whole.program, whole.timeline, whole.result), f.filename().string());
   }
   EXPECT_GE(folded, 100);  // most long published steps fold (124 when written)
 }

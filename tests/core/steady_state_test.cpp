@@ -56,6 +56,11 @@ void expect_fold_exact(const Scenario& sc, const std::string& name) {
     expect_close(f.ranks[r].bubble_fraction, w.ranks[r].bubble_fraction, name + " rank bubble");
   }
   for (const auto& [k, v] : w.breakdown) expect_close(f.breakdown.at(k), v, name + " " + k);
+  // Where the time went, folded alike, against the whole step's timeline line by line.
+  const SimulationOutput with_times = simulate(sc, registries(), nullptr, Detail::Partition);
+  ASSERT_TRUE(with_times.fold.folded()) << name;
+  ASSERT_TRUE(with_times.partition) << name;
+  test::expect_same_partition(*with_times.partition, partition_time(whole.program, whole.timeline, whole.result), name);
 }
 
 TEST(SteadyState, FoldedStepEqualsTheWholeStep) {
