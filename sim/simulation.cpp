@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 #include <set>
 #include <string_view>
@@ -38,20 +39,55 @@ LayerShape layer_shape(const Scenario& sc) {
 
 namespace {
 
-// Lowers, runs and measures the scenario `s` (sc with another microbatch count, when folding).
-void simulate_step(const Scenario& s, const Registries& reg, const LayerGraph& graph, const ModelGraph& layers,
-                   const CostModel& cost, const NetworkModel& net, SimulationOutput& out) {
-  const LoweringInput in{s, graph, layers, cost, net};
-  EngineOptions eo;
-  eo.overlap_compute_slowdown = s.profile.overlap_compute_slowdown.value;
+// The scenario's layer graphs, kernel prices and network, built once and handed to `fn` (a folded
+// step and a bound lower several programs from them).
+template <class F>
+void with_pricing(const Scenario& sc, const NetworkModel* network, F&& fn) {
+  const ModelGraph layers = build_model_graph(sc.model, layer_shape(sc));
+  const CostModel cost(sc.profile, sc.training.gemm_dtype(), sc.training.priced_attention_kernel(), sc.cluster.gpus());
+  const auto own = network ? nullptr : make_network(sc.network, sc.profile, sc.cluster);
+  const NetworkModel& base = network ? *network : *own;
+  const ScaledNetwork scaled(base, sc.profile.time_scale.network);
+  fn(layers, cost, sc.profile.time_scale.network != 1.0 ? static_cast<const NetworkModel&>(scaled) : base);
+}
+
+// The program of `s` (then run by `run`, when given): a RangeError or a forced NCCL algorithm that
+// does not apply as the scenario's ConfigError.
+Program lower_step(const Scenario& s, const Registries& reg, const LoweringInput& in, Timeline* run = nullptr) {
   try {
-    out.program = lower(reg.schedules, in);
-    out.timeline = run_program(out.program, eo);
+    Program p = lower(reg.schedules, in);
+    if (run) {
+      EngineOptions eo;
+      eo.overlap_compute_slowdown = s.profile.overlap_compute_slowdown.value;
+      *run = run_program(p, eo);
+    }
+    return p;
   } catch (const RangeError& e) {
     throw ConfigError(s.file + ": /training: " + e.what());
   } catch (const ForcedAlgorithmError& e) {
     throw ConfigError(s.file + ": " + (s.cluster.nccl_algorithm != "auto" ? "/network/algorithm" : "/network/protocol") + ": " + e.what());
   }
+}
+
+// Each rank's compute-stream work in seconds: its ops' durations (a collective's the shortest of
+// its members', as the engine starts them together).
+std::vector<double> compute_work_s(const Program& p) {
+  std::vector<Time> shortest(p.collectives.size(), kMaxTime);
+  for (size_t c = 0; c < p.collectives.size(); ++c)
+    for (const OpId m : p.collectives[c]) shortest[c] = std::min(shortest[c], p.ops[static_cast<size_t>(m)].duration);
+  std::vector<double> work(p.ranks.size(), 0.0);
+  for (const Op& op : p.ops)
+    if (op.stream == Stream::Compute)
+      work[static_cast<size_t>(op.rank)] += static_cast<double>(op.collective < 0 ? op.duration : shortest[static_cast<size_t>(op.collective)]);
+  for (double& w : work) w /= static_cast<double>(kPicosPerSecond);
+  return work;
+}
+
+// Lowers, runs and measures the scenario `s` (sc with another microbatch count, when folding).
+void simulate_step(const Scenario& s, const Registries& reg, const LayerGraph& graph, const ModelGraph& layers,
+                   const CostModel& cost, const NetworkModel& net, SimulationOutput& out) {
+  const LoweringInput in{s, graph, layers, cost, net};
+  out.program = lower_step(s, reg, in, &out.timeline);
   MetricsInput mi;
   mi.scenario = s.name;
   mi.tokens_per_step = static_cast<double>(s.training.global_batch) * static_cast<double>(s.training.seq_len);
@@ -98,22 +134,18 @@ bool simulate_folded(const Scenario& sc, const ScheduleRegistry& schedules,
 
 SimulationOutput simulate(const Scenario& sc, const Registries& reg, const NetworkModel* network, Detail detail) {
   SimulationOutput out;
-  const ModelGraph layers = build_model_graph(sc.model, layer_shape(sc));
-  const LayerGraph& graph = layers.kinds.front();
-  const CostModel cost(sc.profile, sc.training.gemm_dtype(), sc.training.priced_attention_kernel(), sc.cluster.gpus());
-  const auto own = network ? nullptr : make_network(sc.network, sc.profile, sc.cluster);
-  const NetworkModel& base = network ? *network : *own;
-  const ScaledNetwork scaled(base, sc.profile.time_scale.network);
-  const NetworkModel& net = sc.profile.time_scale.network != 1.0 ? scaled : base;
-  // The GEMM shapes one lowering priced (a folded step lowers three times).
-  std::int64_t lookups = -1, fallbacks = 0;
-  const auto step = [&](const Scenario& s, SimulationOutput& o) {
-    simulate_step(s, reg, graph, layers, cost, net, o);
-    if (detail == Detail::Partition) o.partition = partition_time(o.program, o.timeline, o.result);
-    if (lookups < 0) lookups = cost.lookups(), fallbacks = cost.fallbacks();
-  };
-  out.fold.microbatches = sc.microbatches();
-  if (detail == Detail::Timeline || !simulate_folded(sc, reg.schedules, step, out)) step(sc, out);
+  std::int64_t lookups = -1, fallbacks = 0;  // the GEMM shapes one lowering priced (a folded step lowers three times)
+  double pace = 1.0;
+  with_pricing(sc, network, [&](const ModelGraph& layers, const CostModel& cost, const NetworkModel& net) {
+    pace = cost.pace();
+    const auto step = [&](const Scenario& s, SimulationOutput& o) {
+      simulate_step(s, reg, layers.kinds.front(), layers, cost, net, o);
+      if (detail == Detail::Partition) o.partition = partition_time(o.program, o.timeline, o.result);
+      if (lookups < 0) lookups = cost.lookups(), fallbacks = cost.fallbacks();
+    };
+    out.fold.microbatches = sc.microbatches();
+    if (detail == Detail::Timeline || !simulate_folded(sc, reg.schedules, step, out)) step(sc, out);
+  });
   auto& w = out.result.warnings;
   if (out.fold.folded())
     w.push_back(fmt::format("steady state: of the {} microbatches per pipeline, {}, {} and {} were simulated; every figure of the "
@@ -139,13 +171,13 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
            {"overlap_compute_slowdown", &p.overlap_compute_slowdown}, {"inter_alpha_us", &p.inter_alpha_us},
            {"pcie_gbps", &p.pcie_gbps}, {"sustained_clock_ratio", &p.sustained_clock_ratio}})
     if (f->how == "assumed") assumed.insert(name);
-  if (cost.pace() > 1.0) {
+  if (pace > 1.0) {
     if (p.gpu_speed_spread.how == "assumed") assumed.insert("gpu_speed_spread");
     char buf[240];
     std::snprintf(buf, sizeof buf,
                   "the slowest of %lld GPUs sets the pace: every kernel takes %.4fx the profile's time (gpu_speed_spread %.2f %% "
                   "x %.3f, the expected slowest of %lld draws)",
-                  static_cast<long long>(sc.cluster.gpus()), cost.pace(), 100.0 * p.gpu_speed_spread.value,
+                  static_cast<long long>(sc.cluster.gpus()), pace, 100.0 * p.gpu_speed_spread.value,
                   expected_max_standard_normal(sc.cluster.gpus()), static_cast<long long>(sc.cluster.gpus()));
     w.push_back(buf);
   }
@@ -207,6 +239,27 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
     w.push_back(buf);
   }
   return out;
+}
+
+double step_lower_bound_s(const Scenario& sc, const Registries& reg) {
+  const std::int64_t m = sc.microbatches();
+  const std::int64_t g = fold_points(sc, reg.schedules).spacing;
+  double bound = 0;
+  with_pricing(sc, nullptr, [&](const ModelGraph& layers, const CostModel& cost, const NetworkModel& net) {
+    const auto work = [&](std::int64_t k) {
+      const Scenario s = k == m ? sc : with_microbatches(sc, k);
+      const LoweringInput in{s, layers.kinds.front(), layers, cost, net};
+      return compute_work_s(lower_step(s, reg, in));
+    };
+    if (m <= 2 * g) {
+      for (const double w : work(m)) bound = std::max(bound, w);
+      return;
+    }
+    const std::vector<double> one = work(g), two = work(2 * g);
+    const double groups = static_cast<double>(m - g) / static_cast<double>(g);
+    for (size_t r = 0; r < one.size() && r < two.size(); ++r) bound = std::max(bound, one[r] + groups * (two[r] - one[r]));
+  });
+  return bound;
 }
 
 }  // namespace parasim

@@ -36,4 +36,12 @@ LayerShape layer_shape(const Scenario& sc);
 SimulationOutput simulate(const Scenario& sc, const Registries& reg, const NetworkModel* network = nullptr,
                           Detail detail = Detail::Summary);
 
+// A lower bound of the step's time in seconds from lowering alone, without running the engine: the
+// busiest rank's compute-stream work. The ops of one stream run one after another, and an
+// overlapped collective only slows them, so no simulated step (folded or whole) is shorter. Every
+// microbatch lays down the same compute ops, so that work is affine in the microbatch count: it
+// is read from the programs of one and of two of the schedule's groups of microbatches and
+// extended to the step's count. A planner skips a layout whose bound passes the best steps found.
+double step_lower_bound_s(const Scenario& sc, const Registries& reg);
+
 }  // namespace parasim

@@ -1,7 +1,7 @@
 // Every shipped scenario and every measured run whose step folds onto its steady state
 // (sim/steady_state.h) gives, folded, what the whole step simulated op by op gives, to 1e-9: the
 // fold's fill points (Periodicity in sim/parallel/schedule.h) checked on the real layouts, not only
-// on the small ones of steady_state_test.cpp. About 8 s in Release (ctest label "slow").
+// on the small ones of steady_state_test.cpp; and the planner's step bound below every step. About 8 s in Release (ctest label "slow").
 #include <cmath>
 #include <filesystem>
 
@@ -26,6 +26,8 @@ TEST(SteadyStateScenarios, EveryFoldedScenarioEqualsItsWholeStep) {
     else if (j.value("schema", "") != "parasim.scenario/1") continue;  // e.g. the list of skipped runs
     const Scenario sc = parse_scenario(j, f.string(), test::data_dir());
     const SimulationOutput out = simulate(sc, reg, nullptr, Detail::Partition);
+    // The planner's bound (step_lower_bound_s) holds for every published layout, folded or not.
+    EXPECT_LE(step_lower_bound_s(sc, reg), out.result.step_time_s * (1 + 1e-9)) << f.filename().string();
     if (!out.fold.folded()) continue;
     ++folded;
     const SimulationOutput whole = simulate(sc, reg, nullptr, Detail::Timeline);

@@ -1,0 +1,45 @@
+// The step's lower bound from lowering alone (step_lower_bound_s, sim/simulation.h), which a
+// planner uses to skip layouts: never above the simulated step, and its extension from one and two
+// groups of microbatches equal to the whole step's compute-stream work.
+#include <algorithm>
+#include <filesystem>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "../test_util.h"
+
+namespace parasim {
+namespace {
+
+// The busiest rank's compute-stream work of the whole program, read op by op.
+double whole_compute_work_s(const Program& p) {
+  std::vector<double> work(p.ranks.size(), 0.0);
+  for (const Op& op : p.ops)
+    if (op.stream == Stream::Compute) work[static_cast<size_t>(op.rank)] += static_cast<double>(op.duration) / static_cast<double>(kPicosPerSecond);
+  return *std::max_element(work.begin(), work.end());
+}
+
+TEST(StepBound, NeverAboveTheSimulatedStepAndAffineInTheMicrobatches) {
+  const Registries reg;
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(test::data_dir() + "/scenarios"))
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  int tight = 0;
+  for (const auto& f : files) {
+    SCOPED_TRACE(f.filename().string());
+    const Scenario sc = parse_scenario(read_json_file(f.string()), f.string(), test::data_dir());
+    const double bound = step_lower_bound_s(sc, reg);
+    const SimulationOutput whole = simulate(sc, reg, nullptr, Detail::Timeline);
+    EXPECT_LE(bound, whole.result.step_time_s * (1 + 1e-9));
+    EXPECT_NEAR(bound, whole_compute_work_s(whole.program), 1e-9 * whole.result.step_time_s);
+    EXPECT_GT(bound, 0.0);
+    if (bound > 0.5 * whole.result.step_time_s) ++tight;
+  }
+  // A bound that prunes: most shipped steps spend most of their time computing.
+  EXPECT_GE(tight, static_cast<int>(files.size()) / 2);
+}
+
+}  // namespace
+}  // namespace parasim
