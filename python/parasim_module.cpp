@@ -142,9 +142,11 @@ void set_plan_option(PlanOpts& o, const std::string& k, const py::handle& v) {
   else if (k == "max_micro_batch") o.max_mb = v.cast<std::int64_t>();
   else if (k == "max_vpp") o.max_vpp = v.cast<std::int64_t>();
   else if (k == "jobs") o.jobs = v.cast<int>();
+  else if (k == "top") o.top = v.cast<std::int64_t>();
+  else if (k == "search") o.search = v.cast<std::string>();
   else
     throw ConfigError("parasim.plan: unknown option \"" + k + "\" (expected gpus_range, tokens, price_per_gpu_hour, deadline_days, "
-                      "headroom, objective, base, allow_cross_node_tp, max_micro_batch, max_vpp, jobs, data_dir)");
+                      "headroom, objective, base, allow_cross_node_tp, max_micro_batch, max_vpp, top, search, jobs, data_dir)");
 }
 
 py::object plan(const std::string& model, const std::string& gpu, std::int64_t gpus, std::int64_t seq, std::int64_t global_batch,
@@ -214,6 +216,6 @@ PYBIND11_MODULE(parasim, m) {
   m.def("plan", &plan, py::arg("model"), py::arg("gpu"), py::arg("gpus"), py::arg("seq"), py::arg("global_batch"),
         "Enumerate, prune, simulate and rank every layout of a training job; returns what `parasim plan --json` prints "
         "(parasim.plan/1). Options as the CLI's, dashes as underscores: gpus_range, tokens, price_per_gpu_hour, "
-        "deadline_days, headroom, objective, base, allow_cross_node_tp, max_micro_batch, max_vpp, jobs (0: one per core), "
-        "data_dir.");
+        "deadline_days, headroom, objective, base, allow_cross_node_tp, max_micro_batch, max_vpp, top, search "
+        "('bound': only what the top rows need), jobs (0: one per core), data_dir.");
 }

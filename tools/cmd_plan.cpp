@@ -22,9 +22,14 @@ void print_plan(const PlanJob& job, const PlanResult& res, const PlanOpts& o) {
   std::cout << fmt::format("plan: {} on {} x {} (cluster from {}), seq {}, global batch {}\n", job.model, job.gpus, job.gpu,
                            job.base_file, job.seq, job.global_batch);
   std::cout << fmt::format("  {} candidate layouts; {} removed by the rules below; {} simulated\n", en.candidates,
-                           en.candidates - static_cast<std::int64_t>(en.layouts.size()), res.evaluated.evaluated);
+                           en.candidates - static_cast<std::int64_t>(en.layouts.size()),
+                           res.evaluated.evaluated - res.evaluated.bound_skipped);
   for (const auto& [rule, n] : en.pruned) std::cout << fmt::format("    {:>10}  {}\n", n, rule);
   for (const auto& [reason, n] : res.evaluated.skipped) std::cout << fmt::format("    {:>10}  {}\n", n, reason);
+  if (job.search_top > 0)
+    std::cout << fmt::format("    {:>10}  not simulated (--search bound): their step's lower bound is above the {} best steps found; "
+                             "the counts and the Pareto column below cover the simulated layouts\n",
+                             res.evaluated.bound_skipped, job.search_top);
   const auto fit = std::count_if(res.evaluated.rows.begin(), res.evaluated.rows.end(), [](const Row& r) { return r.status == "ok"; });
   std::cout << fmt::format("  {} fit with {:.0f} % headroom; best {} by {}:\n\n", fit, 100 * job.headroom, o.top, o.objective);
   const std::vector<std::string> names = {"dp", "tp", "pp", "vpp", "cp", "ep", "micro_batch", "schedule", "sharding", "recompute", "sp", "tp_overlap"};
@@ -115,6 +120,8 @@ void add_plan_command(CLI::App& app, Context& ctx) {
   cmd->add_flag("--allow-cross-node-tp", o->cross_node_tp, "let tensor parallelism span nodes");
   cmd->add_option("--max-micro-batch", o->max_mb, "micro-batch sizes tried: powers of two up to this (default 8)");
   cmd->add_option("--max-vpp", o->max_vpp, "model chunks per stage tried: 1 to this (default 8)");
+  cmd->add_option("--search", o->search, "exhaustive (default): simulate every layout left by the rules; bound: only what the --top "
+                                         "best need, simulated in the order of each step's lower bound (the same best rows)");
   cmd->add_option("--csv", o->csv, "also write every simulated layout to this CSV file");
   cmd->add_flag("--json", o->json, "print the parasim.plan/1 document on stdout");
   cmd->add_flag("--dry-run", o->dry_run, "enumerate and prune only: print what each rule removed and how many layouts would be simulated");

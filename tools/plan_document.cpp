@@ -68,6 +68,8 @@ PlanJob plan_job_of(const PlanOpts& o, const std::string& data_dir) {
   PlanJob job;
   job.model = o.model, job.gpu = o.gpu, job.gpus = o.gpus, job.seq = o.seq, job.global_batch = o.global_batch, job.tokens = o.tokens;
   job.headroom = o.headroom, job.allow_cross_node_tp = o.cross_node_tp, job.max_micro_batch = o.max_mb, job.max_vpp = o.max_vpp;
+  if (o.search != "exhaustive" && o.search != "bound") throw ConfigError("--search: expected exhaustive or bound, got '" + o.search + "'");
+  job.search_top = o.search == "bound" ? std::max<std::int64_t>(1, o.top) : 0;
   if (o.base.empty()) {
     choose_base(job, data_dir + "/scenarios");
     return job;
@@ -132,7 +134,8 @@ Json plan_json(const PlanOpts& o, const PlanOutcome& p) {
           {"job", {{"model", o.model}, {"gpu", o.gpu}, {"gpus", o.gpus}, {"seq", o.seq}, {"global_batch", o.global_batch},
                    {"tokens", o.tokens > 0 ? Json(o.tokens) : Json(nullptr)}, {"headroom", o.headroom}, {"base", p.job.base_file}}},
           {"objective", objective_name(parse_objective(o.objective, "--objective"))}, {"candidates", res.enumeration.candidates},
-          {"pruned", pruned}, {"evaluated", res.evaluated.evaluated}, {"interrupted", p.interrupted}, {"rows", rows},
+          {"pruned", pruned}, {"evaluated", res.evaluated.evaluated}, {"search", o.search},
+          {"bound_skipped", res.evaluated.bound_skipped}, {"interrupted", p.interrupted}, {"rows", rows},
           {"time_to_train", p.time_to_train}, {"curve", p.curve}, {"deadline", p.deadline}};
 }
 

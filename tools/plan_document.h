@@ -12,7 +12,7 @@
 namespace parasim {
 
 struct PlanOpts {
-  std::string model, gpu, range, csv, base, objective = "throughput";
+  std::string model, gpu, range, csv, base, objective = "throughput", search = "exhaustive";
   std::int64_t gpus = 0, seq = 0, global_batch = 0, top = 5;
   double tokens = 0, price = 0, deadline_days = 0, headroom = 0.1;
   bool json = false, cross_node_tp = false, dry_run = false;

@@ -45,6 +45,35 @@ double expected_cost(std::int64_t microbatches, const FoldPoints& fold, std::int
   return static_cast<double>(simulated) * static_cast<double>(layers + pp * vpp);
 }
 
+void parallel_for(std::size_t n, int jobs, const std::atomic<bool>* stop, const std::function<void(std::size_t)>& fn) {
+  std::atomic<std::size_t> next{0};
+  std::mutex mu;
+  std::exception_ptr failure;
+  auto worker = [&]() {
+    for (;;) {
+      if (stop && stop->load()) return;
+      const std::size_t k = next.fetch_add(1);
+      if (k >= n) return;
+      try {
+        fn(k);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!failure) failure = std::current_exception();
+        next.store(n);
+        return;
+      }
+    }
+  };
+  if (jobs <= 1) {
+    worker();
+  } else {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < jobs; ++t) threads.emplace_back(worker);
+    for (auto& t : threads) t.join();
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
 Evaluated evaluate_all(std::size_t n, const std::function<Outcome(std::size_t)>& eval, const EvalOptions& opt) {
   std::vector<std::optional<Outcome>> slots(n);
   // This process's indices: all, or its balanced share of a distributed run.
@@ -59,39 +88,16 @@ Evaluated evaluate_all(std::size_t n, const std::function<Outcome(std::size_t)>&
     todo.resize(n);
     for (std::size_t i = 0; i < n; ++i) todo[i] = i;
   }
-  std::atomic<std::size_t> next{0};
   std::size_t done = 0;
   std::mutex mu;
-  std::exception_ptr failure;
-  auto worker = [&]() {
-    for (;;) {
-      if (opt.stop && opt.stop->load()) return;
-      const std::size_t k = next.fetch_add(1);
-      if (k >= todo.size()) return;
-      const std::size_t i = todo[k];
-      try {
-        Outcome o = eval(i);
-        std::lock_guard<std::mutex> lock(mu);
-        slots[i] = std::move(o);
-        ++done;
-        if (opt.progress) opt.progress(done, todo.size());
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!failure) failure = std::current_exception();
-        next.store(todo.size());
-        return;
-      }
-    }
-  };
-  const int jobs = std::max(1, opt.jobs);
-  if (jobs == 1) {
-    worker();
-  } else {
-    std::vector<std::thread> threads;
-    for (int k = 0; k < jobs; ++k) threads.emplace_back(worker);
-    for (auto& t : threads) t.join();
-  }
-  if (failure) std::rethrow_exception(failure);
+  parallel_for(todo.size(), opt.jobs, opt.stop, [&](std::size_t k) {
+    const std::size_t i = todo[k];
+    Outcome o = eval(i);
+    std::lock_guard<std::mutex> lock(mu);
+    slots[i] = std::move(o);
+    ++done;
+    if (opt.progress) opt.progress(done, todo.size());
+  });
   if (dist) dist->gather(slots);
   Evaluated ev;
   ev.total = n;

@@ -61,9 +61,14 @@ struct EvalOptions {
 struct Evaluated {
   std::vector<Row> rows;                        // in index order
   std::map<std::string, std::int64_t> skipped;  // reason -> count
-  std::size_t total = 0, evaluated = 0;
+  std::size_t total = 0, evaluated = 0;   // evaluated: simulated or skipped by the bound
+  std::size_t bound_skipped = 0;          // not simulated: their step's lower bound ranks them out (PlanJob::search_top)
   bool interrupted = false;
 };
+
+// fn(k) for k in [0, n) on `jobs` threads, k handed out in order; no new k starts once `stop` is
+// set or fn has thrown, and the first exception is rethrown when every thread has finished.
+void parallel_for(std::size_t n, int jobs, const std::atomic<bool>* stop, const std::function<void(std::size_t)>& fn);
 
 // eval(i) for i in [0, n).
 Evaluated evaluate_all(std::size_t n, const std::function<Outcome(std::size_t)>& eval, const EvalOptions& opt);

@@ -311,12 +311,100 @@ Scenario plan_base_scenario(const PlanJob& job, const std::string& data_dir) {
   return parse_scenario(layout_scenario(any, l), job.base_file, data_dir);
 }
 
+namespace {
+
+// One layout parsed by the strict loader, simulated and made a row; a ConfigError as the kind of
+// rule it broke.
+Outcome evaluate_layout(const PlanJob& job, const std::string& data_dir, const Registries& reg, const PlanLayout& layout,
+                        std::size_t index) {
+  Outcome o;
+  try {
+    const Scenario sc = parse_scenario(layout_scenario(job, layout), job.base_file, data_dir);
+    Row r = make_row(sc, simulate(sc, reg), index, layout_settings(layout));
+    if (r.status == "ok" && r.headroom < job.headroom) {
+      r.status = "oom";
+      r.reason = fmt::format("fits, but with {:.1f} % of memory free, less than the {:.0f} % asked", 100 * r.headroom, 100 * job.headroom);
+    }
+    o.row = std::move(r);
+  } catch (const ConfigError& e) {
+    o.skipped = "loader: " + error_kind(e.what(), job.base_file);
+  }
+  return o;
+}
+
+// Each layout's step lower bound; 0 where the loader refuses it (it is then simulated, and its
+// refusal counted as the exhaustive search counts it).
+std::vector<double> step_bounds(const PlanJob& job, const std::string& data_dir, const Registries& reg,
+                                const std::vector<PlanLayout>& layouts, const EvalOptions& opt) {
+  std::vector<double> bounds(layouts.size(), 0.0);
+  parallel_for(layouts.size(), opt.jobs, opt.stop, [&](std::size_t i) {
+    try {
+      bounds[i] = step_lower_bound_s(parse_scenario(layout_scenario(job, layouts[i]), job.base_file, data_dir), reg);
+    } catch (const ConfigError&) {
+      bounds[i] = 0.0;
+    }
+  });
+  return bounds;
+}
+
+// The search for the best job.search_top layouts: simulated in the order of their bounds, a batch
+// at a time, until the next bound is above the search_top-th best step that fits. A skipped
+// layout's step is at least its bound, so above that step: the best search_top rows are those of
+// the exhaustive search, and so are their figures.
+Evaluated bound_search(const PlanJob& job, const std::string& data_dir, const Registries& reg, const std::vector<PlanLayout>& layouts,
+                       const EvalOptions& opt) {
+  const std::vector<double> bounds = step_bounds(job, data_dir, reg, layouts, opt);
+  std::vector<std::size_t> order(layouts.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return bounds[a] < bounds[b]; });
+  Evaluated ev;
+  ev.total = layouts.size();
+  std::vector<double> best;  // the steps of the rows that fit, ascending, at most search_top
+  const auto top = static_cast<std::size_t>(job.search_top);
+  constexpr std::size_t batch = 32;  // fixed, so the layouts simulated do not depend on the thread count
+  std::size_t next = 0;
+  const auto ranked_out = [&](std::size_t i) { return best.size() >= top && bounds[i] > best.back() * (1 + 1e-9); };
+  while (next < order.size() && !ranked_out(order[next]) && !(opt.stop && opt.stop->load())) {
+    std::vector<std::size_t> todo;
+    for (; next < order.size() && todo.size() < batch && !ranked_out(order[next]); ++next) todo.push_back(order[next]);
+    std::vector<Outcome> got(todo.size());
+    parallel_for(todo.size(), opt.jobs, opt.stop, [&](std::size_t k) { got[k] = evaluate_layout(job, data_dir, reg, layouts[todo[k]], todo[k]); });
+    for (Outcome& o : got) {
+      ++ev.evaluated;
+      if (!o.row) {
+        ++ev.skipped[o.skipped];
+        continue;
+      }
+      if (o.row->status == "ok") {
+        best.insert(std::upper_bound(best.begin(), best.end(), o.row->step_s), o.row->step_s);
+        if (best.size() > top) best.pop_back();
+      }
+      ev.rows.push_back(std::move(*o.row));
+    }
+    if (opt.progress) opt.progress(next, order.size());
+  }
+  const bool stopped = next < order.size() && !ranked_out(order[next]);
+  ev.bound_skipped = stopped ? 0 : order.size() - next;
+  ev.evaluated += ev.bound_skipped;
+  ev.interrupted = ev.evaluated < ev.total;
+  std::sort(ev.rows.begin(), ev.rows.end(), [](const Row& a, const Row& b) { return a.index < b.index; });
+  return ev;
+}
+
+}  // namespace
+
 PlanResult run_plan(const PlanJob& job, const std::string& data_dir, const Registries& reg, Objective objective,
                     const EvalOptions& opt) {
   PlanResult res;
   const Scenario base = plan_base_scenario(job, data_dir);
   res.enumeration = enumerate_layouts(job, base);
   const std::vector<PlanLayout>& layouts = res.enumeration.layouts;
+  const bool distributed = opt.distribution && opt.distribution->parts > 1;
+  if (job.search_top > 0 && !distributed) {
+    res.evaluated = bound_search(job, data_dir, reg, layouts, opt);
+    rank_rows(res.evaluated.rows, objective);
+    return res;
+  }
   const std::int64_t model_layers = base.model.layers;
   EvalOptions eo = opt;
   if (eo.distribution && !eo.cost)
@@ -327,23 +415,7 @@ PlanResult run_plan(const PlanJob& job, const std::string& data_dir, const Regis
                            l.vpp);
     };
   res.evaluated = evaluate_all(
-      layouts.size(),
-      [&](std::size_t i) {
-        Outcome o;
-        try {
-          const Scenario sc = parse_scenario(layout_scenario(job, layouts[i]), job.base_file, data_dir);
-          Row r = make_row(sc, simulate(sc, reg), i, layout_settings(layouts[i]));
-          if (r.status == "ok" && r.headroom < job.headroom) {
-            r.status = "oom";
-            r.reason = fmt::format("fits, but with {:.1f} % of memory free, less than the {:.0f} % asked", 100 * r.headroom, 100 * job.headroom);
-          }
-          o.row = std::move(r);
-        } catch (const ConfigError& e) {
-          o.skipped = "loader: " + error_kind(e.what(), job.base_file);
-        }
-        return o;
-      },
-      eo);
+      layouts.size(), [&](std::size_t i) { return evaluate_layout(job, data_dir, reg, layouts[i], i); }, eo);
   rank_rows(res.evaluated.rows, objective);
   return res;
 }

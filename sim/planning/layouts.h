@@ -23,6 +23,10 @@ struct PlanJob {
   bool allow_cross_node_tp = false;
   std::int64_t max_micro_batch = 8;
   std::int64_t max_vpp = 8;
+  // > 0: only the best `search_top` layouts need be exact. Layouts are simulated in the order of
+  // their step's lower bound (step_lower_bound_s), and one whose bound is above the search_top-th
+  // best step that fits is not simulated: it cannot rank among them. 0: simulate every layout.
+  std::int64_t search_top = 0;
   // The scenario every layout starts from: cluster (nodes set from gpus), training and network
   // blocks; parallel is replaced by each layout.
   Json base;

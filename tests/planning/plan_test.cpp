@@ -129,3 +129,50 @@ TEST(Plan, TimeToTrainOfTheBestLayoutIncludesGoodput) {
 
 }  // namespace
 }  // namespace parasim
+
+namespace parasim {
+namespace {
+
+// --search bound: the best `search_top` rows are the exhaustive search's, figure for figure, for
+// every objective, while layouts whose step's lower bound ranks them out are not simulated.
+TEST(Plan, BoundSearchFindsTheExhaustiveBestRows) {
+  PlanJob job = small_job(16, false);
+  const Registries reg;
+  EvalOptions opt;
+  opt.jobs = 2;
+  const PlanResult all = run_plan(job, test::data_dir(), reg, Objective::Throughput, opt);
+  job.search_top = 4;
+  const PlanResult bound = run_plan(job, test::data_dir(), reg, Objective::Throughput, opt);
+  ASSERT_GE(all.evaluated.rows.size(), 8u);
+  EXPECT_EQ(bound.evaluated.evaluated, all.evaluated.evaluated);  // every layout decided
+  EXPECT_GT(bound.evaluated.bound_skipped, 0u);
+  EXPECT_EQ(bound.evaluated.rows.size() + bound.evaluated.bound_skipped, all.evaluated.rows.size());
+  // Every objective orders layouts of one GPU count by their step, so one search serves them all.
+  for (const Objective objective : {Objective::Throughput, Objective::Cost, Objective::StepTime}) {
+    std::vector<Row> a = all.evaluated.rows, b = bound.evaluated.rows;
+    rank_rows(a, objective);
+    rank_rows(b, objective);
+    for (size_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(b[i].index, a[i].index) << objective_name(objective) << " " << i;
+      EXPECT_EQ(b[i].status, "ok");
+      EXPECT_EQ(b[i].step_s, a[i].step_s) << i;
+      EXPECT_EQ(b[i].peak_mem_gib, a[i].peak_mem_gib) << i;
+    }
+  }
+}
+
+// The same rows whatever the thread count: the batches simulated do not depend on it.
+TEST(Plan, BoundSearchIsTheSameOnOneThreadAndTwo) {
+  PlanJob job = small_job(8, false);
+  job.search_top = 3;
+  const Registries reg;
+  EvalOptions one, two;
+  two.jobs = 2;
+  const PlanResult a = run_plan(job, test::data_dir(), reg, Objective::Throughput, one);
+  const PlanResult b = run_plan(job, test::data_dir(), reg, Objective::Throughput, two);
+  ASSERT_EQ(a.evaluated.rows.size(), b.evaluated.rows.size());
+  for (size_t i = 0; i < a.evaluated.rows.size(); ++i) EXPECT_EQ(row_json(a.evaluated.rows[i], 0), row_json(b.evaluated.rows[i], 0));
+}
+
+}  // namespace
+}  // namespace parasim
