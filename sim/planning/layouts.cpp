@@ -316,10 +316,10 @@ namespace {
 // One layout parsed by the strict loader, simulated and made a row; a ConfigError as the kind of
 // rule it broke.
 Outcome evaluate_layout(const PlanJob& job, const std::string& data_dir, const Registries& reg, const PlanLayout& layout,
-                        std::size_t index) {
+                        std::size_t index, const LoadedData& loaded) {
   Outcome o;
   try {
-    const Scenario sc = parse_scenario(layout_scenario(job, layout), job.base_file, data_dir);
+    const Scenario sc = parse_scenario(layout_scenario(job, layout), job.base_file, data_dir, &loaded);
     Row r = make_row(sc, simulate(sc, reg), index, layout_settings(layout));
     if (r.status == "ok" && r.headroom < job.headroom) {
       r.status = "oom";
@@ -335,11 +335,11 @@ Outcome evaluate_layout(const PlanJob& job, const std::string& data_dir, const R
 // Each layout's step lower bound; 0 where the loader refuses it (it is then simulated, and its
 // refusal counted as the exhaustive search counts it).
 std::vector<double> step_bounds(const PlanJob& job, const std::string& data_dir, const Registries& reg,
-                                const std::vector<PlanLayout>& layouts, const EvalOptions& opt) {
+                                const std::vector<PlanLayout>& layouts, const EvalOptions& opt, const LoadedData& loaded) {
   std::vector<double> bounds(layouts.size(), 0.0);
   parallel_for(layouts.size(), opt.jobs, opt.stop, [&](std::size_t i) {
     try {
-      bounds[i] = step_lower_bound_s(parse_scenario(layout_scenario(job, layouts[i]), job.base_file, data_dir), reg);
+      bounds[i] = step_lower_bound_s(parse_scenario(layout_scenario(job, layouts[i]), job.base_file, data_dir, &loaded), reg);
     } catch (const ConfigError&) {
       bounds[i] = 0.0;
     }
@@ -352,8 +352,8 @@ std::vector<double> step_bounds(const PlanJob& job, const std::string& data_dir,
 // layout's step is at least its bound, so above that step: the best search_top rows are those of
 // the exhaustive search, and so are their figures.
 Evaluated bound_search(const PlanJob& job, const std::string& data_dir, const Registries& reg, const std::vector<PlanLayout>& layouts,
-                       const EvalOptions& opt) {
-  const std::vector<double> bounds = step_bounds(job, data_dir, reg, layouts, opt);
+                       const EvalOptions& opt, const LoadedData& loaded) {
+  const std::vector<double> bounds = step_bounds(job, data_dir, reg, layouts, opt, loaded);
   std::vector<std::size_t> order(layouts.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return bounds[a] < bounds[b]; });
@@ -368,7 +368,7 @@ Evaluated bound_search(const PlanJob& job, const std::string& data_dir, const Re
     std::vector<std::size_t> todo;
     for (; next < order.size() && todo.size() < batch && !ranked_out(order[next]); ++next) todo.push_back(order[next]);
     std::vector<Outcome> got(todo.size());
-    parallel_for(todo.size(), opt.jobs, opt.stop, [&](std::size_t k) { got[k] = evaluate_layout(job, data_dir, reg, layouts[todo[k]], todo[k]); });
+    parallel_for(todo.size(), opt.jobs, opt.stop, [&](std::size_t k) { got[k] = evaluate_layout(job, data_dir, reg, layouts[todo[k]], todo[k], loaded); });
     for (Outcome& o : got) {
       ++ev.evaluated;
       if (!o.row) {
@@ -399,9 +399,13 @@ PlanResult run_plan(const PlanJob& job, const std::string& data_dir, const Regis
   const Scenario base = plan_base_scenario(job, data_dir);
   res.enumeration = enumerate_layouts(job, base);
   const std::vector<PlanLayout>& layouts = res.enumeration.layouts;
+  // The job's model and GPU profile, read once for all its layouts.
+  LoadedData loaded;
+  loaded.models.emplace(job.model, load_zoo_model(data_dir, job.model, job.base_file + ": /model"));
+  loaded.profiles.emplace(job.gpu, load_profile(data_dir, job.gpu, job.base_file + ": /cluster/gpu"));
   const bool distributed = opt.distribution && opt.distribution->parts > 1;
   if (job.search_top > 0 && !distributed) {
-    res.evaluated = bound_search(job, data_dir, reg, layouts, opt);
+    res.evaluated = bound_search(job, data_dir, reg, layouts, opt, loaded);
     rank_rows(res.evaluated.rows, objective);
     return res;
   }
@@ -415,7 +419,7 @@ PlanResult run_plan(const PlanJob& job, const std::string& data_dir, const Regis
                            l.vpp);
     };
   res.evaluated = evaluate_all(
-      layouts.size(), [&](std::size_t i) { return evaluate_layout(job, data_dir, reg, layouts[i], i); }, eo);
+      layouts.size(), [&](std::size_t i) { return evaluate_layout(job, data_dir, reg, layouts[i], i, loaded); }, eo);
   rank_rows(res.evaluated.rows, objective);
   return res;
 }

@@ -442,7 +442,15 @@ std::string Scenario::fsdp_reduce_dtype() const {
 double Scenario::fsdp_param_bytes() const { return fsdp_param_dtype() == "fp32" ? 4.0 : 2.0; }
 double Scenario::fsdp_reduce_bytes() const { return fsdp_reduce_dtype() == "fp32" ? 4.0 : 2.0; }
 
-Scenario parse_scenario(const Json& given, const std::string& file, const std::string& data_dir) {
+namespace {
+template <class T>
+const T* find_loaded(const std::map<std::string, T>& m, const std::string& name) {
+  const auto it = m.find(name);
+  return it == m.end() ? nullptr : &it->second;
+}
+}  // namespace
+
+Scenario parse_scenario(const Json& given, const std::string& file, const std::string& data_dir, const LoadedData* loaded) {
   Json j = given;  // the stack's values are filled in here
   const JsonObject root(j, file, "", &declared_scenario_pointers());
   root.reject_undeclared();  // a misspelled top-level key gets "did you mean" before "missing /training"
@@ -459,7 +467,8 @@ Scenario parse_scenario(const Json& given, const std::string& file, const std::s
   const Json& mj = root.raw("model");
   if (mj.is_string()) {
     s.model_ref = mj.get<std::string>();
-    s.model = load_zoo_model(data_dir, s.model_ref, file + ": /model");
+    const ModelSpec* known = loaded ? find_loaded(loaded->models, s.model_ref) : nullptr;
+    s.model = known ? *known : load_zoo_model(data_dir, s.model_ref, file + ": /model");
   } else if (mj.is_object()) {
     s.model_ref = "inline";
     s.model = parse_model(JsonObject(mj, file, "/model", root.declared()));
@@ -469,7 +478,9 @@ Scenario parse_scenario(const Json& given, const std::string& file, const std::s
   s.cluster = parse_cluster(root.object("cluster"));
   // A profile path (not a shipped profile's name) is relative to the scenario file.
   const bool gpu_is_path = s.cluster.gpu.find('/') != std::string::npos || s.cluster.gpu.ends_with(".json");
-  s.profile = load_profile(data_dir, gpu_is_path ? relative_to_file(file, s.cluster.gpu) : s.cluster.gpu, file + ": /cluster/gpu");
+  const Profile* known_gpu = loaded && !gpu_is_path ? find_loaded(loaded->profiles, s.cluster.gpu) : nullptr;
+  s.profile = known_gpu ? *known_gpu
+                        : load_profile(data_dir, gpu_is_path ? relative_to_file(file, s.cluster.gpu) : s.cluster.gpu, file + ": /cluster/gpu");
   // Unstated network: the profile's reference node (e.g. DGX A100: 8 x HDR 200 Gb/s).
   if (s.cluster.nics_per_node == 0) s.cluster.nics_per_node = static_cast<std::int64_t>(s.profile.node_nics.value);
   if (s.cluster.nic_gbps == 0) s.cluster.nic_gbps = s.profile.node_nic_gbps.value;

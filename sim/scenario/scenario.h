@@ -2,6 +2,7 @@
 // cross-field), immutable after. Contract v1: every key is declared in scenario_keys.cpp and
 // documented in docs/scenario-reference.md.
 #pragma once
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -278,8 +279,16 @@ struct Scenario {
   Json resolved() const;
 };
 
-// Parses and validates; every error names the file and JSON pointer.
-Scenario parse_scenario(const Json& j, const std::string& file, const std::string& data_dir);
+// Zoo models and GPU profiles already loaded, by the name a scenario gives them: a planner's many
+// scenarios of one job read and parse those files once. Read only (threads share it).
+struct LoadedData {
+  std::map<std::string, ModelSpec> models;
+  std::map<std::string, Profile> profiles;
+};
+
+// Parses and validates; every error names the file and JSON pointer. A model or profile named in
+// `loaded` is taken from there instead of data_dir.
+Scenario parse_scenario(const Json& j, const std::string& file, const std::string& data_dir, const LoadedData* loaded = nullptr);
 Scenario load_scenario(const std::string& path, const std::string& data_dir);
 
 }  // namespace parasim
