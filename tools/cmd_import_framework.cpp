@@ -8,6 +8,7 @@
 
 #include "tools/commands.h"
 #include "tools/import/framework_config.h"
+#include "tools/import/framework_file.h"
 
 namespace parasim {
 
@@ -87,12 +88,12 @@ void add_framework_import_commands(CLI::App& app, Context& ctx) {
       ctx.exit_code = run_guarded([&]() { return emit(read(f->inputs[0], *f), *f, ctx, !scenario); });
     });
   };
-  one_file("deepspeed", "read a DeepSpeed config (ds_config.json); the model from --model", true,
-           [](const std::string& p, const FrameworkOpts& o) { return import_deepspeed(read_json_file(p), p, o.opt); });
-  one_file("torchtitan", "read a torchtitan job file (TOML)", true,
-           [](const std::string& p, const FrameworkOpts& o) { return import_torchtitan(read_text(p), p, o.opt); });
-  one_file("llm-foundry", "read an llm-foundry training YAML", true,
-           [](const std::string& p, const FrameworkOpts& o) { return import_llm_foundry(read_text(p), p, o.opt); });
+  const auto framework = [](const char* name) {
+    return [name](const std::string& p, const FrameworkOpts& o) { return import_framework(name, p, read_text(p), o.opt); };
+  };
+  one_file("deepspeed", "read a DeepSpeed config (ds_config.json); the model from --model", true, framework("deepspeed"));
+  one_file("torchtitan", "read a torchtitan job file (TOML)", true, framework("torchtitan"));
+  one_file("llm-foundry", "read an llm-foundry training YAML", true, framework("llm-foundry"));
   one_file("hf-config", "read a Hugging Face config.json into a parasim model (parasim.model/1)", false,
            [](const std::string& p, const FrameworkOpts&) { return import_hf_config(read_json_file(p), p); });
 }

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -9,6 +10,7 @@
 
 #include "tools/cli_checks.h"
 #include "tools/commands.h"
+#include "tools/import/framework_file.h"
 #include "tools/output_file.h"
 #include "sim/uncertainty.h"
 #include "tools/report.h"
@@ -32,6 +34,24 @@ int run_guarded(const std::function<int()>& fn) {
 // The bound of `run --interval N`: each sample is a whole simulation of the step.
 inline constexpr std::int64_t kMaxIntervalSamples = 100000;
 
+namespace {
+
+// The scenario of a framework's config, with what the reader could not map on stderr (as `parasim
+// import` prints it); --gpu is required, as there.
+Json framework_scenario(const std::string& framework, const std::string& path, const std::string& text, ImportOptions opt,
+                        std::int64_t seq_len, const Context& ctx) {
+  if (opt.gpu.empty()) throw ConfigError(input_name(path) + ": a " + framework + " config names no GPU: pass --gpu (parasim list gpus)");
+  opt.data_dir = ctx.data_dir;
+  const ImportResult r = import_framework(framework, path, text, opt);
+  Json j = r.scenario;
+  if (seq_len > 0) j["training"]["seq_len"] = seq_len;
+  for (const auto& n : r.notes) std::cerr << "note: " << n << "\n";
+  for (const auto& u : r.unmapped) std::cerr << "not mapped: " << u << "\n";
+  return j;
+}
+
+}  // namespace
+
 void add_run_command(CLI::App& app, Context& ctx) {
   struct Opts {
     std::string file, trace;
@@ -40,13 +60,25 @@ void add_run_command(CLI::App& app, Context& ctx) {
     int interval = 0;
     double trace_max_mib = kDefaultTimelineMaxMib;
     TimeToTrainOptions ttt;
+    std::string from;        // a framework's config: which framework ("" = told from the file)
+    ImportOptions imp;       // what the framework config does not say
+    std::int64_t seq_len = 0;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* run = app.add_subcommand("run", "simulate one training step of a scenario and print the prediction");
   run->add_option("scenario", o->file,
                   "scenario JSON file, or a measured run (parasim.measured/1): its scenario, with the measured "
-                  "figures beside the prediction; - reads standard input")
+                  "figures beside the prediction, or a framework's own config (a Megatron-LM argument file, a DeepSpeed "
+                  "JSON, a torchtitan TOML, an llm-foundry YAML; see --from); - reads standard input")
       ->required();
+  run->add_option("--from", o->from, "the framework whose config the file is, where the file does not tell: megatron, deepspeed, "
+                                     "torchtitan, llm-foundry (as `parasim import`)");
+  run->add_option("--gpu", o->imp.gpu, "framework config: the GPU profile (parasim list gpus)");
+  run->add_option("--nodes", o->imp.nodes, "framework config: nodes (default: the config's, else 1)");
+  run->add_option("--gpus-per-node", o->imp.gpus_per_node, "framework config: GPUs per node (default 8)");
+  run->add_option("--model", o->imp.model, "framework config: zoo model or model JSON (default: the config's model)");
+  run->add_option("--stack", o->imp.stack, "framework config: stack to name instead of the framework's default");
+  run->add_option("--seq-len", o->seq_len, "framework config: sequence length, where the config has none");
   run->add_flag("--json", o->json, "print the Result (parasim.result/1) as JSON on stdout");
   run->add_option("--trace", o->trace, "write a Chrome/Perfetto trace of the step to this file (refused if it exists, unless --force)");
   run->add_flag("--force", o->force, "overwrite an existing trace file");
@@ -68,9 +100,17 @@ void add_run_command(CLI::App& app, Context& ctx) {
   run->callback([o, &ctx]() {
     ctx.exit_code = run_guarded([&]() {
       // A measured run names (or holds) its scenario: simulate that one and show the measurement.
-      // Read once: the file may be a pipe ("-", <(...), a FIFO).
-      const Json root = read_json_file(o->file);
+      // Read once: the file may be a pipe ("-", <(...), a FIFO). A framework's config is read as
+      // `parasim import` reads it.
       const std::string input = input_name(o->file);
+      if (std::error_code ec; std::filesystem::is_directory(o->file, ec))
+        throw ConfigError(o->file + ": is a directory, expected a scenario JSON file or a framework's config");
+      const std::string text = read_text_file(o->file);
+      const std::string framework = !o->from.empty() ? o->from : framework_of(o->file, text);
+      if (framework.empty() && is_hf_model_config(text))
+        throw ConfigError(input + ": a Hugging Face model config, not a training job: `parasim import hf-config " + input +
+                          " -o MODEL.json`, then name MODEL.json as a scenario's model (or pass --model to a framework config)");
+      const Json root = framework.empty() ? parse_json_text(text, input) : framework_scenario(framework, o->file, text, o->imp, o->seq_len, ctx);
       const auto schema = root.is_object() ? root.find("schema") : root.end();
       const bool is_measured =
           root.is_object() && schema != root.end() && schema->is_string() && schema->get<std::string>() == "parasim.measured/1";

@@ -8,6 +8,7 @@
 
 #include "../test_util.h"
 #include "tools/import/framework_config.h"
+#include "tools/import/framework_file.h"
 
 namespace parasim {
 namespace {
@@ -134,6 +135,48 @@ TEST(FrameworkImport, HuggingFaceConfigIsTheZooModel) {
   EXPECT_EQ(m.kv_heads, zoo.kv_heads);
   EXPECT_EQ(r.unmapped, std::vector<std::string>{"quantization_config"});
   EXPECT_THROW(import_hf_config(Json{{"model_type", "t5"}}, "t5.json"), ConfigError);
+}
+
+}  // namespace
+}  // namespace parasim
+
+namespace parasim {
+namespace {
+
+// `parasim run FILE` on a framework's config: the framework told from the file where that is
+// unambiguous, and the prediction that of the scenario `parasim import` writes from it.
+TEST(FrameworkImport, TheFrameworkIsToldFromTheFile) {
+  EXPECT_EQ(framework_of("job.toml", text("llama3_8b.toml")), "torchtitan");
+  EXPECT_EQ(framework_of("mpt.yaml", text("mpt-125m.yaml")), "llm-foundry");
+  EXPECT_EQ(framework_of("ds.json", text("ds_config_zero2.json")), "deepspeed");
+  EXPECT_EQ(framework_of("run.args", text("megatron-llama3-8b.args")), "megatron");
+  EXPECT_EQ(framework_of("x", "--tensor-model-parallel-size=2 --num-layers 4"), "megatron");
+  // Not frameworks' training configs: a scenario, a Hugging Face model, a note that names an option.
+  EXPECT_EQ(framework_of("default.json", text("../../../scenarios/default.json")), "");
+  EXPECT_EQ(framework_of("config.json", text("llama-3-8b-config.json")), "");
+  EXPECT_TRUE(is_hf_model_config(text("llama-3-8b-config.json")));
+  EXPECT_EQ(framework_of("notes.txt", "see --num-layersX"), "");
+  EXPECT_THROW(import_framework("torchtitn", "x.toml", "", on("h100-sxm5-80g", 1)), ConfigError);
+}
+
+TEST(FrameworkImport, RunReadsAFrameworkConfigAsImportDoes) {
+  for (const auto& [file, extra] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"llama3_8b.toml", ""}, {"mpt-125m.yaml", ""}, {"megatron-llama3-8b.args", " --nodes 2"},
+           {"ds_config_zero2.json", " --model llama3-8b --seq-len 4096"}}) {
+    SCOPED_TRACE(file);
+    const std::string path = test::test_data(std::string("frameworks/") + file);
+    const std::string gpu = std::string(" --gpu h100-sxm5-80g") + extra;
+    const auto direct = test::cli_stdout("run --json " + path + gpu);
+    ASSERT_EQ(direct.first, 0) << direct.second;
+    const std::string fw = framework_of(path, text(file));
+    const Json a = Json::parse(direct.second);
+    const auto via = test::cli_stdout("import " + fw + " " + path + gpu);
+    ASSERT_EQ(via.first, 0) << via.second;
+    const Scenario sc = parse_scenario(Json::parse(via.second), "imported.json", test::data_dir());
+    EXPECT_DOUBLE_EQ(a.at("step_time_s").get<double>(), simulate(sc, Registries{}).result.step_time_s);
+  }
+  // No GPU: the same refusal as import's, exit 2.
+  EXPECT_EQ(test::cli_stdout("run " + test::test_data("frameworks/mpt-125m.yaml")).first, 2);
 }
 
 }  // namespace
