@@ -5,8 +5,11 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <optional>
 #include <thread>
 
@@ -90,6 +93,27 @@ py::object collective(const CollectiveQuery& base, const py::object& bytes, cons
   return to_py(predict_collective(q, data_dir(dd)));
 }
 
+// Runs fn (which stops early once `stop` is set) on another thread, while this one checks Python's
+// signals every 0.1 s, taking the GIL for that moment only: Ctrl-C sets `stop`, and once fn has
+// returned the KeyboardInterrupt is raised in place of its result.
+template <class F>
+auto interruptible(std::atomic<bool>& stop, F&& fn) -> decltype(fn()) {
+  std::packaged_task<decltype(fn())()> task(std::forward<F>(fn));
+  auto result = task.get_future();
+  bool interrupted = false;
+  {
+    py::gil_scoped_release nogil;
+    std::thread worker(std::move(task));
+    while (result.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+      py::gil_scoped_acquire gil;
+      if (!interrupted && PyErr_CheckSignals() != 0) interrupted = true, stop = true;  // the error is now set
+    }
+    worker.join();
+  }
+  if (interrupted) throw py::error_already_set();
+  return result.get();
+}
+
 int threads(int jobs) { return jobs > 0 ? jobs : static_cast<int>(std::max(1U, std::thread::hardware_concurrency())); }
 
 // vary: {key: [values]}, each key a short name or a JSON pointer (as `--vary KEY=V1,V2`), each
@@ -118,14 +142,12 @@ py::object sweep(const py::object& scenario, const py::dict& vary, const std::st
     axis.values = values;
     spec.axes.push_back(std::move(axis));
   }
+  std::atomic<bool> stop{false};
   EvalOptions opt;
   opt.jobs = threads(jobs);
+  opt.stop = &stop;
   const Registries reg;
-  Evaluated ev;
-  {
-    py::gil_scoped_release nogil;
-    ev = run_sweep(spec, dir, reg, objective, opt);
-  }
+  const Evaluated ev = interruptible(stop, [&] { return run_sweep(spec, dir, reg, objective, opt); });
   return to_py(sweep_json(spec, ev, objective, price));
 }
 
@@ -160,14 +182,12 @@ py::object plan(const std::string& model, const std::string& gpu, std::int64_t g
     else set_plan_option(o, key, v);
   }
   const std::string dir = data_dir(dd);
+  std::atomic<bool> stop{false};
   EvalOptions opt;
   opt.jobs = threads(o.jobs);
+  opt.stop = &stop;
   const Registries reg;
-  PlanOutcome p;
-  {
-    py::gil_scoped_release nogil;
-    p = plan_outcome(o, dir, reg, opt, PlanHooks{});
-  }
+  const PlanOutcome p = interruptible(stop, [&] { return plan_outcome(o, dir, reg, opt, PlanHooks{}); });
   return to_py(plan_json(o, p));
 }
 

@@ -78,3 +78,22 @@ try:
 except parasim.ConfigError as e:
     assert "/nonexistent (--data-dir)" in str(e), str(e)
 print("python module test passed")
+
+# Ctrl-C stops a long plan: SIGINT to a Python process planning GPT-3 on 1,024 GPUs (a minute or
+# more of work) raises KeyboardInterrupt there within moments, not at the end.
+import signal
+import time
+child = subprocess.Popen(
+    [sys.executable, "-c",
+     "import parasim, sys\n"
+     "print('start', flush=True)\n"
+     "parasim.plan(model='gpt3-175b', gpu='a100-sxm4-80g', gpus=1024, seq=2048, global_batch=1536, jobs=1, "
+     "data_dir=sys.argv[1])\n"
+     "print('finished', flush=True)\n", sys.argv[2]],
+    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+assert child.stdout.readline().strip() == "start"
+time.sleep(1.0)
+child.send_signal(signal.SIGINT)
+out, err = child.communicate(timeout=60)
+assert "finished" not in out and "KeyboardInterrupt" in err, (out, err[-500:])
+print("python module test passed (interrupt)")
