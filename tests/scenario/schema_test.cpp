@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../test_util.h"
+#include "models/recompute.h"
 
 namespace parasim {
 namespace {
@@ -103,6 +104,20 @@ TEST(Schema, EnumsListTheChoicesTheParserAccepts) {
     }
   }
   EXPECT_GE(checked, 10);
+}
+
+// The module names of recompute_modules (an array, which the enum test above does not reach) are
+// the parser's, kRecomputeModules in models/recompute.h.
+TEST(Schema, RecomputeModulesAreTheParsersNames) {
+  const Json schema = read_json_file(test::data_dir() + "/schemas/scenario.schema.json");
+  const Json& node = resolve(schema, resolve(schema, schema["properties"]["parallel"])["properties"]["recompute_modules"]);
+  std::vector<std::string> listed;
+  for (const Json& v : resolve(schema, node["items"])["enum"]) listed.push_back(v.get<std::string>());
+  std::vector<std::string> parsed = recompute_module_names();
+  std::sort(listed.begin(), listed.end());
+  std::sort(parsed.begin(), parsed.end());
+  EXPECT_EQ(listed, parsed);
+  EXPECT_FALSE(parsed.empty());
 }
 
 // The schema's stack names are the stacks/ folder's, the one registry of them.
