@@ -78,6 +78,18 @@ bool same_shape(const Result& a, const Result& b) {
                     [](const auto& x, const auto& y) { return x.first == y.first; });
 }
 
+// The step of a max-plus system is convex and piecewise affine in m, so three points on one
+// piece still leave a steeper piece possible beyond them (seen with uneven interleaved stages,
+// where the fill's path and the busiest stage's rate cross late). Once periodic the step grows at
+// least as fast as any rank's compute stream, whose ops run one after another: a step growing
+// slower than the busiest of them has a steeper piece ahead.
+bool steeper_piece_ahead(const std::array<Result, 3>& at) {
+  const double step = at[2].step_time_s - at[0].step_time_s;
+  double busiest = 0;
+  for (size_t r = 0; r < at[0].ranks.size(); ++r) busiest = std::max(busiest, at[2].ranks[r].compute_s - at[0].ranks[r].compute_s);
+  return step < busiest - kRelTolerance * at[2].step_time_s - kAbsTolerance;
+}
+
 // The figures at m on the line through three points' figures, or nothing where one of them is off
 // that line: groups of `spacing` microbatches from the last point to m, each adding half of v2 - v0.
 std::optional<std::vector<double>> extend_line(const std::vector<double>& v0, const std::vector<double>& v1,
@@ -122,6 +134,7 @@ Scenario with_microbatches(const Scenario& sc, std::int64_t m) {
 std::optional<Result> extrapolate_steady_state(const std::array<Result, 3>& at, const FoldPoints& points, std::int64_t m,
                                                double tokens_per_step) {
   if (!same_shape(at[0], at[1]) || !same_shape(at[0], at[2])) return std::nullopt;
+  if (steeper_piece_ahead(at)) return std::nullopt;
   const std::optional<std::vector<double>> line = extend_line(totals(at[0]), totals(at[1]), totals(at[2]), points, m);
   if (!line) return std::nullopt;
   const std::vector<double>& out = *line;
