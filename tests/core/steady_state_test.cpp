@@ -125,6 +125,21 @@ TEST(SteadyState, FiguresOffOneLineAreNotExtrapolated) {
   EXPECT_NEAR(r->step_time_s, 1000.0 / 8, 1e-9);  // one second per 8 microbatches
 }
 
+// Three collinear points whose step grows slower than a rank's compute stream: a steeper piece of
+// the (convex, piecewise affine) step is still ahead, so nothing is extrapolated.
+TEST(SteadyState, AStepGrowingSlowerThanAComputeStreamIsNotExtrapolated) {
+  std::array<Result, 3> at;
+  for (int k = 0; k < 3; ++k) {
+    Result& r = at[static_cast<size_t>(k)];
+    r.step_time_s = 10.0 + k;  // one second per group of microbatches
+    r.ranks.resize(1);
+    r.ranks[0].compute_s = 4.0 + 0.9 * k;  // the compute stream: 0.9 s per group, below the step's 1 s
+  }
+  EXPECT_TRUE(extrapolate_steady_state(at, FoldPoints{8, 8}, 1000, 1.0).has_value());
+  for (int k = 0; k < 3; ++k) at[static_cast<size_t>(k)].ranks[0].compute_s = 4.0 + 1.5 * k;  // 1.5 s per group: faster than the step
+  EXPECT_FALSE(extrapolate_steady_state(at, FoldPoints{8, 8}, 1000, 1.0).has_value());
+}
+
 // ../shared/repro/405b_mb65536.json: Llama 3.1 405B with 65,536 microbatches per pipeline took
 // 8.1 GB and ended in std::bad_alloc. Folded, it keeps no op of the whole step; its op count is
 // what the whole step's program has (counted from two whole steps of 512 and 1,024 microbatches).
