@@ -20,6 +20,26 @@ struct Later {
   bool operator()(const Event& a, const Event& b) const { return a.t != b.t ? a.t > b.t : a.seq > b.seq; }
 };
 
+// What the event loop reads of an op, packed (24 bytes against Op's 112): the loop visits ops in
+// dependency order, far from program order, so each visit is a cache miss on the record it loads.
+struct HotOp {
+  Time duration = 0;
+  std::int32_t rank = 0;
+  std::int32_t collective = -1;
+  std::uint32_t queue = 0;  // rank * kStreams + stream
+  std::int8_t shared_link = -1;
+  std::uint8_t flags = 0;
+};
+enum HotFlag : std::uint8_t { kCommStream = 1, kSlowable = 2, kCpComm = 4, kMemAtStart = 8, kMemAtEnd = 16 };
+
+// A non-negative double rounded half away from zero as std::llround, without the
+// library call: the subtraction of the truncated part is exact below 2^63.
+Time round_ps(double d) {
+  auto t = static_cast<Time>(d);
+  if (d - static_cast<double>(t) >= 0.5) ++t;
+  return t;
+}
+
 class Run {
  public:
   Run(const Program& p, const EngineOptions& o) : p_(p), o_(o) {
@@ -30,10 +50,14 @@ class Run {
     tl_.arrival.assign(n, -1);
     tl_.memory.resize(nr);
     remaining_.resize(n);
+    hot_.resize(n);
     succ_begin_.assign(n + 1, 0);
+    queue_begin_.assign(nr * kStreams + 1, 0);
     for (size_t i = 0; i < n; ++i) {
       const Op& op = p.ops[i];
       if (op.rank < 0 || static_cast<size_t>(op.rank) >= nr) throw std::logic_error("op with invalid rank");
+      hot_[i] = hot_of(op);
+      ++queue_begin_[hot_[i].queue + 1];
       remaining_[i] = static_cast<std::int32_t>(op.deps.size());
       for (OpId d : op.deps) {
         if (d < 0 || static_cast<size_t>(d) >= n) throw std::logic_error("op with invalid dependency");
@@ -45,16 +69,13 @@ class Run {
     std::vector<std::int32_t> fill(succ_begin_.begin(), succ_begin_.end() - 1);
     for (size_t i = 0; i < n; ++i)
       for (OpId d : p.ops[i].deps) succ_[static_cast<size_t>(fill[static_cast<size_t>(d)]++)] = static_cast<OpId>(i);
-    // Stream queues in program order; each op's queue index kept apart, so releasing a successor
-    // does not load its whole Op record.
-    queues_.resize(nr * kStreams);
-    queue_of_.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      queue_of_[i] = static_cast<std::uint32_t>(qi(p.ops[i]));
-      queues_[queue_of_[i]].push_back(static_cast<OpId>(i));
-    }
-    head_.assign(queues_.size(), 0);
-    busy_.assign(queues_.size(), 0);
+    // Stream queues in program order, one array cut at queue_begin_.
+    for (size_t q = 0; q + 1 < queue_begin_.size(); ++q) queue_begin_[q + 1] += queue_begin_[q];
+    queue_ops_.resize(n);
+    head_.assign(queue_begin_.begin(), queue_begin_.end() - 1);
+    for (size_t i = 0; i < n; ++i) queue_ops_[static_cast<size_t>(head_[hot_[i].queue]++)] = static_cast<OpId>(i);
+    head_.assign(queue_begin_.begin(), queue_begin_.end() - 1);
+    busy_.assign(nr * kStreams, 0);
     arrived_.assign(p.collectives.size(), 0);
     version_.assign(n, 0);
     remaining_work_.assign(n, 0.0);
@@ -73,7 +94,7 @@ class Run {
   }
 
   Timeline go() {
-    for (size_t q = 0; q < queues_.size(); ++q) try_start(q);
+    for (size_t q = 0; q < busy_.size(); ++q) try_start(q);
     retime_dirty();
     while (!heap_.empty()) {
       const Event e = heap_.top();
@@ -96,7 +117,18 @@ class Run {
   }
 
  private:
-  size_t qi(const Op& op) const { return static_cast<size_t>(op.rank) * kStreams + static_cast<size_t>(op.stream); }
+  HotOp hot_of(const Op& op) const {
+    HotOp h;
+    h.duration = op.duration;
+    h.rank = op.rank;
+    h.collective = op.collective;
+    h.queue = static_cast<std::uint32_t>(static_cast<size_t>(op.rank) * kStreams + static_cast<size_t>(op.stream));
+    h.shared_link = op.shared_link;
+    h.flags = static_cast<std::uint8_t>((op.stream == Stream::Comm ? kCommStream : 0) | (slowable(op) ? kSlowable : 0) |
+                                        (op.phase == Phase::CpComm ? kCpComm : 0) | (op.at_start.bytes != 0 ? kMemAtStart : 0) |
+                                        (op.at_end.bytes != 0 ? kMemAtEnd : 0));
+    return h;
+  }
 
   void mem(std::int32_t rank, const MemDelta& d) {
     if (d.bytes == 0) return;
@@ -117,9 +149,9 @@ class Run {
   }
 
   void schedule(OpId id, Time duration) {
-    const Op& op = p_.ops[static_cast<size_t>(id)];
+    const HotOp& op = hot_[static_cast<size_t>(id)];
     tl_.start[static_cast<size_t>(id)] = now_;
-    mem(op.rank, op.at_start);
+    if (op.flags & kMemAtStart) mem(op.rank, p_.ops[static_cast<size_t>(id)].at_start);
     ++tl_.events;
     if (op.shared_link >= 0) {
       share_update(op.rank);  // account progress so far at the old sharing level
@@ -128,7 +160,7 @@ class Run {
       share_reschedule(op.rank);
       return;
     }
-    if (slowable(op)) {
+    if (op.flags & kSlowable) {
       const auto r = static_cast<size_t>(op.rank);
       slowed_op_[r] = id;
       slowed_work_[r] = static_cast<double>(duration);
@@ -164,7 +196,7 @@ class Run {
     for (OpId o : act) {
       ++version_[static_cast<size_t>(o)];
       const double left = remaining_work_[static_cast<size_t>(o)] * k;
-      const auto finish_at = end_time(left < static_cast<double>(kMaxTime) ? static_cast<Time>(std::llround(left)) : kMaxTime);
+      const auto finish_at = end_time(left < static_cast<double>(kMaxTime) ? round_ps(left) : kMaxTime);
       heap_.push({finish_at, seq_++, o, version_[static_cast<size_t>(o)]});
     }
   }
@@ -183,11 +215,11 @@ class Run {
   char collective_running(std::int32_t rank) const {
     const size_t q = static_cast<size_t>(rank) * kStreams + static_cast<size_t>(Stream::Comm);
     if (!busy_[q]) return 0;
-    return p_.ops[static_cast<size_t>(queues_[q][head_[q]])].phase != Phase::CpComm;
+    return !(hot_[static_cast<size_t>(queue_ops_[static_cast<size_t>(head_[q])])].flags & kCpComm);
   }
   Time scaled(double work, char slow) const {
     const double t = slow ? work * (1.0 + o_.overlap_compute_slowdown) : work;
-    return t < static_cast<double>(kMaxTime) ? static_cast<Time>(std::llround(t)) : kMaxTime;
+    return t < static_cast<double>(kMaxTime) ? round_ps(t) : kMaxTime;
   }
   void mark_dirty(std::int32_t rank) {
     if (o_.overlap_compute_slowdown <= 0.0 || dirty_[static_cast<size_t>(rank)]) return;
@@ -214,13 +246,13 @@ class Run {
   }
 
   void try_start(size_t q) {
-    if (busy_[q] || head_[q] >= queues_[q].size()) return;
-    const OpId id = queues_[q][head_[q]];
+    if (busy_[q] || head_[q] >= queue_begin_[q + 1]) return;
+    const OpId id = queue_ops_[static_cast<size_t>(head_[q])];
     if (remaining_[static_cast<size_t>(id)] > 0) return;
     busy_[q] = 1;
-    const Op& op = p_.ops[static_cast<size_t>(id)];
+    const HotOp& op = hot_[static_cast<size_t>(id)];
     tl_.arrival[static_cast<size_t>(id)] = now_;
-    if (op.stream == Stream::Comm) mark_dirty(op.rank);
+    if (op.flags & kCommStream) mark_dirty(op.rank);
     if (op.collective < 0) {
       schedule(id, op.duration);
       return;
@@ -231,7 +263,7 @@ class Run {
   }
 
   void finish(OpId id) {
-    const Op& op = p_.ops[static_cast<size_t>(id)];
+    const HotOp& op = hot_[static_cast<size_t>(id)];
     if (op.shared_link >= 0) {
       share_update(op.rank);
       auto& act = sharing_[static_cast<size_t>(op.rank)];
@@ -239,15 +271,15 @@ class Run {
       share_reschedule(op.rank);
     }
     tl_.end[static_cast<size_t>(id)] = now_;
-    mem(op.rank, op.at_end);
-    const size_t q = qi(op);
+    if (op.flags & kMemAtEnd) mem(op.rank, p_.ops[static_cast<size_t>(id)].at_end);
+    const size_t q = op.queue;
     busy_[q] = 0;
     ++head_[q];
-    if (op.stream == Stream::Comm) mark_dirty(op.rank);
+    if (op.flags & kCommStream) mark_dirty(op.rank);
     if (slowed_op_[static_cast<size_t>(op.rank)] == id) slowed_op_[static_cast<size_t>(op.rank)] = -1;
     for (std::int32_t k = succ_begin_[static_cast<size_t>(id)]; k < succ_begin_[static_cast<size_t>(id) + 1]; ++k) {
       const OpId s = succ_[static_cast<size_t>(k)];
-      if (--remaining_[static_cast<size_t>(s)] == 0) try_start(queue_of_[static_cast<size_t>(s)]);
+      if (--remaining_[static_cast<size_t>(s)] == 0) try_start(hot_[static_cast<size_t>(s)].queue);
     }
     try_start(q);
   }
@@ -258,9 +290,10 @@ class Run {
   std::vector<std::int32_t> remaining_;
   std::vector<std::int32_t> succ_begin_;
   std::vector<OpId> succ_;
-  std::vector<std::vector<OpId>> queues_;
-  std::vector<std::uint32_t> queue_of_;  // qi() of each op
-  std::vector<size_t> head_;
+  std::vector<HotOp> hot_;
+  std::vector<std::int32_t> queue_begin_;  // stream queue q holds queue_ops_[queue_begin_[q], queue_begin_[q + 1])
+  std::vector<OpId> queue_ops_;
+  std::vector<std::int32_t> head_;         // per queue: the index in queue_ops_ of the next op
   std::vector<char> busy_;
   std::vector<size_t> arrived_;
   std::vector<std::array<Bytes, kMemCats>> cur_;
