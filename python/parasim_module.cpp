@@ -1,7 +1,8 @@
 // The Python module: parasim.run / check / collective / sweep / plan return the same JSON as the
-// CLI's --json, as Python dicts. Errors: bad input raises parasim.ConfigError (a ValueError) with
-// the CLI's message. Adding a command (report): wrap its library function the way run() does
-// below, one m.def each, and list it in python/README.md.
+// CLI's --json, as Python dicts; parasim.report writes or returns the page `parasim report` writes.
+// Errors: bad input raises parasim.ConfigError (a ValueError) with the CLI's message. Adding a
+// command: wrap its library function the way run() does below, one m.def each, and list it in
+// docs/python.md.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -22,7 +23,9 @@
 #include "tools/collective.h"
 #include "tools/data_dir.h"
 #include "tools/plan_document.h"
+#include "tools/output_file.h"
 #include "tools/report.h"
+#include "tools/report_document.h"
 #include "tools/validation.h"
 
 namespace py = pybind11;
@@ -191,6 +194,37 @@ py::object plan(const std::string& model, const std::string& gpu, std::int64_t g
   return to_py(plan_json(o, p));
 }
 
+// The input of a report: a path (read as the CLI reads it) or a dict, named "<dict>" in messages.
+std::pair<Json, std::string> report_input(const py::object& source) {
+  if (const auto path = as_path(source)) return {read_json_file(*path), input_name(*path)};
+  if (py::isinstance<py::dict>(source)) return {to_json(source), "<dict>"};
+  throw py::type_error("parasim.report: expected a path or a dict (a scenario, a Result, a measured run, a sweep or a plan)");
+}
+
+// With `output`, writes the report there (its extension picks HTML or Markdown, as `-o` does) and
+// returns the path; without, returns the text in `format` ("html" or "md").
+py::object report(const py::object& source, const py::object& output, const std::optional<std::string>& format, double tokens,
+                  const std::optional<std::string>& dd) {
+  const std::string dir = data_dir(dd);
+  const std::optional<std::string> out = output.is_none() ? std::nullopt : as_path(output);
+  if (!output.is_none() && !out) throw py::type_error("parasim.report: output must be a path or None");
+  ReportFormat fmt = ReportFormat::Html;
+  if (out) fmt = report_format_of(*out, "output");
+  if (format) {
+    const ReportFormat asked = report_format_of("report." + *format, "format");
+    if (out && asked != fmt) throw ConfigError("parasim.report: format \"" + *format + "\" differs from the output's extension (" + *out + ")");
+    fmt = asked;
+  }
+  TimeToTrainOptions ttt;
+  ttt.tokens = tokens;
+  const auto [doc_json, name] = report_input(source);
+  const Registries reg;
+  const std::string text = render_report(report_document(doc_json, name, dir, reg, ttt), fmt);
+  if (!out) return py::str(text);
+  write_output_file(*out, text, true, "output");
+  return py::str(*out);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(parasim, m) {
@@ -238,4 +272,9 @@ PYBIND11_MODULE(parasim, m) {
         "(parasim.plan/1). Options as the CLI's, dashes as underscores: gpus_range, tokens, price_per_gpu_hour, "
         "deadline_days, headroom, objective, base, allow_cross_node_tp, max_micro_batch, max_vpp, top, search "
         "('bound': only what the top rows need), jobs (0: one per core), data_dir.");
+  m.def("report", &report, py::arg("source"), py::arg("output") = py::none(), py::kw_only(), py::arg("format") = py::none(),
+        py::arg("tokens") = 0.0, py::arg("data_dir") = py::none(),
+        "The page `parasim report` writes, for a scenario, a Result, a measured run, a sweep or a plan (a path or a dict). "
+        "With output (a path ending .html, .htm or .md) writes it there and returns the path; without, returns the text "
+        "in format ('html', the default, or 'md'). tokens > 0 adds the time to train.");
 }

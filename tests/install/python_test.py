@@ -1,9 +1,12 @@
 """The Python module against the CLI: parasim.run, check, collective, sweep and plan return what
-`--json` prints, and bad input raises parasim.ConfigError with the CLI's message.
+`--json` prints, parasim.report writes the page `parasim report` writes, and bad input raises
+parasim.ConfigError with the CLI's message.
 Usage: PYTHONPATH=build/python python3 python_test.py PARASIM_BINARY SOURCE_DIR"""
 import json
+import os
 import subprocess
 import sys
+import tempfile
 
 import parasim
 
@@ -62,6 +65,26 @@ try:
     raise AssertionError("an unknown plan option was accepted")
 except parasim.ConfigError as e:
     assert 'unknown option "max_microbatch"' in str(e), str(e)
+
+# report: the page `parasim report -o` writes, byte for byte, written or returned; a sweep document
+# given as a dict is drawn as a table of its rows.
+with tempfile.TemporaryDirectory() as tmp:
+    subprocess.run([binary, "report", scenario, "-o", f"{tmp}/cli.md"], check=True, capture_output=True)
+    assert parasim.report(scenario, f"{tmp}/py.md") == f"{tmp}/py.md"
+    with open(f"{tmp}/cli.md") as a, open(f"{tmp}/py.md") as b:
+        cli_md = a.read()
+        assert cli_md == b.read(), "parasim.report(path, out.md) differs from `parasim report -o out.md`"
+    assert parasim.report(scenario, format="md") == cli_md
+    assert parasim.report(scenario).startswith("<!DOCTYPE html>")
+    table = parasim.report(sweep_cli, format="md")
+    assert "parasim sweep" in table and table.count("\n|") >= len(sweep_cli["rows"]), table[:400]
+    for bad_out, kw, msg in ((f"{tmp}/r.txt", {}, "must end in .html, .htm or .md"),
+                             (f"{tmp}/r.html", {"format": "md"}, "differs from the output's extension")):
+        try:
+            parasim.report(scenario, bad_out, **kw)
+            raise AssertionError(f"report to {bad_out} {kw} was accepted")
+        except parasim.ConfigError as e:
+            assert msg in str(e) and not os.path.exists(bad_out), str(e)
 
 # Bad input: a ConfigError (a ValueError) naming the JSON pointer, as the CLI prints it.
 with open(scenario) as f:
