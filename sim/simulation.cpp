@@ -53,12 +53,14 @@ void with_pricing(const Scenario& sc, const NetworkModel* network, F&& fn) {
 
 // The program of `s` (then run by `run`, when given): a RangeError or a forced NCCL algorithm that
 // does not apply as the scenario's ConfigError.
-Program lower_step(const Scenario& s, const Registries& reg, const LoweringInput& in, Timeline* run = nullptr) {
+Program lower_step(const Scenario& s, const Registries& reg, const LoweringInput& in, Timeline* run = nullptr,
+                   bool memory_curve = true) {
   try {
     Program p = lower(reg.schedules, in);
     if (run) {
       EngineOptions eo;
       eo.overlap_compute_slowdown = s.profile.overlap_compute_slowdown.value;
+      eo.memory_curve = memory_curve;
       *run = run_program(p, eo);
     }
     return p;
@@ -83,11 +85,12 @@ std::vector<double> compute_work_s(const Program& p) {
   return work;
 }
 
-// Lowers, runs and measures the scenario `s` (sc with another microbatch count, when folding).
+// Lowers, runs and measures the scenario `s` (sc with another microbatch count, when folding); the
+// memory curve only for a Timeline.
 void simulate_step(const Scenario& s, const Registries& reg, const LayerGraph& graph, const ModelGraph& layers,
-                   const CostModel& cost, const NetworkModel& net, SimulationOutput& out) {
+                   const CostModel& cost, const NetworkModel& net, Detail detail, SimulationOutput& out) {
   const LoweringInput in{s, graph, layers, cost, net};
-  out.program = lower_step(s, reg, in, &out.timeline);
+  out.program = lower_step(s, reg, in, &out.timeline, detail == Detail::Timeline);
   MetricsInput mi;
   mi.scenario = s.name;
   mi.tokens_per_step = static_cast<double>(s.training.global_batch) * static_cast<double>(s.training.seq_len);
@@ -139,7 +142,7 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
   with_pricing(sc, network, [&](const ModelGraph& layers, const CostModel& cost, const NetworkModel& net) {
     pace = cost.pace();
     const auto step = [&](const Scenario& s, SimulationOutput& o) {
-      simulate_step(s, reg, layers.kinds.front(), layers, cost, net, o);
+      simulate_step(s, reg, layers.kinds.front(), layers, cost, net, detail, o);
       if (detail == Detail::Partition) o.partition = partition_time(o.program, o.timeline, o.result);
       if (lookups < 0) lookups = cost.lookups(), fallbacks = cost.fallbacks();
     };

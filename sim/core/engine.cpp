@@ -139,8 +139,10 @@ class Run {
     RankMemory& rm = tl_.memory[static_cast<size_t>(rank)];
     Bytes& hw = rm.high_water[static_cast<size_t>(d.cat)];
     hw = std::max(hw, c[static_cast<size_t>(d.cat)]);
-    if (!rm.curve.empty() && rm.curve.back().t == now_) rm.curve.back().total = total;
-    else rm.curve.push_back({now_, total});
+    if (o_.memory_curve) {
+      if (!rm.curve.empty() && rm.curve.back().t == now_) rm.curve.back().total = total;
+      else rm.curve.push_back({now_, total});
+    }
     if (total > rm.peak) {
       rm.peak = total;
       rm.peak_time = now_;

@@ -10,6 +10,9 @@ struct EngineOptions {
   // own speed (SM and HBM contention with the NCCL kernel); re-timed whenever a collective starts
   // or ends. Point-to-point transfers do not slow compute. Comes from the profile.
   double overlap_compute_slowdown = 0.0;
+  // Record each rank's memory curve (Timeline::memory[r].curve, one sample per change): traces and
+  // reports draw it; a summary needs only the peaks.
+  bool memory_curve = true;
 };
 
 // Runs the program to completion. Throws std::logic_error on a deadlock (a lowering bug),
