@@ -7,11 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/deps.h"
 #include "sim/core/units.h"
 
 namespace parasim {
-
-using OpId = std::int32_t;
 
 // CUDA-stream-like FIFO queues per rank. Ops on one stream run in program order. Copy: host-device
 // transfers on the DMA (copy) engines, which run beside compute and NCCL (CPU activation
@@ -62,7 +61,7 @@ struct Op {
   double hw_flops = 0;           // FLOPs actually executed
   MemDelta at_start;             // applied when the op starts
   MemDelta at_end;               // applied when the op ends
-  std::vector<OpId> deps;        // ops (any rank) that must end before this one starts
+  Deps deps;                     // ops (any rank) that must end before this one starts
 };
 
 // A simulated rank. With symmetry folding one simulated rank stands for `count` real ranks that

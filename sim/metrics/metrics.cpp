@@ -9,16 +9,17 @@ namespace {
 
 using Intervals = std::vector<std::pair<Time, Time>>;
 
-Intervals merged(Intervals iv) {
-  // A stream's intervals come in program order, which is start order: sorting them is then a no-op.
+// Sorts (a stream's intervals come in program order, which is start order: then a no-op) and merges
+// overlapping intervals in place, dropping empty ones.
+void merge(Intervals& iv) {
   if (!std::is_sorted(iv.begin(), iv.end())) std::sort(iv.begin(), iv.end());
-  Intervals out;
+  size_t n = 0;
   for (const auto& x : iv) {
     if (x.second <= x.first) continue;
-    if (!out.empty() && x.first <= out.back().second) out.back().second = std::max(out.back().second, x.second);
-    else out.push_back(x);
+    if (n > 0 && x.first <= iv[n - 1].second) iv[n - 1].second = std::max(iv[n - 1].second, x.second);
+    else iv[n++] = x;
   }
-  return out;
+  iv.resize(n);
 }
 
 // Length of (a \ b) within [lo, hi); both merged.
@@ -54,44 +55,72 @@ int kind_of(Phase ph) {
   }
 }
 
-}  // namespace
-
-double union_length(Intervals iv, Time lo, Time hi) {
+// Measure of a merged set of intervals within [lo, hi).
+double merged_length(const Intervals& iv, Time lo, Time hi) {
   double total = 0;
-  for (const auto& x : merged(std::move(iv))) {
+  for (const auto& x : iv) {
     const Time s = std::max(x.first, lo), e = std::min(x.second, hi);
     if (e > s) total += static_cast<double>(e - s);
   }
   return total;
 }
 
-ExposedComm exposed_comm(const Program& p, const Timeline& t) {
-  const size_t nr = p.ranks.size();
-  std::vector<Intervals> compute(nr);
-  std::vector<std::array<Intervals, kKinds>> comm(nr);
-  std::vector<std::array<double, kKinds>> on_compute(nr, std::array<double, kKinds>{});
-  for (size_t i = 0; i < p.ops.size(); ++i) {
-    const Op& op = p.ops[i];
-    const auto r = static_cast<size_t>(op.rank);
+// One rank's intervals, each set merged once the ops have been read.
+struct RankIntervals {
+  Intervals compute;       // compute stream
+  Intervals comm;          // communication streams (not the copy stream)
+  Intervals own_comm;      // the collective stream
+  Intervals compute_work;  // compute stream, communication phases left out
+  std::array<Intervals, kKinds> comm_kind;  // communication streams, by kind
+  std::array<double, kKinds> on_compute{};  // seconds of each kind's communication run on the compute stream
+  void add(const Op& op, std::pair<Time, Time> iv) {
     const int k = kind_of(op.phase);
-    if (op.stream == Stream::Compute && k < 0) compute[r].emplace_back(t.start[i], t.end[i]);
-    else if (op.stream == Stream::Compute) on_compute[r][static_cast<size_t>(k)] += time_to_seconds(t.end[i] - t.start[i]);
-    else if (k >= 0 && op.stream != Stream::Copy) comm[r][static_cast<size_t>(k)].emplace_back(t.start[i], t.end[i]);
+    if (op.stream == Stream::Compute) {
+      compute.push_back(iv);
+      if (k < 0) compute_work.push_back(iv);
+      else on_compute[static_cast<size_t>(k)] += time_to_seconds(iv.second - iv.first);
+    } else if (op.stream != Stream::Copy) {
+      comm.push_back(iv);
+      if (op.stream == Stream::Comm) own_comm.push_back(iv);
+      if (k >= 0) comm_kind[static_cast<size_t>(k)].push_back(iv);
+    }
   }
+  void merge_all() {
+    for (Intervals* iv : {&compute, &comm, &own_comm, &compute_work}) merge(*iv);
+    for (Intervals& iv : comm_kind) merge(iv);
+  }
+};
+
+// Each kind's communication outside every compute interval, |comm \ compute| in whole picoseconds,
+// plus what ran on the compute stream; mean over GPUs.
+ExposedComm exposed_of(const Program& p, const std::vector<RankIntervals>& ranks, Time makespan) {
   std::array<double, kKinds> sum{};
   double gpus = 0;
-  for (size_t r = 0; r < nr; ++r) {
+  for (size_t r = 0; r < ranks.size(); ++r) {
     const double w = static_cast<double>(p.ranks[r].count);
     gpus += w;
-    const Intervals busy = merged(std::move(compute[r]));
     for (size_t k = 0; k < kKinds; ++k) {
-      // The communication outside every compute interval: |comm \ compute|, in whole picoseconds.
-      const double outside = comm[r][k].empty() ? 0.0 : minus_length(merged(std::move(comm[r][k])), busy, 0, t.makespan);
-      sum[k] += w * (time_to_seconds(static_cast<Time>(outside)) + on_compute[r][k]);
+      const Intervals& c = ranks[r].comm_kind[k];
+      const double outside = c.empty() ? 0.0 : minus_length(c, ranks[r].compute_work, 0, makespan);
+      sum[k] += w * (time_to_seconds(static_cast<Time>(outside)) + ranks[r].on_compute[k]);
     }
   }
   if (gpus <= 0) return {};
   return {sum[kTp] / gpus, sum[kDp] / gpus, sum[kPp] / gpus, sum[kEp] / gpus, sum[kCp] / gpus};
+}
+
+}  // namespace
+
+double union_length(Intervals iv, Time lo, Time hi) {
+  merge(iv);
+  return merged_length(iv, lo, hi);
+}
+
+ExposedComm exposed_comm(const Program& p, const Timeline& t) {
+  std::vector<RankIntervals> ranks(p.ranks.size());
+  for (size_t i = 0; i < p.ops.size(); ++i) ranks[static_cast<size_t>(p.ops[i].rank)].add(p.ops[i], {t.start[i], t.end[i]});
+  for (RankIntervals& r : ranks) r.merge_all();
+  return exposed_of(p, ranks, t.makespan);
 }
 
 Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline& t) {
@@ -102,7 +131,7 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
   const Time step = t.makespan;
   res.step_time_s = time_to_seconds(step);
   const size_t nr = p.ranks.size();
-  std::vector<Intervals> comp(nr), comm(nr), own_comm(nr);
+  std::vector<RankIntervals> ivs(nr);
   double model_flops = 0, hw_flops = 0, reported_hw_flops = 0;
   Time win_lo = step, win_hi = 0;
   std::vector<std::array<Time, kPhases>> phase(nr);
@@ -116,17 +145,13 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
     reported_hw_flops += flops;
     hw_flops += op.hw_flops * static_cast<double>(p.ranks[r].count);
     phase[r][static_cast<size_t>(op.phase)] += iv.second - iv.first;
-    if (op.stream == Stream::Compute) {
-      comp[r].push_back(iv);
-      if (pipeline_work(op.phase)) {
-        win_lo = std::min(win_lo, iv.first);
-        win_hi = std::max(win_hi, iv.second);
-      }
-    } else if (op.stream != Stream::Copy) {
-      comm[r].push_back(iv);
-      if (op.stream == Stream::Comm) own_comm[r].push_back(iv);
+    ivs[r].add(op, iv);
+    if (op.stream == Stream::Compute && pipeline_work(op.phase)) {
+      win_lo = std::min(win_lo, iv.first);
+      win_hi = std::max(win_hi, iv.second);
     }
   }
+  for (RankIntervals& r : ivs) r.merge_all();
   double gpus_total = 0, bubble_sum = 0;
   std::array<double, kPhases> phase_mean{};
   double exposed_mean = 0, idle_mean = 0;
@@ -144,16 +169,16 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
     Bytes reserved = 0;
     for (Bytes b : rm.high_water) reserved += b;
     rr.reserved_gib = bytes_to_gib(static_cast<double>(reserved));
-    const Intervals cm = merged(std::move(comp[r]));
-    const Intervals co = merged(std::move(comm[r]));
-    const Intervals own = merged(std::move(own_comm[r]));
-    rr.compute_s = time_to_seconds(static_cast<Time>(union_length(cm, 0, step)));
+    const Intervals& cm = ivs[r].compute;
+    const Intervals& co = ivs[r].comm;
+    const Intervals& own = ivs[r].own_comm;
+    rr.compute_s = time_to_seconds(static_cast<Time>(merged_length(cm, 0, step)));
     rr.comm_exposed_s = time_to_seconds(static_cast<Time>(minus_length(co, cm, 0, step)));
     rr.idle_s = std::max(0.0, res.step_time_s - rr.compute_s - rr.comm_exposed_s);
     if (win_hi > win_lo) {
       // Pipeline bubble: compute-stream idle time inside the pipeline window that is not spent
       // waiting for this rank's own (data-parallel / sharding / context-parallel) communication.
-      const double busy = union_length(cm, win_lo, win_hi);
+      const double busy = merged_length(cm, win_lo, win_hi);
       const double own_wait = minus_length(own, cm, win_lo, win_hi);
       const double len = static_cast<double>(win_hi - win_lo);
       rr.bubble_fraction = std::max(0.0, (len - busy - own_wait) / len);
@@ -177,7 +202,7 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
     res.breakdown["idle_s"] = idle_mean / gpus_total;
   }
   if (win_hi > win_lo) res.window_s = time_to_seconds(win_hi - win_lo);
-  res.exposed = exposed_comm(p, t);
+  res.exposed = exposed_of(p, ivs, step);
   res.tokens_per_s = step > 0 ? in.tokens_per_step / res.step_time_s : 0;
   const double denom = res.step_time_s * static_cast<double>(in.gpus);
   res.tflops_per_gpu = denom > 0 ? model_flops / denom / 1e12 : 0;

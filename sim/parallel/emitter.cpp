@@ -271,9 +271,9 @@ std::int32_t Emitter::label_id(Label label) {
   return label_slots_[i].second;
 }
 
-OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, Label label, double seconds, std::vector<OpId> deps,
+OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, Label label, double seconds, Deps deps,
                  std::int32_t mb, std::int32_t chunk) {
-  Op o;
+  Op& o = p_.ops.emplace_back();
   o.rank = rank;
   o.stream = s;
   o.phase = ph;
@@ -282,11 +282,11 @@ OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, Label label, double seco
   o.deps = std::move(deps);
   o.microbatch = mb;
   o.chunk = chunk;
-  return p_.add(std::move(o));
+  return static_cast<OpId>(p_.ops.size() - 1);
 }
 
 OpId Emitter::comm_op(std::int32_t rank, Stream s, Phase ph, Label label, const CollectiveSpec& spec,
-                      std::vector<OpId> deps, std::int32_t mb, std::int32_t chunk) {
+                      Deps deps, std::int32_t mb, std::int32_t chunk) {
   const OpId id = op(rank, s, ph, label, in_.network.time_s(spec), std::move(deps), mb, chunk);
   const std::int64_t rpn = std::max<std::int64_t>(1, std::min(spec.ranks_per_node, spec.ranks));
   if (spec.ranks > rpn) p_.ops[static_cast<size_t>(id)].shared_link = 0;
@@ -294,10 +294,10 @@ OpId Emitter::comm_op(std::int32_t rank, Stream s, Phase ph, Label label, const 
 }
 
 Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool first,
-                                bool last, std::vector<OpId> deps, const PreHook& pre, const LayerHook& post) {
+                                bool last, Deps deps, const PreHook& pre, const LayerHook& post) {
   Range r;
   auto add = [&](Phase ph, Label label, double s, double flops, Bytes alloc, MemCat cat, double hw = -1) {
-    std::vector<OpId> d = std::move(deps);
+    Deps d = std::move(deps);
     deps.clear();
     const OpId id = op(rank, Stream::Compute, ph, label, s, std::move(d), mb, chunk);
     Op& o = p_.ops[static_cast<size_t>(id)];
@@ -315,10 +315,10 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
     const BlockTimes& t = times_[static_cast<size_t>(k)];
     if (pre) {
       auto extra = pre(Action::F, l);
-      deps.insert(deps.end(), extra.begin(), extra.end());
+      deps.append(extra.data(), extra.data() + extra.size());
     }
     OpId cp_op = -1;
-    if (t.cp_comm_f > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, "cp kv ring", t.cp_comm_f, r.last >= 0 ? std::vector<OpId>{r.last} : deps, mb, chunk);
+    if (t.cp_comm_f > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, "cp kv ring", t.cp_comm_f, r.last >= 0 ? Deps{r.last} : deps, mb, chunk);
     if (t.cp_gather_f > 0) add(Phase::CpComm, "cp kv all-gather", t.cp_gather_f, 0, 0, MemCat::Activations);
     add(Phase::Forward, "attention fwd", t.attn_f, t.attn_f_flops, to_bytes(stored(l, k)), MemCat::Activations, t.attn_f_hw);
     if (t.tp_comm_f > 0 && t.attn_tp_comm) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, 0, MemCat::Activations);
@@ -384,10 +384,10 @@ void Emitter::mtp_backward(const AddOp& add) const {
 }
 
 Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool first,
-                                 bool last, bool split, std::vector<OpId> deps, const PreHook& pre, const LayerHook& post) {
+                                 bool last, bool split, Deps deps, const PreHook& pre, const LayerHook& post) {
   Range r;
   auto add = [&](Phase ph, Label label, double s, double flops, double hw, MemDelta start, MemDelta end) {
-    std::vector<OpId> d = std::move(deps);
+    Deps d = std::move(deps);
     deps.clear();
     const OpId id = op(rank, Stream::Compute, ph, label, s, std::move(d), mb, chunk);
     Op& o = p_.ops[static_cast<size_t>(id)];
@@ -419,13 +419,13 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
     const double w_attn = split ? t.attn_w : 0, w_mlp = split ? t.mlp_w : 0;
     if (pre) {
       auto extra = pre(Action::B, l);
-      deps.insert(deps.end(), extra.begin(), extra.end());
+      deps.append(extra.data(), extra.data() + extra.size());
     }
     // Activation offloading: reaching the end of offloaded layer g's window starts its reload; the
     // layer's backward waits for it.
     if (const std::int64_t g = offload_window_closed_by(l); g >= 0) {
       const OpId h = op(rank, Stream::Copy, Phase::Offload, "activation reload H2D", stored(g, kind(rank, chunk, g)) / host_bps_,
-                        r.last >= 0 ? std::vector<OpId>{r.last} : deps, mb, chunk);
+                        r.last >= 0 ? Deps{r.last} : deps, mb, chunk);
       p_.ops[static_cast<size_t>(h)].at_start = {MemCat::Activations, to_bytes(stored(g, kind(rank, chunk, g)))};
       reloads[static_cast<size_t>(g)] = h;
     }
@@ -466,10 +466,10 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
 }
 
 Emitter::Range Emitter::weight_grad(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool last,
-                                    std::vector<OpId> deps, const LayerHook& post) {
+                                    Deps deps, const LayerHook& post) {
   Range r;
   auto add = [&](Label label, double s, double flops, double hw, MemDelta end) {
-    std::vector<OpId> d = std::move(deps);
+    Deps d = std::move(deps);
     deps.clear();
     const OpId id = op(rank, Stream::Compute, Phase::WeightGrad, label, s, std::move(d), mb, chunk);
     Op& o = p_.ops[static_cast<size_t>(id)];

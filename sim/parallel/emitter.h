@@ -111,20 +111,20 @@ class Emitter {
   using PreHook = std::function<std::vector<OpId>(Action::Kind kind, std::int64_t layer)>;
 
   Range forward(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool first, bool last,
-                std::vector<OpId> deps, const PreHook& pre = {}, const LayerHook& post = {});
+                Deps deps, const PreHook& pre = {}, const LayerHook& post = {});
   // split: B computes input gradients only; weight_grad() emits the W part.
   Range backward(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool first, bool last,
-                 bool split, std::vector<OpId> deps, const PreHook& pre = {}, const LayerHook& post = {});
+                 bool split, Deps deps, const PreHook& pre = {}, const LayerHook& post = {});
   Range weight_grad(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool last,
-                    std::vector<OpId> deps, const LayerHook& post = {});
+                    Deps deps, const LayerHook& post = {});
 
-  OpId op(std::int32_t rank, Stream s, Phase ph, Label label, double seconds, std::vector<OpId> deps,
+  OpId op(std::int32_t rank, Stream s, Phase ph, Label label, double seconds, Deps deps,
           std::int32_t mb = -1, std::int32_t chunk = -1);
 
   // An op whose transfer crosses nodes shares the rank's NICs with other such ops (processor
   // sharing in the engine): DP gradient sync and PP activations then slow each other down.
   OpId comm_op(std::int32_t rank, Stream s, Phase ph, Label label, const CollectiveSpec& spec,
-               std::vector<OpId> deps, std::int32_t mb = -1, std::int32_t chunk = -1);
+               Deps deps, std::int32_t mb = -1, std::int32_t chunk = -1);
 
   // Whether layer l of a chunk replays its forward in backward (full recompute).
   bool recomputes(std::int64_t l) const { return recomputed(l); }
