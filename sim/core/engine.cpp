@@ -32,14 +32,6 @@ struct HotOp {
 };
 enum HotFlag : std::uint8_t { kCommStream = 1, kSlowable = 2, kCpComm = 4, kMemAtStart = 8, kMemAtEnd = 16 };
 
-// A non-negative double rounded half away from zero as std::llround, without the
-// library call: the subtraction of the truncated part is exact below 2^63.
-Time round_ps(double d) {
-  auto t = static_cast<Time>(d);
-  if (d - static_cast<double>(t) >= 0.5) ++t;
-  return t;
-}
-
 class Run {
  public:
   Run(const Program& p, const EngineOptions& o) : p_(p), o_(o) {
@@ -198,7 +190,7 @@ class Run {
     for (OpId o : act) {
       ++version_[static_cast<size_t>(o)];
       const double left = remaining_work_[static_cast<size_t>(o)] * k;
-      const auto finish_at = end_time(left < static_cast<double>(kMaxTime) ? round_ps(left) : kMaxTime);
+      const auto finish_at = end_time(left < static_cast<double>(kMaxTime) ? round_half_up(left) : kMaxTime);
       heap_.push({finish_at, seq_++, o, version_[static_cast<size_t>(o)]});
     }
   }
@@ -221,7 +213,7 @@ class Run {
   }
   Time scaled(double work, char slow) const {
     const double t = slow ? work * (1.0 + o_.overlap_compute_slowdown) : work;
-    return t < static_cast<double>(kMaxTime) ? round_ps(t) : kMaxTime;
+    return t < static_cast<double>(kMaxTime) ? round_half_up(t) : kMaxTime;
   }
   void mark_dirty(std::int32_t rank) {
     if (o_.overlap_compute_slowdown <= 0.0 || dirty_[static_cast<size_t>(rank)]) return;

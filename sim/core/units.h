@@ -21,6 +21,14 @@ inline constexpr double kGB = 1e9;  // bandwidths are GB/s = 1e9 bytes/s, per di
 // The longest simulated time: 2^62 ps (~53 days), so that a step of such ops cannot overflow.
 inline constexpr Time kMaxTime = Time{1} << 62;
 
+// A non-negative double below 2^63 rounded half away from zero, as std::llround does, without the
+// library call (a lowering converts every op's duration): subtracting the truncated part is exact.
+inline Time round_half_up(double x) {
+  auto t = static_cast<Time>(x);
+  if (x - static_cast<double>(t) >= 0.5) ++t;
+  return t;
+}
+
 inline Time seconds_to_time(double s) {
   if (!(s >= 0.0)) return 0;
   const double ps = s * static_cast<double>(kPicosPerSecond);
@@ -28,7 +36,7 @@ inline Time seconds_to_time(double s) {
     throw RangeError("one operation would take " + std::to_string(s) + " s of simulated time, past the simulator's " +
                      std::to_string(static_cast<double>(kMaxTime) / static_cast<double>(kPicosPerSecond)) +
                      " s range (is the sequence, batch or model that large?)");
-  return static_cast<Time>(std::llround(ps));
+  return round_half_up(ps);
 }
 // A byte count from a double, refusing what int64 cannot hold (8 EiB: a model or batch that large
 // is an input beyond the simulator's range, not a cast with undefined behaviour).

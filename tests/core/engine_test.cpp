@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <random>
+
 #include "sim/core/engine.h"
 
 namespace parasim {
@@ -12,6 +15,18 @@ Op make(std::int32_t rank, Stream s, double us, std::vector<OpId> deps = {}) {
   o.duration = seconds_to_time(us * 1e-6);
   o.deps = std::move(deps);
   return o;
+}
+
+// The engine's and the lowering's rounding without the library call: std::llround's result (half
+// away from zero) on halves, the doubles just below and above them, and values across the range.
+TEST(Units, RoundHalfUpIsLlroundOnNonNegativeValues) {
+  std::vector<double> xs = {0.0, 0.49999999999999994, 0.5, 1.5, 2.5, 4503599627370495.5, 4503599627370496.0, 9.2e18 / 2};
+  std::mt19937_64 gen(42);
+  for (int i = 0; i < 100000; ++i) {
+    const double half = std::floor(static_cast<double>(gen() % (std::uint64_t{1} << 51))) + 0.5;
+    xs.insert(xs.end(), {half, std::nextafter(half, 0.0), std::nextafter(half, 1e300), std::ldexp(static_cast<double>(gen() >> 11), -static_cast<int>(gen() % 64))});
+  }
+  for (const double x : xs) ASSERT_EQ(round_half_up(x), std::llround(x)) << x;
 }
 
 Program two_ranks() {
