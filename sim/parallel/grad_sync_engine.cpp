@@ -63,11 +63,16 @@ OpId last_op_on(const Program& prog, std::int32_t rank, Stream stream) {
 }
 
 
+Sharding scenario_sharding(const Scenario& sc) {
+  const ParallelSpec& par = sc.parallel;
+  const std::string fsdp_kind = par.fsdp ? par.fsdp->sharding : "";
+  return sharding_for(par.zero_stage, fsdp_kind, par.dp * par.cp, par.fsdp ? par.fsdp->shard_group * par.cp : 0);
+}
+
 SyncSetup::SyncSetup(const LoweringInput& input, bool split_backward) : in(input), split(split_backward) {
   const Scenario& sc = in.scenario;
   const ParallelSpec& par = sc.parallel;
-  const std::string fsdp_kind = par.fsdp ? par.fsdp->sharding : "";
-  sh = sharding_for(par.zero_stage, fsdp_kind, par.dp * par.cp, par.fsdp ? par.fsdp->shard_group * par.cp : 0);
+  sh = scenario_sharding(sc);
   sb = state_bytes(sc.training.dtype, sc.training.optimizer, sc.training.fp32_grad_accumulation);
   nd = static_cast<double>(sh.nd);
   grad_sync = par.dp * par.cp > 1;
@@ -141,9 +146,9 @@ const GradSyncRegistry& grad_sync_engines() {
   return r;
 }
 
-std::string grad_sync_engine_name(const SyncSetup& setup) {
-  if (!setup.sh.weights) return "ddp";  // replicated weights: DDP, ZeRO-1/2
-  if (setup.in.scenario.parallel.zero_impl == "deepspeed-0.3") return "deepspeed-zero3-0.3";
+std::string grad_sync_engine_name(const Scenario& sc) {
+  if (!scenario_sharding(sc).weights) return "ddp";  // replicated weights: DDP, ZeRO-1/2
+  if (sc.parallel.zero_impl == "deepspeed-0.3") return "deepspeed-zero3-0.3";
   return "fsdp";  // ZeRO-3, FSDP1 / FSDP2 full or hybrid sharding, with or without CPU offload
 }
 

@@ -44,6 +44,9 @@ OpId last_op_on(const Program& prog, std::int32_t rank, Stream stream);
 constexpr double kMasterBytes = 4;    // fp32 master parameter / gradient shard (host or DeepSpeed's buffer)
 constexpr double kCpuAdamBytes = 28;  // read p, g, m, v (16 B), write p, m, v (12 B), fp32
 
+// What the scenario's data-parallel ranks shard (ZeRO stage or FSDP strategy).
+Sharding scenario_sharding(const Scenario& sc);
+
 // What every stage's engine shares, computed once per run from the scenario.
 struct SyncSetup {
   SyncSetup(const LoweringInput& in, bool split);
@@ -117,9 +120,10 @@ class GradSyncEngine {
 
 using GradSyncFactory = std::unique_ptr<GradSyncEngine> (*)(SyncContext);
 using GradSyncRegistry = Registry<GradSyncFactory>;
-// The built-in engines (sim/parallel/engines/), and the one a scenario runs.
+// The built-in engines (sim/parallel/engines/), and the one a scenario runs (from its ZeRO stage
+// and implementation and its FSDP settings).
 const GradSyncRegistry& grad_sync_engines();
-std::string grad_sync_engine_name(const SyncSetup& setup);
+std::string grad_sync_engine_name(const Scenario& sc);
 
 // Each engine file's registration.
 void register_ddp_engine(GradSyncRegistry& r);
