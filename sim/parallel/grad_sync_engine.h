@@ -120,6 +120,10 @@ class GradSyncEngine {
 
 using GradSyncFactory = std::unique_ptr<GradSyncEngine> (*)(SyncContext);
 using GradSyncRegistry = Registry<GradSyncFactory>;
+template <class Engine>
+std::unique_ptr<GradSyncEngine> make_engine(SyncContext ctx) {
+  return std::make_unique<Engine>(std::move(ctx));
+}
 // The built-in engines (sim/parallel/engines/), and the one a scenario runs (from its ZeRO stage
 // and implementation and its FSDP settings).
 const GradSyncRegistry& grad_sync_engines();

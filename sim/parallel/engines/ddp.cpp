@@ -74,8 +74,7 @@ class DdpEngine final : public GradSyncEngine {
 
 void register_ddp_engine(GradSyncRegistry& r) {
   r.add({"ddp", "replicated weights: bucketed gradient all-reduce (DDP), or reduce-scatter of the buckets (ZeRO-1/2)",
-         "Li et al. 2020, 'PyTorch Distributed' (VLDB); Rajbhandari et al. 2020, 'ZeRO' (SC'20)",
-         [](SyncContext ctx) -> std::unique_ptr<GradSyncEngine> { return std::make_unique<DdpEngine>(std::move(ctx)); }});
+         "Li et al. 2020, 'PyTorch Distributed' (VLDB); Rajbhandari et al. 2020, 'ZeRO' (SC'20)", make_engine<DdpEngine>});
 }
 
 }  // namespace parasim

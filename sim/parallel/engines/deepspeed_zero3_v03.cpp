@@ -65,8 +65,7 @@ class DeepSpeedZero3V03Engine final : public FsdpEngine {
 
 void register_deepspeed_zero3_v03_engine(GradSyncRegistry& r) {
   r.add({"deepspeed-zero3-0.3", "DeepSpeed 0.3's ZeRO-3: per-tensor all-gather after a device synchronize, per-tensor reduce-scatter, list-form copies",
-         "DeepSpeed v0.3 runtime/zero/stage3.py; torch.distributed ProcessGroupNCCL list all_gather / reduce_scatter",
-         [](SyncContext ctx) -> std::unique_ptr<GradSyncEngine> { return std::make_unique<DeepSpeedZero3V03Engine>(std::move(ctx)); }});
+         "DeepSpeed 0.3 runtime/zero (ZeRO-3); torch.distributed ProcessGroupNCCL list all_gather / reduce_scatter", make_engine<DeepSpeedZero3V03Engine>});
 }
 
 }  // namespace parasim

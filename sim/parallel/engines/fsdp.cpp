@@ -117,8 +117,7 @@ void FsdpEngine::emit_grad_reduce(const PendingReduce& p) {
 
 void register_fsdp_engines(GradSyncRegistry& r) {
   r.add({"fsdp", "per-layer sharded weights (ZeRO-3, FSDP1 / FSDP2, HSDP, CPU offload): all-gather before use, reduce-scatter gradients",
-         "Zhao et al. 2023, 'PyTorch FSDP' (VLDB); torch.distributed.fsdp",
-         [](SyncContext ctx) -> std::unique_ptr<GradSyncEngine> { return std::make_unique<FsdpEngine>(std::move(ctx)); }});
+         "Zhao et al. 2023, 'PyTorch FSDP' (VLDB); torch.distributed.fsdp", make_engine<FsdpEngine>});
   register_deepspeed_zero3_v03_engine(r);
 }
 
