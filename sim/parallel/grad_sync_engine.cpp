@@ -136,14 +136,9 @@ void GradSyncEngine::optimizer_step(OpId norm) {
     em.comm_op(s, Stream::Comm, Phase::DpComm, "expert param all-gather", L.edp_group(CollOp::AllGather, sp.expert_total * sb.weights), {opt});
 }
 
-const GradSyncRegistry& grad_sync_engines() {
-  static const GradSyncRegistry r = [] {
-    GradSyncRegistry reg("gradient-sync engine");
-    register_ddp_engine(reg);
-    register_fsdp_engines(reg);
-    return reg;
-  }();
-  return r;
+void register_grad_sync_engines(GradSyncRegistry& r) {
+  register_ddp_engine(r);
+  register_fsdp_engines(r);
 }
 
 std::string grad_sync_engine_name(const Scenario& sc) {

@@ -2,7 +2,8 @@
 // ZeRO-1/2 reduce-scatter, per-layer sharded ZeRO-3 / FSDP, DeepSpeed 0.3's per-tensor ZeRO-3).
 // lower_pipeline (the driver) makes one engine per pipeline stage and calls its hooks around each
 // action and layer; the engine emits its ops through the Emitter. One engine is chosen per run
-// from the scenario (grad_sync_engine_name) and made through a registry by name.
+// from the scenario (grad_sync_engine_name) and made through a registry by name
+// (register_grad_sync_engines).
 #pragma once
 #include <memory>
 #include <string>
@@ -126,7 +127,7 @@ std::unique_ptr<GradSyncEngine> make_engine(SyncContext ctx) {
 }
 // The built-in engines (sim/parallel/engines/), and the one a scenario runs (from its ZeRO stage
 // and implementation and its FSDP settings).
-const GradSyncRegistry& grad_sync_engines();
+void register_grad_sync_engines(GradSyncRegistry& r);
 std::string grad_sync_engine_name(const Scenario& sc);
 
 // Each engine file's registration.

@@ -182,7 +182,9 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
   reserve_ops(sc, order, prog);
   P2p p2p(in, L);
   PipeBuffers buffers(in, em, prog);
-  const GradSyncFactory make = grad_sync_engines().get(grad_sync_engine_name(sc), sc.file + ": /parallel").factory;
+  GradSyncRegistry engine_registry("gradient-sync engine");
+  register_grad_sync_engines(engine_registry);
+  const GradSyncFactory make = engine_registry.get(grad_sync_engine_name(sc), sc.file + ": /parallel").factory;
 
   std::vector<std::unique_ptr<GradSyncEngine>> engines;
   std::vector<OpId> norm_ops;

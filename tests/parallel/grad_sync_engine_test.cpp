@@ -11,9 +11,16 @@
 namespace parasim {
 namespace {
 
+GradSyncRegistry engines() {
+  GradSyncRegistry r("gradient-sync engine");
+  register_grad_sync_engines(r);
+  return r;
+}
+
 TEST(GradSyncEngines, EachNamedOnceWithADescriptionAndReference) {
   std::set<std::string> seen;
-  for (const auto& e : grad_sync_engines().entries()) {
+  const GradSyncRegistry r = engines();
+  for (const auto& e : r.entries()) {
     EXPECT_TRUE(seen.insert(e.name).second) << e.name;
     EXPECT_FALSE(e.description.empty()) << e.name;
     EXPECT_FALSE(e.reference.empty()) << e.name;
@@ -23,6 +30,7 @@ TEST(GradSyncEngines, EachNamedOnceWithADescriptionAndReference) {
 
 TEST(GradSyncEngines, EveryValidDataParallelConfigurationRunsARegisteredEngine) {
   const std::vector<std::string> impls = {"megatron", "deepspeed", "deepspeed-bf16", "deepspeed-0.3"};
+  const GradSyncRegistry r = engines();
   std::set<std::string> used;
   int valid = 0;
   for (int zero = 0; zero <= 3; ++zero)
@@ -41,12 +49,12 @@ TEST(GradSyncEngines, EveryValidDataParallelConfigurationRunsARegisteredEngine) 
             continue;  // a combination the parser refuses
           }
           ++valid;
-          EXPECT_NE(grad_sync_engines().find(name), nullptr) << name;
+          EXPECT_NE(r.find(name), nullptr) << name;
           used.insert(name);
         }
   EXPECT_GT(valid, 0);
   // Every registered engine is some configuration's.
-  EXPECT_EQ(used.size(), grad_sync_engines().entries().size());
+  EXPECT_EQ(used.size(), r.entries().size());
 }
 
 }  // namespace
