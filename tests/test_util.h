@@ -79,7 +79,10 @@ class FreeNetwork final : public NetworkModel {
 // communication does not slow compute either.
 inline SimulationOutput simulate_with(Scenario sc, const NetworkModel& net) {
   static const Registries reg;
-  if (net.name() == "free") sc.profile.overlap_compute_slowdown.value = 0;
+  if (net.name() == "free") {
+    sc.profile.overlap_compute_slowdown.value = 0;
+    sc.profile.has_tp_overlap = false;  // no TP collective, no SMs held for one
+  }
   return simulate(sc, reg, &net, Detail::Timeline);
 }
 

@@ -247,6 +247,14 @@ Profile parse_profile(const Json& j, const std::string& file) {
     }
     p.kernel_overhead_us = figure(c, "kernel_overhead_us", 0, 1e4);
     p.overlap_compute_slowdown = figure(c, "overlap_compute_slowdown", 0, 10);
+    if (c.has("tp_overlap")) {
+      const JsonObject t = c.object("tp_overlap");
+      p.has_tp_overlap = true;
+      p.tp_overlap.comm_sms = figure(t, "comm_sms", 0, static_cast<double>(p.device.sms - 1));
+      p.tp_overlap.exposed_fwd = figure(t, "exposed_fwd", 0, 1);
+      p.tp_overlap.exposed_bwd = figure(t, "exposed_bwd", 0, 1);
+      t.finish();
+    }
     if (c.has("sustained_clock_ratio")) {
       p.sustained_clock_ratio = figure(c, "sustained_clock_ratio", 0.3, 1.0);
     } else {

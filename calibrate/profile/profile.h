@@ -213,6 +213,16 @@ struct Profile {
   Figure node_nics;              // reference node (DGX/HGX): NICs per node
   Figure node_nic_gbps;          // reference node: GB/s per NIC per direction
   Figure overlap_compute_slowdown;
+  // Transformer Engine's userbuffers overlap of the tensor-parallel all-gather / reduce-scatter
+  // with the GEMMs (Megatron --tp-comm-overlap). Optional: without it the TP GEMMs pay
+  // overlap_compute_slowdown and hide all of their communication.
+  struct TpOverlap {
+    Figure comm_sms;      // SMs its communication kernels hold while a GEMM runs beside them
+    Figure exposed_fwd;   // share of a block's forward TP communication left on the critical path
+    Figure exposed_bwd;   // the same in backward
+  };
+  bool has_tp_overlap = false;
+  TpOverlap tp_overlap;
   // Sustained over burst tensor-core throughput: a training step holds the board at its power
   // limit, so the SM clock settles below the boost clock the GEMM and attention benchmarks ran at
   // (MSMF / MAMF of mamf-finder.py). Scales every compute-bound kernel (GEMMs, fused attention);

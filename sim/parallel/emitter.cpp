@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "sim/kernels.h"
+#include "sim/parallel/comm_overlap.h"
 
 namespace parasim {
 
@@ -22,11 +23,6 @@ double block_s(const CostModel& c, const Block& b, double* w = nullptr, double* 
   }
   return total;
 }
-
-// Comm-GEMM overlap (Transformer Engine userbuffers): the block's TP collective T runs in chunks
-// under its GEMMs G, which lose `slowdown` of their speed to the shared SMs and HBM; what does not
-// fit under the GEMMs stays exposed. Extra time over the block alone: max(G * slowdown, T - G).
-double overlap_extra(double gemm, double comm, double slowdown) { return std::max(gemm * slowdown, comm - gemm); }
 
 }  // namespace
 
@@ -172,17 +168,20 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
     t.mlp_tp_comm = g.mlp_tp_comm;
     t.attn_tp_comm = g.attn_tp_comm;
     if (in.scenario.parallel.tp_comm_overlap) {
-      const double sd = c.profile().overlap_compute_slowdown.value;
+      // Each block's collectives run in chunks under its GEMMs (sim/parallel/comm_overlap.h);
+      // the exposed share and the GEMMs' slowdown are folded into the block's time.
+      const TpOverlapPricing o = tp_overlap_pricing(c.profile());
+      const double sd = o.gemm_slowdown;
       if (t.attn_tp_comm) {
-        t.attn_f += overlap_extra(g_af, t.tp_comm_f, sd);
-        t.attn_b += overlap_extra(g_ab, t.tp_comm_b, sd);
+        t.attn_f += overlap_extra(g_af, t.tp_comm_f, sd, o.exposed_fwd);
+        t.attn_b += overlap_extra(g_ab, t.tp_comm_b, sd, o.exposed_bwd);
       }
       if (t.mlp_tp_comm) {
-        t.mlp_f += overlap_extra(g_mf, t.tp_comm_f, sd);
-        t.mlp_b += overlap_extra(g_mb, t.tp_comm_b, sd);
+        t.mlp_f += overlap_extra(g_mf, t.tp_comm_f, sd, o.exposed_fwd);
+        t.mlp_b += overlap_extra(g_mb, t.tp_comm_b, sd, o.exposed_bwd);
       }
-      t.tp_comm_hidden_f = t.tp_comm_f;
-      t.tp_comm_hidden_b = t.tp_comm_b;
+      t.tp_comm_hidden_f = (1 - o.exposed_fwd) * t.tp_comm_f;
+      t.tp_comm_hidden_b = (1 - o.exposed_bwd) * t.tp_comm_b;
       t.tp_comm_f = t.tp_comm_b = 0;
     }
   }

@@ -517,13 +517,16 @@ SOURCE_CONVENTIONS = {
         "p2p_why": ("false: with virtual pipeline stages the launcher's configs (conf/training/llama/llama2_70b.yaml, "
                     "llama3_70b.yaml, gpt3/175b.yaml) set overlap_p2p_comm: true and batch_p2p_comm: false" + P2P_OVERLAP),
         "tp_comm_overlap": True,
-        "tp_overlap_why": ("true: the launcher's llama3_70b.yaml and gpt3/175b.yaml set ub_tp_comm_overlap: true (userbuffers "
-                           "overlap of the tensor-parallel all-gather / reduce-scatter with the GEMMs)"),
+        "tp_overlap_why": ("true: the launcher's llama3_70b.yaml, llama2_70b.yaml and gpt3/20b.yaml set ub_tp_comm_overlap: "
+                           "true (userbuffers overlap of the tensor-parallel all-gather / reduce-scatter with the GEMMs)"),
+        "tp_overlap_off_why": ("false: the launcher's conf/training/%s sets ub_tp_comm_overlap: False at tag 24.07 (so does "
+                               "gpt3/175b_fp8.yaml; commit 68ae39f9 'Set ub_tp_overlap to False' of 2023-09-12), and its "
+                               "H100 FP8 example examples/training/gpt/h100/175b_fp8_16node.sh does not override it"),
         "zero_default": 1,
         "zero_default_why": ("1 (Megatron's distributed optimizer): the launcher configs' optim is mcore_distributed_optim / "
                              "distributed_fused_adam, which shards the fp32 master weights and Adam moments over the data-parallel group"),
         "gpt3": {
-            "GPT-3 175B": {"recompute": "selective", "file": "gpt3/175b.yaml"},
+            "GPT-3 175B": {"recompute": "selective", "file": "gpt3/175b.yaml", "tp_comm_overlap": False},
             "GPT3-20B": {"recompute": "selective", "layers": 44, "hidden": 6144, "heads": 48, "file": "gpt3/20b.yaml"},
             "GPT3-5B": {"recompute": "none", "layers": 24, "hidden": 4096, "heads": 32, "file": "gpt3/5b.yaml"}},
         "gpt3_why": ("the launcher's conf/training/%s: %s, hidden_dropout 0.1, max_position_embeddings 2048, tokenizer "
@@ -1030,7 +1033,9 @@ def convert(r):
     if conv.get("p2p_overlap_vpp") and pp > 1 and vpp > 1:
         par["p2p_sync"] = False
         ci["parallel.p2p_sync"] = conv["p2p_why"]
-    if (conv.get("tp_comm_overlap") or preset) and tp > 1 and (preset or {}).get("tp_comm_overlap", True):
+    if g3 and g3.get("tp_comm_overlap") is False and tp > 1:
+        ci["parallel.tp_comm_overlap"] = conv["tp_overlap_off_why"] % g3["file"]
+    elif (conv.get("tp_comm_overlap") or preset) and tp > 1 and (preset or {}).get("tp_comm_overlap", True):
         par["tp_comm_overlap"] = True
         if not preset:
             ci["parallel.tp_comm_overlap"] = conv["tp_overlap_why"]
