@@ -211,7 +211,7 @@ py::object report(const py::object& source, const py::object& output, const std:
   ReportFormat fmt = ReportFormat::Html;
   if (out) fmt = report_format_of(*out, "output");
   if (format) {
-    const ReportFormat asked = report_format_of("report." + *format, "format");
+    const ReportFormat asked = report_format_named(*format, "parasim.report: format");
     if (out && asked != fmt) throw ConfigError("parasim.report: format \"" + *format + "\" differs from the output's extension (" + *out + ")");
     fmt = asked;
   }

@@ -87,6 +87,12 @@ ReportFormat report_format_of(const std::string& path, const std::string& option
   throw ConfigError(fmt::format("{} {}: the report's file name must end in .html, .htm or .md", option, path));
 }
 
+ReportFormat report_format_named(const std::string& name, const std::string& option) {
+  if (name == "html" || name == "htm") return ReportFormat::Html;
+  if (name == "md") return ReportFormat::Markdown;
+  throw ConfigError(fmt::format("{} \"{}\": expected \"html\" or \"md\"", option, name));
+}
+
 std::string render_report(const ReportDoc& doc, ReportFormat format) {
   return format == ReportFormat::Markdown ? markdown_report(doc) : html_report(doc);
 }

@@ -19,6 +19,8 @@ ReportDoc report_document(const Json& input, const std::string& name, const std:
 
 // The format a report file's name asks for: .html / .htm or .md; a ConfigError naming `option` otherwise.
 ReportFormat report_format_of(const std::string& path, const std::string& option);
+// A format by name: "html" (or "htm") or "md"; a ConfigError naming `option` otherwise.
+ReportFormat report_format_named(const std::string& name, const std::string& option);
 
 // The self-contained page (inline SVG and CSS) or the Markdown file.
 std::string render_report(const ReportDoc& doc, ReportFormat format);

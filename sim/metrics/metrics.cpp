@@ -116,13 +116,6 @@ double union_length(Intervals iv, Time lo, Time hi) {
   return merged_length(iv, lo, hi);
 }
 
-ExposedComm exposed_comm(const Program& p, const Timeline& t) {
-  std::vector<RankIntervals> ranks(p.ranks.size());
-  for (size_t i = 0; i < p.ops.size(); ++i) ranks[static_cast<size_t>(p.ops[i].rank)].add(p.ops[i], {t.start[i], t.end[i]});
-  for (RankIntervals& r : ranks) r.merge_all();
-  return exposed_of(p, ranks, t.makespan);
-}
-
 Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline& t) {
   Result res;
   res.scenario = in.scenario;

@@ -79,8 +79,6 @@ struct Result {
 
 Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline& t);
 
-ExposedComm exposed_comm(const Program& p, const Timeline& t);
-
 // Measure of the union of half-open intervals, clipped to [lo, hi).
 double union_length(std::vector<std::pair<Time, Time>> iv, Time lo, Time hi);
 

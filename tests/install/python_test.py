@@ -85,6 +85,11 @@ with tempfile.TemporaryDirectory() as tmp:
             raise AssertionError(f"report to {bad_out} {kw} was accepted")
         except parasim.ConfigError as e:
             assert msg in str(e) and not os.path.exists(bad_out), str(e)
+    try:
+        parasim.report(scenario, format="pdf")
+        raise AssertionError("format pdf was accepted")
+    except parasim.ConfigError as e:
+        assert 'format "pdf": expected "html" or "md"' in str(e), str(e)
 
 # Bad input: a ConfigError (a ValueError) naming the JSON pointer, as the CLI prints it.
 with open(scenario) as f:
