@@ -39,7 +39,6 @@ class Run {
     const size_t nr = p.ranks.size();
     tl_.start.assign(n, -1);
     tl_.end.assign(n, -1);
-    tl_.arrival.assign(n, -1);
     tl_.memory.resize(nr);
     remaining_.resize(n);
     hot_.resize(n);
@@ -245,7 +244,6 @@ class Run {
     if (remaining_[static_cast<size_t>(id)] > 0) return;
     busy_[q] = 1;
     const HotOp& op = hot_[static_cast<size_t>(id)];
-    tl_.arrival[static_cast<size_t>(id)] = now_;
     if (op.flags & kCommStream) mark_dirty(op.rank);
     if (op.collective < 0) {
       schedule(id, op.duration);

@@ -23,7 +23,6 @@ struct RankMemory {
 struct Timeline {
   std::vector<Time> start;    // per op: when it began executing (after any rendezvous)
   std::vector<Time> end;      // per op
-  std::vector<Time> arrival;  // per op: when it was ready and its stream free (== start unless waiting)
   std::vector<RankMemory> memory;  // per simulated rank
   Time makespan = 0;
   std::int64_t events = 0;

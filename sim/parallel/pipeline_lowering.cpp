@@ -135,7 +135,7 @@ class StageDriver {
     const auto i = static_cast<size_t>(vs), j = static_cast<size_t>(a.microbatch), si = static_cast<size_t>(s_);
     auto pre = [this](Action::Kind k, std::int64_t layer) { return engine_.before_layer(k, layer); };
     auto post = [this](Action::Kind k, std::int64_t layer, OpId op) { engine_.after_layer(k, layer, op); };
-    std::vector<OpId> after_send;  // with p2p_sync the stage's next action waits for its last send
+    Deps after_send;  // with p2p_sync the stage's next action waits for its last send
     if (in_.scenario.parallel.p2p_sync && last_send_ >= 0) after_send.push_back(last_send_);
     if (a.kind == Action::F) {
       const auto r = em_.forward(s_, a.microbatch, a.chunk, layers, first, last, after_send, pre, post);

@@ -13,7 +13,10 @@ cd "$(dirname "$0")/../.."
 seconds="${FUZZ_SECONDS:-20}"
 bash tools/scripts/install-deps.sh --sanitizers
 launcher=()
-if command -v ccache >/dev/null 2>&1; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+# The sloppiness lets ccache cache sources built with the precompiled headers (CMakeLists.txt).
+if command -v ccache >/dev/null 2>&1; then
+  launcher=("-DCMAKE_CXX_COMPILER_LAUNCHER=env;CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime;ccache")
+fi
 # -O1: what the sanitizers' documentation advises, and a shorter build than -O2 for CI.
 cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" -DPARASIM_FUZZ=ON \
   -DPARASIM_BUILD_BENCHMARKS=OFF "${launcher[@]}" "$@" >/dev/null
