@@ -5,7 +5,7 @@ namespace parasim {
 FsdpEngine::FsdpEngine(SyncContext ctx) : GradSyncEngine(std::move(ctx)) {
   const auto& fsdp = sc().parallel.fsdp;
   prefetch_ = fsdp ? fsdp->prefetch : 1;
-  bwd_post_ = fsdp && fsdp->backward_prefetch == "post";
+  bwd_post_ = fsdp && fsdp->backward_prefetch == BackwardPrefetch::Post;
   fsdp2_ = fsdp && fsdp->version == 2;
   fsdp1_ = fsdp && fsdp->version == 1;
 }
