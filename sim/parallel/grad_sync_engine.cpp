@@ -138,13 +138,18 @@ void GradSyncEngine::optimizer_step(OpId norm) {
 
 void register_grad_sync_engines(GradSyncRegistry& r) {
   register_ddp_engine(r);
-  register_fsdp_engines(r);
+  register_zero3_engine(r);
+  register_fsdp1_engine(r);
+  register_fsdp2_engine(r);
+  register_deepspeed_zero3_v03_engine(r);
 }
 
 std::string grad_sync_engine_name(const Scenario& sc) {
   if (!scenario_sharding(sc).weights) return "ddp";  // replicated weights: DDP, ZeRO-1/2
   if (sc.parallel.zero_impl == ZeroImpl::DeepSpeedV03) return "deepspeed-zero3-0.3";
-  return "fsdp";  // ZeRO-3, FSDP1 / FSDP2 full or hybrid sharding, with or without CPU offload
+  // Full or hybrid sharding, with or without CPU offload (options of every sharded engine).
+  if (!sc.parallel.fsdp) return "zero3";
+  return sc.parallel.fsdp->version == 1 ? "fsdp1" : "fsdp2";
 }
 
 }  // namespace parasim
