@@ -135,6 +135,13 @@ bool simulate_folded(const Scenario& sc, const ScheduleRegistry& schedules,
 
 }  // namespace
 
+std::vector<NamedChoice> named_choices(const Registries& reg) {
+  std::vector<NamedChoice> out = {describe(reg.schedules, "schedules", "/parallel/schedule"),
+                                  describe(reg.pipeline_engines, "pipeline-impls", "/parallel/pipeline_impl")};
+  for (NamedChoice& c : scenario_choices()) out.push_back(std::move(c));
+  return out;
+}
+
 SimulationOutput simulate(const Scenario& sc, const Registries& reg, const NetworkModel* network, Detail detail) {
   SimulationOutput out;
   std::int64_t lookups = -1, fallbacks = 0;  // the GEMM shapes one lowering priced (a folded step lowers three times)

@@ -5,6 +5,7 @@
 
 #include "sim/core/engine.h"
 #include "sim/metrics/metrics.h"
+#include "sim/parallel/pipeline_engine.h"
 #include "sim/parallel/schedule.h"
 #include "sim/scenario/scenario.h"
 #include "sim/steady_state.h"
@@ -28,8 +29,17 @@ enum class Detail { Summary, Partition, Timeline };
 // Registries of everything selectable by name, built once by the caller.
 struct Registries {
   ScheduleRegistry schedules{"schedule"};
-  Registries() { register_builtins(schedules); }
+  PipelineEngineRegistry pipeline_engines{"pipeline engine"};
+  Registries() {
+    register_builtins(schedules);
+    register_pipeline_engines(pipeline_engines);
+  }
 };
+
+// Every registry whose names a scenario key takes (the schedules, and sim/scenario/choices.h's),
+// described: the parser reads each registry itself; `parasim list`, the JSON Schema's enums and
+// the reference's types read this.
+std::vector<NamedChoice> named_choices(const Registries& reg);
 
 LayerShape layer_shape(const Scenario& sc);
 // `network` overrides the scenario's network model (tests use a free network for closed forms).

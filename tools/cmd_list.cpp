@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <map>
@@ -16,8 +17,8 @@ namespace parasim {
 namespace {
 
 // One entry of `parasim list WHAT`: printed as a line, or as an object of --json (docs/outputs.md).
-void list_schedules(const Context& ctx, Json* out) {
-  for (const auto& e : ctx.registries.schedules.entries()) {
+void list_choice(const NamedChoice& c, Json* out) {
+  for (const auto& e : c.names) {
     if (out) out->push_back({{"name", e.name}, {"description", e.description}, {"reference", e.reference}});
     else fmt::print("{:<14} {}\n{:<14} reference: {}\n", e.name, e.description, "", e.reference);
   }
@@ -71,13 +72,20 @@ void add_list_command(CLI::App& app, Context& ctx) {
   auto what = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   CLI::App* list = app.add_subcommand("list", "list what can be named in a scenario");
-  list->add_option("what", *what, "schedules | models | gpus | stacks")->required()->check(CLI::IsMember({"schedules", "models", "gpus", "stacks"}));
+  std::vector<std::string> kinds;
+  for (const NamedChoice& c : named_choices(ctx.registries)) kinds.push_back(c.list);
+  kinds.insert(kinds.end(), {"models", "gpus", "stacks"});
+  std::string help;
+  for (const auto& k : kinds) help += (help.empty() ? "" : " | ") + k;
+  list->add_option("what", *what, help)->required()->check(CLI::IsMember(kinds));
   list->add_flag("--json", *json, "print {schema: parasim.list/1, what, items: [...]} on stdout (docs/outputs.md)");
   list->callback([what, json, &ctx]() {
     ctx.exit_code = run_guarded([&]() {
       Json items = Json::array();
       Json* out = *json ? &items : nullptr;
-      if (*what == "schedules") list_schedules(ctx, out);
+      const auto choices = named_choices(ctx.registries);
+      const auto c = std::find_if(choices.begin(), choices.end(), [&](const NamedChoice& n) { return n.list == *what; });
+      if (c != choices.end()) list_choice(*c, out);
       else if (*what == "models") list_models(ctx, out);
       else if (*what == "stacks") list_stacks(ctx, out);
       else list_gpus(ctx, out);

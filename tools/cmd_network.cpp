@@ -63,10 +63,9 @@ void add_network_commands(CLI::App& app, Context& ctx) {
       ->check(integer_in(1, kMaxConcurrentGroups));
   c->add_option("--nics-per-node", o->nics_per_node, "NICs per node (default: the profile's reference node)")->check(integer_in(1, kMaxNicsPerNode));
   c->add_option("--nic-gbps", o->nic_gbps, "GB/s per NIC per direction (default: the profile's reference node)")->check(positive_number());
-  c->add_option("--algorithm", o->algorithm, "force NCCL's algorithm (like NCCL_ALGO): auto | ring | tree | nvls | hierarchical")
-      ->check(CLI::IsMember({"auto", "ring", "tree", "nvls", "hierarchical"}));
-  c->add_option("--protocol", o->protocol, "force NCCL's protocol (like NCCL_PROTO): auto | ll | ll128 | simple")
-      ->check(CLI::IsMember({"auto", "ll", "ll128", "simple"}));
+  const std::vector<std::string> algos = nccl_algorithm_choice().name_list(), protos = nccl_protocol_choice().name_list();
+  c->add_option("--algorithm", o->algorithm, "force NCCL's algorithm (like NCCL_ALGO): " + join_names(algos, " | "))->check(CLI::IsMember(algos));
+  c->add_option("--protocol", o->protocol, "force NCCL's protocol (like NCCL_PROTO): " + join_names(protos, " | "))->check(CLI::IsMember(protos));
   c->add_flag("--all", o->all, "also list every algorithm/protocol the tuner priced");
   c->add_flag("--json", *json, "print the answer (parasim.collective/1) as JSON on stdout");
   c->add_option("--inter-node", o->inter_node, "fat_tree | rail_optimized")->check(CLI::IsMember({"fat_tree", "rail_optimized"}));

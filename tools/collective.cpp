@@ -44,8 +44,8 @@ Json predict_collective(const CollectiveQuery& q, const std::string& data_dir) {
   if (!ops.count(q.op)) require_one_of("op", q.op, {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"});
   require_one_of("network", q.network, {"analytical", "flow"});
   require_one_of("inter_node", q.inter_node, {"fat_tree", "rail_optimized"});
-  require_one_of("algorithm", q.algorithm, {"auto", "ring", "tree", "nvls", "hierarchical"});
-  require_one_of("protocol", q.protocol, {"auto", "ll", "ll128", "simple"});
+  require_one_of("algorithm", q.algorithm, nccl_algorithm_choice().name_list());
+  require_one_of("protocol", q.protocol, nccl_protocol_choice().name_list());
   require_in("ranks", q.ranks, 1, kMaxCollectiveRanks);
   require_in("gpus_per_node", q.gpus_per_node, 1, kMaxGpusPerNode);
   require_in("concurrent_groups", q.concurrent_groups, 1, kMaxConcurrentGroups);

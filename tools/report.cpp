@@ -151,7 +151,7 @@ void print_summary(std::ostream& os, const Scenario& sc, const Result& r, const 
              sc.training.micro_batch, sc.microbatches(),
              sc.training.gemm_dtype() == "nvfp4" ? std::string("nvfp4 (block-scaled FP4 linear layers)")
              : sc.training.dtype == "fp8" ? "fp8 (" + sc.training.fp8_recipe + " scaling)" : sc.training.dtype,
-             p.recompute,
+             name_of(p.recompute),
              sc.training.flash_attention ? sc.training.attention_kernel : "unfused");
   fmt::print(os, "  {:<22} {}\n", "step time", human_s(r.step_time_s));
   fmt::print(os, "  {:<22} {:.0f} ({:.0f} per GPU)\n", "tokens/s", r.tokens_per_s, r.tokens_per_s / static_cast<double>(sc.cluster.gpus()));

@@ -35,11 +35,11 @@ Figure figure(const JsonObject& parent, const std::string& key, double min, doub
   return f;
 }
 
-const std::vector<std::string> kProtos = {"ll", "ll128", "simple"};
-const std::vector<std::string> kAlgos = {"ring", "tree", "nvls", "hierarchical", "direct", "p2p"};
 
 NcclTuning parse_nccl(const JsonObject& n) {
   NcclTuning t;
+  const Registry<NcclAlgoDef> algos = nccl_algorithms();
+  const Registry<NcclProtoDef> protos = nccl_protocols();
   t.present = true;
   t.how = n.choice("how", kHow);
   t.source = n.str("source");
@@ -49,8 +49,8 @@ NcclTuning parse_nccl(const JsonObject& n) {
     const JsonObject tab = n.object(key);
     for (const std::string& a : {std::string("ring"), std::string("tree")}) {
       const JsonObject row = tab.object(a);
-      for (size_t i = 0; i < kProtos.size(); ++i)
-        setter(t.cost[a == "ring" ? NcclAlgo::Ring : NcclAlgo::Tree][static_cast<NcclProto>(i)], row.number(kProtos[i], 0, max));
+      for (const auto& proto : protos.entries())
+        setter(t.cost[a == "ring" ? NcclAlgo::Ring : NcclAlgo::Tree][proto.factory.value], row.number(proto.name, 0, max));
       row.finish();
     }
     tab.finish();
@@ -64,7 +64,8 @@ NcclTuning parse_nccl(const JsonObject& n) {
       if (c.bw_fraction <= 0)
         n.fail("bw_fraction", std::string("expected a fraction > 0 for ") + nccl_algo_name(a) + "/" + nccl_proto_name(p));
   if (auto f = n.object_opt("multinode_nvlink_step_factor")) {
-    for (size_t i = 0; i < kProtos.size(); ++i) t.multinode_nvlink_step_factor[static_cast<NcclProto>(i)] = f->number(kProtos[i], 0.1, 100, 1.0);
+    for (const auto& proto : protos.entries())
+      t.multinode_nvlink_step_factor[proto.factory.value] = f->number(proto.name, 0.1, 100, 1.0);
     f->finish();
   }
   if (auto nv = n.object_opt("nvls")) {
@@ -82,10 +83,8 @@ NcclTuning parse_nccl(const JsonObject& n) {
       rule.max_nodes = r.integer("max_nodes", 1, 1LL << 40, 1LL << 40);
       rule.min_bytes = r.number("min_bytes", 0, 1e18, 0);
       rule.max_bytes = r.number("max_bytes", 0, 1e300, 1e300);
-      const std::string a = r.choice("algorithm", kAlgos);
-      const std::string p = r.choice("protocol", kProtos, "simple");
-      rule.algo = static_cast<NcclAlgo>(std::find(kAlgos.begin(), kAlgos.end(), a) - kAlgos.begin());
-      rule.proto = static_cast<NcclProto>(std::find(kProtos.begin(), kProtos.end(), p) - kProtos.begin());
+      rule.algo = algos.find(r.choice("algorithm", algos.names()))->factory.value;
+      rule.proto = protos.find(r.choice("protocol", protos.names(), "simple"))->factory.value;
       r.finish();
       t.rules.push_back(rule);
     }
@@ -102,24 +101,41 @@ double Profile::AttentionKernel::padded_head_dim(double head_dim) const {
   return head_dim;
 }
 
+Registry<NcclAlgoDef> nccl_algorithms() {
+  Registry<NcclAlgoDef> r("NCCL algorithm");
+  r.add({"ring", "a ring through the group's ranks, one per channel", "NCCL src/device/all_reduce.h runRing; NCCL_ALGO=Ring", {NcclAlgo::Ring}});
+  r.add({"tree", "all-reduce as a reduce up and a broadcast down a double binary tree across nodes, a chain inside each",
+         "Sanders et al. 2009 (two-tree broadcast); NCCL 2.4 trees; NCCL_ALGO=Tree", {NcclAlgo::Tree}});
+  r.add({"nvls", "all-reduce reduced and multicast inside the NVLink switches (NVLink SHARP)", "NCCL 2.17 NVLS; NCCL_ALGO=NVLS",
+         {NcclAlgo::Nvls}});
+  r.add({"hierarchical", "a two-level collective: inside each node, then across nodes, then inside again (a framework's own schedule, never NCCL's choice)",
+         "e.g. Horovod hierarchical all-reduce; priced as its three phases", {NcclAlgo::Hierarchical}});
+  r.add({"direct", "all-to-all as one send and receive per peer", "NCCL ncclAllToAll (grouped ncclSend/ncclRecv)", {NcclAlgo::Direct, false}});
+  r.add({"p2p", "a point-to-point send/receive", "NCCL ncclSend / ncclRecv", {NcclAlgo::P2p, false}});
+  return r;
+}
+
+Registry<NcclProtoDef> nccl_protocols() {
+  Registry<NcclProtoDef> r("NCCL protocol");
+  r.add({"ll", "low latency: 8-byte stores with an inline flag, half the bandwidth", "NCCL src/device/prims_ll.h; NCCL_PROTO=LL", {NcclProto::LL}});
+  r.add({"ll128", "low latency over 128-byte lines with one flag word each", "NCCL src/device/prims_ll128.h; NCCL_PROTO=LL128", {NcclProto::LL128}});
+  r.add({"simple", "bulk copies with a fence per step: full bandwidth, the highest latency", "NCCL src/device/prims_simple.h; NCCL_PROTO=Simple",
+         {NcclProto::Simple}});
+  return r;
+}
+
+// Display names on the pricing paths: the registries, built once.
 const char* nccl_algo_name(NcclAlgo a) {
-  switch (a) {
-    case NcclAlgo::Ring: return "ring";
-    case NcclAlgo::Tree: return "tree";
-    case NcclAlgo::Nvls: return "nvls";
-    case NcclAlgo::Hierarchical: return "hierarchical";
-    case NcclAlgo::Direct: return "direct";
-    case NcclAlgo::P2p: return "p2p";
-  }
+  static const Registry<NcclAlgoDef> r = nccl_algorithms();
+  for (const auto& e : r.entries())
+    if (e.factory.value == a) return e.name.c_str();
   return "?";
 }
 
 const char* nccl_proto_name(NcclProto p) {
-  switch (p) {
-    case NcclProto::LL: return "ll";
-    case NcclProto::LL128: return "ll128";
-    case NcclProto::Simple: return "simple";
-  }
+  static const Registry<NcclProtoDef> r = nccl_protocols();
+  for (const auto& e : r.entries())
+    if (e.factory.value == p) return e.name.c_str();
   return "?";
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/config/json_reader.h"
+#include "sim/core/registry.h"
 
 namespace parasim {
 
@@ -70,6 +71,18 @@ struct CollectivePoint {
 // protocol reaches. Optional explicit rules force a choice by op, node count and message size.
 enum class NcclAlgo { Ring, Tree, Nvls, Hierarchical, Direct, P2p };
 enum class NcclProto { LL, LL128, Simple };
+// The algorithms and protocols by name, the one list of them: the profile's tuning rules, the
+// scenario's network.algorithm / network.protocol (those a run may force, as NCCL_ALGO and
+// NCCL_PROTO do), `parasim network collective` and the tuner's candidates read these.
+struct NcclAlgoDef {
+  NcclAlgo value;
+  bool forcible = true;  // a scenario may force it (direct and p2p are NCCL's send/receive paths)
+};
+struct NcclProtoDef {
+  NcclProto value;
+};
+Registry<NcclAlgoDef> nccl_algorithms();
+Registry<NcclProtoDef> nccl_protocols();
 const char* nccl_algo_name(NcclAlgo a);
 const char* nccl_proto_name(NcclProto p);
 

@@ -18,6 +18,12 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 }
 }  // namespace
 
+std::string join_names(const std::vector<std::string>& names, const std::string& sep) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : sep) + n;
+  return out;
+}
+
 // The closest name within an edit distance of about a third of its length, or "".
 std::string closest_name(const std::string& wanted, const std::vector<std::string>& names) {
   std::string best;

@@ -10,6 +10,8 @@
 namespace parasim {
 
 std::string closest_name(const std::string& wanted, const std::vector<std::string>& names);
+// "a, b, c" (sep ", ") or "a | b | c".
+std::string join_names(const std::vector<std::string>& names, const std::string& sep);
 
 template <class Factory>
 class Registry {

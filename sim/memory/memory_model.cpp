@@ -4,9 +4,9 @@
 
 namespace parasim {
 
-ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const std::string& recompute,
+ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, Recompute recompute,
                                  const RecomputeModules& modules) {
-  const bool selective = recompute == "selective";
+  const bool selective = recompute == Recompute::Selective;
   auto recomputes = [&](RecomputeModule module) { return selective && modules.has(module); };
   const double e = sh.dtype_bytes;
   const double t = static_cast<double>(sh.tp);
@@ -97,8 +97,8 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, const
   ActivationBytes out;
   const double full = replicated / sp + (attn_split + mlp_split + scores + mamba) / t + moe + mla_latents;
   out.layer_working = full;
-  out.layer_stored = recompute == "full" ? e * sbh / sp : full;
-  if (recompute == "selective_op") {
+  out.layer_stored = recompute == Recompute::Full ? e * sbh / sp : full;
+  if (recompute == Recompute::SelectiveOp) {
     // torchtitan's op-level SAC keeps the layer input and the outputs of the saved ops: matmuls
     // 1, 3, 5, 7 in call order (wq, wv, w1, w2 with SwiGLU; wq, wv, w1 without) and the fused
     // attention (its output and fp32 log-sum-exp); the 2nd, 4th, 6th matmul (wk, wo, w3 / w2) and

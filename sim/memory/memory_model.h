@@ -7,6 +7,7 @@
 
 #include "models/layer_graph.h"
 #include "models/recompute.h"
+#include "sim/scenario/choices.h"
 
 namespace parasim {
 
@@ -26,9 +27,9 @@ struct ActivationBytes {
   double head_freed_by_backward() const { return head - metrics_kept; }
 };
 
-// recompute: "none" | "selective" | "full" | "selective_op"; with "selective", the recomputed
-// modules (ParallelSpec::recompute_modules) keep none of their own activations.
-ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& shape, const std::string& recompute,
+// With Recompute::Selective, the recomputed modules (ParallelSpec::recompute_modules) keep none of
+// their own activations.
+ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& shape, Recompute recompute,
                                  const RecomputeModules& modules = {RecomputeModule::CoreAttn});
 
 struct StateBytesPerParam {

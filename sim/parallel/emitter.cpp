@@ -113,7 +113,7 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
   t.head_f = block_s(c, g.head_fwd);
   t.head_b = block_s(c, g.head_bwd, &t.head_w);
   t.metrics = block_s(c, g.metrics);
-  if (in.scenario.parallel.recompute == "selective") {
+  if (in.scenario.parallel.recompute == Recompute::Selective) {
     // Megatron-Core's selective recompute replays the forward kernels of each recomputed module
     // (ParallelSpec::recompute_modules) before its backward; an MoE block's replay includes its
     // dispatch and combine all-to-alls (added below with them).
@@ -125,7 +125,7 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
           t.selective_recompute_flops += k.flops;
         }
   }
-  if (in.scenario.parallel.recompute == "selective_op") {
+  if (in.scenario.parallel.recompute == Recompute::SelectiveOp) {
     // torchtitan's op-level SAC replays every elementwise op and the even-numbered matmuls of the
     // layer in call order: wk (its share of the fused QKV GEMM), wo, and w3 (half of the fused
     // gate/up GEMM) with SwiGLU, or w2 (the down projection) without. The fused attention is saved.
@@ -192,7 +192,7 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
     const double a2a = in.network.time_s(l.ep_group(CollOp::AllToAll, g.ep_message_bytes));
     t.ep_comm_f = 2 * a2a;
     t.ep_comm_b = 2 * a2a;
-    if (in.scenario.parallel.recompute == "selective" && in.scenario.parallel.recompute_modules.has(RecomputeModule::Moe))
+    if (in.scenario.parallel.recompute == Recompute::Selective && in.scenario.parallel.recompute_modules.has(RecomputeModule::Moe))
       t.attn_recompute_selective += t.ep_comm_f;
     if (in.scenario.parallel.ep_comm_overlap) {
       // Hidden under the layer's compute of the microbatch it is paired with (the same pass's
@@ -223,8 +223,8 @@ Emitter::Emitter(const LoweringInput& in, Program& prog)
     : in_(in),
       p_(prog),
       layout_(make_layout(in.scenario)),
-      full_recompute_(in.scenario.parallel.recompute == "full"),
-      op_sac_(in.scenario.parallel.recompute == "selective_op"),
+      full_recompute_(in.scenario.parallel.recompute == Recompute::Full),
+      op_sac_(in.scenario.parallel.recompute == Recompute::SelectiveOp),
       recompute_layers_(in.scenario.parallel.recompute_num_layers),
       offload_layers_(in.scenario.parallel.activation_offload_layers),
       offload_window_(offload_layers_ > 0 ? in.scenario.model.layers / offload_layers_ : 1),
@@ -234,7 +234,7 @@ Emitter::Emitter(const LoweringInput& in, Program& prog)
     const ModelSpec m = in.scenario.model.of_kind(kinds[k]);
     times_.push_back(block_times(in, in.layers.kinds[k]));
     acts_.push_back(activation_bytes(m, in.graph.shape, in.scenario.parallel.recompute, in.scenario.parallel.recompute_modules));
-    acts_kept_.push_back(activation_bytes(m, in.graph.shape, "none"));
+    acts_kept_.push_back(activation_bytes(m, in.graph.shape, Recompute::None));
   }
   if (times_.size() > 1) {
     const ParallelSpec& par = in.scenario.parallel;
@@ -370,7 +370,7 @@ void Emitter::mtp_backward(const AddOp& add) const {
     const ActivationBytes& a = ends_act();
     add(Phase::Backward, "mtp head bwd", ends().head_b, 2 * ends().head_f_flops, 2 * ends().head_f_hw, {MemCat::Activations, to_bytes(a.head_working)},
         {MemCat::Activations, -to_bytes(a.head_working + a.head)});
-    if (t.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == "selective")
+    if (t.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == Recompute::Selective)
       add(Phase::Recompute, "recompute (selective)", t.attn_recompute_selective, t.selective_recompute_flops, t.selective_recompute_flops, none, none);
     if (t.tp_comm_b > 0 && t.mlp_tp_comm) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, 0, none, none);
     if (t.ep_comm_b > 0) add(Phase::EpComm, "ep all-to-all bwd", t.ep_comm_b, 0, 0, none, none);
@@ -437,7 +437,7 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
           t.attn_f_hw + t.mlp_f_hw, {MemCat::Activations, extra_working}, none);
     } else if (op_sac_) {
       add(Phase::Recompute, "recompute (op SAC)", t.op_sac_recompute, t.op_sac_flops, t.op_sac_hw, {MemCat::Activations, extra_working}, none);
-    } else if (t.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == "selective") {
+    } else if (t.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == Recompute::Selective) {
       add(Phase::Recompute, "recompute (selective)", t.attn_recompute_selective, t.selective_recompute_flops, t.selective_recompute_flops,
           none, none);
     }

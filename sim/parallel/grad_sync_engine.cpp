@@ -85,7 +85,7 @@ SyncSetup::SyncSetup(const LoweringInput& input, bool split_backward) : in(input
   host_bps = offload ? sc.profile.host_memory_gbps.value * 1e9 * sc.profile.host_optimizer_efficiency.value /
                            static_cast<double>(sc.cluster.gpus_per_node)
                      : 0.0;
-  ds_bf16 = par.zero_impl == "deepspeed-bf16";
+  ds_bf16 = par.zero_impl == ZeroImpl::DeepSpeedBf16;
   uniform = sc.model.uniform();
   for (std::int64_t vs = 0; !uniform && vs < par.pp * par.vpp; ++vs)
     chunk_first_layer.push_back(sc.first_layer_in_chunk(vs % par.pp, vs / par.pp));
@@ -113,13 +113,13 @@ void GradSyncEngine::optimizer_step(OpId norm) {
   // priced below). FSDP's sharded parameters are themselves the fp32 copy.
   const bool mixed = sc().training.dtype != "fp32";
   const double traffic = optimizer_step_bytes(sb, sc().training.optimizer, sc().training.optimizer_impl, mixed && !par.fsdp,
-                                              mixed && !par.fsdp && par.zero_impl == "megatron");
+                                              mixed && !par.fsdp && par.zero_impl == ZeroImpl::Megatron);
   // DeepSpeed's ZeRO-1/2 step first flattens this rank's 16-bit gradient partition into a new
   // tensor and casts that into a new fp32 one (stage_1_and_2.py / stage2.py step():
   // self.flatten(self.averaged_gradients[i]).to(fp32)): the flat 16-bit copy (read and write
   // 2 B) lives while the cast (read 2 B, write 4 B) runs, so the step's peak holds both; the
   // fp32 gradient lives until the Adam step is done.
-  const bool ds_cast = par.zero_impl == "deepspeed";
+  const bool ds_cast = par.zero_impl == ZeroImpl::DeepSpeed;
   const double fp32_grad_partition = ds_cast ? (kMasterBytes + sb.grads) * opt_params : 0.0;
   const double cast_s = ds_cast ? u.in.cost.memory_s((3 * sb.grads + kMasterBytes) * opt_params) : 0.0;
   const double opt_s = u.offload ? kCpuAdamBytes * opt_params / u.host_bps : u.in.cost.optimizer_s(traffic * opt_params) + cast_s;
@@ -138,13 +138,18 @@ void GradSyncEngine::optimizer_step(OpId norm) {
 
 void register_grad_sync_engines(GradSyncRegistry& r) {
   register_ddp_engine(r);
-  register_fsdp_engines(r);
+  register_zero3_engine(r);
+  register_fsdp1_engine(r);
+  register_fsdp2_engine(r);
+  register_deepspeed_zero3_v03_engine(r);
 }
 
 std::string grad_sync_engine_name(const Scenario& sc) {
   if (!scenario_sharding(sc).weights) return "ddp";  // replicated weights: DDP, ZeRO-1/2
-  if (sc.parallel.zero_impl == "deepspeed-0.3") return "deepspeed-zero3-0.3";
-  return "fsdp";  // ZeRO-3, FSDP1 / FSDP2 full or hybrid sharding, with or without CPU offload
+  if (sc.parallel.zero_impl == ZeroImpl::DeepSpeedV03) return "deepspeed-zero3-0.3";
+  // Full or hybrid sharding, with or without CPU offload (options of every sharded engine).
+  if (!sc.parallel.fsdp) return "zero3";
+  return sc.parallel.fsdp->version == 1 ? "fsdp1" : "fsdp2";
 }
 
 }  // namespace parasim

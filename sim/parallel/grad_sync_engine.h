@@ -126,13 +126,15 @@ std::unique_ptr<GradSyncEngine> make_engine(SyncContext ctx) {
   return std::make_unique<Engine>(std::move(ctx));
 }
 // The built-in engines (sim/parallel/engines/), and the one a scenario runs (from its ZeRO stage
-// and implementation and its FSDP settings).
+// and implementation and its FSDP version).
 void register_grad_sync_engines(GradSyncRegistry& r);
 std::string grad_sync_engine_name(const Scenario& sc);
 
 // Each engine file's registration.
 void register_ddp_engine(GradSyncRegistry& r);
-void register_fsdp_engines(GradSyncRegistry& r);  // and DeepSpeed 0.3's, which derives from FSDP's
+void register_zero3_engine(GradSyncRegistry& r);  // engines/fsdp.cpp: the sharded-weights base
+void register_fsdp1_engine(GradSyncRegistry& r);
+void register_fsdp2_engine(GradSyncRegistry& r);
 void register_deepspeed_zero3_v03_engine(GradSyncRegistry& r);
 
 }  // namespace parasim

@@ -1,6 +1,6 @@
 // The shared lowering of pipeline-style schedules (DDP is the one-stage case), a driver: static
 // model states per stage, each action through the Emitter, p2p transfers between virtual stages,
-// DeepSpeed's pipe buffers, and the grad-norm rendezvous. Data-parallel gradient synchronisation,
+// the pipeline engine's hooks (pipeline_engine.h), and the grad-norm rendezvous. Data-parallel gradient synchronisation,
 // parameter sharding and the optimizer step are the gradient-sync engine's (grad_sync_engine.h,
 // one file per engine in engines/), chosen once per run and called around each action and layer.
 //
@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "sim/parallel/grad_sync_engine.h"
+#include "sim/parallel/pipeline_engine.h"
 
 namespace parasim {
 
@@ -56,28 +57,6 @@ void reserve_ops(const Scenario& sc, const StageOrder& order, Program& prog) {
   prog.ops.reserve(op_room);
 }
 
-// DeepSpeed's pipeline engine (parallel.pipeline_impl "deepspeed") keeps each stage output in its
-// pipe buffer from the forward until the backward of the same microbatch.
-class PipeBuffers {
- public:
-  PipeBuffers(const LoweringInput& in, Emitter& em, Program& prog)
-      : in_(in), em_(em), prog_(prog),
-        on_(in.scenario.parallel.pipeline_impl == "deepspeed" && in.scenario.parallel.pp * in.scenario.parallel.vpp > 1) {}
-  void keep(std::int32_t s, const Action& a, OpId after) { mark(s, a, after, "keep stage output (DeepSpeed pipe buffer)", 1); }
-  void drop(std::int32_t s, const Action& a, OpId after) { mark(s, a, after, "drop stage output (DeepSpeed pipe buffer)", -1); }
-
- private:
-  void mark(std::int32_t s, const Action& a, OpId after, Label label, std::int64_t sign) {
-    if (!on_) return;
-    const OpId o = em_.op(s, Stream::Compute, Phase::Other, label, 0, {after}, a.microbatch, a.chunk);
-    prog_.ops[static_cast<size_t>(o)].at_end = {MemCat::Activations, sign * to_bytes(in_.graph.p2p_bytes)};
-  }
-  const LoweringInput& in_;
-  Emitter& em_;
-  Program& prog_;
-  bool on_;
-};
-
 // The p2p sends of every virtual stage and microbatch, and each action's first op, wired at the end.
 struct P2p {
   P2p(const LoweringInput& in, const Layout& L) {
@@ -110,8 +89,8 @@ struct P2p {
 // One stage's actions through the emitter, the engine hooked around each action and layer.
 class StageDriver {
  public:
-  StageDriver(const LoweringInput& in, Emitter& em, P2p& p2p, PipeBuffers& buffers, GradSyncEngine& engine, bool split)
-      : in_(in), em_(em), p2p_(p2p), buffers_(buffers), engine_(engine), split_(split) {}
+  StageDriver(const LoweringInput& in, Emitter& em, P2p& p2p, PipelineEngine& pipe, GradSyncEngine& engine, bool split)
+      : in_(in), em_(em), p2p_(p2p), pipe_(pipe), engine_(engine), split_(split) {}
 
   void run(std::int32_t s, const std::vector<Action>& acts) {
     s_ = s;
@@ -141,13 +120,13 @@ class StageDriver {
       const auto r = em_.forward(s_, a.microbatch, a.chunk, layers, first, last, after_send, pre, post);
       p2p_.ffirst[i][j] = r.first;
       if (!last) {
-        buffers_.keep(s_, a, r.last);
+        pipe_.output_sent(s_, a, r.last);
         last_send_ = p2p_.fsend[i][j] =
             em_.comm_op(s_, Stream::P2P, Phase::PpComm, "pp send activations", p2p_.send_next[si], {r.last}, a.microbatch, a.chunk);
       }
     } else if (a.kind == Action::B) {
       const auto r = em_.backward(s_, a.microbatch, a.chunk, layers, first, last, split_, after_send, pre, post);
-      if (!last) buffers_.drop(s_, a, r.last);
+      if (!last) pipe_.backward_done(s_, a, r.last);
       p2p_.bfirst[i][j] = r.first;
       if (!first)
         last_send_ = p2p_.bsend[i][j] =
@@ -162,7 +141,7 @@ class StageDriver {
   const LoweringInput& in_;
   Emitter& em_;
   P2p& p2p_;
-  PipeBuffers& buffers_;
+  PipelineEngine& pipe_;
   GradSyncEngine& engine_;
   bool split_;
   std::int32_t s_ = 0;
@@ -181,7 +160,8 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
   add_stage_ranks(in, setup, prog, L);
   reserve_ops(sc, order, prog);
   P2p p2p(in, L);
-  PipeBuffers buffers(in, em, prog);
+  const PipelineEngineRegistry pipe_engines = pipeline_engines();
+  const std::unique_ptr<PipelineEngine> pipe = entry_of(pipe_engines, sc.parallel.pipeline_impl).factory.make(in, em, prog);
   GradSyncRegistry engine_registry("gradient-sync engine");
   register_grad_sync_engines(engine_registry);
   const GradSyncFactory make = engine_registry.get(grad_sync_engine_name(sc), sc.file + ": /parallel").factory;
@@ -191,7 +171,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
   const double norm_s = in.network.time_s(L.group(CollOp::AllReduce, 1, L.tp * L.pp, 4.0));
   for (std::int32_t s = 0; s < p; ++s) {
     engines.push_back(make(SyncContext{setup, em, prog, s, stage_params(sc, s)}));
-    StageDriver(in, em, p2p, buffers, *engines.back(), split).run(s, order[static_cast<size_t>(s)]);
+    StageDriver(in, em, p2p, *pipe, *engines.back(), split).run(s, order[static_cast<size_t>(s)]);
     // Gradient clipping needs the global gradient norm: a small all-reduce over the model-parallel
     // ranks once every stage's gradients are final (Megatron's clip_grad). A rendezvous of stages.
     std::vector<OpId> deps = engines.back()->sync_ops();

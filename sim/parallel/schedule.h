@@ -58,6 +58,7 @@ struct ScheduleDef {
   LowerFn lower;  // schedules that lower themselves
   bool splits_backward = false;  // emits W actions
   Periodicity periodicity{};
+  bool pipeline = true;  // needs pp > 1 (false: ddp, dataparallel, which need pp = 1)
 };
 
 using ScheduleRegistry = Registry<ScheduleDef>;

@@ -49,7 +49,7 @@ void choose_base(PlanJob& job, const std::string& dir) {
 
 Json layout_settings(const PlanLayout& l) {
   Json s = {{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"vpp", l.vpp}, {"cp", l.cp}, {"ep", l.ep}, {"etp", l.etp},
-            {"micro_batch", l.micro_batch}, {"schedule", l.schedule}, {"sharding", l.sharding}, {"recompute", l.recompute},
+            {"micro_batch", l.micro_batch}, {"schedule", l.schedule}, {"sharding", l.sharding}, {"recompute", name_of(l.recompute)},
             {"sp", l.sequence_parallel}, {"tp_overlap", l.tp_comm_overlap}};
   return s;
 }
@@ -63,7 +63,7 @@ Json layout_scenario(const PlanJob& job, const PlanLayout& l) {
   j["training"]["global_batch"] = job.global_batch;
   j["training"]["micro_batch"] = l.micro_batch;
   j["training"]["seq_len"] = job.seq;
-  Json p = {{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"schedule", l.schedule}, {"recompute", l.recompute},
+  Json p = {{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"schedule", l.schedule}, {"recompute", name_of(l.recompute)},
             {"sequence_parallel", l.sequence_parallel}, {"tp_comm_overlap", l.tp_comm_overlap}};
   if (l.vpp > 1) p["vpp"] = l.vpp;
   if (l.ep > 1) p["ep"] = l.ep;
@@ -138,7 +138,7 @@ namespace {
 
 const std::vector<std::string> kSchedules = {"ddp", "1f1b", "interleaved", "zb-h1"};
 const std::vector<std::string> kShardings = {"none", "zero1", "fsdp"};
-const std::vector<std::string> kRecomputes = {"none", "selective", "full"};
+const std::vector<Recompute> kRecomputes = {Recompute::None, Recompute::Selective, Recompute::Full};
 constexpr const char* kSelectiveRule = "selective recompute equals none under fused attention";
 
 // Walks the dimensions outermost first; a rule is checked at the first level where its
@@ -242,11 +242,11 @@ class Enumerator {
   void memory_options(PlanLayout l) {
     const double inner = static_cast<double>(eps_.size() * etps_);
     for (const std::string& sharding : kShardings)
-      for (const std::string& rc : kRecomputes) {
+      for (const Recompute rc : kRecomputes) {
         const char* r = nullptr;
         if (sharding == "fsdp" && l.pp > 1) r = "FSDP with pp = 1";
         else if (sharding != "none" && l.dp * l.cp == 1) r = "sharding needs dp*cp > 1";
-        else if (rc == "selective" && base_.training.flash_attention) r = kSelectiveRule;
+        else if (rc == Recompute::Selective && base_.training.flash_attention) r = kSelectiveRule;
         if (r) {
           out_.pruned[r] += static_cast<std::int64_t>(inner);
           continue;

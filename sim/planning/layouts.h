@@ -44,7 +44,7 @@ struct PlanLayout {
   std::int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1, etp = 1, micro_batch = 1;
   std::string schedule = "ddp";
   std::string sharding = "none";  // none | zero1 | fsdp
-  std::string recompute = "none";
+  Recompute recompute = Recompute::None;
   bool sequence_parallel = false, tp_comm_overlap = false;
 };
 Json layout_settings(const PlanLayout& l);

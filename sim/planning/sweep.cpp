@@ -18,8 +18,8 @@ const std::vector<SweepKey>& sweep_keys() {
       {"cp_impl", "/parallel/cp_impl", "ring | allgather"},
       {"ep", "/parallel/ep", "expert-parallel size"},
       {"etp", "/parallel/etp", "expert tensor-parallel size (1 or tp)"},
-      {"schedule", "/parallel/schedule", "ddp, dataparallel, naive, gpipe, 1f1b, interleaved, zb-h1"},
-      {"recompute", "/parallel/recompute", "none | selective | full | selective_op"},
+      {"schedule", "/parallel/schedule", "see `parasim list schedules`"},
+      {"recompute", "/parallel/recompute", "see `parasim list recompute`"},
       {"zero_stage", "/parallel/zero_stage", "ZeRO stage 0..3"},
       {"fsdp", "/parallel/fsdp/sharding", "FSDP sharding full | hybrid | grad_op (null: no FSDP)"},
       {"sequence_parallel", "/parallel/sequence_parallel", "true | false"},
@@ -39,7 +39,7 @@ const std::vector<SweepKey>& sweep_keys() {
       {"nics_per_node", "/cluster/inter_node/nics_per_node", "NICs per node"},
       {"oversubscription", "/cluster/inter_node/oversubscription", "fabric oversubscription"},
       {"network", "/network/model", "network model: analytical | flow"},
-      {"nccl_algorithm", "/network/algorithm", "auto | ring | tree | nvls | hierarchical"},
+      {"nccl_algorithm", "/network/algorithm", "see `parasim list nccl-algorithms`"},
   };
   return keys;
 }

@@ -1,6 +1,8 @@
 #include "sim/scenario/scenario.h"
 
 #include "sim/memory/memory_model.h"
+#include "sim/parallel/pipeline_engine.h"
+#include "sim/parallel/schedule.h"
 #include "sim/scenario/scenario_keys.h"
 #include "sim/scenario/stack.h"
 #include "sim/topology/topology.h"
@@ -15,10 +17,22 @@ namespace parasim {
 
 namespace {
 
-const std::vector<std::string> kPipelineSchedules = {"naive", "gpipe", "1f1b", "interleaved", "zb-h1"};
-const std::vector<std::string> kDpSchedules = {"dataparallel", "ddp"};
+// The schedules a scenario may name: the schedule registry's (sim/parallel/registry.cpp).
+ScheduleRegistry schedules() {
+  ScheduleRegistry r("schedule");
+  register_builtins(r);
+  return r;
+}
 
 std::string itos(std::int64_t v) { return std::to_string(v); }
+
+// "naive, gpipe, ...": the schedules that need pp > 1.
+std::string pipeline_schedule_list(const ScheduleRegistry& r) {
+  std::string out;
+  for (const auto& e : r.entries())
+    if (e.factory.pipeline) out += (out.empty() ? "" : ", ") + e.name;
+  return out;
+}
 
 ClusterSpec parse_cluster(const JsonObject& o) {
   ClusterSpec c;
@@ -111,31 +125,26 @@ ParallelSpec parse_parallel(const JsonObject& o) {
   p.cp_impl = o.choice("cp_impl", {"ring", "allgather"}, "ring");
   p.ep = o.integer("ep", 1, 1 << 16, 1);
   p.etp = o.integer("etp", 1, 1 << 16, p.tp);
-  std::vector<std::string> all = kDpSchedules;
-  all.insert(all.end(), kPipelineSchedules.begin(), kPipelineSchedules.end());
-  p.schedule = o.choice("schedule", all, p.pp == 1 ? "ddp" : "1f1b");
+  p.schedule = o.choice("schedule", schedules().names(), p.pp == 1 ? "ddp" : "1f1b");
   p.sequence_parallel = o.boolean("sequence_parallel", false);
-  p.recompute = o.choice("recompute", {"none", "selective", "full", "selective_op"}, "none");
+  p.recompute = parse_choice(o, "recompute", recompute_modes(), Recompute::None).factory.value;
   if (o.has("recompute_modules")) {
     p.recompute_modules = RecomputeModules::from_names(o.choice_list("recompute_modules", recompute_module_names()));
-    if (p.recompute != "selective")
+    if (p.recompute != Recompute::Selective)
       o.fail("recompute_modules", "applies to recompute \"selective\" (Megatron-Core's --recompute-modules), but recompute is \"" +
-                                      p.recompute + "\"");
+                                      name_of(p.recompute) + "\"");
   }
   if (o.has("recompute_num_layers")) {
     p.recompute_num_layers = o.integer("recompute_num_layers", 0, 1 << 20);
-    if (p.recompute != "full")
-      o.fail("recompute_num_layers", "applies to recompute \"full\" (Megatron's block method), but recompute is \"" + p.recompute + "\"");
+    if (p.recompute != Recompute::Full)
+      o.fail("recompute_num_layers", "applies to recompute \"full\" (Megatron's block method), but recompute is \"" + name_of(p.recompute) + "\"");
   }
   p.activation_offload_layers = o.integer("activation_offload_layers", 0, 1 << 20, 0);
   p.zero_stage = o.integer("zero_stage", 0, 3, 0);
-  p.zero_impl = o.choice("zero_impl", {"megatron", "deepspeed", "deepspeed-bf16", "deepspeed-0.3"}, "megatron");
-  if (p.zero_impl == "deepspeed" && p.zero_stage != 1 && p.zero_stage != 2)
-    o.fail("zero_impl", "\"deepspeed\" describes DeepSpeed's ZeRO stage 1/2 optimizer, but zero_stage is " + std::to_string(p.zero_stage));
-  if (p.zero_impl == "deepspeed-bf16" && p.zero_stage != 1)
-    o.fail("zero_impl", "\"deepspeed-bf16\" describes DeepSpeed's BF16 optimizer (ZeRO stage 1), but zero_stage is " + std::to_string(p.zero_stage));
-  if (p.zero_impl == "deepspeed-0.3" && p.zero_stage != 3)
-    o.fail("zero_impl", "\"deepspeed-0.3\" describes DeepSpeed 0.3's ZeRO-3 parameter partitioning, but zero_stage is " + std::to_string(p.zero_stage));
+  const auto zero = parse_choice(o, "zero_impl", zero_impls(), ZeroImpl::Megatron);
+  p.zero_impl = zero.factory.value;
+  if (!(zero.factory.stages & (1u << p.zero_stage)))
+    o.fail("zero_impl", "\"" + zero.name + "\" describes " + zero.description + ", but zero_stage is " + std::to_string(p.zero_stage));
   if (auto f = o.object_opt("fsdp")) {
     FsdpSpec s;
     s.sharding = f->choice("sharding", {"full", "hybrid", "grad_op"}, "full");
@@ -145,8 +154,8 @@ ParallelSpec parse_parallel(const JsonObject& o) {
     if (f->has("param_dtype")) s.param_dtype = f->choice("param_dtype", {"bf16", "fp16", "fp32"});
     if (f->has("reduce_dtype")) s.reduce_dtype = f->choice("reduce_dtype", {"bf16", "fp16", "fp32"});
     s.version = static_cast<int>(f->integer("version", 1, 2, 2));
-    s.backward_prefetch = f->choice("backward_prefetch", {"pre", "post"}, "pre");
-    if (s.backward_prefetch == "post" && s.version != 1)
+    s.backward_prefetch = parse_choice(*f, "backward_prefetch", backward_prefetches(), BackwardPrefetch::Pre).factory.value;
+    if (s.backward_prefetch == BackwardPrefetch::Post && s.version != 1)
       f->fail("backward_prefetch", "\"post\" is FSDP1's BackwardPrefetch.BACKWARD_POST (parallel.fsdp.version 1); FSDP2 always "
                                    "prefetches the next unit before the current one's backward (\"pre\")");
     f->finish();
@@ -173,12 +182,12 @@ ParallelSpec parse_parallel(const JsonObject& o) {
   p.tp_comm_overlap = o.boolean("tp_comm_overlap", false);
   p.ep_comm_overlap = o.boolean("ep_comm_overlap", false);
   p.p2p_sync = o.boolean("p2p_sync", true);
-  p.pipeline_impl = o.choice("pipeline_impl", {"megatron", "deepspeed"}, "megatron");
+  p.pipeline_impl = parse_choice(o, "pipeline_impl", pipeline_engines(), PipelineImpl::Megatron).factory.value;
   // DeepSpeed's PipelineEngine turns the backward-hook gradient reduction off and reduces in its
   // ReduceGrads instruction after the step's last backward (deepspeed/runtime/pipe/engine.py,
   // enable_backward_allreduce = False), so with pp > 1 the reduction does not overlap by default.
-  p.overlap_grad_reduce = o.boolean("overlap_grad_reduce", !(p.pipeline_impl == "deepspeed" && p.pp > 1));
-  if (p.pipeline_impl == "deepspeed" && p.pp > 1 && (p.zero_stage >= 2 || p.fsdp))
+  p.overlap_grad_reduce = o.boolean("overlap_grad_reduce", !(p.pipeline_impl == PipelineImpl::DeepSpeed && p.pp > 1));
+  if (p.pipeline_impl == PipelineImpl::DeepSpeed && p.pp > 1 && (p.zero_stage >= 2 || p.fsdp))
     o.fail("pipeline_impl", "DeepSpeed's PipelineEngine runs ZeRO stage 0 or 1 only (deepspeed/runtime/pipe/engine.py asserts "
                             "zero_optimization_stage() < 2: \"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\"), but "
                             "zero_stage is " + std::to_string(p.zero_stage) + (p.fsdp ? " with FSDP" : ""));
@@ -276,8 +285,9 @@ void validate(const Scenario& s, const JsonObject& root) {
       fail(par + "/activation_offload_layers", "CPU offloading can be done for fewer layers than the model's " + itos(s.model.layers) +
                                                    ", got " + itos(p.activation_offload_layers));
     if (p.pp > 1) fail(par + "/activation_offload_layers", "activation offloading runs with pp = 1 only (Megatron-Core has no support for it with pipeline parallelism)");
-    if (p.recompute != "none")
-      fail(par + "/activation_offload_layers", "activation offloading does not run with activation recomputation (recompute is \"" + p.recompute + "\")");
+    if (p.recompute != Recompute::None)
+      fail(par + "/activation_offload_layers", "activation offloading does not run with activation recomputation (recompute is \"" +
+                                                   name_of(p.recompute) + "\")");
   }
   // Megatron-Core scatters each sequence's positions over the tp ranks (mappings.py
   // _split_along_first_dim asserts the first dimension divides by the tp size).
@@ -285,9 +295,11 @@ void validate(const Scenario& s, const JsonObject& root) {
     fail(par + "/sequence_parallel", "sequence parallel splits each sequence over the tp ranks: seq_len / cp (" +
                                          itos(t.seq_len / p.cp) + ") must be divisible by tp (" + itos(p.tp) + ")");
   const bool pipelined = p.pp > 1;
-  const bool dp_sched = p.schedule == "dataparallel" || p.schedule == "ddp";
+  const ScheduleRegistry sched = schedules();
+  const bool dp_sched = !sched.find(p.schedule)->factory.pipeline;
   if (pipelined && dp_sched)
-    fail(par + "/schedule", "with pp = " + itos(p.pp) + " the schedule must be a pipeline schedule (naive, gpipe, 1f1b, interleaved, zb-h1), got \"" + p.schedule + "\"");
+    fail(par + "/schedule", "with pp = " + itos(p.pp) + " the schedule must be a pipeline schedule (" + pipeline_schedule_list(sched) +
+                                "), got \"" + p.schedule + "\"");
   if (!pipelined && !dp_sched)
     fail(par + "/schedule", "pipeline schedule \"" + p.schedule + "\" needs pp > 1; with pp = 1 use \"ddp\" or \"dataparallel\"");
   if (p.schedule == "interleaved" && p.vpp < 2) fail(par + "/vpp", "the interleaved schedule needs vpp >= 2");
@@ -499,8 +511,8 @@ Scenario parse_scenario(const Json& given, const std::string& file, const std::s
   }
   if (auto net = root.object_opt("network")) {
     s.network = net->choice("model", {"analytical", "flow"}, "analytical");
-    s.cluster.nccl_algorithm = net->choice("algorithm", {"auto", "ring", "tree", "nvls", "hierarchical"}, "auto");
-    s.cluster.nccl_protocol = net->choice("protocol", {"auto", "ll", "ll128", "simple"}, "auto");
+    s.cluster.nccl_algorithm = net->choice("algorithm", nccl_algorithm_choice().name_list(), "auto");
+    s.cluster.nccl_protocol = net->choice("protocol", nccl_protocol_choice().name_list(), "auto");
     net->finish();
   }
   if (auto out = root.object_opt("outputs")) {
@@ -579,23 +591,23 @@ Json Scenario::resolved() const {
   if (!training.train_metrics.empty()) j["training"]["train_metrics"] = training.train_metrics;
   Json pj = {{"dp", parallel.dp}, {"tp", parallel.tp}, {"pp", parallel.pp}, {"vpp", parallel.vpp}, {"cp", parallel.cp},
              {"cp_impl", parallel.cp_impl}, {"ep", parallel.ep}, {"etp", parallel.expert_tp()},
-             {"schedule", parallel.schedule}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", parallel.recompute},
-             {"zero_stage", parallel.zero_stage}, {"zero_impl", parallel.zero_impl}, {"bucket_mb", parallel.bucket_mb}, {"overlap_grad_reduce", parallel.overlap_grad_reduce},
+             {"schedule", parallel.schedule}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", name_of(parallel.recompute)},
+             {"zero_stage", parallel.zero_stage}, {"zero_impl", name_of(parallel.zero_impl)}, {"bucket_mb", parallel.bucket_mb}, {"overlap_grad_reduce", parallel.overlap_grad_reduce},
              {"stage_layers", parallel.stage_layers.size() > static_cast<size_t>(parallel.pp) ? parallel.stage_layers : layers_per_stage()},
              {"tp_comm_overlap", parallel.tp_comm_overlap}, {"ep_comm_overlap", parallel.ep_comm_overlap}, {"p2p_sync", parallel.p2p_sync},
-             {"pipeline_impl", parallel.pipeline_impl}};
+             {"pipeline_impl", name_of(parallel.pipeline_impl)}};
   {
     std::string ord;
     for (const auto& d : parallel.order) ord += (ord.empty() ? "" : "-") + d;
     pj["order"] = ord;
   }
   if (parallel.recompute_num_layers >= 0) pj["recompute_num_layers"] = parallel.recompute_num_layers;
-  if (parallel.recompute == "selective") pj["recompute_modules"] = parallel.recompute_modules.names();
+  if (parallel.recompute == Recompute::Selective) pj["recompute_modules"] = parallel.recompute_modules.names();
   if (parallel.activation_offload_layers > 0) pj["activation_offload_layers"] = parallel.activation_offload_layers;
   if (parallel.fsdp)
     pj["fsdp"] = {{"sharding", parallel.fsdp->sharding}, {"shard_group", parallel.fsdp->shard_group}, {"prefetch", parallel.fsdp->prefetch},
                   {"offload", parallel.fsdp->offload}, {"param_dtype", fsdp_param_dtype()}, {"reduce_dtype", fsdp_reduce_dtype()},
-                  {"version", parallel.fsdp->version}, {"backward_prefetch", parallel.fsdp->backward_prefetch}};
+                  {"version", parallel.fsdp->version}, {"backward_prefetch", name_of(parallel.fsdp->backward_prefetch)}};
   else
     pj["fsdp"] = nullptr;
   j["parallel"] = pj;

@@ -11,6 +11,7 @@
 #include "models/model.h"
 #include "models/recompute.h"
 #include "sim/config/json_reader.h"
+#include "sim/scenario/choices.h"
 #include "sim/scenario/stack.h"
 
 namespace parasim {
@@ -144,7 +145,7 @@ struct FsdpSpec {
   // default, and FSDP2's only behaviour) or "post" (BACKWARD_POST: after it, so the gather overlaps
   // only the current unit's reduce-scatter and the next unit's backward waits for it; Composer's
   // default). Forward gathers follow `prefetch` either way.
-  std::string backward_prefetch = "pre";
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::Pre;
   bool offload = false;
   // FSDP MixedPrecision: the dtype parameters are all-gathered in and the dtype gradients are
   // reduce-scattered in; "" = the training dtype (bf16 for fp8 training). torchtitan reduces in
@@ -184,8 +185,8 @@ struct ParallelSpec {
   bool sequence_parallel = false;
   // none | selective (Megatron: the attention core) | full | selective_op (torchtitan's op-level
   // selective AC: matmul and attention outputs saved except every second matmul of a layer;
-  // everything else replayed in backward)
-  std::string recompute = "none";
+  // everything else replayed in backward): recompute_modes() in sim/scenario/choices.h.
+  Recompute recompute = Recompute::None;
   // With recompute "selective": the modules Megatron-Core recomputes (--recompute-modules), each
   // dropping its saved activations and replaying its forward kernels in backward: core_attn (the
   // default: the attention core), layernorm (the two block norms' outputs), mla_up_proj (MLA's query
@@ -214,7 +215,7 @@ struct ParallelSpec {
   // all-gathered on its own after torch.cuda.synchronize(), with the list form of all_gather, whose
   // output copies ProcessGroupNCCL makes one per rank; every gradient tensor reduce-scattered on its
   // own with the list form of reduce_scatter, whose inputs it copies into one buffer, one per rank).
-  std::string zero_impl = "megatron";  // "deepspeed", "deepspeed-bf16", "deepspeed-0.3": see the schema
+  ZeroImpl zero_impl = ZeroImpl::Megatron;  // zero_impls() in sim/scenario/choices.h
   std::optional<FsdpSpec> fsdp;
   // Per pipeline stage (pp entries, each divisible by vpp) or per virtual stage (pp*vpp entries in
   // model order: chunk c of stage s is virtual stage c*pp + s); empty = even split.
@@ -242,7 +243,7 @@ struct ParallelSpec {
   // Whose pipeline engine: "megatron" frees each stage output's data once it is sent (Megatron's
   // deallocate_output_tensor; autograd keeps only its graph); "deepspeed" (DeepSpeed's
   // PipelineEngine) keeps the output in its pipe buffers until that microbatch's backward.
-  std::string pipeline_impl = "megatron";
+  PipelineImpl pipeline_impl = PipelineImpl::Megatron;  // pipeline_impls() in sim/scenario/choices.h
 };
 
 struct Scenario {

@@ -11,7 +11,7 @@ namespace parasim {
 
 struct ScenarioKey {
   const char* pointer;      // "/parallel/tp"; "*" stands for an array index
-  const char* type;         // "integer >= 1", "\"ring\" | \"allgather\"", "object", ...
+  const char* type;         // "integer >= 1", "\"ring\" | \"allgather\"", "object", ...; "choice": a registry's names (named_choices)
   const char* default_value;  // "" when required; text such as "1", "tp", "the profile's reference node"
   const char* description;
   const char* framework;    // the option it corresponds to in Megatron-LM, torchtitan, DeepSpeed, PyTorch; "" if none

@@ -19,12 +19,12 @@ const std::vector<StackField>& stack_fields() {
       {"training.train_metrics", "metrics the training loop evaluates on every microbatch's logits"},
       {"training.make_vocab_size_divisible_by", "vocabulary padded to a multiple of this times tp"},
       {"training.fp8_recipe", "what \"fp8\" means: the FP8 scaling recipe"},
-      {"parallel.zero_impl", "whose ZeRO optimizer (megatron, deepspeed, deepspeed-bf16, deepspeed-0.3)"},
-      {"parallel.pipeline_impl", "whose pipeline engine (megatron, deepspeed)"},
+      {"parallel.zero_impl", "whose ZeRO optimizer (`parasim list zero-impls`)"},
+      {"parallel.pipeline_impl", "whose pipeline engine (`parasim list pipeline-impls`)"},
       {"parallel.p2p_sync", "pipeline sends block the sending stage"},
       {"parallel.overlap_grad_reduce", "gradient reduction overlapped with the backward"},
       {"parallel.fsdp.version", "FSDP1 (flat parameters) or FSDP2 (per-parameter DTensors)"},
-      {"parallel.fsdp.backward_prefetch", "when FSDP issues the next unit's all-gather in backward (pre, post)"},
+      {"parallel.fsdp.backward_prefetch", "when FSDP issues the next unit's all-gather in backward (`parasim list backward-prefetch`)"},
       {"parallel.fsdp.reduce_dtype", "the dtype FSDP reduce-scatters gradients in"},
   };
   return fields;

@@ -36,14 +36,14 @@ TEST(Activations, KorthikantiTable2) {
   const ModelSpec m = korthikanti_gpt();
   const double s = 2048, b = 1, h = 12288, a = 96, t = 8;
   const double sbh = s * b * h;
-  EXPECT_DOUBLE_EQ(activation_bytes(m, shape(1, false), "none").layer_stored, sbh * (34 + 5 * a * s / h));
-  EXPECT_DOUBLE_EQ(activation_bytes(m, shape(8, false), "none").layer_stored, sbh * (10 + 24 / t + 5 * a * s / (h * t)));
-  EXPECT_DOUBLE_EQ(activation_bytes(m, shape(8, true), "none").layer_stored, sbh * (34 + 5 * a * s / h) / t);
-  EXPECT_DOUBLE_EQ(activation_bytes(m, shape(8, true), "selective").layer_stored, sbh * 34 / t);
-  EXPECT_DOUBLE_EQ(activation_bytes(m, shape(8, false), "selective").layer_stored, sbh * (10 + 24 / t));
+  EXPECT_DOUBLE_EQ(activation_bytes(m, shape(1, false), Recompute::None).layer_stored, sbh * (34 + 5 * a * s / h));
+  EXPECT_DOUBLE_EQ(activation_bytes(m, shape(8, false), Recompute::None).layer_stored, sbh * (10 + 24 / t + 5 * a * s / (h * t)));
+  EXPECT_DOUBLE_EQ(activation_bytes(m, shape(8, true), Recompute::None).layer_stored, sbh * (34 + 5 * a * s / h) / t);
+  EXPECT_DOUBLE_EQ(activation_bytes(m, shape(8, true), Recompute::Selective).layer_stored, sbh * 34 / t);
+  EXPECT_DOUBLE_EQ(activation_bytes(m, shape(8, false), Recompute::Selective).layer_stored, sbh * (10 + 24 / t));
   // Full recompute keeps the layer input, 2sbh (divided by t with sequence parallel).
-  EXPECT_DOUBLE_EQ(activation_bytes(m, shape(8, false), "full").layer_stored, 2 * sbh);
-  EXPECT_DOUBLE_EQ(activation_bytes(m, shape(8, true), "full").layer_stored, 2 * sbh / t);
+  EXPECT_DOUBLE_EQ(activation_bytes(m, shape(8, false), Recompute::Full).layer_stored, 2 * sbh);
+  EXPECT_DOUBLE_EQ(activation_bytes(m, shape(8, true), Recompute::Full).layer_stored, 2 * sbh / t);
 }
 
 TEST(Activations, FlashAttentionStoresNoScoreMatrix) {
@@ -52,7 +52,7 @@ TEST(Activations, FlashAttentionStoresNoScoreMatrix) {
   sh.flash_attention = true;
   const double s = 2048, h = 12288, a = 96;
   // 34 sbh plus the fp32 log-sum-exp per (head, query).
-  EXPECT_DOUBLE_EQ(activation_bytes(m, sh, "none").layer_stored, s * h * 34 + 4 * a * s);
+  EXPECT_DOUBLE_EQ(activation_bytes(m, sh, Recompute::None).layer_stored, s * h * 34 + 4 * a * s);
 }
 
 // FP8 linear layers save their inputs as the 1-byte copy the weight-gradient GEMM reads (plus a
@@ -77,10 +77,10 @@ TEST(Activations, Fp8LinearLayersSaveTheirInputsInFp8) {
     const double t = 8, sp_div = sp ? t : 1;
     for (const auto& [shp, li] : {std::pair{f8, 1.0}, std::pair{mx, 1 + 1.0 / 32}, std::pair{nv, 0.5625}}) {
       const double saved = (e - li) * (2 * s * h / sp_div + (s * h + s * f) / t);
-      EXPECT_DOUBLE_EQ(activation_bytes(m, bf, "none").layer_stored - activation_bytes(m, shp, "none").layer_stored, saved) << sp;
+      EXPECT_DOUBLE_EQ(activation_bytes(m, bf, Recompute::None).layer_stored - activation_bytes(m, shp, Recompute::None).layer_stored, saved) << sp;
     }
     // Full recompute keeps only the 16-bit layer input either way.
-    EXPECT_DOUBLE_EQ(activation_bytes(m, f8, "full").layer_stored, activation_bytes(m, bf, "full").layer_stored);
+    EXPECT_DOUBLE_EQ(activation_bytes(m, f8, Recompute::Full).layer_stored, activation_bytes(m, bf, Recompute::Full).layer_stored);
   }
 }
 

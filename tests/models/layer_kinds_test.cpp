@@ -212,7 +212,7 @@ TEST(SelectiveRecompute, EachModuleDropsItsActivationsAndReplaysItsKernels) {
   sh.ep = 64;
   const double s = 4096, e = 2, h = 7168, H = 128;
   auto stored = [&](const ModelSpec& x, std::vector<std::string> mods) {
-    return activation_bytes(x, sh, "selective", RecomputeModules::from_names(mods)).layer_stored;
+    return activation_bytes(x, sh, Recompute::Selective, RecomputeModules::from_names(mods)).layer_stored;
   };
   const double base = stored(moe, {"core_attn"});
   // layernorm: the two norm outputs (the attention's and the MLP's input), 2 bytes per element.

@@ -107,13 +107,13 @@ TEST(Mamba2, ActivationsAreLinearInSequenceAndSplitByTp) {
   sh.micro_batch = 1;
   sh.flash_attention = false;
   sh.seq_len = 4096;
-  const double a = activation_bytes(mamba, sh, "none").layer_stored;
+  const double a = activation_bytes(mamba, sh, Recompute::None).layer_stored;
   sh.seq_len = 8192;
-  const double b = activation_bytes(mamba, sh, "none").layer_stored;
+  const double b = activation_bytes(mamba, sh, Recompute::None).layer_stored;
   EXPECT_NEAR(b / a, 2.0, 1e-12);
   sh.tp = 2;
   const double replicated = 2.0 * 2 * 8192 * 4096;
-  EXPECT_NEAR(activation_bytes(mamba, sh, "none").layer_stored - replicated, (b - replicated) / 2, 1.0);
+  EXPECT_NEAR(activation_bytes(mamba, sh, Recompute::None).layer_stored - replicated, (b - replicated) / 2, 1.0);
 }
 
 // The SSD's chunk matmuls by hand for one sequence of 256 tokens in two chunks of 128, 2 heads of

@@ -259,7 +259,7 @@ TEST(LayerGraph, TwoPassNormBackwardRereadsInputAndGradient) {
   EXPECT_NEAR(block_bytes(b.head_bwd) - block_bytes(a.head_bwd), per_norm, 1e-3);
   EXPECT_EQ(b.attn_bwd.kernels.size(), a.attn_bwd.kernels.size() + 1);
   EXPECT_DOUBLE_EQ(block_bytes(b.attn_fwd), block_bytes(a.attn_fwd));
-  EXPECT_DOUBLE_EQ(activation_bytes(m, two, "none").layer_stored, activation_bytes(m, fused, "none").layer_stored);
+  EXPECT_DOUBLE_EQ(activation_bytes(m, two, Recompute::None).layer_stored, activation_bytes(m, fused, Recompute::None).layer_stored);
 }
 
 // Eager RMSNorm (Llama reference code): forward upcast, pow, mean, scale, downcast and weight
@@ -286,11 +286,11 @@ TEST(LayerGraph, EagerRmsNormAndRopeTraffic) {
   // input, 4 B more per element; two per layer, one before the head. Full recompute keeps only the
   // layer input; op-level SAC replays the elementwise ops.
   const double sbh = T * h;
-  const ActivationBytes fa = activation_bytes(m, fused, "none"), ea = activation_bytes(m, eager, "none");
+  const ActivationBytes fa = activation_bytes(m, fused, Recompute::None), ea = activation_bytes(m, eager, Recompute::None);
   EXPECT_NEAR(ea.layer_stored - fa.layer_stored, 8 * sbh, 1e-3);
   EXPECT_NEAR(ea.head - fa.head, 4 * sbh, 1e-3);
-  EXPECT_DOUBLE_EQ(activation_bytes(m, eager, "full").layer_stored, activation_bytes(m, fused, "full").layer_stored);
-  EXPECT_DOUBLE_EQ(activation_bytes(m, eager, "selective_op").layer_stored, activation_bytes(m, fused, "selective_op").layer_stored);
+  EXPECT_DOUBLE_EQ(activation_bytes(m, eager, Recompute::Full).layer_stored, activation_bytes(m, fused, Recompute::Full).layer_stored);
+  EXPECT_DOUBLE_EQ(activation_bytes(m, eager, Recompute::SelectiveOp).layer_stored, activation_bytes(m, fused, Recompute::SelectiveOp).layer_stored);
 }
 
 // Cross entropy over T x V/t logits, bytes per logit element in bf16: Megatron-LM (upcast, max,
@@ -326,7 +326,7 @@ TEST(LayerGraph, CrossEntropyTrafficPerImplementation) {
     EXPECT_NEAR(loss_bytes(g.head_bwd).first, bwd, 1e-9);
     EXPECT_EQ(loss_bytes(g.head_fwd).second, nf);
     EXPECT_EQ(loss_bytes(g.head_bwd).second, nb);
-    const double saved = activation_bytes(m, sh, "none").head - 2.0 * 8192 * static_cast<double>(m.hidden);
+    const double saved = activation_bytes(m, sh, Recompute::None).head - 2.0 * 8192 * static_cast<double>(m.hidden);
     EXPECT_NEAR(saved / logits, impl == LossImpl::Fused || impl == LossImpl::Xentropy || impl == LossImpl::Eager16 ? 2.0 : 4.0, 1e-9);
   }
   sh.loss = LossImpl::Megatron;

@@ -24,7 +24,7 @@ double peak_activations(const Scenario& sc, std::int32_t stage) {
 }
 
 double per_microbatch(const Scenario& sc, bool with_head) {
-  const ActivationBytes a = activation_bytes(sc.model, layer_shape(sc), "none");
+  const ActivationBytes a = activation_bytes(sc.model, layer_shape(sc), Recompute::None);
   const double layers = static_cast<double>(sc.model.layers / sc.parallel.pp);
   return layers * static_cast<double>(static_cast<Bytes>(a.layer_stored)) + (with_head ? static_cast<double>(static_cast<Bytes>(a.head)) : 0);
 }
@@ -36,7 +36,7 @@ TEST(ActivationsInFlight, OneFOneBFirstStageHoldsP) {
     EXPECT_DOUBLE_EQ(peak_activations(sc, i), static_cast<double>(std::min(p - i, m)) * per_microbatch(sc, false)) << "stage " << i;
   // The last stage runs F then B per microbatch: one in flight (plus its logits, and the loss's
   // gradient buffers while the loss runs backward).
-  const ActivationBytes a = activation_bytes(sc.model, layer_shape(sc), "none");
+  const ActivationBytes a = activation_bytes(sc.model, layer_shape(sc), Recompute::None);
   EXPECT_DOUBLE_EQ(peak_activations(sc, p - 1), per_microbatch(sc, true) + static_cast<double>(static_cast<Bytes>(a.head_working)));
 }
 
@@ -54,7 +54,7 @@ TEST(ActivationsInFlight, LossBackwardBuffersPerImplementation) {
     j["training"] = {{"global_batch", 2}, {"micro_batch", 2}, {"seq_len", 1024}, {"loss_impl", impl}};
     j["parallel"] = {{"dp", 1}};
     const Scenario sc = test::scenario_from(j);
-    const ActivationBytes a = activation_bytes(sc.model, layer_shape(sc), "none");
+    const ActivationBytes a = activation_bytes(sc.model, layer_shape(sc), Recompute::None);
     EXPECT_DOUBLE_EQ(a.head_working, per_logit * 1024 * 2 * 32000) << impl;
     EXPECT_DOUBLE_EQ(peak_activations(sc, 0), per_microbatch(sc, true) + static_cast<double>(static_cast<Bytes>(a.head_working))) << impl;
   }
@@ -98,8 +98,8 @@ TEST(TrainMetrics, EachMetricIsOneEagerCrossEntropyAfterEveryMicrobatchsBackward
     // from forward to backward. After the backward, when the layers' activations are gone, the
     // metric holds those logits (2 B) and its upcast and log_softmax output (8 B per logit): with
     // this large vocabulary that is the new peak.
-    const ActivationBytes a = activation_bytes(sc.model, layer_shape(sc), "none");
-    EXPECT_DOUBLE_EQ(a.head, activation_bytes(none.model, layer_shape(none), "none").head);
+    const ActivationBytes a = activation_bytes(sc.model, layer_shape(sc), Recompute::None);
+    EXPECT_DOUBLE_EQ(a.head, activation_bytes(none.model, layer_shape(none), Recompute::None).head);
     EXPECT_DOUBLE_EQ(a.metrics_working, 8 * logits);
     EXPECT_GT(10 * logits, peak_activations(none, 0));
     EXPECT_DOUBLE_EQ(peak_activations(sc, 0), 10 * logits);

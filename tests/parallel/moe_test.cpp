@@ -167,11 +167,11 @@ TEST(MoE, ActivationsHoldTheRoutedCopies) {
   const Scenario sc = test::scenario_from(moe_scenario());
   LayerShape sh;
   sh.seq_len = 4096;
-  const ActivationBytes a = activation_bytes(sc.model, sh, "none");
+  const ActivationBytes a = activation_bytes(sc.model, sh, Recompute::None);
   ModelSpec dense = sc.model;
   dense.moe.reset();
   dense.ffn_hidden = 1;  // a negligible dense MLP for the attention part
-  const ActivationBytes d = activation_bytes(dense, sh, "none");
+  const ActivationBytes d = activation_bytes(dense, sh, Recompute::None);
   const double dense_mlp = (2.0 * 2 + 2) * 4096 * 1;  // its SwiGLU terms at ffn_hidden 1
   const double moe = 4096 * (4.0 * 128 + 8 * (2 * 2048 + 2 * 2 * 768 + 2 * 768 + 2 * 2048));
   EXPECT_NEAR(a.layer_stored, d.layer_stored - dense_mlp + moe, 1.0);

@@ -26,7 +26,7 @@ Json offload_scenario(std::int64_t layers_offloaded) {
   return j;
 }
 
-double layer_stored_bytes(const Scenario& sc) { return activation_bytes(sc.model, layer_shape(sc), "none").layer_stored; }
+double layer_stored_bytes(const Scenario& sc) { return activation_bytes(sc.model, layer_shape(sc), Recompute::None).layer_stored; }
 
 // The offloaded layers' activations leave the GPU: at the end of forward (where the peak sits)
 // N fewer layers are resident, so the peak drops by exactly N layers' saved activations.

@@ -40,8 +40,8 @@ TEST(Recompute, BlockMethodRecomputesTheFirstNLayersOfEachChunk) {
   const auto full = test::simulate_with(full_sc, test::FreeNetwork{});
   const double layers = static_cast<double>(full_sc.model.layers);
   const LayerShape sh = layer_shape(full_sc);
-  const double kept = activation_bytes(full_sc.model, sh, "none").layer_stored;
-  const double ckpt = activation_bytes(full_sc.model, sh, "full").layer_stored;
+  const double kept = activation_bytes(full_sc.model, sh, Recompute::None).layer_stored;
+  const double ckpt = activation_bytes(full_sc.model, sh, Recompute::Full).layer_stored;
   for (std::int64_t n : {0, 8, 16}) {
     j["parallel"]["recompute_num_layers"] = n;
     const auto part = test::simulate_with(test::scenario_from(j), test::FreeNetwork{});
@@ -85,7 +85,7 @@ TEST(Recompute, OpLevelSacReplaysEveryOtherMatmulAndTheElementwiseOps) {
   const double sbh = static_cast<double>(sh.seq_len) * static_cast<double>(sh.micro_batch) * static_cast<double>(sac.model.hidden);
   const double sbf = sbh / static_cast<double>(sac.model.hidden) * static_cast<double>(sac.model.ffn_hidden);
   const double lse = 4.0 * static_cast<double>(sac.model.heads) * static_cast<double>(sh.seq_len) * static_cast<double>(sh.micro_batch);
-  EXPECT_DOUBLE_EQ(activation_bytes(sac.model, sh, "selective_op").layer_stored, 2 * (5 * sbh + sbf) + lse);
+  EXPECT_DOUBLE_EQ(activation_bytes(sac.model, sh, Recompute::SelectiveOp).layer_stored, 2 * (5 * sbh + sbf) + lse);
   // Between no recompute and full recompute in memory, and in time.
   j["parallel"]["recompute"] = "full";
   const auto full = test::simulate_with(test::scenario_from(j), test::FreeNetwork{});

@@ -138,7 +138,7 @@ TEST(ContextParallel, AllGatherExposesTheGatherAndKeepsTheGatheredKv) {
   LayerShape ring_sh = sh;
   ring_sh.cp_allgather = false;
   EXPECT_TRUE(sh.cp_allgather);
-  const double extra = activation_bytes(ag_sc.model, sh, "none").layer_stored - activation_bytes(ag_sc.model, ring_sh, "none").layer_stored;
+  const double extra = activation_bytes(ag_sc.model, sh, Recompute::None).layer_stored - activation_bytes(ag_sc.model, ring_sh, Recompute::None).layer_stored;
   EXPECT_NEAR(extra, 7.0 * kv_local, 1e-6 * kv_local);
   EXPECT_GT(ag.result.ranks[0].peak_mem_gib, ring.result.ranks[0].peak_mem_gib);
 

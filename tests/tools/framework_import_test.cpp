@@ -41,7 +41,7 @@ TEST(FrameworkImport, MegatronArgumentFile) {
   EXPECT_TRUE(sc.parallel.sequence_parallel);
   EXPECT_EQ(sc.parallel.zero_stage, 1);
   EXPECT_TRUE(sc.parallel.overlap_grad_reduce);  // the flag overrides the stack's default (off)
-  EXPECT_EQ(sc.parallel.recompute, "selective");
+  EXPECT_EQ(sc.parallel.recompute, Recompute::Selective);
   EXPECT_EQ(sc.training.global_batch, 128);
   EXPECT_EQ(sc.training.seq_len, 8192);
   EXPECT_TRUE(sc.training.fp32_grad_accumulation);  // the stack: Megatron's bf16 main_grads
@@ -77,7 +77,7 @@ TEST(FrameworkImport, DeepSpeedConfig) {
   const Scenario sc = parse_scenario(j, "ds.json", test::data_dir());
   EXPECT_EQ(sc.stack, "deepspeed@0.16");
   EXPECT_EQ(sc.parallel.zero_stage, 2);
-  EXPECT_EQ(sc.parallel.zero_impl, "deepspeed");  // the stack's, for stage 2
+  EXPECT_EQ(sc.parallel.zero_impl, ZeroImpl::DeepSpeed);  // the stack's, for stage 2
   EXPECT_EQ(sc.training.global_batch, 64);
   EXPECT_EQ(sc.training.micro_batch, 2);
   EXPECT_DOUBLE_EQ(sc.parallel.bucket_mb, 100);  // 5e7 elements x 2 bytes
@@ -95,7 +95,7 @@ TEST(FrameworkImport, TorchtitanJobFile) {
   ASSERT_TRUE(sc.parallel.fsdp.has_value());
   EXPECT_EQ(sc.parallel.fsdp->sharding, "full");
   EXPECT_EQ(sc.parallel.fsdp->reduce_dtype, "fp32");  // the stack
-  EXPECT_EQ(sc.parallel.recompute, "selective_op");
+  EXPECT_EQ(sc.parallel.recompute, Recompute::SelectiveOp);
   EXPECT_EQ(sc.training.norm_impl, "eager");  // compile = false: the stack's eager Llama
   EXPECT_EQ(sc.training.global_batch, 8);
   EXPECT_EQ(r.unmapped, std::vector<std::string>{});
@@ -121,7 +121,7 @@ TEST(FrameworkImport, LlmFoundryYamlRuns) {
   EXPECT_EQ(sc.training.attention_kernel, "triton");
   ASSERT_TRUE(sc.parallel.fsdp.has_value());
   EXPECT_EQ(sc.parallel.fsdp->version, 1);  // the stack: Composer's FSDP1
-  EXPECT_EQ(sc.parallel.fsdp->backward_prefetch, "post");
+  EXPECT_EQ(sc.parallel.fsdp->backward_prefetch, BackwardPrefetch::Post);
   EXPECT_EQ(sc.training.train_metrics.size(), 2u);
   EXPECT_EQ(r.unmapped, std::vector<std::string>{"fsdp_config.use_orig_params"});
   EXPECT_GT(simulate(sc, Registries{}).result.step_time_s, 0);

@@ -5,9 +5,6 @@ namespace parasim {
 FsdpEngine::FsdpEngine(SyncContext ctx) : GradSyncEngine(std::move(ctx)) {
   const auto& fsdp = sc().parallel.fsdp;
   prefetch_ = fsdp ? fsdp->prefetch : 1;
-  bwd_post_ = fsdp && fsdp->backward_prefetch == "post";
-  fsdp2_ = fsdp && fsdp->version == 2;
-  fsdp1_ = fsdp && fsdp->version == 1;
 }
 
 void FsdpEngine::begin_action(const Action& a, bool) {
@@ -26,8 +23,7 @@ double FsdpEngine::gathered_bytes(const LayerParams& lp) const {
 std::vector<OpId> FsdpEngine::before_layer(Action::Kind k, std::int64_t layer) {
   const LayerParams lp = c_.setup.chunk_layer(vs(), layer);
   std::vector<OpId> d;
-  // BACKWARD_POST: the gather is issued after the previous unit's gradient computation.
-  const std::int64_t depth = k != Action::F && bwd_post_ ? 0 : prefetch_;
+  const std::int64_t depth = k != Action::F ? backward_prefetch() : prefetch_;
   const auto idx = static_cast<std::int64_t>(layer_done_.size()) - 1 - depth;
   if (idx >= 0) d.push_back(layer_done_[static_cast<size_t>(idx)]);
   if (c_.setup.offload) {
@@ -46,9 +42,7 @@ std::vector<OpId> FsdpEngine::gather(Action::Kind k, std::int64_t, const LayerPa
     ag = comm(Phase::FsdpGather, k == Action::F ? "expert param all-gather fwd" : "expert param all-gather bwd",
               L.edp_group(CollOp::AllGather, unit_bytes({lp.experts, 0.0})), {ag});
   flush_grad_reduce();  // the previous layer's reduce-scatter queues behind this prefetch
-  if (fsdp2_)  // the unit's pre-forward / pre-backward waits for the gather and copies it out
-    return {op(Stream::Compute, Phase::Other, "all-gather copy-out (FSDP2)", c_.setup.in.cost.memory_s(2 * unit_bytes(lp)), {ag})};
-  return {ag};
+  return after_gather(ag, lp);
 }
 
 void FsdpEngine::after_layer(Action::Kind k, std::int64_t layer, OpId done) {
@@ -63,22 +57,7 @@ void FsdpEngine::after_layer(Action::Kind k, std::int64_t layer, OpId done) {
 
 void FsdpEngine::reduce(std::int64_t, const LayerParams& lp, OpId done) {
   flush_grad_reduce();
-  // FSDP1's flat parameter: the layer's weights are split views of it, so autograd's split
-  // backward concatenates their gradients into one flat gradient on the compute stream (read and
-  // write it in the parameter dtype); the post-backward hook then, on its own stream, casts it to
-  // the reduce dtype when that differs and divides it by the gradient pre-divide factor before the
-  // reduce-scatter (torch.distributed.fsdp _runtime_utils._post_backward_hook; FSDP2 copies into
-  // its reduce-scatter buffer instead, the copy-in below). Those kernels run on FSDP's
-  // post-backward (FSDP2: reduce-scatter) stream beside the next layer's backward, but unlike an
-  // NCCL kernel, which holds a few SMs (one per channel), an elementwise kernel over the whole
-  // gradient launches blocks for every SM: the two streams take turns on the SMs, so the side
-  // kernel costs the compute stream its full time. They are priced on the compute stream, where
-  // the next layer's backward waits behind them (the copy stream is for the DMA engines' host
-  // transfers, which do run beside the SMs).
-  const OpId grad_ready = fsdp1_ ? op(Stream::Compute, Phase::Backward, "flat gradient concat (FSDP1)",
-                                      c_.setup.in.cost.memory_s(2 * lp.all * sc().fsdp_param_bytes()), {done})
-                                 : done;
-  pending_ = PendingReduce{grad_ready, lp};
+  pending_ = PendingReduce{gradient_ready(done, lp), lp};
 }
 
 void FsdpEngine::flush_grad_reduce() {
@@ -95,13 +74,7 @@ void FsdpEngine::emit_grad_reduce(const PendingReduce& p) {
   const LayerParams& lp = p.lp;
   const double gbytes = (lp.all - lp.experts) * sc().fsdp_reduce_bytes();
   const double ebytes = lp.experts * sc().fsdp_reduce_bytes();
-  const double pbytes = lp.all * sc().fsdp_param_bytes();
-  const double all_g = gbytes + ebytes;
-  const double cast = sc().fsdp_reduce_dtype() != sc().fsdp_param_dtype() ? pbytes + all_g : 0.0;
-  const OpId in_op = fsdp2_   ? op(Stream::Compute, Phase::Other, "reduce-scatter copy-in (FSDP2)", u.in.cost.memory_s(pbytes + all_g), {p.grad_ready})
-                     : fsdp1_ ? op(Stream::Compute, Phase::Other, "gradient cast and pre-divide (FSDP1)",
-                                   u.in.cost.memory_s(cast + 2 * all_g), {p.grad_ready})
-                              : p.grad_ready;
+  const OpId in_op = reduce_input(p.grad_ready, lp);
   const OpId rs = comm(Phase::DpComm, "grad reduce-scatter", u.dp_spec(L, CollOp::ReduceScatter, gbytes), {in_op});
   const double unsharded = gbytes * (1.0 - 1.0 / u.nd) + ebytes * (1.0 - 1.0 / static_cast<double>(par.expert_dp()));
   c_.prog.ops[static_cast<size_t>(rs)].at_start = {MemCat::Grads, to_bytes(unsharded)};
@@ -115,10 +88,10 @@ void FsdpEngine::emit_grad_reduce(const PendingReduce& p) {
     sync_ops_.push_back(op(Stream::Comm, Phase::DpComm, "grad shard D2H (offload)", lp.all / u.nd * kMasterBytes / u.pcie_bps, {sync_ops_.back()}));
 }
 
-void register_fsdp_engines(GradSyncRegistry& r) {
-  r.add({"fsdp", "per-layer sharded weights (ZeRO-3, FSDP1 / FSDP2, HSDP, CPU offload): all-gather before use, reduce-scatter gradients",
-         "Zhao et al. 2023, 'PyTorch FSDP' (VLDB); torch.distributed.fsdp", make_engine<FsdpEngine>});
-  register_deepspeed_zero3_v03_engine(r);
+void register_zero3_engine(GradSyncRegistry& r) {
+  r.add({"zero3", "per-layer sharded weights (ZeRO-3; with parallel.fsdp, FSDP1 / FSDP2 add their kernels): all-gather before use, "
+                  "reduce-scatter gradients; HSDP and CPU offload as options",
+         "Rajbhandari et al. 2020, 'ZeRO' (SC'20), stage 3; Zhao et al. 2023, 'PyTorch FSDP' (VLDB)", make_engine<FsdpEngine>});
 }
 
 }  // namespace parasim
