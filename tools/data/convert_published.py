@@ -165,12 +165,7 @@ def sharding_of(s, gpus, tp, pp):
     raise ValueError("unknown sharding '%s'" % s)
 
 
-P2P_OVERLAP = (", so Megatron-Core's interleaved schedule posts each stage's sends and receives without waiting and "
-               "waits for them only where their data is needed")
 
-HOPPER_KERNEL_WHY = ("cudnn: Transformer Engine prefers cuDNN flash attention (FusedAttention) on Hopper and Tri Dao's "
-                     "FlashAttention on Ampere (NVIDIA NeMo docs, memory_optimizations.rst, \"Flash Attention\"); priced with "
-                     "the cuDNN bars of the FlashAttention-3 paper's H100 figures (the profile's attention_kernels.cudnn)")
 
 
 MB_PRESET = ("Megatron-Bridge's %s preset %s (scripts/performance/configs/llama/%s_workload_base_configs.py: %s, as in "
@@ -250,7 +245,7 @@ def mb_presets():
             preset["tp_comm_overlap"] = False
         if name in offloads:
             preset["why"] += MB_FSDP
-            preset["parallel"] = {"fsdp": {"sharding": "full", "reduce_dtype": "bf16", "version": 1},
+            preset["parallel"] = {"fsdp": {"sharding": "full"},
                                   "activation_offload_layers": offloads[name]}
         out[(model, prof, tp, pp, vp, cp, prec)] = preset
         if prec == "FP8":  # older tables name the same recipe FP8-CS
@@ -441,81 +436,43 @@ def moe_preset(model, prof, tp, pp=1, vpp=1, ep=1, prec="BF16", gbs=0):
             "ep_comm_overlap": ep_overlap}
 
 
-NORM_TWO_PASS_APEX = ("two_pass: Megatron's MixedFusedLayerNorm (megatron/model/fused_layer_norm.py) runs the Apex-derived "
-                      "fused_mix_prec_layer_norm_cuda kernels (megatron/fused_kernels/layer_norm_cuda_kernel.cu), whose backward "
-                      "runs cuComputePartGradGammaBeta and then cuComputeGradInput, each reading the output gradient and the input")
-
+# What each source's rows leave unstated and the source documents (shared/validation/README.md or the source itself):
+# how it counts FLOPs, its recompute and precision, its model conventions. What the framework runs (kernels, optimizer,
+# FSDP flavour, pipeline engine, vocabulary padding...) is not here: the run names its stack (stack_of, stacks/*.json).
 SOURCE_CONVENTIONS = {
     # prefix of source title -> conventions documented in shared/validation/README.md or the source
-    "Narayanan et al., SC'21": { "megatron_vocab": "Megatron-LM","flops": "hardware", "recompute": "full", "flash": False, "dropout": True,
-                                 "overlap_grad_reduce": False, "overlap_why": "Megatron-LM of 2020-2021 wrapped the model in its own LocalDDP (--DDP-impl default 'local') and called model.allreduce_params() once after the whole backward (megatron/training.py backward_step / train_step), so the gradient all-reduce did not overlap the backward",
-                                 "why": "SC'21 reports TFLOP/s counting the activation-recompute forward (Megatron Eq. 3), so full recompute was on",
-                                 "dtype": "fp16",
-                                 "dtype_why": "fp16: the paper's section 5 says 'All of our results are run with mixed precision'; its "
-                                              "reproduction scripts (examples/academic_paper_scripts/sc21/CONFIG.sh) pass --fp16",
-                                 "grad_acc_unfused": "Megatron-LM of early 2021 (the reproduction scripts run the "
-                                                     "nvcr.io/nvidia/pytorch:20.12-py3 container, examples/academic_paper_scripts/sc21/SRUN.sh) "
-                                                     "predates --gradient-accumulation-fusion: each microbatch's fp16 weight gradient "
-                                                     "is added into the gradient buffer by a separate kernel",
-                                 "zero3_impl": "deepspeed-0.3",
-                                 "zero3_impl_why": "DeepSpeed 0.3's ZeRO-3: the paper (arXiv:2104.04473, April 2021) does not name "
-                                                   "the DeepSpeed version; the releases of its months (0.3.13-0.3.16, the first with "
-                                                   "ZeRO-3) gather each parameter tensor on its own after torch.cuda.synchronize() with "
-                                                   "the list form of torch.distributed.all_gather, and reduce-scatter each gradient "
-                                                   "tensor with the list form of reduce_scatter (deepspeed/runtime/zero/"
-                                                   "partition_parameters.py _allgather_param, _reduce_scatter_gradient)",
-                                 "norm_impl": "two_pass", "norm_why": NORM_TWO_PASS_APEX,
-                                 "position_embedding": "learned", "max_positions": 2048,
-                                 "pos_why": "Megatron GPT's learned absolute position embeddings, --max-position-embeddings 2048 "
-                                            "in examples/academic_paper_scripts/sc21/CONFIG.sh"},
-    "BigScience BLOOM": { "megatron_vocab": "Megatron-DeepSpeed","flops": "hardware", "recompute": "full", "flash": False, "dropout": True,
+    "Narayanan et al., SC'21": {"flops": "hardware", "recompute": "full", "flash": False, "dropout": True,
+                                "why": "SC'21 reports TFLOP/s counting the activation-recompute forward (Megatron Eq. 3), so full recompute was on",
+                                "dtype": "fp16",
+                                "dtype_why": "fp16: the paper's section 5 says 'All of our results are run with mixed precision'; its "
+                                             "reproduction scripts (examples/academic_paper_scripts/sc21/CONFIG.sh) pass --fp16",
+                                "position_embedding": "learned", "max_positions": 2048,
+                                "pos_why": "Megatron GPT's learned absolute position embeddings, --max-position-embeddings 2048 "
+                                           "in examples/academic_paper_scripts/sc21/CONFIG.sh"},
+    "BigScience BLOOM": {"flops": "hardware", "recompute": "full", "flash": False, "dropout": True,
                          "why": "BigScience TFLOP/s use the 4*2 formula that counts the recompute forward (Megatron-DeepSpeed --checkpoint-activations)",
-                         "grad_acc_unfused": "Megatron-DeepSpeed (2022) runs the DeepSpeed engine, whose gradient hooks add "
-                                             "each microbatch's weight gradient into its gradient buffers with a separate kernel",
-                         "zero_impl": "deepspeed",
-                         "norm_impl": "two_pass", "norm_why": NORM_TWO_PASS_APEX,
                          "position_embedding": "alibi",
                          "pos_why": "alibi: BLOOM's attention bias, no position parameters and no rotary kernels; the "
                                     "176B run's script passes --position-embedding-type alibi "
-                                    "(train/tr11-176B-ml/tr11-176B-ml.slurm)",
-                         "pipeline_impl": "deepspeed",
-                         "pipeline_why": "deepspeed: Megatron-DeepSpeed runs DeepSpeed's PipelineEngine (the row's 'DeepSpeed pipeline "
-                                         "(1F1B)'), whose pipe_buffers['outputs'] keep each forward's output until that microbatch's "
-                                         "backward (deepspeed/runtime/pipe/engine.py _exec_forward_pass / _exec_backward_pass)",
-                         "zero_impl_why": "Megatron-DeepSpeed runs DeepSpeed's ZeRO stage-1 optimizer (deepspeed/runtime/zero/stage_1_and_2.py: "
-                                          "step() flattens this rank's 16-bit gradient partition into a new tensor and casts that "
-                                          "into a new fp32 one for the Adam step)"},
-    "Megatron-LM README (Sep 2020)": { "megatron_vocab": "Megatron-LM",
+                                    "(train/tr11-176B-ml/tr11-176B-ml.slurm)"},
+    "Megatron-LM README (Sep 2020)": {
         "flops": "hardware", "flash": False, "dropout": True, "recompute": "full",
-        "overlap_grad_reduce": False, "overlap_why": "Megatron-LM of 2020-2021 wrapped the model in its own LocalDDP (--DDP-impl default 'local') and called model.allreduce_params() once after the whole backward (megatron/training.py backward_step / train_step), so the gradient all-reduce did not overlap the backward",
-        "grad_acc_unfused": "Megatron-LM of 2020 predates --gradient-accumulation-fusion: weight gradients reach the "
-                            "gradient buffer through a separate add kernel",
         "why": "full recompute: the table's TFLOP/s equal Megatron's count with the activation-checkpointing forward, "
                "96*B*s*l*h^2*(1+s/6h+V/12hl) per step (1B on 1 GPU: 152.8 vs 149.8 printed; without it 114.6)",
-        "norm_impl": "two_pass", "norm_why": NORM_TWO_PASS_APEX,
         "mb_per_replica": "micro batch = global batch / dp: Megatron-LM of 2020 (before pipeline parallelism) had no "
                           "gradient accumulation; --batch-size was the batch of each data-parallel replica (16)",
         "position_embedding": "learned",
         "pos_why": "GPT-2 style learned absolute positions of max_position_embeddings = seq_len (Megatron's GPT-2 model)"},
-    "Megatron-LM README: Performance": {
-        "megatron_vocab": "Megatron-LM", "flops": "model", "flash": True, "dropout": True, "hopper_attention_kernel": "cudnn",
-        "hopper_kernel_why": HOPPER_KERNEL_WHY},
-    "Megatron-LM README: Strong": {
-        "megatron_vocab": "Megatron-LM", "flops": "model", "flash": True, "dropout": True, "hopper_attention_kernel": "cudnn",
-        "hopper_kernel_why": HOPPER_KERNEL_WHY},
+    "Megatron-LM README: Performance": {"flops": "model", "flash": True, "dropout": True},
+    "Megatron-LM README: Strong": {"flops": "model", "flash": True, "dropout": True},
     "NVIDIA NeMo performance summary (NeMo 24.07": {
-        "megatron_vocab": "NeMo (Megatron-Core)", "flops": "model", "flash": True, "dropout": False,
-        "hopper_attention_kernel": "cudnn",
-        "hopper_kernel_why": HOPPER_KERNEL_WHY,
+        "flops": "model", "flash": True, "dropout": False,
         "recompute": "none",
         "why": ("none: NeMo-Framework-Launcher's Llama training configs (launcher_scripts/conf/training/llama/llama3_70b.yaml, "
                 "whose tp 4 / pp 4 / vp 5 / cp 2 / micro batch 1 are the row's; llama2_70b.yaml) set "
                 "activations_checkpoint_granularity: null"),
         "sequence_parallel": True,
         "sp_why": "true: the launcher's Llama and GPT-3 configs set sequence_parallel: true",
-        "p2p_overlap_vpp": True,
-        "p2p_why": ("false: with virtual pipeline stages the launcher's configs (conf/training/llama/llama2_70b.yaml, "
-                    "llama3_70b.yaml, gpt3/175b.yaml) set overlap_p2p_comm: true and batch_p2p_comm: false" + P2P_OVERLAP),
         "tp_comm_overlap": True,
         "tp_overlap_why": ("true: the launcher's llama3_70b.yaml, llama2_70b.yaml and gpt3/20b.yaml set ub_tp_comm_overlap: "
                            "true (userbuffers overlap of the tensor-parallel all-gather / reduce-scatter with the GEMMs)"),
@@ -533,10 +490,6 @@ SOURCE_CONVENTIONS = {
                      "GPT2BPETokenizer (GPT-2's byte-level BPE vocabulary of 50,257 tokens, Radford et al. 2019), learned "
                      "absolute positions%s")},
     "MosaicML llm-foundry": {"flops": "model", "flash": True, "dropout": False,
-                             "attention_kernel": "triton",
-                             "kernel_why": "FlashAttention in Triton: the tables were made by scripts/train/benchmarking/sweep.sh "
-                                           "(llm-foundry v0.0.4, torch 2.0.1 image), which passes no --attn_impl, and "
-                                           "submit_benchmarks.py defaults to attn_impl 'triton'",
                              "kernel_why_default_mp":
                                  "priced with the Triton FlashAttention figures, though the kernel is uncertain: rows with FSDP "
                                  "mixed_precision DEFAULT come from the later submit_benchmarks.py (it no longer passes "
@@ -545,104 +498,32 @@ SOURCE_CONVENTIONS = {
                                  "both FlashAttention-1 and the Triton kernel 1.3-3x below FlashAttention-2, and the rows' cost per "
                                  "token grows with sequence length at the Triton figures' rate (FlashAttention-2's would be ~2x "
                                  "too fast: throughput MAPE of these 66 rows 13-27 % with Triton, 37-52 % with FlashAttention-2)",
-                             "train_metrics": ["cross_entropy", "perplexity"],
-                             "train_metrics_why": "Composer's trainer (composer/trainer/trainer.py _train_microbatch) updates "
-                                                  "the model's training metrics after every microbatch's backward "
-                                                  "(_eval_train_metrics, under the precision's autocast), on the training "
-                                                  "forward's outputs (HuggingFaceModel.eval_forward returns them); "
-                                                  "llm-foundry's ComposerMPTCausalLM (llmfoundry/models/mpt/modeling_mpt.py) "
-                                                  "passes train_metrics = [LanguageCrossEntropy, LanguagePerplexity], and "
-                                                  "Composer's LanguagePerplexity (composer/metrics/nlp.py) inherits "
-                                                  "LanguageCrossEntropy.update, torch.nn.CrossEntropyLoss(reduction='sum') "
-                                                  "over the logits: two cross entropies per microbatch. Composer's precisions "
-                                                  "are fp32 and amp_* (autocast), so the tables' 'bf16' is amp_bf16",
-                             "optimizer_impl": "unfused",
-                             "optimizer_why": "unfused: the MPT yamls' optimizer decoupled_adamw is Composer's DecoupledAdamW, whose "
-                                              "adamw() loops over parameters with one elementwise kernel per update term "
-                                              "(mul_, add_, mul_, addcmul_, sqrt, div, add_, addcdiv_)",
-                             "fsdp_backward_prefetch": "post",
-                             "backward_prefetch_why": "post: Composer's prepare_fsdp_module (composer/trainer/dist_strategy.py) "
-                                                      "takes fsdp_config.get('backward_prefetch', 'BACKWARD_POST'), and neither "
-                                                      "the MPT yamls nor scripts/train/benchmarking/submit_benchmarks.py set it "
-                                                      "(the latter sets mixed_precision, activation_checkpointing, "
-                                                      "activation_checkpointing_reentrant and limit_all_gathers); PyTorch's "
-                                                      "BackwardPrefetch.BACKWARD_POST prefetches the next unit's parameters after "
-                                                      "the current unit's gradient computation",
-                             "default_mp_reduce_dtype": "fp32",
-                             "default_mp_why": "fp32: the row's FSDP mixed_precision DEFAULT is, in the Composer of torch "
-                                               "2.0.1 (composer/trainer/mosaic_fsdp_utils.py get_mixed_precision), "
-                                               "param_dtype = the precision's dtype (bf16), reduce_dtype = torch.float32, "
-                                               "buffer_dtype = bf16; PURE reduces in bf16",
-                             "fsdp_version": 1,
-                             "fsdp_version_why": "FSDP1: Composer wraps the model in torch.distributed.fsdp.FullyShardedDataParallel "
-                                                 "(flat parameters)",
-                             "norm_impl": "two_pass",
-                             "norm_why": "two_pass: MPT's norms are LPLayerNorm (llm-foundry/llmfoundry/models/layers/norm.py), "
-                                         "F.layer_norm on 16-bit tensors, PyTorch's native kernels: layer_norm_backward_cuda "
-                                         "launches layer_norm_grad_input_kernel and GammaBetaBackwardCUDAKernel, each reading the "
-                                         "output gradient and the input",
-                             "loss_impl": "xentropy",
-                             "loss_why": "xentropy: ComposerMPTCausalLM's loss_fn defaults to 'fused_crossentropy', "
-                                         "flash_attn.losses.cross_entropy.CrossEntropyLoss on the 16-bit logits (the "
-                                         "xentropy-cuda-lib of flash-attention v1.0.x in llm-foundry's gpu extras); added as "
-                                         "the default of mosaicml/examples' mosaic_gpt on 2023-03-24 (examples PR #251, "
-                                         "'Add Fused CrossEntropy'), the default path of llm-foundry's modeling_mpt.py "
-                                         "__init__ in May 2023 (llm-foundry issue #236 traceback), before the v0.0.4 runs' "
-                                         "H100 fix (PR #261, xentropy v1.0.3 for sm_90, 2023-05-31). The runs' memory agrees: "
-                                         "PyTorch's F.cross_entropy under autocast would hold about 10 B per logit (fp32 "
-                                         "upcast, log-softmax, 16-bit logits), 27 GB for the A100-40GB 125M row's 26 x 2048 "
-                                         "tokens x 50,368 logits, which could not have fit beside its activations",
+                             "pure_mp_reduce_dtype": "bf16",
+                             "pure_mp_why": "bf16: the row's FSDP mixed_precision PURE reduces gradients in the precision's dtype "
+                                            "(Composer of torch 2.0.1, composer/trainer/mosaic_fsdp_utils.py get_mixed_precision: "
+                                            "param_dtype = reduce_dtype = buffer_dtype = bf16), not the stack's DEFAULT fp32",
+                             "grad_op_acc_why": "fused (parasim's default, not the stack's unfused add): with SHARD_GRAD_OP "
+                                                "the unsharded flat gradient of each unit is accumulated once per microbatch; "
+                                                "parasim prices the unfused accumulation pass only where gradients are sharded "
+                                                "per layer (sim/parallel/pipeline_lowering.cpp), and these rows were validated "
+                                                "with the fused accumulation",
                              "position_embedding": "learned",
                              "pos_why": "learned positions of max_seq_len = seq_len (MPT learned_pos_emb): the NumParams column "
                                         "grows by (seq_len - 512) x d_model over the seq 512 row of the same model"},
-    "torchtitan": {"flops": "model", "flash": True, "dropout": False, "eager_llama": True,
-                   "eager_why": "eager RMSNorm and RoPE: torchtitan's Llama (torchtitan/models/llama/model.py, 2024) builds its norms "
-                                "with norm_type 'rmsnorm' (the Llama reference x * rsqrt(x.pow(2).mean(-1) + eps) on x.float(), "
-                                "then type_as and the weight multiply) and applies RoPE as view_as_complex(x.float()) * freqs_cis; "
-                                "its 64-A100 preset (train_configs/llama2_13b.toml) sets norm_type = \"rmsnorm\" and compile = false. "
-                                "Rows that name torch.compile keep the fused figures",
-                   "loss_impl": "eager", "loss_impl_compiled": "fused",
-                   "loss_why": "eager PyTorch cross entropy: torchtitan's cross_entropy_loss is "
-                               "F.cross_entropy(pred.flatten(0, 1).float(), labels.flatten(0, 1)); rows that name torch.compile "
-                               "get the fused figures (compiled, the upcast and log_softmax become Triton reductions)",
-                   "optimizer_impl": "unfused",
-                   "optimizer_why": "unfused: torchtitan's build_optimizer (train.py, 2024) builds torch.optim.AdamW(..., "
-                                    "weight_decay=0.1, foreach=True), the multi-tensor path that runs one elementwise "
-                                    "kernel per update term",
-                   "fsdp_reduce_dtype": "fp32",
-                   "reduce_why": "fp32: torchtitan's FSDP2 mixed precision reduces gradients in float32 "
-                                 "(--training.mixed_precision_reduce, default and only choice 'float32')"},
-    # AutoModel's PyTorch/FSDP2 backend: which attention kernel it ran is not stated; the default.
+    "torchtitan": {"flops": "model", "flash": True, "dropout": False,
+                   "compiled_why": "fused: the row names torch.compile, under which the stack's eager RMSNorm, RoPE and "
+                                   "F.cross_entropy(pred.float()) become Triton reductions (torchtitan's train.py "
+                                   "model = torch.compile(model) with --training.compile)"},
     "NVIDIA NeMo AutoModel": {"flops": "model", "flash": True, "dropout": False},
-    "NVIDIA NeMo": {"flops": "model", "flash": True, "dropout": False, "hopper_attention_kernel": "cudnn",
-        "hopper_kernel_why": HOPPER_KERNEL_WHY},
+    "NVIDIA NeMo": {"flops": "model", "flash": True, "dropout": False},
     "NVIDIA Megatron-Bridge": {
-        "flops": "model", "flash": True, "dropout": False, "hopper_attention_kernel": "cudnn",
-        "hopper_kernel_why": HOPPER_KERNEL_WHY,
+        "flops": "model", "flash": True, "dropout": False,
         # Rows whose plan is one of Megatron-Bridge's performance presets: (model, profile, tp, pp, vpp, cp, precision)
         # -> what the preset and the recipe behind it set. Other rows keep their missing fields (skipped).
-        "presets": mb_presets(),
-        "p2p_overlap_vpp": True,
-        "p2p_why": ("false: with virtual pipeline stages Megatron-Bridge sets overlap_p2p_comm = True and batch_p2p_comm = "
-                    "False (src/megatron/bridge/training/comm_overlap.py, the pipeline-overlap defaults)" + P2P_OVERLAP),
-        "fp8_recipe": "current",
-        "fp8_recipe_why": ("current: Megatron-Bridge's performance scripts run 'FP8' as per-tensor current scaling: their "
-                           "compute dtypes are bf16, fp8_cs, fp8_mx and nvfp4 (scripts/performance/utils/precision.py), and "
-                           "the FP8 presets are named *_FP8_CS_*"),
-        "blackwell_attention_kernel": "cudnn",
-        "blackwell_kernel_why": ("cudnn: the recipes leave attention_backend unset, so Transformer Engine picks its backend; on "
-                                 "Blackwell that is FusedAttention (cuDNN), as flash-attn 2 has no sm_100 kernels"),
-        "preset_loss": "fused",
-        "preset_loss_why": ("fused: the recipes set cross_entropy_loss_fusion = True with cross_entropy_fusion_impl = \"te\" "
-                            "(Transformer Engine's fused cross entropy over the 16-bit logits; "
-                            "src/megatron/bridge/recipes/llama/llama3.py)")},
+        "presets": mb_presets()},
     "DeepSpeed blog": {"flops": "hardware", "flash": False, "dropout": True},
     "Zhang et al., 'OPT": {"flops": "hardware", "flash": False, "dropout": True},
 }
-
-
-MEGATRON_VOCAB_WHY = ("128: %s pads the vocabulary to a multiple of --make-vocab-size-divisible-by (default 128) times "
-                      "the tensor-parallel size (megatron/tokenizer/tokenizer.py _vocab_size_with_padding)")
 
 
 def conventions(title):
@@ -664,12 +545,6 @@ def family(tp, pp, cp, zero, fsdp, ep=1):
     return "DP/FSDP"
 
 PREQUEL = "BigScience BLOOM"
-DS_PIPE_REDUCE_WHY = ("its gradients reduce after the last backward (parallel.overlap_grad_reduce's default for "
-                      "pipeline_impl deepspeed): DeepSpeed's PipelineEngine turns the engine's backward-hook gradient reduction off "
-                      "(deepspeed/runtime/pipe/engine.py __init__: 'We schedule the all-reduces, so disable it in "
-                      "super().backward()', enable_backward_allreduce = False) and reduces the gradients in its ReduceGrads "
-                      "instruction, which TrainSchedule (deepspeed/runtime/pipe/schedule.py) issues after the step's last "
-                      "backward pass, before the optimizer step")
 TITAN_DEC24 = "torchtitan docs/performance.md (Dec 2024"
 
 
@@ -726,9 +601,9 @@ def stack_holds(when, scen):
     return all(checks[k](v) for k, v in when.items())
 
 
-def use_stack(scen, name, ci):
-    """Names the stack in the scenario and drops the fields whose value it supplies (their source is the stack's);
-    where the stack would supply a value the row does not have, the row keeps its own, as an override."""
+def use_stack(scen, name):
+    """Names the stack in the scenario and drops any value the row states that the stack supplies anyway (its source is
+    the stack's); what the row states otherwise stays, as the run's own override."""
     stack = json.load(open(os.path.join(ROOT, "stacks", name + ".json")))
     scen["stack"] = name
     done = set()
@@ -742,25 +617,6 @@ def use_stack(scen, name, ci):
         done.add(st["field"])
         if parent.get(path[-1]) == st["value"]:
             del parent[path[-1]]
-            if st["source"].startswith(ci.get(st["field"], "\0")):
-                del ci[st["field"]]
-        elif path[-1] not in parent and KEEP_DEFAULT.get(st["field"], lambda _: False)(scen) and STACK_DEFAULTS[st["field"]] != st["value"]:
-            parent[path[-1]] = STACK_DEFAULTS[st["field"]]
-
-
-# Stack values the converted rows did not carry and whose effect on them is not nil: the rows keep parasim's default.
-# Unfused gradient accumulation adds a pass per layer where the gradients are not sharded per layer (parasim does not model
-# the sharded 1/N accumulation, sim/parallel/pipeline_lowering.cpp): the llm-foundry rows with SHARD_GRAD_OP keep the fused
-# accumulation they were validated with.
-KEEP_DEFAULT = {"training.grad_accumulation_fusion":
-                lambda scen: (scen["parallel"].get("fsdp") or {}).get("sharding") not in ("full", "hybrid")
-                and scen["parallel"].get("zero_stage", 0) != 3}
-# parasim's default of each stack field a stack may set where a converted row keeps the default.
-STACK_DEFAULTS = {"training.grad_accumulation_fusion": True, "training.loss_impl": "megatron", "training.norm_impl": "fused",
-                  "training.rope_impl": "fused", "training.optimizer_impl": "fused", "training.attention_kernel": "flash",
-                  "training.make_vocab_size_divisible_by": 1, "parallel.p2p_sync": True, "parallel.zero_impl": "megatron",
-                  "parallel.fsdp.version": 2, "parallel.fsdp.backward_prefetch": "pre", "training.fp8_recipe": "delayed",
-                  "parallel.overlap_grad_reduce": True, "training.train_metrics": [], "parallel.pipeline_impl": "megatron"}
 
 
 def convert(r):
@@ -999,40 +855,14 @@ def convert(r):
         par["stage_layers"] = stage_layers
     if rec_layers is not None:
         par["recompute_num_layers"] = rec_layers
-    if conv.get("overlap_grad_reduce") is False and dp > 1 and zero == 0 and fsdp is None:
-        par["overlap_grad_reduce"] = False
-        ci["parallel.overlap_grad_reduce"] = conv["overlap_why"]
-    if conv.get("fsdp_reduce_dtype") and fsdp is not None:
-        par["fsdp"] = dict(par["fsdp"], reduce_dtype=conv["fsdp_reduce_dtype"])
-        ci["parallel.fsdp.reduce_dtype"] = conv["reduce_why"]
-    if conv.get("default_mp_reduce_dtype") and fsdp is not None and "mixed_precision=DEFAULT" in str(p.get("dtype")):
-        par["fsdp"] = dict(par["fsdp"], reduce_dtype=conv["default_mp_reduce_dtype"])
-        ci["parallel.fsdp.reduce_dtype"] = conv["default_mp_why"]
-    if conv.get("fsdp_version") and fsdp is not None:
-        par["fsdp"] = dict(par["fsdp"], version=conv["fsdp_version"])
-        ci["parallel.fsdp.version"] = conv["fsdp_version_why"]
-    if conv.get("fsdp_backward_prefetch") and fsdp is not None:
-        par["fsdp"] = dict(par["fsdp"], backward_prefetch=conv["fsdp_backward_prefetch"])
-        ci["parallel.fsdp.backward_prefetch"] = conv["backward_prefetch_why"]
-    if conv.get("zero3_impl") and zero == 3 and fsdp is None:
-        par["zero_impl"] = conv["zero3_impl"]
-        ci["parallel.zero_impl"] = conv["zero3_impl_why"]
-    if conv.get("pipeline_impl") and pp > 1:
-        par["pipeline_impl"] = conv["pipeline_impl"]
-        ci["parallel.pipeline_impl"] = conv["pipeline_why"]
-        if conv["pipeline_impl"] == "deepspeed" and dp > 1:
-            ci["parallel.pipeline_impl"] += "; " + DS_PIPE_REDUCE_WHY
-    if conv.get("zero_impl") and zero in (1, 2) and not bf16_optimizer:
-        par["zero_impl"] = conv["zero_impl"]
-        ci["parallel.zero_impl"] = conv["zero_impl_why"]
+    if conv.get("pure_mp_reduce_dtype") and fsdp is not None and "mixed_precision=PURE" in str(p.get("dtype")):
+        par["fsdp"] = dict(par["fsdp"], reduce_dtype=conv["pure_mp_reduce_dtype"])
+        ci["parallel.fsdp.reduce_dtype"] = conv["pure_mp_why"]
     if p.get("sequence_parallel") is None and tp > 1 and conv.get("sequence_parallel"):
         par["sequence_parallel"] = True
         ci["parallel.sequence_parallel"] = conv["sp_why"]
     elif p.get("sequence_parallel") is None and tp > 1:
         ci["parallel.sequence_parallel"] = "false (not stated)"
-    if conv.get("p2p_overlap_vpp") and pp > 1 and vpp > 1:
-        par["p2p_sync"] = False
-        ci["parallel.p2p_sync"] = conv["p2p_why"]
     if g3 and g3.get("tp_comm_overlap") is False and tp > 1:
         ci["parallel.tp_comm_overlap"] = conv["tp_overlap_off_why"] % g3["file"]
     elif (conv.get("tp_comm_overlap") or preset) and tp > 1 and (preset or {}).get("tp_comm_overlap", True):
@@ -1043,61 +873,21 @@ def convert(r):
         return None, "interleaved schedule needs microbatches divisible by pp"
     training = {"global_batch": gbs, "micro_batch": mb, "seq_len": m["seq_len"], "dtype": dtype, "optimizer": "adam",
                 "flash_attention": bool(conv.get("flash", True))}
-    if conv.get("attention_kernel"):
-        training["attention_kernel"] = conv["attention_kernel"]
-        ci["training.attention_kernel"] = conv["kernel_why"]
-        if conv.get("kernel_why_default_mp") and "DEFAULT" in str(p.get("dtype")):
-            ci["training.attention_kernel"] = conv["kernel_why_default_mp"]
-    elif conv.get("hopper_attention_kernel") and prof.startswith(("h100", "h200")):
-        training["attention_kernel"] = conv["hopper_attention_kernel"]
-        ci["training.attention_kernel"] = conv["hopper_kernel_why"]
-    elif conv.get("blackwell_attention_kernel") and prof.startswith(("b200", "b300", "gb200", "gb300")):
-        training["attention_kernel"] = conv["blackwell_attention_kernel"]
-        ci["training.attention_kernel"] = conv["blackwell_kernel_why"]
+    if conv.get("kernel_why_default_mp") and "DEFAULT" in str(p.get("dtype")):
+        ci["training.attention_kernel"] = conv["kernel_why_default_mp"]
     if dtype == "fp8":
-        recipe = fp8_recipe_of(p.get("dtype")) or conv.get("fp8_recipe")
+        recipe = fp8_recipe_of(p.get("dtype"))
         if recipe:
             training["fp8_recipe"] = recipe
-            if not fp8_recipe_of(p.get("dtype")):
-                ci["training.fp8_recipe"] = conv["fp8_recipe_why"]
         if recipe == "mxfp8" and not prof.startswith(("b200", "b300", "gb200", "gb300")):
             return None, "MXFP8 on a GPU without block-scaled FP8 tensor cores (%s)" % prof
-    compiled = "compile" in ((p.get("other") or "") + " " + (r.get("notes") or "")).lower()
-    if conv.get("eager_llama") and not compiled:
-        if model.get("norm") == "rmsnorm":
-            training["norm_impl"] = "eager"
-            ci["training.norm_impl"] = conv["eager_why"]
-        if model.get("position_embedding") == "rope":
-            training["rope_impl"] = "eager"
-            ci["training.rope_impl"] = conv["eager_why"]
-    if conv.get("norm_impl") and "norm_impl" not in training and not compiled:
-        training["norm_impl"] = conv["norm_impl"]
-        ci["training.norm_impl"] = conv["norm_why"]
-    loss = conv.get("loss_impl_compiled") if compiled and conv.get("loss_impl_compiled") else conv.get("loss_impl")
+    if conv.get("compiled_why") and "compile" in ((p.get("other") or "") + " " + (r.get("notes") or "")).lower():
+        training.update(norm_impl="fused", rope_impl="fused", loss_impl="fused")
+        ci["training.norm_impl/rope_impl/loss_impl"] = conv["compiled_why"]
     if preset and preset.get("mtp_layers"):
         training["mtp_layers"] = preset["mtp_layers"]
     if preset and preset.get("loss_impl"):
         training["loss_impl"] = preset["loss_impl"]
-    elif loss:
-        training["loss_impl"] = loss
-        ci["training.loss_impl"] = conv["loss_why"]
-    elif preset and conv.get("preset_loss"):
-        training["loss_impl"] = conv["preset_loss"]
-        ci["training.loss_impl"] = conv["preset_loss_why"]
-    if conv.get("optimizer_impl"):
-        training["optimizer_impl"] = conv["optimizer_impl"]
-        ci["training.optimizer_impl"] = conv["optimizer_why"]
-    if conv.get("train_metrics"):
-        training["train_metrics"] = conv["train_metrics"]
-        ci["training.train_metrics"] = conv["train_metrics_why"]
-    if conv.get("megatron_vocab"):
-        training["make_vocab_size_divisible_by"] = 128
-        ci["training.make_vocab_size_divisible_by"] = MEGATRON_VOCAB_WHY % conv["megatron_vocab"]
-    elif preset:
-        training["make_vocab_size_divisible_by"] = 128
-    if conv.get("grad_acc_unfused"):
-        training["grad_accumulation_fusion"] = False
-        ci["training.grad_accumulation_fusion"] = conv["grad_acc_unfused"]
     if bf16_optimizer and zero == 1:
         par["zero_impl"] = "deepspeed-bf16"
         ci["parallel.zero_impl"] = ("deepspeed-bf16: DeepSpeed's BF16 optimizer accumulates gradients in fp32, 'additional memory "
@@ -1105,8 +895,9 @@ def convert(r):
                                     "'Rebalancing layers', 02-28); its ZeRO-1 step reads fp32 partitions of that buffer")
     if am_moe:
         training.update(attention_kernel="cudnn", optimizer_impl="unfused", loss_impl="eager16")
-        for k in ("training.attention_kernel", "training.optimizer_impl", "training.loss_impl"):
-            ci.pop(k, None)
+    if conv.get("grad_op_acc_why") and (fsdp or {}).get("sharding") == "grad_op":
+        training["grad_accumulation_fusion"] = True
+        ci["training.grad_accumulation_fusion"] = conv["grad_op_acc_why"]
     cluster = {"gpu": prof, "nodes": gpus // gpn, "gpus_per_node": gpn}
     net, why = network_of(h)
     if net:
@@ -1122,7 +913,7 @@ def convert(r):
             "cluster": cluster, "training": training, "parallel": par}
     stack = stack_of(title, zero)
     if stack:
-        use_stack(scen, stack, ci)
+        use_stack(scen, stack)
     out_meas = {}
     if "step_time_s" in meas:
         out_meas["step_time_s"] = meas["step_time_s"]
