@@ -619,329 +619,422 @@ def use_stack(scen, name):
             del parent[path[-1]]
 
 
-def convert(r):
-    """-> (measured-run dict, None) or (None, reason)."""
-    m, h, p, meas = r["model"], r["hardware"], r["parallel"], r["measured"]
-    title = r["source"]["title"]
-    conv = conventions(title)
-    ci = {}  # conversion inferences
-    prec = (p.get("dtype") or "").upper()
-    preset = conv.get("presets", {}).get((m.get("name"), gpu_profile(h.get("gpu")), p.get("tp"), p.get("pp"), p.get("vpp"),
-                                          p.get("cp") or 1, prec))
-    moe_zoo, zoo_name = None, moe_zoo_name(m.get("name"))
-    mb_moe = title.startswith("NVIDIA Megatron-Bridge") and zoo_name in MB_MOE_MODELS
-    if title.startswith("NVIDIA NeMo AutoModel") and zoo_name in AM_MOE_UNMODELLED:
-        return None, AM_MOE_UNMODELLED[zoo_name]
-    am_moe = (AM_MOE.get(zoo_name) if title.startswith("NVIDIA NeMo AutoModel") and p.get("ep") not in (None, 1)
-              and (p.get("pp") or 1) == 1 else None)
-    if zoo_name and (mb_moe or am_moe or p.get("ep") in (None, 1)
-                     or not title.startswith(("NVIDIA Megatron-Bridge", "NVIDIA NeMo AutoModel"))):
-        moe_zoo = json.load(open(os.path.join(ROOT, "models", zoo_name + ".json")))
-        m = dict(m, **{k: moe_zoo[k] for k in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "activation")})
-        ci["model"] = "models/%s.json: %s" % (zoo_name, moe_zoo["source"])
-    if mb_moe and gpu_profile(h.get("gpu")):
-        preset = moe_preset(r["model"]["name"], gpu_profile(h.get("gpu")), p.get("tp") or 1, p.get("pp") or 1, p.get("vpp") or 1,
-                            p.get("ep") or 1, precision_class(p.get("dtype")), p.get("global_batch") or 0)
-        if preset is None:
-            return None, "expert parallelism (MoE): no Megatron-Bridge preset for this model on this GPU is known to the converter"
-        ci["parallel.etp/recompute/sequence_parallel/zero_stage/tp_comm_overlap/ep_comm_overlap, training.loss_impl"] = preset["why"]
-    if preset:
-        p = dict(p, recompute=p.get("recompute") or "none", sequence_parallel=p["tp"] > 1)
-        if not moe_zoo:
-            ci["parallel.recompute/sequence_parallel/tp_comm_overlap/zero_stage, training.make_vocab_size_divisible_by"] = preset["why"]
-    g3 = next((v for k, v in conv.get("gpt3", {}).items() if m.get("name", "").startswith(k)), None)
-    if g3:
-        dims = {k: g3[k] for k in ("layers", "hidden", "heads") if k in g3 and m.get(k) is None}
-        m = dict(m, vocab=m.get("vocab") or 50257, **dims)
-        p = dict(p, recompute=p.get("recompute") or g3["recompute"])
-        ci["model.vocab/parallel.recompute/model.dropout/model.position_embedding"] = conv["gpt3_why"] % (
-            g3["file"], "activations_checkpoint_granularity: " + ("selective" if g3["recompute"] == "selective" else "null"),
+class Row:
+    """A published row on its way to a measured run: its sections (m model, h hardware, p parallel, meas measured), its
+    source's conventions and what the converter infers (ci: field -> why); the stages below add the rest."""
+
+    def __init__(self, r):
+        self.r, self.m, self.h, self.p, self.meas = r, r["model"], r["hardware"], r["parallel"], r["measured"]
+        self.title = r["source"]["title"]
+        self.conv = conventions(self.title)
+        self.ci = {}
+
+
+def presets_and_zoo(c):
+    """The source's preset for the row's plan and, for mixture-of-experts rows, the zoo model."""
+    c.prec = (c.p.get("dtype") or "").upper()
+    c.preset = c.conv.get("presets", {}).get((c.m.get("name"), gpu_profile(c.h.get("gpu")), c.p.get("tp"), c.p.get("pp"), c.p.get("vpp"),
+                                          c.p.get("cp") or 1, c.prec))
+    c.moe_zoo, c.zoo_name = None, moe_zoo_name(c.m.get("name"))
+    c.mb_moe = c.title.startswith("NVIDIA Megatron-Bridge") and c.zoo_name in MB_MOE_MODELS
+    if c.title.startswith("NVIDIA NeMo AutoModel") and c.zoo_name in AM_MOE_UNMODELLED:
+        return AM_MOE_UNMODELLED[c.zoo_name]
+    c.am_moe = (AM_MOE.get(c.zoo_name) if c.title.startswith("NVIDIA NeMo AutoModel") and c.p.get("ep") not in (None, 1)
+              and (c.p.get("pp") or 1) == 1 else None)
+    if c.zoo_name and (c.mb_moe or c.am_moe or c.p.get("ep") in (None, 1)
+                     or not c.title.startswith(("NVIDIA Megatron-Bridge", "NVIDIA NeMo AutoModel"))):
+        c.moe_zoo = json.load(open(os.path.join(ROOT, "models", c.zoo_name + ".json")))
+        c.m = dict(c.m, **{k: c.moe_zoo[k] for k in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "activation")})
+        c.ci["model"] = "models/%s.json: %s" % (c.zoo_name, c.moe_zoo["source"])
+    if c.mb_moe and gpu_profile(c.h.get("gpu")):
+        c.preset = moe_preset(c.r["model"]["name"], gpu_profile(c.h.get("gpu")), c.p.get("tp") or 1, c.p.get("pp") or 1, c.p.get("vpp") or 1,
+                            c.p.get("ep") or 1, precision_class(c.p.get("dtype")), c.p.get("global_batch") or 0)
+        if c.preset is None:
+            return "expert parallelism (MoE): no Megatron-Bridge preset for this model on this GPU is known to the converter"
+        c.ci["parallel.etp/recompute/sequence_parallel/zero_stage/tp_comm_overlap/ep_comm_overlap, training.loss_impl"] = c.preset["why"]
+    if c.preset:
+        c.p = dict(c.p, recompute=c.p.get("recompute") or "none", sequence_parallel=c.p["tp"] > 1)
+        if not c.moe_zoo:
+            c.ci["parallel.recompute/sequence_parallel/tp_comm_overlap/zero_stage, training.make_vocab_size_divisible_by"] = c.preset["why"]
+
+
+def fill_gaps(c):
+    """Fields the row leaves out that its source's configs state; the ones still missing."""
+    c.g3 = next((v for k, v in c.conv.get("gpt3", {}).items() if c.m.get("name", "").startswith(k)), None)
+    if c.g3:
+        dims = {k: c.g3[k] for k in ("layers", "hidden", "heads") if k in c.g3 and c.m.get(k) is None}
+        c.m = dict(c.m, vocab=c.m.get("vocab") or 50257, **dims)
+        c.p = dict(c.p, recompute=c.p.get("recompute") or c.g3["recompute"])
+        c.ci["model.vocab/parallel.recompute/model.dropout/model.position_embedding"] = c.conv["gpt3_why"] % (
+            c.g3["file"], "activations_checkpoint_granularity: " + ("selective" if c.g3["recompute"] == "selective" else "null"),
             "; num_layers %d, hidden_size %d, num_attention_heads %d" % (dims["layers"], dims["hidden"], dims["heads"]) if dims else "")
-    if m.get("seq_len") is None and title.startswith(TITAN_DEC24) and m.get("name", "").startswith("Llama 3"):
-        m = dict(m, seq_len=8192)
-        ci["model.seq_len"] = ("8192: torchtitan's 64-A100 presets train_configs/llama3_8b.toml and llama3_70b.toml "
+    if c.m.get("seq_len") is None and c.title.startswith(TITAN_DEC24) and c.m.get("name", "").startswith("Llama 3"):
+        c.m = dict(c.m, seq_len=8192)
+        c.ci["model.seq_len"] = ("8192: torchtitan's 64-A100 presets train_configs/llama3_8b.toml and llama3_70b.toml "
                                "('this toml config is a preset for 64 A100 GPUs') set [training] seq_len = 8192")
-    missing = [k for k in ("layers", "hidden", "heads", "vocab", "seq_len") if m.get(k) is None]
-    missing += ["hardware." + k for k in ("gpus_total",) if h.get(k) is None]
-    if p.get("micro_batch") is None and conv.get("mb_per_replica") and p.get("global_batch") and p.get("dp"):
-        p = dict(p, micro_batch=p["global_batch"] // p["dp"])
-        ci["parallel.micro_batch"] = conv["mb_per_replica"]
-    missing += ["parallel." + k for k in ("tp", "pp", "micro_batch", "global_batch") if p.get(k) is None]
-    if p.get("ep") not in (None, 1) and not moe_zoo:
-        if zoo_name and title.startswith("NVIDIA NeMo AutoModel"):
-            if (p.get("pp") or 1) > 1:
-                return None, ("expert parallelism (MoE) with pipeline parallelism under FSDP2 (NeMo AutoModel's plan: "
+    c.missing = [k for k in ("layers", "hidden", "heads", "vocab", "seq_len") if c.m.get(k) is None]
+    c.missing += ["hardware." + k for k in ("gpus_total",) if c.h.get(k) is None]
+    if c.p.get("micro_batch") is None and c.conv.get("mb_per_replica") and c.p.get("global_batch") and c.p.get("dp"):
+        c.p = dict(c.p, micro_batch=c.p["global_batch"] // c.p["dp"])
+        c.ci["parallel.micro_batch"] = c.conv["mb_per_replica"]
+    c.missing += ["parallel." + k for k in ("tp", "pp", "micro_batch", "global_batch") if c.p.get(k) is None]
+    if c.p.get("ep") not in (None, 1) and not c.moe_zoo:
+        if c.zoo_name and c.title.startswith("NVIDIA NeMo AutoModel"):
+            if (c.p.get("pp") or 1) > 1:
+                return ("expert parallelism (MoE) with pipeline parallelism under FSDP2 (NeMo AutoModel's plan: "
                               "torch.distributed.pipelining over FSDP2 + EP, DeepEP's inter-node dispatch) is not modelled")
-            return None, "expert parallelism (MoE) under FSDP2: no NeMo AutoModel benchmark config for this model is known to the converter"
-        return None, "expert parallelism (MoE): the model is not in the zoo (hybrid Mamba layers, DeepSeek-V4's architecture)"
-    prof = gpu_profile(h.get("gpu"))
-    dgx2 = "dgx-2" in (h.get("system") or "").lower() and "v100" in (h.get("gpu") or "").lower()
-    if prof is None and dgx2:
-        prof = "v100-sxm3-32g"
-        ci["cluster.gpu"] = "V100 32GB SXM3: the DGX-2 holds 16 Tesla V100 32GB (NVIDIA DGX-2 datasheet)"
-    if prof is None:
-        return None, "no calibration profile for GPU '%s'" % h.get("gpu")
-    if prof == "a100-sxm4-80g" and not re.search(r"80 ?gb", (h.get("gpu") or "").lower()) and dated_before_a100_80gb(title):
-        prof = "a100-sxm4-40g"
-        ci["cluster.gpu"] = ("A100 40GB: the row names an A100 without its memory and its source predates the 80GB part "
+            return "expert parallelism (MoE) under FSDP2: no NeMo AutoModel benchmark config for this model is known to the converter"
+        return "expert parallelism (MoE): the model is not in the zoo (hybrid Mamba layers, DeepSeek-V4's architecture)"
+
+
+def gpu_of(c):
+    """The GPU profile of the row's hardware."""
+    c.prof = gpu_profile(c.h.get("gpu"))
+    c.dgx2 = "dgx-2" in (c.h.get("system") or "").lower() and "v100" in (c.h.get("gpu") or "").lower()
+    if c.prof is None and c.dgx2:
+        c.prof = "v100-sxm3-32g"
+        c.ci["cluster.gpu"] = "V100 32GB SXM3: the DGX-2 holds 16 Tesla V100 32GB (NVIDIA DGX-2 datasheet)"
+    if c.prof is None:
+        return "no calibration profile for GPU '%s'" % c.h.get("gpu")
+    if c.prof == "a100-sxm4-80g" and not re.search(r"80 ?gb", (c.h.get("gpu") or "").lower()) and dated_before_a100_80gb(c.title):
+        c.prof = "a100-sxm4-40g"
+        c.ci["cluster.gpu"] = ("A100 40GB: the row names an A100 without its memory and its source predates the 80GB part "
                              "(NVIDIA announced the A100 80GB and the DGX A100 640GB on 2020-11-16, press release 'NVIDIA "
                              "Doubles Down: Announces A100 80GB GPU'); the DGX A100 shipped before then held 8 A100 40GB")
-    dtype = dtype_of(p.get("dtype"))
-    if p.get("dtype") and dtype is None:
-        return None, "precision '%s' is not modelled" % p.get("dtype")
-    if dtype is None and title.startswith(PREQUEL):
+
+
+def precision_and_recompute(c):
+    """The training dtype and the recompute policy."""
+    c.dtype = dtype_of(c.p.get("dtype"))
+    if c.p.get("dtype") and c.dtype is None:
+        return "precision '%s' is not modelled" % c.p.get("dtype")
+    if c.dtype is None and c.title.startswith(PREQUEL):
         # The prequel's 'Rebalancing layers' (02-28): "from now on the testing is happening with BF16
         # optimizer ... this is compared to fp16 which grad accumulates in fp16".
-        early = int(r["id"].split("-")[2]) < 228
-        dtype = "fp16" if early else "bf16"
-        ci["parallel.dtype"] = ("fp16: the prequel's runs before 02-28 accumulated gradients in fp16 ('compared to fp16 which "
+        early = int(c.r["id"].split("-")[2]) < 228
+        c.dtype = "fp16" if early else "bf16"
+        c.ci["parallel.dtype"] = ("fp16: the prequel's runs before 02-28 accumulated gradients in fp16 ('compared to fp16 which "
                                 "grad accumulates in fp16', 'Rebalancing layers')" if early else
                                 "bf16 with DeepSpeed's new BF16 optimizer ('from now on the testing is happening with BF16 "
                                 "optimizer', 'Rebalancing layers', 02-28)")
-    elif dtype is None and "dtype" in conv:
-        dtype = conv["dtype"]
-        ci["parallel.dtype"] = conv["dtype_why"]
-    rec = recompute_of(p.get("recompute"))
-    rec_layers = None
-    rlow = (p.get("recompute") or "").lower()
-    if title.startswith("torchtitan") and (rlow.startswith("selective op") or "per-op sac" in rlow):
-        rec = "selective_op"
-        ci["parallel.recompute"] = ("selective_op: torchtitan's op-level selective AC saves the outputs of matmuls, fused "
+    elif c.dtype is None and "dtype" in c.conv:
+        c.dtype = c.conv["dtype"]
+        c.ci["parallel.dtype"] = c.conv["dtype_why"]
+    c.rec = recompute_of(c.p.get("recompute"))
+    c.rec_layers = None
+    rlow = (c.p.get("recompute") or "").lower()
+    if c.title.startswith("torchtitan") and (rlow.startswith("selective op") or "per-op sac" in rlow):
+        c.rec = "selective_op"
+        c.ci["parallel.recompute"] = ("selective_op: torchtitan's op-level selective AC saves the outputs of matmuls, fused "
                                     "attention and reduce-scatter 'except every second mm' and replays the rest "
                                     "(torchtitan activation-checkpoint policy, _custom_policy / no_recompute_list)")
-    if (p.get("recompute") or "").lower() == "selective layer" and title.startswith("torchtitan") and m.get("layers"):
+    if (c.p.get("recompute") or "").lower() == "selective layer" and c.title.startswith("torchtitan") and c.m.get("layers"):
         # torchtitan's layer-level selective AC checkpoints every selective_ac_option-th layer,
         # default "2": half of the layers replay their forward, the rest keep their activations.
-        rec = "full"
-        rec_layers = (m["layers"] + 1) // 2
-        ci["parallel.recompute"] = ("full recompute of every 2nd layer (parallel.recompute_num_layers = %d): torchtitan's "
+        c.rec = "full"
+        c.rec_layers = (c.m["layers"] + 1) // 2
+        c.ci["parallel.recompute"] = ("full recompute of every 2nd layer (parallel.recompute_num_layers = %d): torchtitan's "
                                     "'selective layer' AC with its default --activation_checkpoint.selective_ac_option \"2\" "
-                                    "('for every nth layer', torchtitan/config_manager.py)" % rec_layers)
-    if rec is None and am_moe:
-        rec = "full"
-    if rec is None and "recompute" in conv:
-        rec = conv["recompute"]
-        ci["parallel.recompute"] = conv["why"]
-    if rec == "unsupported":
-        return None, "recompute '%s' (torchtitan selective activation checkpointing) is not Megatron's selective recompute; not modelled" % p.get("recompute")
-    if rec is None:
-        missing.append("parallel.recompute")
-    if dtype is None:
-        missing.append("parallel.dtype")
-    if missing:
-        return None, "missing " + ", ".join(missing)
-    gpus = h["gpus_total"]
-    tp, pp = p["tp"], p["pp"]
-    cp = p.get("cp") or 1
-    dp = p.get("dp") or gpus // (tp * pp * cp)
-    if tp * pp * cp * dp != gpus:
-        return None, "tp*pp*cp*dp = %d != gpus %d" % (tp * pp * cp * dp, gpus)
-    mb, gbs = p["micro_batch"], p["global_batch"]
-    if gbs % (mb * dp) != 0:
-        return None, "global_batch %d not divisible by micro_batch*dp = %d (the source runs a ragged last microbatch)" % (gbs, mb * dp)
+                                    "('for every nth layer', torchtitan/config_manager.py)" % c.rec_layers)
+    if c.rec is None and c.am_moe:
+        c.rec = "full"
+    if c.rec is None and "recompute" in c.conv:
+        c.rec = c.conv["recompute"]
+        c.ci["parallel.recompute"] = c.conv["why"]
+    if c.rec == "unsupported":
+        return "recompute '%s' (torchtitan selective activation checkpointing) is not Megatron's selective recompute; not modelled" % c.p.get("recompute")
+    if c.rec is None:
+        c.missing.append("parallel.recompute")
+    if c.dtype is None:
+        c.missing.append("parallel.dtype")
+    if c.missing:
+        return "missing " + ", ".join(c.missing)
+
+
+def layout(c):
+    """The plan's degrees, batch, sharding and node size."""
+    c.gpus = c.h["gpus_total"]
+    c.tp, c.pp = c.p["tp"], c.p["pp"]
+    c.cp = c.p.get("cp") or 1
+    c.dp = c.p.get("dp") or c.gpus // (c.tp * c.pp * c.cp)
+    if c.tp * c.pp * c.cp * c.dp != c.gpus:
+        return "tp*pp*cp*dp = %d != gpus %d" % (c.tp * c.pp * c.cp * c.dp, c.gpus)
+    c.mb, c.gbs = c.p["micro_batch"], c.p["global_batch"]
+    if c.gbs % (c.mb * c.dp) != 0:
+        return "global_batch %d not divisible by micro_batch*dp = %d (the source runs a ragged last microbatch)" % (c.gbs, c.mb * c.dp)
     try:
-        zero, fsdp = sharding_of(p.get("zero_stage_or_fsdp"), gpus, tp, pp)
+        c.zero, c.fsdp = sharding_of(c.p.get("zero_stage_or_fsdp"), c.gpus, c.tp, c.pp)
     except ValueError as e:
-        return None, str(e)
-    if p.get("zero_stage_or_fsdp") is None and conv.get("zero_default") and dp > 1:
-        zero = conv["zero_default"]
-        ci["parallel.zero_stage"] = conv["zero_default_why"]
-    if preset and dp > 1 and zero == 0 and fsdp is None:
-        zero = 1  # the recipe's distributed optimizer
-    gpn = h.get("gpus_per_node")
-    if gpn is None and dgx2:
-        gpn = 16
-        ci["cluster.gpus_per_node"] = "16 GPUs per node (DGX-2: 16 V100 on NVSwitch)"
-    if gpn is None and prof in NVL72:
-        gpn = max(d for d in range(1, 73) if gpus % d == 0)
-        ci["cluster.gpus_per_node"] = NVL72_WHY % (gpn, gpus)
-    elif gpn is None:
-        gpn = 8
-        ci["cluster.gpus_per_node"] = "8 GPUs per node (DGX/HGX-class servers of the GPU named)"
-    if gpus % gpn != 0:
-        if gpus < gpn:
-            gpn = gpus
+        return str(e)
+    if c.p.get("zero_stage_or_fsdp") is None and c.conv.get("zero_default") and c.dp > 1:
+        c.zero = c.conv["zero_default"]
+        c.ci["parallel.zero_stage"] = c.conv["zero_default_why"]
+    if c.preset and c.dp > 1 and c.zero == 0 and c.fsdp is None:
+        c.zero = 1  # the recipe's distributed optimizer
+    c.gpn = c.h.get("gpus_per_node")
+    if c.gpn is None and c.dgx2:
+        c.gpn = 16
+        c.ci["cluster.gpus_per_node"] = "16 GPUs per node (DGX-2: 16 V100 on NVSwitch)"
+    if c.gpn is None and c.prof in NVL72:
+        c.gpn = max(d for d in range(1, 73) if c.gpus % d == 0)
+        c.ci["cluster.gpus_per_node"] = NVL72_WHY % (c.gpn, c.gpus)
+    elif c.gpn is None:
+        c.gpn = 8
+        c.ci["cluster.gpus_per_node"] = "8 GPUs per node (DGX/HGX-class servers of the GPU named)"
+    if c.gpus % c.gpn != 0:
+        if c.gpus < c.gpn:
+            c.gpn = c.gpus
         else:
-            return None, "gpus %d not a multiple of gpus_per_node %d" % (gpus, gpn)
-    act = (m.get("activation") or "").lower()
-    swiglu = "swiglu" in act
-    if not m.get("activation"):
-        ci["model.activation"] = "GeLU (GPT-style model; no activation stated)"
-    kv = m.get("kv_heads")
-    if kv is None:
-        kv = m["heads"]
-        ci["model.kv_heads"] = "multi-head attention (kv_heads = heads; GPT-style model)"
-    ffn = m.get("ffn_hidden")
-    if ffn is None:
-        ffn = 4 * m["hidden"]
-        ci["model.ffn_hidden"] = "4*hidden (GPT convention)"
-    layers = m["layers"]
-    vpp = p.get("vpp") or 1
-    stage_layers, bf16_optimizer = None, False
-    if title.startswith(PREQUEL) and pp > 1:
-        stage_layers, split_why, bf16_optimizer = bloom_prequel_setup(r, layers, pp)
-        if stage_layers:
-            ci["parallel.stage_layers"] = split_why
-    if preset and preset.get("account_split") and pp > 1:
+            return "gpus %d not a multiple of gpus_per_node %d" % (c.gpus, c.gpn)
+
+
+def model_dims(c):
+    """The model's activation, attention heads, FFN width and layer count."""
+    act = (c.m.get("activation") or "").lower()
+    c.swiglu = "swiglu" in act
+    if not c.m.get("activation"):
+        c.ci["model.activation"] = "GeLU (GPT-style model; no activation stated)"
+    c.kv = c.m.get("kv_heads")
+    if c.kv is None:
+        c.kv = c.m["heads"]
+        c.ci["model.kv_heads"] = "multi-head attention (kv_heads = heads; GPT-style model)"
+    c.ffn = c.m.get("ffn_hidden")
+    if c.ffn is None:
+        c.ffn = 4 * c.m["hidden"]
+        c.ci["model.ffn_hidden"] = "4*hidden (GPT convention)"
+    c.layers = c.m["layers"]
+    c.vpp = c.p.get("vpp") or 1
+
+
+def stage_split(c):
+    """Layers per pipeline stage where the source does not split them evenly."""
+    c.stage_layers, c.bf16_optimizer = None, False
+    if c.title.startswith(PREQUEL) and c.pp > 1:
+        c.stage_layers, split_why, c.bf16_optimizer = bloom_prequel_setup(c.r, c.layers, c.pp)
+        if c.stage_layers:
+            c.ci["parallel.stage_layers"] = split_why
+    if c.preset and c.preset.get("account_split") and c.pp > 1:
         # Megatron's account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split: the embedding and
         # the loss each take a layer's slot, on the first and the last virtual stage.
-        if (layers + 2) % (pp * vpp) != 0:
-            return None, "layers + 2 (embedding and loss slots) not divisible by pp*vpp = %d" % (pp * vpp)
-        k = (layers + 2) // (pp * vpp)
-        stage_layers = [k - 1] + [k] * (pp * vpp - 2) + [k - 1]
-        if vpp == 1:
-            stage_layers = [k - 1] + [k] * (pp - 2) + [k - 1]
-        ci["parallel.stage_layers"] = ("the recipe's account_for_embedding_in_pipeline_split and "
+        if (c.layers + 2) % (c.pp * c.vpp) != 0:
+            return "layers + 2 (embedding and loss slots) not divisible by pp*vpp = %d" % (c.pp * c.vpp)
+        k = (c.layers + 2) // (c.pp * c.vpp)
+        c.stage_layers = [k - 1] + [k] * (c.pp * c.vpp - 2) + [k - 1]
+        if c.vpp == 1:
+            c.stage_layers = [k - 1] + [k] * (c.pp - 2) + [k - 1]
+        c.ci["parallel.stage_layers"] = ("the recipe's account_for_embedding_in_pipeline_split and "
                                        "account_for_loss_in_pipeline_split: (%d layers + 2) / (pp %d x vp %d) = %d slots per "
-                                       "virtual stage, the first and the last one layer short" % (layers, pp, vpp, k))
-    if preset and preset.get("stage_layers"):
-        stage_layers = preset["stage_layers"]
-        ci["parallel.stage_layers"] = "the recipe's pipeline layout (see the preset above)"
-    if layers % (pp * vpp) != 0 and not stage_layers:
-        return None, "layers %d not divisible by pp*vpp = %d and no per-stage split given" % (layers, pp * vpp)
-    if m["heads"] % tp or (ffn % tp and not moe_zoo) or (kv % tp and tp % kv):
-        return None, "heads/ffn not divisible by tp"
-    model = {"name": m["name"], "layers": layers, "hidden": m["hidden"], "heads": m["heads"], "kv_heads": kv,
-             "ffn_hidden": ffn, "vocab": m["vocab"], "activation": "swiglu" if swiglu else "gelu",
-             "tied_embeddings": not swiglu, "position_embedding": "rope", "norm": "rmsnorm" if swiglu else "layernorm",
-             "bias": not swiglu, "dropout": bool(conv.get("dropout", False))}
-    if moe_zoo:
-        model = {k: v for k, v in moe_zoo.items() if k not in ("schema", "published_params", "published_params_rounding", "source")}
-        model["name"] = m["name"]
-    elif g3:
-        model.update(dropout=True, position_embedding="learned", max_positions=2048)
-    elif conv.get("position_embedding") == "learned":
-        model["position_embedding"] = "learned"
-        model["max_positions"] = conv.get("max_positions", m["seq_len"])
-        ci["model.position_embedding"] = conv["pos_why"]
-    elif conv.get("position_embedding") == "alibi" and not swiglu:
-        model["position_embedding"] = "alibi"
-        ci["model.position_embedding"] = conv["pos_why"]
+                                       "virtual stage, the first and the last one layer short" % (c.layers, c.pp, c.vpp, k))
+    if c.preset and c.preset.get("stage_layers"):
+        c.stage_layers = c.preset["stage_layers"]
+        c.ci["parallel.stage_layers"] = "the recipe's pipeline layout (see the preset above)"
+    if c.layers % (c.pp * c.vpp) != 0 and not c.stage_layers:
+        return "layers %d not divisible by pp*vpp = %d and no per-stage split given" % (c.layers, c.pp * c.vpp)
+    if c.m["heads"] % c.tp or (c.ffn % c.tp and not c.moe_zoo) or (c.kv % c.tp and c.tp % c.kv):
+        return "heads/ffn not divisible by tp"
+
+
+def model_section(c):
+    """The scenario's model."""
+    c.model = {"name": c.m["name"], "layers": c.layers, "hidden": c.m["hidden"], "heads": c.m["heads"], "kv_heads": c.kv,
+             "ffn_hidden": c.ffn, "vocab": c.m["vocab"], "activation": "swiglu" if c.swiglu else "gelu",
+             "tied_embeddings": not c.swiglu, "position_embedding": "rope", "norm": "rmsnorm" if c.swiglu else "layernorm",
+             "bias": not c.swiglu, "dropout": bool(c.conv.get("dropout", False))}
+    if c.moe_zoo:
+        c.model = {k: v for k, v in c.moe_zoo.items() if k not in ("schema", "published_params", "published_params_rounding", "source")}
+        c.model["name"] = c.m["name"]
+    elif c.g3:
+        c.model.update(dropout=True, position_embedding="learned", max_positions=2048)
+    elif c.conv.get("position_embedding") == "learned":
+        c.model["position_embedding"] = "learned"
+        c.model["max_positions"] = c.conv.get("max_positions", c.m["seq_len"])
+        c.ci["model.position_embedding"] = c.conv["pos_why"]
+    elif c.conv.get("position_embedding") == "alibi" and not c.swiglu:
+        c.model["position_embedding"] = "alibi"
+        c.ci["model.position_embedding"] = c.conv["pos_why"]
     else:
-        ci["model.position_embedding"] = "rope/alibi-like (no position parameters counted)"
-    if pp > 1:
-        schedule = "interleaved" if vpp > 1 else "1f1b"
-        if p.get("pp_schedule") is None:
-            ci["parallel.schedule"] = schedule + " (the framework's default pipeline schedule)"
+        c.ci["model.position_embedding"] = "rope/alibi-like (no position parameters counted)"
+
+
+def parallel_section(c):
+    """The scenario's parallel section: the plan."""
+    if c.pp > 1:
+        c.schedule = "interleaved" if c.vpp > 1 else "1f1b"
+        if c.p.get("pp_schedule") is None:
+            c.ci["parallel.schedule"] = c.schedule + " (the framework's default pipeline schedule)"
     else:
-        schedule = "ddp"
-    par = {"dp": dp, "tp": tp, "pp": pp, "vpp": vpp, "cp": cp, "schedule": schedule,
-           "sequence_parallel": bool(p.get("sequence_parallel")), "recompute": rec, "zero_stage": zero, "fsdp": fsdp}
-    if moe_zoo and mb_moe:
-        par.update(ep=p["ep"], etp=1, zero_stage=1 if dp > 1 else 0)
-        if preset["ep_comm_overlap"]:
-            par["ep_comm_overlap"] = True
-        if preset.get("recompute_modules"):
-            par.update(recompute="selective", recompute_modules=preset["recompute_modules"])
-        elif "recompute_modules" in preset:
-            par["recompute"] = "none"
-    elif moe_zoo and am_moe:
-        par["ep"] = p["ep"]
-        if fsdp is None or fsdp.get("sharding") != "full":
-            return None, "NeMo AutoModel MoE row without FSDP2 sharding"
-        par["fsdp"] = dict(fsdp, reduce_dtype="fp32")
-        dense = 1 - moe_zoo["moe"]["experts"] * 3 * moe_zoo["hidden"] * moe_zoo["moe"]["expert_ffn_hidden"] / layer_params_of(moe_zoo)
-        ci["parallel.recompute/fsdp/ep, training.attention_kernel/optimizer_impl/loss_impl"] = am_moe % ("%.1f%%" % (100 * dense))
-    elif moe_zoo:
+        c.schedule = "ddp"
+    c.par = {"dp": c.dp, "tp": c.tp, "pp": c.pp, "vpp": c.vpp, "cp": c.cp, "schedule": c.schedule,
+           "sequence_parallel": bool(c.p.get("sequence_parallel")), "recompute": c.rec, "zero_stage": c.zero, "fsdp": c.fsdp}
+
+
+def moe_parallel(c):
+    """Expert parallelism: the preset's or the row's."""
+    if c.moe_zoo and c.mb_moe:
+        c.par.update(ep=c.p["ep"], etp=1, zero_stage=1 if c.dp > 1 else 0)
+        if c.preset["ep_comm_overlap"]:
+            c.par["ep_comm_overlap"] = True
+        if c.preset.get("recompute_modules"):
+            c.par.update(recompute="selective", recompute_modules=c.preset["recompute_modules"])
+        elif "recompute_modules" in c.preset:
+            c.par["recompute"] = "none"
+    elif c.moe_zoo and c.am_moe:
+        c.par["ep"] = c.p["ep"]
+        if c.fsdp is None or c.fsdp.get("sharding") != "full":
+            return "NeMo AutoModel MoE row without FSDP2 sharding"
+        c.par["fsdp"] = dict(c.fsdp, reduce_dtype="fp32")
+        dense = 1 - c.moe_zoo["moe"]["experts"] * 3 * c.moe_zoo["hidden"] * c.moe_zoo["moe"]["expert_ffn_hidden"] / layer_params_of(c.moe_zoo)
+        c.ci["parallel.recompute/fsdp/ep, training.attention_kernel/optimizer_impl/loss_impl"] = c.am_moe % ("%.1f%%" % (100 * dense))
+    elif c.moe_zoo:
         # Other sources: the row's expert parallelism; experts split like the dense layers (Megatron-Core's default
         # expert_tensor_parallel_size = tp) unless the row's notes say otherwise.
-        par["ep"] = p.get("ep") or 1
-        if fsdp is not None or zero >= 2:
-            return None, ("mixture of experts with ZeRO-2/3 is not modelled, nor is FSDP with experts where the converter knows "
+        c.par["ep"] = c.p.get("ep") or 1
+        if c.fsdp is not None or c.zero >= 2:
+            return ("mixture of experts with ZeRO-2/3 is not modelled, nor is FSDP with experts where the converter knows "
                           "no plan for the source (FSDP over MoE converts from NeMo AutoModel's benchmark configs)")
-    if preset and preset.get("parallel"):
-        par.update(preset["parallel"])
-    if stage_layers:
-        par["stage_layers"] = stage_layers
-    if rec_layers is not None:
-        par["recompute_num_layers"] = rec_layers
-    if conv.get("pure_mp_reduce_dtype") and fsdp is not None and "mixed_precision=PURE" in str(p.get("dtype")):
-        par["fsdp"] = dict(par["fsdp"], reduce_dtype=conv["pure_mp_reduce_dtype"])
-        ci["parallel.fsdp.reduce_dtype"] = conv["pure_mp_why"]
-    if p.get("sequence_parallel") is None and tp > 1 and conv.get("sequence_parallel"):
-        par["sequence_parallel"] = True
-        ci["parallel.sequence_parallel"] = conv["sp_why"]
-    elif p.get("sequence_parallel") is None and tp > 1:
-        ci["parallel.sequence_parallel"] = "false (not stated)"
-    if g3 and g3.get("tp_comm_overlap") is False and tp > 1:
-        ci["parallel.tp_comm_overlap"] = conv["tp_overlap_off_why"] % g3["file"]
-    elif (conv.get("tp_comm_overlap") or preset) and tp > 1 and (preset or {}).get("tp_comm_overlap", True):
-        par["tp_comm_overlap"] = True
-        if not preset:
-            ci["parallel.tp_comm_overlap"] = conv["tp_overlap_why"]
-    if schedule == "interleaved" and (gbs // (mb * dp)) % pp != 0:
-        return None, "interleaved schedule needs microbatches divisible by pp"
-    training = {"global_batch": gbs, "micro_batch": mb, "seq_len": m["seq_len"], "dtype": dtype, "optimizer": "adam",
-                "flash_attention": bool(conv.get("flash", True))}
-    if conv.get("kernel_why_default_mp") and "DEFAULT" in str(p.get("dtype")):
-        ci["training.attention_kernel"] = conv["kernel_why_default_mp"]
-    if dtype == "fp8":
-        recipe = fp8_recipe_of(p.get("dtype"))
+
+
+def parallel_options(c):
+    """What the plan adds: stage split, recompute layers, FSDP precision, overlaps."""
+    if c.preset and c.preset.get("parallel"):
+        c.par.update(c.preset["parallel"])
+    if c.stage_layers:
+        c.par["stage_layers"] = c.stage_layers
+    if c.rec_layers is not None:
+        c.par["recompute_num_layers"] = c.rec_layers
+    if c.conv.get("pure_mp_reduce_dtype") and c.fsdp is not None and "mixed_precision=PURE" in str(c.p.get("dtype")):
+        c.par["fsdp"] = dict(c.par["fsdp"], reduce_dtype=c.conv["pure_mp_reduce_dtype"])
+        c.ci["parallel.fsdp.reduce_dtype"] = c.conv["pure_mp_why"]
+    if c.p.get("sequence_parallel") is None and c.tp > 1 and c.conv.get("sequence_parallel"):
+        c.par["sequence_parallel"] = True
+        c.ci["parallel.sequence_parallel"] = c.conv["sp_why"]
+    elif c.p.get("sequence_parallel") is None and c.tp > 1:
+        c.ci["parallel.sequence_parallel"] = "false (not stated)"
+    if c.g3 and c.g3.get("tp_comm_overlap") is False and c.tp > 1:
+        c.ci["parallel.tp_comm_overlap"] = c.conv["tp_overlap_off_why"] % c.g3["file"]
+    elif (c.conv.get("tp_comm_overlap") or c.preset) and c.tp > 1 and (c.preset or {}).get("tp_comm_overlap", True):
+        c.par["tp_comm_overlap"] = True
+        if not c.preset:
+            c.ci["parallel.tp_comm_overlap"] = c.conv["tp_overlap_why"]
+    if c.schedule == "interleaved" and (c.gbs // (c.mb * c.dp)) % c.pp != 0:
+        return "interleaved schedule needs microbatches divisible by pp"
+
+
+def training_section(c):
+    """The scenario's training section: batch, dtype and what the row or its preset state."""
+    c.training = {"global_batch": c.gbs, "micro_batch": c.mb, "seq_len": c.m["seq_len"], "dtype": c.dtype, "optimizer": "adam",
+                "flash_attention": bool(c.conv.get("flash", True))}
+    if c.conv.get("kernel_why_default_mp") and "DEFAULT" in str(c.p.get("dtype")):
+        c.ci["training.attention_kernel"] = c.conv["kernel_why_default_mp"]
+    if c.dtype == "fp8":
+        recipe = fp8_recipe_of(c.p.get("dtype"))
         if recipe:
-            training["fp8_recipe"] = recipe
-        if recipe == "mxfp8" and not prof.startswith(("b200", "b300", "gb200", "gb300")):
-            return None, "MXFP8 on a GPU without block-scaled FP8 tensor cores (%s)" % prof
-    if conv.get("compiled_why") and "compile" in ((p.get("other") or "") + " " + (r.get("notes") or "")).lower():
-        training.update(norm_impl="fused", rope_impl="fused", loss_impl="fused")
-        ci["training.norm_impl/rope_impl/loss_impl"] = conv["compiled_why"]
-    if preset and preset.get("mtp_layers"):
-        training["mtp_layers"] = preset["mtp_layers"]
-    if preset and preset.get("loss_impl"):
-        training["loss_impl"] = preset["loss_impl"]
-    if bf16_optimizer and zero == 1:
-        par["zero_impl"] = "deepspeed-bf16"
-        ci["parallel.zero_impl"] = ("deepspeed-bf16: DeepSpeed's BF16 optimizer accumulates gradients in fp32, 'additional memory "
+            c.training["fp8_recipe"] = recipe
+        if recipe == "mxfp8" and not c.prof.startswith(("b200", "b300", "gb200", "gb300")):
+            return "MXFP8 on a GPU without block-scaled FP8 tensor cores (%s)" % c.prof
+    if c.conv.get("compiled_why") and "compile" in ((c.p.get("other") or "") + " " + (c.r.get("notes") or "")).lower():
+        c.training.update(norm_impl="fused", rope_impl="fused", loss_impl="fused")
+        c.ci["training.norm_impl/rope_impl/loss_impl"] = c.conv["compiled_why"]
+    if c.preset and c.preset.get("mtp_layers"):
+        c.training["mtp_layers"] = c.preset["mtp_layers"]
+    if c.preset and c.preset.get("loss_impl"):
+        c.training["loss_impl"] = c.preset["loss_impl"]
+    if c.bf16_optimizer and c.zero == 1:
+        c.par["zero_impl"] = "deepspeed-bf16"
+        c.ci["parallel.zero_impl"] = ("deepspeed-bf16: DeepSpeed's BF16 optimizer accumulates gradients in fp32, 'additional memory "
                                     "usage is 4bytes x params and it's not sharded across gpus' (chronicles-prequel.md, "
                                     "'Rebalancing layers', 02-28); its ZeRO-1 step reads fp32 partitions of that buffer")
-    if am_moe:
-        training.update(attention_kernel="cudnn", optimizer_impl="unfused", loss_impl="eager16")
-    if conv.get("grad_op_acc_why") and (fsdp or {}).get("sharding") == "grad_op":
-        training["grad_accumulation_fusion"] = True
-        ci["training.grad_accumulation_fusion"] = conv["grad_op_acc_why"]
-    cluster = {"gpu": prof, "nodes": gpus // gpn, "gpus_per_node": gpn}
-    net, why = network_of(h)
+    if c.am_moe:
+        c.training.update(attention_kernel="cudnn", optimizer_impl="unfused", loss_impl="eager16")
+    if c.conv.get("grad_op_acc_why") and (c.fsdp or {}).get("sharding") == "grad_op":
+        c.training["grad_accumulation_fusion"] = True
+        c.ci["training.grad_accumulation_fusion"] = c.conv["grad_op_acc_why"]
+
+
+def cluster_section(c):
+    """The scenario's cluster, the scenario itself and its stack."""
+    c.cluster = {"gpu": c.prof, "nodes": c.gpus // c.gpn, "gpus_per_node": c.gpn}
+    net, why = network_of(c.h)
     if net:
-        cluster["inter_node"] = net
-        ci["cluster.inter_node"] = why
-    elif prof in NVL72:
-        cluster["inter_node"] = {"nics_per_node": gpn}
-        if gpus > gpn:
-            ci["cluster.inter_node"] = "one NIC per GPU, the profile's line rate (NVL72 datasheet)"
-    elif gpus > gpn:
-        ci["cluster.inter_node"] = "the GPU profile's reference node network (DGX datasheet)"
-    scen = {"schema": "parasim.scenario/1", "name": r["id"], "model": model,
-            "cluster": cluster, "training": training, "parallel": par}
-    stack = stack_of(title, zero)
+        c.cluster["inter_node"] = net
+        c.ci["cluster.inter_node"] = why
+    elif c.prof in NVL72:
+        c.cluster["inter_node"] = {"nics_per_node": c.gpn}
+        if c.gpus > c.gpn:
+            c.ci["cluster.inter_node"] = "one NIC per GPU, the profile's line rate (NVL72 datasheet)"
+    elif c.gpus > c.gpn:
+        c.ci["cluster.inter_node"] = "the GPU profile's reference node network (DGX datasheet)"
+    c.scen = {"schema": "parasim.scenario/1", "name": c.r["id"], "model": c.model,
+            "cluster": c.cluster, "training": c.training, "parallel": c.par}
+    stack = stack_of(c.title, c.zero)
     if stack:
-        use_stack(scen, stack)
-    out_meas = {}
-    if "step_time_s" in meas:
-        out_meas["step_time_s"] = meas["step_time_s"]
-    if "tokens_per_s_per_gpu" in meas:
-        out_meas["tokens_per_s_per_gpu"] = meas["tokens_per_s_per_gpu"]
-    if "model_tflops_per_gpu" in meas:
-        out_meas["tflops_per_gpu"] = {"value": meas["model_tflops_per_gpu"], "flops": "model"}
-    elif "tflops_per_gpu" in meas:
-        out_meas["tflops_per_gpu"] = {"value": meas["tflops_per_gpu"], "flops": conv.get("flops", "model")}
-    elif "tflops_per_gpu_approx" in meas:
-        out_meas["tflops_per_gpu"] = {"value": meas["tflops_per_gpu_approx"], "flops": conv.get("flops", "model")}
-    if "mfu" in meas:
-        out_meas["mfu"] = meas["mfu"]
-    if "peak_mem_gib" in meas:
-        out_meas["peak_mem_gib"] = {"value": meas["peak_mem_gib"], "read": "framework"}
-    if meas.get("peak_mem_gb_nvidia_smi") is not None:  # some rows print "GB" without a figure
-        out_meas["peak_mem_gib"] = {"value": meas["peak_mem_gb_nvidia_smi"] * 1e9 / 2**30, "read": "nvidia-smi"}
-    if meas.get("oom"):
-        out_meas["oom"] = True
-    if not out_meas:
-        return None, "no comparable measured figure"
-    run = {"schema": "parasim.measured/1", "id": r["id"], "scenario": scen, "measured": out_meas,
-           "source": r["source"], "hardware_note": "; ".join(str(x) for x in (h.get("gpu"), h.get("system"), h.get("intra_node"), h.get("inter_node")) if x),
-           "confidence": (r.get("confidence") or "").split(" ")[0] or None, "family": family(tp, pp, cp, zero, fsdp, par.get("ep", 1)),
-           "inferred_fields": r.get("inferred_fields", {}), "conversion_inferred": ci}
-    if r.get("notes"):
-        run["notes"] = r["notes"]
-    return run, None
+        use_stack(c.scen, stack)
+
+
+def measured_section(c):
+    """The measured figures the run is scored on."""
+    c.out_meas = {}
+    if "step_time_s" in c.meas:
+        c.out_meas["step_time_s"] = c.meas["step_time_s"]
+    if "tokens_per_s_per_gpu" in c.meas:
+        c.out_meas["tokens_per_s_per_gpu"] = c.meas["tokens_per_s_per_gpu"]
+    if "model_tflops_per_gpu" in c.meas:
+        c.out_meas["tflops_per_gpu"] = {"value": c.meas["model_tflops_per_gpu"], "flops": "model"}
+    elif "tflops_per_gpu" in c.meas:
+        c.out_meas["tflops_per_gpu"] = {"value": c.meas["tflops_per_gpu"], "flops": c.conv.get("flops", "model")}
+    elif "tflops_per_gpu_approx" in c.meas:
+        c.out_meas["tflops_per_gpu"] = {"value": c.meas["tflops_per_gpu_approx"], "flops": c.conv.get("flops", "model")}
+    if "mfu" in c.meas:
+        c.out_meas["mfu"] = c.meas["mfu"]
+    if "peak_mem_gib" in c.meas:
+        c.out_meas["peak_mem_gib"] = {"value": c.meas["peak_mem_gib"], "read": "framework"}
+    if c.meas.get("peak_mem_gb_nvidia_smi") is not None:  # some rows print "GB" without a figure
+        c.out_meas["peak_mem_gib"] = {"value": c.meas["peak_mem_gb_nvidia_smi"] * 1e9 / 2**30, "read": "nvidia-smi"}
+    if c.meas.get("oom"):
+        c.out_meas["oom"] = True
+    if not c.out_meas:
+        return "no comparable measured figure"
+
+
+def measured_run(c):
+    """The parasim.measured/1 file of a converted row."""
+    run = {"schema": "parasim.measured/1", "id": c.r["id"], "scenario": c.scen, "measured": c.out_meas,
+           "source": c.r["source"], "hardware_note": "; ".join(str(x) for x in (c.h.get("gpu"), c.h.get("system"), c.h.get("intra_node"), c.h.get("inter_node")) if x),
+           "confidence": (c.r.get("confidence") or "").split(" ")[0] or None, "family": family(c.tp, c.pp, c.cp, c.zero, c.fsdp, c.par.get("ep", 1)),
+           "inferred_fields": c.r.get("inferred_fields", {}), "conversion_inferred": c.ci}
+    if c.r.get("notes"):
+        run["notes"] = c.r["notes"]
+
+
+    return run
+
+
+# In order: each returns the reason a row is skipped, or None.
+STAGES = (presets_and_zoo,
+          fill_gaps,
+          gpu_of,
+          precision_and_recompute,
+          layout,
+          model_dims,
+          stage_split,
+          model_section,
+          parallel_section,
+          moe_parallel,
+          parallel_options,
+          training_section,
+          cluster_section,
+          measured_section)
+
+
+def convert(r):
+    """-> (measured-run dict, None) or (None, reason)."""
+    c = Row(r)
+    for stage in STAGES:
+        why = stage(c)
+        if why:
+            return None, why
+    return measured_run(c), None
+
 
 
 def main():
