@@ -634,21 +634,21 @@ def presets_and_zoo(c):
     """The source's preset for the row's plan and, for mixture-of-experts rows, the zoo model."""
     c.prec = (c.p.get("dtype") or "").upper()
     c.preset = c.conv.get("presets", {}).get((c.m.get("name"), gpu_profile(c.h.get("gpu")), c.p.get("tp"), c.p.get("pp"), c.p.get("vpp"),
-                                          c.p.get("cp") or 1, c.prec))
+                                              c.p.get("cp") or 1, c.prec))
     c.moe_zoo, c.zoo_name = None, moe_zoo_name(c.m.get("name"))
     c.mb_moe = c.title.startswith("NVIDIA Megatron-Bridge") and c.zoo_name in MB_MOE_MODELS
     if c.title.startswith("NVIDIA NeMo AutoModel") and c.zoo_name in AM_MOE_UNMODELLED:
         return AM_MOE_UNMODELLED[c.zoo_name]
     c.am_moe = (AM_MOE.get(c.zoo_name) if c.title.startswith("NVIDIA NeMo AutoModel") and c.p.get("ep") not in (None, 1)
-              and (c.p.get("pp") or 1) == 1 else None)
+                and (c.p.get("pp") or 1) == 1 else None)
     if c.zoo_name and (c.mb_moe or c.am_moe or c.p.get("ep") in (None, 1)
-                     or not c.title.startswith(("NVIDIA Megatron-Bridge", "NVIDIA NeMo AutoModel"))):
+                       or not c.title.startswith(("NVIDIA Megatron-Bridge", "NVIDIA NeMo AutoModel"))):
         c.moe_zoo = json.load(open(os.path.join(ROOT, "models", c.zoo_name + ".json")))
         c.m = dict(c.m, **{k: c.moe_zoo[k] for k in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "activation")})
         c.ci["model"] = "models/%s.json: %s" % (c.zoo_name, c.moe_zoo["source"])
     if c.mb_moe and gpu_profile(c.h.get("gpu")):
         c.preset = moe_preset(c.r["model"]["name"], gpu_profile(c.h.get("gpu")), c.p.get("tp") or 1, c.p.get("pp") or 1, c.p.get("vpp") or 1,
-                            c.p.get("ep") or 1, precision_class(c.p.get("dtype")), c.p.get("global_batch") or 0)
+                              c.p.get("ep") or 1, precision_class(c.p.get("dtype")), c.p.get("global_batch") or 0)
         if c.preset is None:
             return "expert parallelism (MoE): no Megatron-Bridge preset for this model on this GPU is known to the converter"
         c.ci["parallel.etp/recompute/sequence_parallel/zero_stage/tp_comm_overlap/ep_comm_overlap, training.loss_impl"] = c.preset["why"]
@@ -671,7 +671,7 @@ def fill_gaps(c):
     if c.m.get("seq_len") is None and c.title.startswith(TITAN_DEC24) and c.m.get("name", "").startswith("Llama 3"):
         c.m = dict(c.m, seq_len=8192)
         c.ci["model.seq_len"] = ("8192: torchtitan's 64-A100 presets train_configs/llama3_8b.toml and llama3_70b.toml "
-                               "('this toml config is a preset for 64 A100 GPUs') set [training] seq_len = 8192")
+                                 "('this toml config is a preset for 64 A100 GPUs') set [training] seq_len = 8192")
     c.missing = [k for k in ("layers", "hidden", "heads", "vocab", "seq_len") if c.m.get(k) is None]
     c.missing += ["hardware." + k for k in ("gpus_total",) if c.h.get(k) is None]
     if c.p.get("micro_batch") is None and c.conv.get("mb_per_replica") and c.p.get("global_batch") and c.p.get("dp"):
@@ -682,7 +682,7 @@ def fill_gaps(c):
         if c.zoo_name and c.title.startswith("NVIDIA NeMo AutoModel"):
             if (c.p.get("pp") or 1) > 1:
                 return ("expert parallelism (MoE) with pipeline parallelism under FSDP2 (NeMo AutoModel's plan: "
-                              "torch.distributed.pipelining over FSDP2 + EP, DeepEP's inter-node dispatch) is not modelled")
+                        "torch.distributed.pipelining over FSDP2 + EP, DeepEP's inter-node dispatch) is not modelled")
             return "expert parallelism (MoE) under FSDP2: no NeMo AutoModel benchmark config for this model is known to the converter"
         return "expert parallelism (MoE): the model is not in the zoo (hybrid Mamba layers, DeepSeek-V4's architecture)"
 
@@ -699,8 +699,8 @@ def gpu_of(c):
     if c.prof == "a100-sxm4-80g" and not re.search(r"80 ?gb", (c.h.get("gpu") or "").lower()) and dated_before_a100_80gb(c.title):
         c.prof = "a100-sxm4-40g"
         c.ci["cluster.gpu"] = ("A100 40GB: the row names an A100 without its memory and its source predates the 80GB part "
-                             "(NVIDIA announced the A100 80GB and the DGX A100 640GB on 2020-11-16, press release 'NVIDIA "
-                             "Doubles Down: Announces A100 80GB GPU'); the DGX A100 shipped before then held 8 A100 40GB")
+                               "(NVIDIA announced the A100 80GB and the DGX A100 640GB on 2020-11-16, press release 'NVIDIA "
+                               "Doubles Down: Announces A100 80GB GPU'); the DGX A100 shipped before then held 8 A100 40GB")
 
 
 def precision_and_recompute(c):
@@ -714,9 +714,9 @@ def precision_and_recompute(c):
         early = int(c.r["id"].split("-")[2]) < 228
         c.dtype = "fp16" if early else "bf16"
         c.ci["parallel.dtype"] = ("fp16: the prequel's runs before 02-28 accumulated gradients in fp16 ('compared to fp16 which "
-                                "grad accumulates in fp16', 'Rebalancing layers')" if early else
-                                "bf16 with DeepSpeed's new BF16 optimizer ('from now on the testing is happening with BF16 "
-                                "optimizer', 'Rebalancing layers', 02-28)")
+                                  "grad accumulates in fp16', 'Rebalancing layers')" if early else
+                                  "bf16 with DeepSpeed's new BF16 optimizer ('from now on the testing is happening with BF16 "
+                                  "optimizer', 'Rebalancing layers', 02-28)")
     elif c.dtype is None and "dtype" in c.conv:
         c.dtype = c.conv["dtype"]
         c.ci["parallel.dtype"] = c.conv["dtype_why"]
@@ -726,16 +726,16 @@ def precision_and_recompute(c):
     if c.title.startswith("torchtitan") and (rlow.startswith("selective op") or "per-op sac" in rlow):
         c.rec = "selective_op"
         c.ci["parallel.recompute"] = ("selective_op: torchtitan's op-level selective AC saves the outputs of matmuls, fused "
-                                    "attention and reduce-scatter 'except every second mm' and replays the rest "
-                                    "(torchtitan activation-checkpoint policy, _custom_policy / no_recompute_list)")
+                                      "attention and reduce-scatter 'except every second mm' and replays the rest "
+                                      "(torchtitan activation-checkpoint policy, _custom_policy / no_recompute_list)")
     if (c.p.get("recompute") or "").lower() == "selective layer" and c.title.startswith("torchtitan") and c.m.get("layers"):
         # torchtitan's layer-level selective AC checkpoints every selective_ac_option-th layer,
         # default "2": half of the layers replay their forward, the rest keep their activations.
         c.rec = "full"
         c.rec_layers = (c.m["layers"] + 1) // 2
         c.ci["parallel.recompute"] = ("full recompute of every 2nd layer (parallel.recompute_num_layers = %d): torchtitan's "
-                                    "'selective layer' AC with its default --activation_checkpoint.selective_ac_option \"2\" "
-                                    "('for every nth layer', torchtitan/config_manager.py)" % c.rec_layers)
+                                      "'selective layer' AC with its default --activation_checkpoint.selective_ac_option \"2\" "
+                                      "('for every nth layer', torchtitan/config_manager.py)" % c.rec_layers)
     if c.rec is None and c.am_moe:
         c.rec = "full"
     if c.rec is None and "recompute" in c.conv:
@@ -823,8 +823,8 @@ def stage_split(c):
         if c.vpp == 1:
             c.stage_layers = [k - 1] + [k] * (c.pp - 2) + [k - 1]
         c.ci["parallel.stage_layers"] = ("the recipe's account_for_embedding_in_pipeline_split and "
-                                       "account_for_loss_in_pipeline_split: (%d layers + 2) / (pp %d x vp %d) = %d slots per "
-                                       "virtual stage, the first and the last one layer short" % (c.layers, c.pp, c.vpp, k))
+                                         "account_for_loss_in_pipeline_split: (%d layers + 2) / (pp %d x vp %d) = %d slots per "
+                                         "virtual stage, the first and the last one layer short" % (c.layers, c.pp, c.vpp, k))
     if c.preset and c.preset.get("stage_layers"):
         c.stage_layers = c.preset["stage_layers"]
         c.ci["parallel.stage_layers"] = "the recipe's pipeline layout (see the preset above)"
@@ -837,9 +837,9 @@ def stage_split(c):
 def model_section(c):
     """The scenario's model."""
     c.model = {"name": c.m["name"], "layers": c.layers, "hidden": c.m["hidden"], "heads": c.m["heads"], "kv_heads": c.kv,
-             "ffn_hidden": c.ffn, "vocab": c.m["vocab"], "activation": "swiglu" if c.swiglu else "gelu",
-             "tied_embeddings": not c.swiglu, "position_embedding": "rope", "norm": "rmsnorm" if c.swiglu else "layernorm",
-             "bias": not c.swiglu, "dropout": bool(c.conv.get("dropout", False))}
+               "ffn_hidden": c.ffn, "vocab": c.m["vocab"], "activation": "swiglu" if c.swiglu else "gelu",
+               "tied_embeddings": not c.swiglu, "position_embedding": "rope", "norm": "rmsnorm" if c.swiglu else "layernorm",
+               "bias": not c.swiglu, "dropout": bool(c.conv.get("dropout", False))}
     if c.moe_zoo:
         c.model = {k: v for k, v in c.moe_zoo.items() if k not in ("schema", "published_params", "published_params_rounding", "source")}
         c.model["name"] = c.m["name"]
@@ -865,7 +865,7 @@ def parallel_section(c):
     else:
         c.schedule = "ddp"
     c.par = {"dp": c.dp, "tp": c.tp, "pp": c.pp, "vpp": c.vpp, "cp": c.cp, "schedule": c.schedule,
-           "sequence_parallel": bool(c.p.get("sequence_parallel")), "recompute": c.rec, "zero_stage": c.zero, "fsdp": c.fsdp}
+             "sequence_parallel": bool(c.p.get("sequence_parallel")), "recompute": c.rec, "zero_stage": c.zero, "fsdp": c.fsdp}
 
 
 def moe_parallel(c):
@@ -891,7 +891,7 @@ def moe_parallel(c):
         c.par["ep"] = c.p.get("ep") or 1
         if c.fsdp is not None or c.zero >= 2:
             return ("mixture of experts with ZeRO-2/3 is not modelled, nor is FSDP with experts where the converter knows "
-                          "no plan for the source (FSDP over MoE converts from NeMo AutoModel's benchmark configs)")
+                    "no plan for the source (FSDP over MoE converts from NeMo AutoModel's benchmark configs)")
 
 
 def parallel_options(c):
@@ -923,7 +923,7 @@ def parallel_options(c):
 def training_section(c):
     """The scenario's training section: batch, dtype and what the row or its preset state."""
     c.training = {"global_batch": c.gbs, "micro_batch": c.mb, "seq_len": c.m["seq_len"], "dtype": c.dtype, "optimizer": "adam",
-                "flash_attention": bool(c.conv.get("flash", True))}
+                  "flash_attention": bool(c.conv.get("flash", True))}
     if c.conv.get("kernel_why_default_mp") and "DEFAULT" in str(c.p.get("dtype")):
         c.ci["training.attention_kernel"] = c.conv["kernel_why_default_mp"]
     if c.dtype == "fp8":
@@ -942,8 +942,8 @@ def training_section(c):
     if c.bf16_optimizer and c.zero == 1:
         c.par["zero_impl"] = "deepspeed-bf16"
         c.ci["parallel.zero_impl"] = ("deepspeed-bf16: DeepSpeed's BF16 optimizer accumulates gradients in fp32, 'additional memory "
-                                    "usage is 4bytes x params and it's not sharded across gpus' (chronicles-prequel.md, "
-                                    "'Rebalancing layers', 02-28); its ZeRO-1 step reads fp32 partitions of that buffer")
+                                      "usage is 4bytes x params and it's not sharded across gpus' (chronicles-prequel.md, "
+                                      "'Rebalancing layers', 02-28); its ZeRO-1 step reads fp32 partitions of that buffer")
     if c.am_moe:
         c.training.update(attention_kernel="cudnn", optimizer_impl="unfused", loss_impl="eager16")
     if c.conv.get("grad_op_acc_why") and (c.fsdp or {}).get("sharding") == "grad_op":
@@ -965,7 +965,7 @@ def cluster_section(c):
     elif c.gpus > c.gpn:
         c.ci["cluster.inter_node"] = "the GPU profile's reference node network (DGX datasheet)"
     c.scen = {"schema": "parasim.scenario/1", "name": c.r["id"], "model": c.model,
-            "cluster": c.cluster, "training": c.training, "parallel": c.par}
+              "cluster": c.cluster, "training": c.training, "parallel": c.par}
     stack = stack_of(c.title, c.zero)
     if stack:
         use_stack(c.scen, stack)
