@@ -655,7 +655,7 @@ def presets_and_zoo(c):
     if c.preset:
         c.p = dict(c.p, recompute=c.p.get("recompute") or "none", sequence_parallel=c.p["tp"] > 1)
         if not c.moe_zoo:
-            c.ci["parallel.recompute/sequence_parallel/tp_comm_overlap/zero_stage, training.make_vocab_size_divisible_by"] = c.preset["why"]
+            c.ci["parallel.recompute/sequence_parallel/tp_comm_overlap/zero_stage"] = c.preset["why"]
 
 
 def fill_gaps(c):
