@@ -5,10 +5,15 @@ measured-run files (parasim.measured/1) under scenarios/measured/.
 Honest by construction: a row whose configuration lacks a field the simulator needs is skipped,
 with the missing fields named, in scenarios/measured/SKIPPED.md. Values the converter supplies
 from a documented convention of the source (not from the row) are listed under
-"conversion_inferred" in each file, next to the row's own "inferred_fields". What a framework runs
-(its kernels, optimizer, FSDP flavour, pipeline engine) is not repeated per row: each run names the
-stack of its source (stack_of; stacks/*.json hold the values and their sources) and keeps only the
-fields where it differs from that stack.
+"conversion_inferred" in each file, next to the row's own "inferred_fields". The converter maps rows
+to scenarios and knows no framework convention a stack can express: what a framework runs (its
+kernels, optimizer, FSDP flavour and prefetch, pipeline and ZeRO engines, vocabulary padding,
+training metrics...) comes from the stack each run names (stack_of; stacks/*.json hold the values
+and their sources), and a run keeps only what is its own: its plan and the fields where it differs
+from that stack (a preset's recipe, its precision text, its FSDP mixed precision).
+
+A row goes through STAGES in order (each returns the reason a row is skipped, or None), then
+measured_run writes it.
 
 Usage: python3 tools/data/convert_published.py [path/to/published_runs.json]
 """
