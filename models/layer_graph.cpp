@@ -42,6 +42,11 @@ Kernel tagged(LayerModule m, Kernel k, FfnStep f) {
   k.ffn = f;
   return k;
 }
+void add_residual(Block& f, const std::string& name, double act, double drop_f, const LayerShape& sh) {
+  const bool eager = sh.eager_dropout_add && drop_f > 0;
+  if (eager) f.kernels.push_back(mem(name + ".dropout", 2 * act + drop_f));
+  f.kernels.push_back(mem(name, 3 * act + (eager ? 0.0 : drop_f)));
+}
 
 }  // namespace layer_kernels
 
@@ -328,7 +333,7 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
     add_ffn_fwd(mf, sfc1, sfc2, sact_name, glu, sffb);
     mf.kernels.push_back(tagged(LayerModule::SharedExperts, mem("shared_experts.add", 3 * Tr * hd * e)));
   }
-  mf.kernels.push_back(mem("residual2", 3 * act + drop_f));
+  layer_kernels::add_residual(mf, "residual2", act, drop_f, sh);
 
   Block& mb = g.mlp_bwd;
   mb.kernels.push_back(mem("residual2.bwd", 3 * act, true));
@@ -475,7 +480,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   const double elems = act / e;
   const double drop_f = m.dropout ? kDropoutMaskBytes * elems : 0.0;
   const double drop_b = m.dropout ? 2 * act + kDropoutMaskBytes * elems : 0.0;
-  af.kernels.push_back(mem("residual1", 3 * act + drop_f));
+  layer_kernels::add_residual(af, "residual1", act, drop_f, sh);
 
   // --- attention block, backward
   Block& ab = g.attn_bwd;
@@ -539,7 +544,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     const Kernel down = tagged(LayerModule::Mlp, gemm("mlp_down", T, h, f_local), FfnStep::Down);
     const double ffb = Td * static_cast<double>(f_local) * e;
     add_ffn_fwd(mf, up, down, m.activation, glu, ffb);
-    mf.kernels.push_back(mem("residual2", 3 * act + drop_f));
+    layer_kernels::add_residual(mf, "residual2", act, drop_f, sh);
 
     Block& mb = g.mlp_bwd;
     mb.kernels.push_back(mem("residual2.bwd", 3 * act, true));

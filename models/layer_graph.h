@@ -132,6 +132,8 @@ struct LayerShape {
   // kernel through HBM (see layer_graph.cpp for the kernels and their bytes).
   bool eager_norm = false;
   bool eager_rope = false;
+  // The hidden dropout and the residual add as two kernels (TrainingSpec::dropout_add_impl "eager").
+  bool eager_dropout_add = false;
   // Norms whose backward is two kernels, the input gradient and a weight-gradient reduction that
   // reads the input and the output gradient again (PyTorch's native LayerNorm / RMSNorm, Apex's
   // FusedLayerNorm), instead of one kernel doing both (Transformer Engine, Liger).

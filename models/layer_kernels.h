@@ -15,6 +15,12 @@ Kernel gemm(const std::string& name, std::int64_t m, std::int64_t n, std::int64_
 Kernel mem(const std::string& name, double bytes, bool bwd = false, MemClass cls = MemClass::Stream);
 // `k` as a kernel of module `m` (and step `f` of its feed-forward chain).
 Kernel tagged(LayerModule m, Kernel k, FfnStep f = FfnStep::None);
+// The residual add after a block over `act` bytes of [T, h] activations, with the hidden dropout's
+// drop_f bytes of keep mask when the model has dropout: one fused kernel reading the branch and the
+// residual and writing the sum and the mask (Megatron's bias_dropout_add), or with
+// LayerShape::eager_dropout_add nn.Dropout's kernel (reads the branch, writes it and the mask:
+// 2 act + drop_f) before a plain add (3 act), 2 act more than fused.
+void add_residual(Block& f, const std::string& name, double act, double drop_f, const LayerShape& sh);
 // The data- and weight-gradient GEMMs of forward GEMM f.
 void add_gemm_bwd(Block& b, const Kernel& f);
 // A norm over `elems` activations of e bytes: fused, or the eager reference code's kernels

@@ -139,7 +139,7 @@ void add_mamba2_block(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, d
   if (copies) f.kernels.push_back(tagged(LayerModule::MambaMixer, mem("mamba.out.rearrange", 2 * e * Td * did)));
   f.kernels.push_back(tagged(LayerModule::MambaMixer, mem("mamba.norm", 2 * e * Td * did, false, MemClass::Norm)));
   f.kernels.push_back(out_proj);
-  f.kernels.push_back(mem("residual1", 3 * act + drop_f));
+  layer_kernels::add_residual(f, "residual1", act, drop_f, sh);
 
   Block& b = g.attn_bwd;
   b.kernels.push_back(mem("residual1.bwd", 3 * act, true));

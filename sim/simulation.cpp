@@ -31,6 +31,7 @@ LayerShape layer_shape(const Scenario& sc) {
   sh.eager_norm = sc.training.norm_impl == "eager";
   sh.two_pass_norm = sc.training.norm_impl == "two_pass";
   sh.eager_rope = sc.training.rope_impl == "eager";
+  sh.eager_dropout_add = sc.training.dropout_add_impl == "eager";
   sh.mtp_layers = sc.training.mtp_layers;
   sh.loss = loss_impl_from_name(sc.training.loss_impl);
   sh.train_metrics = static_cast<std::int64_t>(sc.training.train_metrics.size());

@@ -103,6 +103,7 @@ TrainingSpec parse_training(const JsonObject& o) {
   t.grad_accumulation_fusion = o.boolean("grad_accumulation_fusion", true);
   t.norm_impl = o.choice("norm_impl", {"fused", "two_pass", "eager"}, "fused");
   t.rope_impl = o.choice("rope_impl", {"fused", "eager"}, "fused");
+  t.dropout_add_impl = o.choice("dropout_add_impl", {"fused", "eager"}, "fused");
   t.loss_impl = o.choice("loss_impl", loss_impl_names(), kLossImplDefault);
   t.optimizer_impl = o.choice("optimizer_impl", {"fused", "unfused"}, "fused");
   if (o.has("train_metrics")) t.train_metrics = o.choice_list("train_metrics", train_metric_names());
@@ -583,7 +584,8 @@ Json Scenario::resolved() const {
                    {"attention_kernel", training.attention_kernel},
                    {"fp32_grad_accumulation", training.fp32_grad_accumulation},
                    {"grad_accumulation_fusion", training.grad_accumulation_fusion},
-                   {"norm_impl", training.norm_impl}, {"rope_impl", training.rope_impl}, {"loss_impl", training.loss_impl},
+                   {"norm_impl", training.norm_impl}, {"rope_impl", training.rope_impl},
+                   {"dropout_add_impl", training.dropout_add_impl}, {"loss_impl", training.loss_impl},
                    {"optimizer_impl", training.optimizer_impl},
                    {"make_vocab_size_divisible_by", training.make_vocab_size_divisible_by}};
   if (training.dtype == "fp8") j["training"]["fp8_recipe"] = training.fp8_recipe;

@@ -78,6 +78,11 @@ struct TrainingSpec {
   // fp32 complex multiply).
   std::string norm_impl = "fused";
   std::string rope_impl = "fused";
+  // How the hidden dropout on a block's output meets the residual add (model.dropout only): "fused"
+  // (one kernel reads the branch and the residual and writes the sum and the keep mask: Megatron's
+  // bias_dropout_add_fused_train, on by default) or "eager" (nn.Dropout's kernel writes the dropped
+  // branch and the mask, then a separate add: x + self.resid_dropout(b) in eager PyTorch models).
+  std::string dropout_add_impl = "fused";
   // How the framework computes the cross-entropy loss over the logits (models/layer_graph.cpp has
   // the kernels and their bytes): "megatron" (Megatron-LM's vocab_parallel_cross_entropy on
   // output.float(): max, subtract, exp, sum and divide passes in fp32; the Megatron-LM default),

@@ -13,6 +13,7 @@ const std::vector<StackField>& stack_fields() {
       {"training.loss_impl", "the cross-entropy kernels over the logits (megatron, eager, eager16, fused, xentropy)"},
       {"training.norm_impl", "the norms' kernels (fused, two_pass, eager)"},
       {"training.rope_impl", "the rotary embedding's kernels (fused, eager)"},
+      {"training.dropout_add_impl", "the hidden dropout and the residual add: one fused kernel, or dropout then add (fused, eager)"},
       {"training.optimizer_impl", "the optimizer step's kernels (fused multi-tensor, or unfused per term)"},
       {"training.grad_accumulation_fusion", "weight gradients accumulated inside the GEMM, or by a separate add kernel"},
       {"training.fp32_grad_accumulation", "gradients accumulated in fp32 main_grad buffers"},

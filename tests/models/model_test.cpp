@@ -293,6 +293,29 @@ TEST(LayerGraph, EagerRmsNormAndRopeTraffic) {
   EXPECT_DOUBLE_EQ(activation_bytes(m, eager, Recompute::SelectiveOp).layer_stored, activation_bytes(m, fused, Recompute::SelectiveOp).layer_stored);
 }
 
+// Hidden dropout then the residual add, eager (nn.Dropout, then x + b: the dropout kernel reads the
+// branch and writes it, 2e per [T, h] element, before the add's 3e) against Megatron's fused
+// bias_dropout_add (3e): 2e more per residual in forward, one after attention and one after the MLP,
+// the 1-byte keep mask either way; backward (the add passes the gradient through) and the stored
+// activations unchanged. Without dropout nn.Dropout is not run and nothing changes.
+TEST(LayerGraph, EagerDropoutAddWritesTheDroppedBranch) {
+  ModelSpec m = load_zoo_model(test::data_dir(), "mpt-7b", "test");
+  m.dropout = true;
+  LayerShape fused, eager;
+  fused.seq_len = eager.seq_len = 2048;
+  eager.eager_dropout_add = true;
+  const LayerGraph a = build_layer_graph(m, fused), b = build_layer_graph(m, eager);
+  const double per_residual = 2 * 2 * 2048 * static_cast<double>(m.hidden);  // 2e bytes x tokens x hidden
+  EXPECT_NEAR(block_bytes(b.attn_fwd) - block_bytes(a.attn_fwd), per_residual, 1e-3);
+  EXPECT_NEAR(block_bytes(b.mlp_fwd) - block_bytes(a.mlp_fwd), per_residual, 1e-3);
+  EXPECT_EQ(b.attn_fwd.kernels.size(), a.attn_fwd.kernels.size() + 1);
+  EXPECT_DOUBLE_EQ(block_bytes(b.attn_bwd), block_bytes(a.attn_bwd));
+  EXPECT_DOUBLE_EQ(block_bytes(b.mlp_bwd), block_bytes(a.mlp_bwd));
+  EXPECT_DOUBLE_EQ(activation_bytes(m, eager, "none").layer_stored, activation_bytes(m, fused, "none").layer_stored);
+  m.dropout = false;
+  EXPECT_DOUBLE_EQ(block_bytes(build_layer_graph(m, eager).attn_fwd), block_bytes(build_layer_graph(m, fused).attn_fwd));
+}
+
 // Cross entropy over T x V/t logits, bytes per logit element in bf16: Megatron-LM (upcast, max,
 // subtract, exp, sum, divide) 38 forward in six kernels, 14 backward in two (multiply, downcast);
 // eager PyTorch (upcast, log_softmax) 22 in two, 26 in three (zero-fill, log_softmax backward,

@@ -5,10 +5,15 @@ measured-run files (parasim.measured/1) under scenarios/measured/.
 Honest by construction: a row whose configuration lacks a field the simulator needs is skipped,
 with the missing fields named, in scenarios/measured/SKIPPED.md. Values the converter supplies
 from a documented convention of the source (not from the row) are listed under
-"conversion_inferred" in each file, next to the row's own "inferred_fields". What a framework runs
-(its kernels, optimizer, FSDP flavour, pipeline engine) is not repeated per row: each run names the
-stack of its source (stack_of; stacks/*.json hold the values and their sources) and keeps only the
-fields where it differs from that stack.
+"conversion_inferred" in each file, next to the row's own "inferred_fields". The converter maps rows
+to scenarios and knows no framework convention a stack can express: what a framework runs (its
+kernels, optimizer, FSDP flavour and prefetch, pipeline and ZeRO engines, vocabulary padding,
+training metrics...) comes from the stack each run names (stack_of; stacks/*.json hold the values
+and their sources), and a run keeps only what is its own: its plan and the fields where it differs
+from that stack (a preset's recipe, its precision text, its FSDP mixed precision).
+
+A row goes through STAGES in order (each returns the reason a row is skipped, or None), then
+measured_run writes it.
 
 Usage: python3 tools/data/convert_published.py [path/to/published_runs.json]
 """
@@ -165,12 +170,7 @@ def sharding_of(s, gpus, tp, pp):
     raise ValueError("unknown sharding '%s'" % s)
 
 
-P2P_OVERLAP = (", so Megatron-Core's interleaved schedule posts each stage's sends and receives without waiting and "
-               "waits for them only where their data is needed")
 
-HOPPER_KERNEL_WHY = ("cudnn: Transformer Engine prefers cuDNN flash attention (FusedAttention) on Hopper and Tri Dao's "
-                     "FlashAttention on Ampere (NVIDIA NeMo docs, memory_optimizations.rst, \"Flash Attention\"); priced with "
-                     "the cuDNN bars of the FlashAttention-3 paper's H100 figures (the profile's attention_kernels.cudnn)")
 
 
 MB_PRESET = ("Megatron-Bridge's %s preset %s (scripts/performance/configs/llama/%s_workload_base_configs.py: %s, as in "
@@ -250,7 +250,7 @@ def mb_presets():
             preset["tp_comm_overlap"] = False
         if name in offloads:
             preset["why"] += MB_FSDP
-            preset["parallel"] = {"fsdp": {"sharding": "full", "reduce_dtype": "bf16", "version": 1},
+            preset["parallel"] = {"fsdp": {"sharding": "full"},
                                   "activation_offload_layers": offloads[name]}
         out[(model, prof, tp, pp, vp, cp, prec)] = preset
         if prec == "FP8":  # older tables name the same recipe FP8-CS
@@ -441,81 +441,43 @@ def moe_preset(model, prof, tp, pp=1, vpp=1, ep=1, prec="BF16", gbs=0):
             "ep_comm_overlap": ep_overlap}
 
 
-NORM_TWO_PASS_APEX = ("two_pass: Megatron's MixedFusedLayerNorm (megatron/model/fused_layer_norm.py) runs the Apex-derived "
-                      "fused_mix_prec_layer_norm_cuda kernels (megatron/fused_kernels/layer_norm_cuda_kernel.cu), whose backward "
-                      "runs cuComputePartGradGammaBeta and then cuComputeGradInput, each reading the output gradient and the input")
-
+# What each source's rows leave unstated and the source documents (shared/validation/README.md or the source itself):
+# how it counts FLOPs, its recompute and precision, its model conventions. What the framework runs (kernels, optimizer,
+# FSDP flavour, pipeline engine, vocabulary padding...) is not here: the run names its stack (stack_of, stacks/*.json).
 SOURCE_CONVENTIONS = {
     # prefix of source title -> conventions documented in shared/validation/README.md or the source
-    "Narayanan et al., SC'21": { "megatron_vocab": "Megatron-LM","flops": "hardware", "recompute": "full", "flash": False, "dropout": True,
-                                 "overlap_grad_reduce": False, "overlap_why": "Megatron-LM of 2020-2021 wrapped the model in its own LocalDDP (--DDP-impl default 'local') and called model.allreduce_params() once after the whole backward (megatron/training.py backward_step / train_step), so the gradient all-reduce did not overlap the backward",
-                                 "why": "SC'21 reports TFLOP/s counting the activation-recompute forward (Megatron Eq. 3), so full recompute was on",
-                                 "dtype": "fp16",
-                                 "dtype_why": "fp16: the paper's section 5 says 'All of our results are run with mixed precision'; its "
-                                              "reproduction scripts (examples/academic_paper_scripts/sc21/CONFIG.sh) pass --fp16",
-                                 "grad_acc_unfused": "Megatron-LM of early 2021 (the reproduction scripts run the "
-                                                     "nvcr.io/nvidia/pytorch:20.12-py3 container, examples/academic_paper_scripts/sc21/SRUN.sh) "
-                                                     "predates --gradient-accumulation-fusion: each microbatch's fp16 weight gradient "
-                                                     "is added into the gradient buffer by a separate kernel",
-                                 "zero3_impl": "deepspeed-0.3",
-                                 "zero3_impl_why": "DeepSpeed 0.3's ZeRO-3: the paper (arXiv:2104.04473, April 2021) does not name "
-                                                   "the DeepSpeed version; the releases of its months (0.3.13-0.3.16, the first with "
-                                                   "ZeRO-3) gather each parameter tensor on its own after torch.cuda.synchronize() with "
-                                                   "the list form of torch.distributed.all_gather, and reduce-scatter each gradient "
-                                                   "tensor with the list form of reduce_scatter (deepspeed/runtime/zero/"
-                                                   "partition_parameters.py _allgather_param, _reduce_scatter_gradient)",
-                                 "norm_impl": "two_pass", "norm_why": NORM_TWO_PASS_APEX,
-                                 "position_embedding": "learned", "max_positions": 2048,
-                                 "pos_why": "Megatron GPT's learned absolute position embeddings, --max-position-embeddings 2048 "
-                                            "in examples/academic_paper_scripts/sc21/CONFIG.sh"},
-    "BigScience BLOOM": { "megatron_vocab": "Megatron-DeepSpeed","flops": "hardware", "recompute": "full", "flash": False, "dropout": True,
+    "Narayanan et al., SC'21": {"flops": "hardware", "recompute": "full", "flash": False, "dropout": True,
+                                "why": "SC'21 reports TFLOP/s counting the activation-recompute forward (Megatron Eq. 3), so full recompute was on",
+                                "dtype": "fp16",
+                                "dtype_why": "fp16: the paper's section 5 says 'All of our results are run with mixed precision'; its "
+                                             "reproduction scripts (examples/academic_paper_scripts/sc21/CONFIG.sh) pass --fp16",
+                                "position_embedding": "learned", "max_positions": 2048,
+                                "pos_why": "Megatron GPT's learned absolute position embeddings, --max-position-embeddings 2048 "
+                                           "in examples/academic_paper_scripts/sc21/CONFIG.sh"},
+    "BigScience BLOOM": {"flops": "hardware", "recompute": "full", "flash": False, "dropout": True,
                          "why": "BigScience TFLOP/s use the 4*2 formula that counts the recompute forward (Megatron-DeepSpeed --checkpoint-activations)",
-                         "grad_acc_unfused": "Megatron-DeepSpeed (2022) runs the DeepSpeed engine, whose gradient hooks add "
-                                             "each microbatch's weight gradient into its gradient buffers with a separate kernel",
-                         "zero_impl": "deepspeed",
-                         "norm_impl": "two_pass", "norm_why": NORM_TWO_PASS_APEX,
                          "position_embedding": "alibi",
                          "pos_why": "alibi: BLOOM's attention bias, no position parameters and no rotary kernels; the "
                                     "176B run's script passes --position-embedding-type alibi "
-                                    "(train/tr11-176B-ml/tr11-176B-ml.slurm)",
-                         "pipeline_impl": "deepspeed",
-                         "pipeline_why": "deepspeed: Megatron-DeepSpeed runs DeepSpeed's PipelineEngine (the row's 'DeepSpeed pipeline "
-                                         "(1F1B)'), whose pipe_buffers['outputs'] keep each forward's output until that microbatch's "
-                                         "backward (deepspeed/runtime/pipe/engine.py _exec_forward_pass / _exec_backward_pass)",
-                         "zero_impl_why": "Megatron-DeepSpeed runs DeepSpeed's ZeRO stage-1 optimizer (deepspeed/runtime/zero/stage_1_and_2.py: "
-                                          "step() flattens this rank's 16-bit gradient partition into a new tensor and casts that "
-                                          "into a new fp32 one for the Adam step)"},
-    "Megatron-LM README (Sep 2020)": { "megatron_vocab": "Megatron-LM",
+                                    "(train/tr11-176B-ml/tr11-176B-ml.slurm)"},
+    "Megatron-LM README (Sep 2020)": {
         "flops": "hardware", "flash": False, "dropout": True, "recompute": "full",
-        "overlap_grad_reduce": False, "overlap_why": "Megatron-LM of 2020-2021 wrapped the model in its own LocalDDP (--DDP-impl default 'local') and called model.allreduce_params() once after the whole backward (megatron/training.py backward_step / train_step), so the gradient all-reduce did not overlap the backward",
-        "grad_acc_unfused": "Megatron-LM of 2020 predates --gradient-accumulation-fusion: weight gradients reach the "
-                            "gradient buffer through a separate add kernel",
         "why": "full recompute: the table's TFLOP/s equal Megatron's count with the activation-checkpointing forward, "
                "96*B*s*l*h^2*(1+s/6h+V/12hl) per step (1B on 1 GPU: 152.8 vs 149.8 printed; without it 114.6)",
-        "norm_impl": "two_pass", "norm_why": NORM_TWO_PASS_APEX,
         "mb_per_replica": "micro batch = global batch / dp: Megatron-LM of 2020 (before pipeline parallelism) had no "
                           "gradient accumulation; --batch-size was the batch of each data-parallel replica (16)",
         "position_embedding": "learned",
         "pos_why": "GPT-2 style learned absolute positions of max_position_embeddings = seq_len (Megatron's GPT-2 model)"},
-    "Megatron-LM README: Performance": {
-        "megatron_vocab": "Megatron-LM", "flops": "model", "flash": True, "dropout": True, "hopper_attention_kernel": "cudnn",
-        "hopper_kernel_why": HOPPER_KERNEL_WHY},
-    "Megatron-LM README: Strong": {
-        "megatron_vocab": "Megatron-LM", "flops": "model", "flash": True, "dropout": True, "hopper_attention_kernel": "cudnn",
-        "hopper_kernel_why": HOPPER_KERNEL_WHY},
+    "Megatron-LM README: Performance": {"flops": "model", "flash": True, "dropout": True},
+    "Megatron-LM README: Strong": {"flops": "model", "flash": True, "dropout": True},
     "NVIDIA NeMo performance summary (NeMo 24.07": {
-        "megatron_vocab": "NeMo (Megatron-Core)", "flops": "model", "flash": True, "dropout": False,
-        "hopper_attention_kernel": "cudnn",
-        "hopper_kernel_why": HOPPER_KERNEL_WHY,
+        "flops": "model", "flash": True, "dropout": False,
         "recompute": "none",
         "why": ("none: NeMo-Framework-Launcher's Llama training configs (launcher_scripts/conf/training/llama/llama3_70b.yaml, "
                 "whose tp 4 / pp 4 / vp 5 / cp 2 / micro batch 1 are the row's; llama2_70b.yaml) set "
                 "activations_checkpoint_granularity: null"),
         "sequence_parallel": True,
         "sp_why": "true: the launcher's Llama and GPT-3 configs set sequence_parallel: true",
-        "p2p_overlap_vpp": True,
-        "p2p_why": ("false: with virtual pipeline stages the launcher's configs (conf/training/llama/llama2_70b.yaml, "
-                    "llama3_70b.yaml, gpt3/175b.yaml) set overlap_p2p_comm: true and batch_p2p_comm: false" + P2P_OVERLAP),
         "tp_comm_overlap": True,
         "tp_overlap_why": ("true: the launcher's llama3_70b.yaml, llama2_70b.yaml and gpt3/20b.yaml set ub_tp_comm_overlap: "
                            "true (userbuffers overlap of the tensor-parallel all-gather / reduce-scatter with the GEMMs)"),
@@ -533,10 +495,6 @@ SOURCE_CONVENTIONS = {
                      "GPT2BPETokenizer (GPT-2's byte-level BPE vocabulary of 50,257 tokens, Radford et al. 2019), learned "
                      "absolute positions%s")},
     "MosaicML llm-foundry": {"flops": "model", "flash": True, "dropout": False,
-                             "attention_kernel": "triton",
-                             "kernel_why": "FlashAttention in Triton: the tables were made by scripts/train/benchmarking/sweep.sh "
-                                           "(llm-foundry v0.0.4, torch 2.0.1 image), which passes no --attn_impl, and "
-                                           "submit_benchmarks.py defaults to attn_impl 'triton'",
                              "kernel_why_default_mp":
                                  "priced with the Triton FlashAttention figures, though the kernel is uncertain: rows with FSDP "
                                  "mixed_precision DEFAULT come from the later submit_benchmarks.py (it no longer passes "
@@ -545,104 +503,32 @@ SOURCE_CONVENTIONS = {
                                  "both FlashAttention-1 and the Triton kernel 1.3-3x below FlashAttention-2, and the rows' cost per "
                                  "token grows with sequence length at the Triton figures' rate (FlashAttention-2's would be ~2x "
                                  "too fast: throughput MAPE of these 66 rows 13-27 % with Triton, 37-52 % with FlashAttention-2)",
-                             "train_metrics": ["cross_entropy", "perplexity"],
-                             "train_metrics_why": "Composer's trainer (composer/trainer/trainer.py _train_microbatch) updates "
-                                                  "the model's training metrics after every microbatch's backward "
-                                                  "(_eval_train_metrics, under the precision's autocast), on the training "
-                                                  "forward's outputs (HuggingFaceModel.eval_forward returns them); "
-                                                  "llm-foundry's ComposerMPTCausalLM (llmfoundry/models/mpt/modeling_mpt.py) "
-                                                  "passes train_metrics = [LanguageCrossEntropy, LanguagePerplexity], and "
-                                                  "Composer's LanguagePerplexity (composer/metrics/nlp.py) inherits "
-                                                  "LanguageCrossEntropy.update, torch.nn.CrossEntropyLoss(reduction='sum') "
-                                                  "over the logits: two cross entropies per microbatch. Composer's precisions "
-                                                  "are fp32 and amp_* (autocast), so the tables' 'bf16' is amp_bf16",
-                             "optimizer_impl": "unfused",
-                             "optimizer_why": "unfused: the MPT yamls' optimizer decoupled_adamw is Composer's DecoupledAdamW, whose "
-                                              "adamw() loops over parameters with one elementwise kernel per update term "
-                                              "(mul_, add_, mul_, addcmul_, sqrt, div, add_, addcdiv_)",
-                             "fsdp_backward_prefetch": "post",
-                             "backward_prefetch_why": "post: Composer's prepare_fsdp_module (composer/trainer/dist_strategy.py) "
-                                                      "takes fsdp_config.get('backward_prefetch', 'BACKWARD_POST'), and neither "
-                                                      "the MPT yamls nor scripts/train/benchmarking/submit_benchmarks.py set it "
-                                                      "(the latter sets mixed_precision, activation_checkpointing, "
-                                                      "activation_checkpointing_reentrant and limit_all_gathers); PyTorch's "
-                                                      "BackwardPrefetch.BACKWARD_POST prefetches the next unit's parameters after "
-                                                      "the current unit's gradient computation",
-                             "default_mp_reduce_dtype": "fp32",
-                             "default_mp_why": "fp32: the row's FSDP mixed_precision DEFAULT is, in the Composer of torch "
-                                               "2.0.1 (composer/trainer/mosaic_fsdp_utils.py get_mixed_precision), "
-                                               "param_dtype = the precision's dtype (bf16), reduce_dtype = torch.float32, "
-                                               "buffer_dtype = bf16; PURE reduces in bf16",
-                             "fsdp_version": 1,
-                             "fsdp_version_why": "FSDP1: Composer wraps the model in torch.distributed.fsdp.FullyShardedDataParallel "
-                                                 "(flat parameters)",
-                             "norm_impl": "two_pass",
-                             "norm_why": "two_pass: MPT's norms are LPLayerNorm (llm-foundry/llmfoundry/models/layers/norm.py), "
-                                         "F.layer_norm on 16-bit tensors, PyTorch's native kernels: layer_norm_backward_cuda "
-                                         "launches layer_norm_grad_input_kernel and GammaBetaBackwardCUDAKernel, each reading the "
-                                         "output gradient and the input",
-                             "loss_impl": "xentropy",
-                             "loss_why": "xentropy: ComposerMPTCausalLM's loss_fn defaults to 'fused_crossentropy', "
-                                         "flash_attn.losses.cross_entropy.CrossEntropyLoss on the 16-bit logits (the "
-                                         "xentropy-cuda-lib of flash-attention v1.0.x in llm-foundry's gpu extras); added as "
-                                         "the default of mosaicml/examples' mosaic_gpt on 2023-03-24 (examples PR #251, "
-                                         "'Add Fused CrossEntropy'), the default path of llm-foundry's modeling_mpt.py "
-                                         "__init__ in May 2023 (llm-foundry issue #236 traceback), before the v0.0.4 runs' "
-                                         "H100 fix (PR #261, xentropy v1.0.3 for sm_90, 2023-05-31). The runs' memory agrees: "
-                                         "PyTorch's F.cross_entropy under autocast would hold about 10 B per logit (fp32 "
-                                         "upcast, log-softmax, 16-bit logits), 27 GB for the A100-40GB 125M row's 26 x 2048 "
-                                         "tokens x 50,368 logits, which could not have fit beside its activations",
+                             "pure_mp_reduce_dtype": "bf16",
+                             "pure_mp_why": "bf16: the row's FSDP mixed_precision PURE reduces gradients in the precision's dtype "
+                                            "(Composer of torch 2.0.1, composer/trainer/mosaic_fsdp_utils.py get_mixed_precision: "
+                                            "param_dtype = reduce_dtype = buffer_dtype = bf16), not the stack's DEFAULT fp32",
+                             "grad_op_acc_why": "fused (parasim's default, not the stack's unfused add): with SHARD_GRAD_OP "
+                                                "the unsharded flat gradient of each unit is accumulated once per microbatch; "
+                                                "parasim prices the unfused accumulation pass only where gradients are sharded "
+                                                "per layer (sim/parallel/pipeline_lowering.cpp), and these rows were validated "
+                                                "with the fused accumulation",
                              "position_embedding": "learned",
                              "pos_why": "learned positions of max_seq_len = seq_len (MPT learned_pos_emb): the NumParams column "
                                         "grows by (seq_len - 512) x d_model over the seq 512 row of the same model"},
-    "torchtitan": {"flops": "model", "flash": True, "dropout": False, "eager_llama": True,
-                   "eager_why": "eager RMSNorm and RoPE: torchtitan's Llama (torchtitan/models/llama/model.py, 2024) builds its norms "
-                                "with norm_type 'rmsnorm' (the Llama reference x * rsqrt(x.pow(2).mean(-1) + eps) on x.float(), "
-                                "then type_as and the weight multiply) and applies RoPE as view_as_complex(x.float()) * freqs_cis; "
-                                "its 64-A100 preset (train_configs/llama2_13b.toml) sets norm_type = \"rmsnorm\" and compile = false. "
-                                "Rows that name torch.compile keep the fused figures",
-                   "loss_impl": "eager", "loss_impl_compiled": "fused",
-                   "loss_why": "eager PyTorch cross entropy: torchtitan's cross_entropy_loss is "
-                               "F.cross_entropy(pred.flatten(0, 1).float(), labels.flatten(0, 1)); rows that name torch.compile "
-                               "get the fused figures (compiled, the upcast and log_softmax become Triton reductions)",
-                   "optimizer_impl": "unfused",
-                   "optimizer_why": "unfused: torchtitan's build_optimizer (train.py, 2024) builds torch.optim.AdamW(..., "
-                                    "weight_decay=0.1, foreach=True), the multi-tensor path that runs one elementwise "
-                                    "kernel per update term",
-                   "fsdp_reduce_dtype": "fp32",
-                   "reduce_why": "fp32: torchtitan's FSDP2 mixed precision reduces gradients in float32 "
-                                 "(--training.mixed_precision_reduce, default and only choice 'float32')"},
-    # AutoModel's PyTorch/FSDP2 backend: which attention kernel it ran is not stated; the default.
+    "torchtitan": {"flops": "model", "flash": True, "dropout": False,
+                   "compiled_why": "fused: the row names torch.compile, under which the stack's eager RMSNorm, RoPE and "
+                                   "F.cross_entropy(pred.float()) become Triton reductions (torchtitan's train.py "
+                                   "model = torch.compile(model) with --training.compile)"},
     "NVIDIA NeMo AutoModel": {"flops": "model", "flash": True, "dropout": False},
-    "NVIDIA NeMo": {"flops": "model", "flash": True, "dropout": False, "hopper_attention_kernel": "cudnn",
-        "hopper_kernel_why": HOPPER_KERNEL_WHY},
+    "NVIDIA NeMo": {"flops": "model", "flash": True, "dropout": False},
     "NVIDIA Megatron-Bridge": {
-        "flops": "model", "flash": True, "dropout": False, "hopper_attention_kernel": "cudnn",
-        "hopper_kernel_why": HOPPER_KERNEL_WHY,
+        "flops": "model", "flash": True, "dropout": False,
         # Rows whose plan is one of Megatron-Bridge's performance presets: (model, profile, tp, pp, vpp, cp, precision)
         # -> what the preset and the recipe behind it set. Other rows keep their missing fields (skipped).
-        "presets": mb_presets(),
-        "p2p_overlap_vpp": True,
-        "p2p_why": ("false: with virtual pipeline stages Megatron-Bridge sets overlap_p2p_comm = True and batch_p2p_comm = "
-                    "False (src/megatron/bridge/training/comm_overlap.py, the pipeline-overlap defaults)" + P2P_OVERLAP),
-        "fp8_recipe": "current",
-        "fp8_recipe_why": ("current: Megatron-Bridge's performance scripts run 'FP8' as per-tensor current scaling: their "
-                           "compute dtypes are bf16, fp8_cs, fp8_mx and nvfp4 (scripts/performance/utils/precision.py), and "
-                           "the FP8 presets are named *_FP8_CS_*"),
-        "blackwell_attention_kernel": "cudnn",
-        "blackwell_kernel_why": ("cudnn: the recipes leave attention_backend unset, so Transformer Engine picks its backend; on "
-                                 "Blackwell that is FusedAttention (cuDNN), as flash-attn 2 has no sm_100 kernels"),
-        "preset_loss": "fused",
-        "preset_loss_why": ("fused: the recipes set cross_entropy_loss_fusion = True with cross_entropy_fusion_impl = \"te\" "
-                            "(Transformer Engine's fused cross entropy over the 16-bit logits; "
-                            "src/megatron/bridge/recipes/llama/llama3.py)")},
+        "presets": mb_presets()},
     "DeepSpeed blog": {"flops": "hardware", "flash": False, "dropout": True},
     "Zhang et al., 'OPT": {"flops": "hardware", "flash": False, "dropout": True},
 }
-
-
-MEGATRON_VOCAB_WHY = ("128: %s pads the vocabulary to a multiple of --make-vocab-size-divisible-by (default 128) times "
-                      "the tensor-parallel size (megatron/tokenizer/tokenizer.py _vocab_size_with_padding)")
 
 
 def conventions(title):
@@ -664,12 +550,6 @@ def family(tp, pp, cp, zero, fsdp, ep=1):
     return "DP/FSDP"
 
 PREQUEL = "BigScience BLOOM"
-DS_PIPE_REDUCE_WHY = ("its gradients reduce after the last backward (parallel.overlap_grad_reduce's default for "
-                      "pipeline_impl deepspeed): DeepSpeed's PipelineEngine turns the engine's backward-hook gradient reduction off "
-                      "(deepspeed/runtime/pipe/engine.py __init__: 'We schedule the all-reduces, so disable it in "
-                      "super().backward()', enable_backward_allreduce = False) and reduces the gradients in its ReduceGrads "
-                      "instruction, which TrainSchedule (deepspeed/runtime/pipe/schedule.py) issues after the step's last "
-                      "backward pass, before the optimizer step")
 TITAN_DEC24 = "torchtitan docs/performance.md (Dec 2024"
 
 
@@ -726,9 +606,9 @@ def stack_holds(when, scen):
     return all(checks[k](v) for k, v in when.items())
 
 
-def use_stack(scen, name, ci):
-    """Names the stack in the scenario and drops the fields whose value it supplies (their source is the stack's);
-    where the stack would supply a value the row does not have, the row keeps its own, as an override."""
+def use_stack(scen, name):
+    """Names the stack in the scenario and drops any value the row states that the stack supplies anyway (its source is
+    the stack's); what the row states otherwise stays, as the run's own override."""
     stack = json.load(open(os.path.join(ROOT, "stacks", name + ".json")))
     scen["stack"] = name
     done = set()
@@ -742,415 +622,424 @@ def use_stack(scen, name, ci):
         done.add(st["field"])
         if parent.get(path[-1]) == st["value"]:
             del parent[path[-1]]
-            if st["source"].startswith(ci.get(st["field"], "\0")):
-                del ci[st["field"]]
-        elif path[-1] not in parent and KEEP_DEFAULT.get(st["field"], lambda _: False)(scen) and STACK_DEFAULTS[st["field"]] != st["value"]:
-            parent[path[-1]] = STACK_DEFAULTS[st["field"]]
 
 
-# Stack values the converted rows did not carry and whose effect on them is not nil: the rows keep parasim's default.
-# Unfused gradient accumulation adds a pass per layer where the gradients are not sharded per layer (parasim does not model
-# the sharded 1/N accumulation, sim/parallel/pipeline_lowering.cpp): the llm-foundry rows with SHARD_GRAD_OP keep the fused
-# accumulation they were validated with.
-KEEP_DEFAULT = {"training.grad_accumulation_fusion":
-                lambda scen: (scen["parallel"].get("fsdp") or {}).get("sharding") not in ("full", "hybrid")
-                and scen["parallel"].get("zero_stage", 0) != 3}
-# parasim's default of each stack field a stack may set where a converted row keeps the default.
-STACK_DEFAULTS = {"training.grad_accumulation_fusion": True, "training.loss_impl": "megatron", "training.norm_impl": "fused",
-                  "training.rope_impl": "fused", "training.optimizer_impl": "fused", "training.attention_kernel": "flash",
-                  "training.make_vocab_size_divisible_by": 1, "parallel.p2p_sync": True, "parallel.zero_impl": "megatron",
-                  "parallel.fsdp.version": 2, "parallel.fsdp.backward_prefetch": "pre", "training.fp8_recipe": "delayed",
-                  "parallel.overlap_grad_reduce": True, "training.train_metrics": [], "parallel.pipeline_impl": "megatron"}
+class Row:
+    """A published row on its way to a measured run: its sections (m model, h hardware, p parallel, meas measured), its
+    source's conventions and what the converter infers (ci: field -> why); the stages below add the rest."""
+
+    def __init__(self, r):
+        self.r, self.m, self.h, self.p, self.meas = r, r["model"], r["hardware"], r["parallel"], r["measured"]
+        self.title = r["source"]["title"]
+        self.conv = conventions(self.title)
+        self.ci = {}
+
+
+def presets_and_zoo(c):
+    """The source's preset for the row's plan and, for mixture-of-experts rows, the zoo model."""
+    c.prec = (c.p.get("dtype") or "").upper()
+    c.preset = c.conv.get("presets", {}).get((c.m.get("name"), gpu_profile(c.h.get("gpu")), c.p.get("tp"), c.p.get("pp"), c.p.get("vpp"),
+                                              c.p.get("cp") or 1, c.prec))
+    c.moe_zoo, c.zoo_name = None, moe_zoo_name(c.m.get("name"))
+    c.mb_moe = c.title.startswith("NVIDIA Megatron-Bridge") and c.zoo_name in MB_MOE_MODELS
+    if c.title.startswith("NVIDIA NeMo AutoModel") and c.zoo_name in AM_MOE_UNMODELLED:
+        return AM_MOE_UNMODELLED[c.zoo_name]
+    c.am_moe = (AM_MOE.get(c.zoo_name) if c.title.startswith("NVIDIA NeMo AutoModel") and c.p.get("ep") not in (None, 1)
+                and (c.p.get("pp") or 1) == 1 else None)
+    if c.zoo_name and (c.mb_moe or c.am_moe or c.p.get("ep") in (None, 1)
+                       or not c.title.startswith(("NVIDIA Megatron-Bridge", "NVIDIA NeMo AutoModel"))):
+        c.moe_zoo = json.load(open(os.path.join(ROOT, "models", c.zoo_name + ".json")))
+        c.m = dict(c.m, **{k: c.moe_zoo[k] for k in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "activation")})
+        c.ci["model"] = "models/%s.json: %s" % (c.zoo_name, c.moe_zoo["source"])
+    if c.mb_moe and gpu_profile(c.h.get("gpu")):
+        c.preset = moe_preset(c.r["model"]["name"], gpu_profile(c.h.get("gpu")), c.p.get("tp") or 1, c.p.get("pp") or 1, c.p.get("vpp") or 1,
+                              c.p.get("ep") or 1, precision_class(c.p.get("dtype")), c.p.get("global_batch") or 0)
+        if c.preset is None:
+            return "expert parallelism (MoE): no Megatron-Bridge preset for this model on this GPU is known to the converter"
+        c.ci["parallel.etp/recompute/sequence_parallel/zero_stage/tp_comm_overlap/ep_comm_overlap, training.loss_impl"] = c.preset["why"]
+    if c.preset:
+        c.p = dict(c.p, recompute=c.p.get("recompute") or "none", sequence_parallel=c.p["tp"] > 1)
+        if not c.moe_zoo:
+            c.ci["parallel.recompute/sequence_parallel/tp_comm_overlap/zero_stage"] = c.preset["why"]
+
+
+def fill_gaps(c):
+    """Fields the row leaves out that its source's configs state; the ones still missing."""
+    c.g3 = next((v for k, v in c.conv.get("gpt3", {}).items() if c.m.get("name", "").startswith(k)), None)
+    if c.g3:
+        dims = {k: c.g3[k] for k in ("layers", "hidden", "heads") if k in c.g3 and c.m.get(k) is None}
+        c.m = dict(c.m, vocab=c.m.get("vocab") or 50257, **dims)
+        c.p = dict(c.p, recompute=c.p.get("recompute") or c.g3["recompute"])
+        c.ci["model.vocab/parallel.recompute/model.dropout/model.position_embedding"] = c.conv["gpt3_why"] % (
+            c.g3["file"], "activations_checkpoint_granularity: " + ("selective" if c.g3["recompute"] == "selective" else "null"),
+            "; num_layers %d, hidden_size %d, num_attention_heads %d" % (dims["layers"], dims["hidden"], dims["heads"]) if dims else "")
+    if c.m.get("seq_len") is None and c.title.startswith(TITAN_DEC24) and c.m.get("name", "").startswith("Llama 3"):
+        c.m = dict(c.m, seq_len=8192)
+        c.ci["model.seq_len"] = ("8192: torchtitan's 64-A100 presets train_configs/llama3_8b.toml and llama3_70b.toml "
+                                 "('this toml config is a preset for 64 A100 GPUs') set [training] seq_len = 8192")
+    c.missing = [k for k in ("layers", "hidden", "heads", "vocab", "seq_len") if c.m.get(k) is None]
+    c.missing += ["hardware." + k for k in ("gpus_total",) if c.h.get(k) is None]
+    if c.p.get("micro_batch") is None and c.conv.get("mb_per_replica") and c.p.get("global_batch") and c.p.get("dp"):
+        c.p = dict(c.p, micro_batch=c.p["global_batch"] // c.p["dp"])
+        c.ci["parallel.micro_batch"] = c.conv["mb_per_replica"]
+    c.missing += ["parallel." + k for k in ("tp", "pp", "micro_batch", "global_batch") if c.p.get(k) is None]
+    if c.p.get("ep") not in (None, 1) and not c.moe_zoo:
+        if c.zoo_name and c.title.startswith("NVIDIA NeMo AutoModel"):
+            if (c.p.get("pp") or 1) > 1:
+                return ("expert parallelism (MoE) with pipeline parallelism under FSDP2 (NeMo AutoModel's plan: "
+                        "torch.distributed.pipelining over FSDP2 + EP, DeepEP's inter-node dispatch) is not modelled")
+            return "expert parallelism (MoE) under FSDP2: no NeMo AutoModel benchmark config for this model is known to the converter"
+        return "expert parallelism (MoE): the model is not in the zoo (hybrid Mamba layers, DeepSeek-V4's architecture)"
+
+
+def gpu_of(c):
+    """The GPU profile of the row's hardware."""
+    c.prof = gpu_profile(c.h.get("gpu"))
+    c.dgx2 = "dgx-2" in (c.h.get("system") or "").lower() and "v100" in (c.h.get("gpu") or "").lower()
+    if c.prof is None and c.dgx2:
+        c.prof = "v100-sxm3-32g"
+        c.ci["cluster.gpu"] = "V100 32GB SXM3: the DGX-2 holds 16 Tesla V100 32GB (NVIDIA DGX-2 datasheet)"
+    if c.prof is None:
+        return "no calibration profile for GPU '%s'" % c.h.get("gpu")
+    if c.prof == "a100-sxm4-80g" and not re.search(r"80 ?gb", (c.h.get("gpu") or "").lower()) and dated_before_a100_80gb(c.title):
+        c.prof = "a100-sxm4-40g"
+        c.ci["cluster.gpu"] = ("A100 40GB: the row names an A100 without its memory and its source predates the 80GB part "
+                               "(NVIDIA announced the A100 80GB and the DGX A100 640GB on 2020-11-16, press release 'NVIDIA "
+                               "Doubles Down: Announces A100 80GB GPU'); the DGX A100 shipped before then held 8 A100 40GB")
+
+
+def precision_and_recompute(c):
+    """The training dtype and the recompute policy."""
+    c.dtype = dtype_of(c.p.get("dtype"))
+    if c.p.get("dtype") and c.dtype is None:
+        return "precision '%s' is not modelled" % c.p.get("dtype")
+    if c.dtype is None and c.title.startswith(PREQUEL):
+        # The prequel's 'Rebalancing layers' (02-28): "from now on the testing is happening with BF16
+        # optimizer ... this is compared to fp16 which grad accumulates in fp16".
+        early = int(c.r["id"].split("-")[2]) < 228
+        c.dtype = "fp16" if early else "bf16"
+        c.ci["parallel.dtype"] = ("fp16: the prequel's runs before 02-28 accumulated gradients in fp16 ('compared to fp16 which "
+                                  "grad accumulates in fp16', 'Rebalancing layers')" if early else
+                                  "bf16 with DeepSpeed's new BF16 optimizer ('from now on the testing is happening with BF16 "
+                                  "optimizer', 'Rebalancing layers', 02-28)")
+    elif c.dtype is None and "dtype" in c.conv:
+        c.dtype = c.conv["dtype"]
+        c.ci["parallel.dtype"] = c.conv["dtype_why"]
+    c.rec = recompute_of(c.p.get("recompute"))
+    c.rec_layers = None
+    rlow = (c.p.get("recompute") or "").lower()
+    if c.title.startswith("torchtitan") and (rlow.startswith("selective op") or "per-op sac" in rlow):
+        c.rec = "selective_op"
+        c.ci["parallel.recompute"] = ("selective_op: torchtitan's op-level selective AC saves the outputs of matmuls, fused "
+                                      "attention and reduce-scatter 'except every second mm' and replays the rest "
+                                      "(torchtitan activation-checkpoint policy, _custom_policy / no_recompute_list)")
+    if (c.p.get("recompute") or "").lower() == "selective layer" and c.title.startswith("torchtitan") and c.m.get("layers"):
+        # torchtitan's layer-level selective AC checkpoints every selective_ac_option-th layer,
+        # default "2": half of the layers replay their forward, the rest keep their activations.
+        c.rec = "full"
+        c.rec_layers = (c.m["layers"] + 1) // 2
+        c.ci["parallel.recompute"] = ("full recompute of every 2nd layer (parallel.recompute_num_layers = %d): torchtitan's "
+                                      "'selective layer' AC with its default --activation_checkpoint.selective_ac_option \"2\" "
+                                      "('for every nth layer', torchtitan/config_manager.py)" % c.rec_layers)
+    if c.rec is None and c.am_moe:
+        c.rec = "full"
+    if c.rec is None and "recompute" in c.conv:
+        c.rec = c.conv["recompute"]
+        c.ci["parallel.recompute"] = c.conv["why"]
+    if c.rec == "unsupported":
+        return "recompute '%s' (torchtitan selective activation checkpointing) is not Megatron's selective recompute; not modelled" % c.p.get("recompute")
+    if c.rec is None:
+        c.missing.append("parallel.recompute")
+    if c.dtype is None:
+        c.missing.append("parallel.dtype")
+    if c.missing:
+        return "missing " + ", ".join(c.missing)
+
+
+def layout(c):
+    """The plan's degrees, batch, sharding and node size."""
+    c.gpus = c.h["gpus_total"]
+    c.tp, c.pp = c.p["tp"], c.p["pp"]
+    c.cp = c.p.get("cp") or 1
+    c.dp = c.p.get("dp") or c.gpus // (c.tp * c.pp * c.cp)
+    if c.tp * c.pp * c.cp * c.dp != c.gpus:
+        return "tp*pp*cp*dp = %d != gpus %d" % (c.tp * c.pp * c.cp * c.dp, c.gpus)
+    c.mb, c.gbs = c.p["micro_batch"], c.p["global_batch"]
+    if c.gbs % (c.mb * c.dp) != 0:
+        return "global_batch %d not divisible by micro_batch*dp = %d (the source runs a ragged last microbatch)" % (c.gbs, c.mb * c.dp)
+    try:
+        c.zero, c.fsdp = sharding_of(c.p.get("zero_stage_or_fsdp"), c.gpus, c.tp, c.pp)
+    except ValueError as e:
+        return str(e)
+    if c.p.get("zero_stage_or_fsdp") is None and c.conv.get("zero_default") and c.dp > 1:
+        c.zero = c.conv["zero_default"]
+        c.ci["parallel.zero_stage"] = c.conv["zero_default_why"]
+    if c.preset and c.dp > 1 and c.zero == 0 and c.fsdp is None:
+        c.zero = 1  # the recipe's distributed optimizer
+    c.gpn = c.h.get("gpus_per_node")
+    if c.gpn is None and c.dgx2:
+        c.gpn = 16
+        c.ci["cluster.gpus_per_node"] = "16 GPUs per node (DGX-2: 16 V100 on NVSwitch)"
+    if c.gpn is None and c.prof in NVL72:
+        c.gpn = max(d for d in range(1, 73) if c.gpus % d == 0)
+        c.ci["cluster.gpus_per_node"] = NVL72_WHY % (c.gpn, c.gpus)
+    elif c.gpn is None:
+        c.gpn = 8
+        c.ci["cluster.gpus_per_node"] = "8 GPUs per node (DGX/HGX-class servers of the GPU named)"
+    if c.gpus % c.gpn != 0:
+        if c.gpus < c.gpn:
+            c.gpn = c.gpus
+        else:
+            return "gpus %d not a multiple of gpus_per_node %d" % (c.gpus, c.gpn)
+
+
+def model_dims(c):
+    """The model's activation, attention heads, FFN width and layer count."""
+    act = (c.m.get("activation") or "").lower()
+    c.swiglu = "swiglu" in act
+    if not c.m.get("activation"):
+        c.ci["model.activation"] = "GeLU (GPT-style model; no activation stated)"
+    c.kv = c.m.get("kv_heads")
+    if c.kv is None:
+        c.kv = c.m["heads"]
+        c.ci["model.kv_heads"] = "multi-head attention (kv_heads = heads; GPT-style model)"
+    c.ffn = c.m.get("ffn_hidden")
+    if c.ffn is None:
+        c.ffn = 4 * c.m["hidden"]
+        c.ci["model.ffn_hidden"] = "4*hidden (GPT convention)"
+    c.layers = c.m["layers"]
+    c.vpp = c.p.get("vpp") or 1
+
+
+def stage_split(c):
+    """Layers per pipeline stage where the source does not split them evenly."""
+    c.stage_layers, c.bf16_optimizer = None, False
+    if c.title.startswith(PREQUEL) and c.pp > 1:
+        c.stage_layers, split_why, c.bf16_optimizer = bloom_prequel_setup(c.r, c.layers, c.pp)
+        if c.stage_layers:
+            c.ci["parallel.stage_layers"] = split_why
+    if c.preset and c.preset.get("account_split") and c.pp > 1:
+        # Megatron's account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split: the embedding and
+        # the loss each take a layer's slot, on the first and the last virtual stage.
+        if (c.layers + 2) % (c.pp * c.vpp) != 0:
+            return "layers + 2 (embedding and loss slots) not divisible by pp*vpp = %d" % (c.pp * c.vpp)
+        k = (c.layers + 2) // (c.pp * c.vpp)
+        c.stage_layers = [k - 1] + [k] * (c.pp * c.vpp - 2) + [k - 1]
+        if c.vpp == 1:
+            c.stage_layers = [k - 1] + [k] * (c.pp - 2) + [k - 1]
+        c.ci["parallel.stage_layers"] = ("the recipe's account_for_embedding_in_pipeline_split and "
+                                         "account_for_loss_in_pipeline_split: (%d layers + 2) / (pp %d x vp %d) = %d slots per "
+                                         "virtual stage, the first and the last one layer short" % (c.layers, c.pp, c.vpp, k))
+    if c.preset and c.preset.get("stage_layers"):
+        c.stage_layers = c.preset["stage_layers"]
+        c.ci["parallel.stage_layers"] = "the recipe's pipeline layout (see the preset above)"
+    if c.layers % (c.pp * c.vpp) != 0 and not c.stage_layers:
+        return "layers %d not divisible by pp*vpp = %d and no per-stage split given" % (c.layers, c.pp * c.vpp)
+    if c.m["heads"] % c.tp or (c.ffn % c.tp and not c.moe_zoo) or (c.kv % c.tp and c.tp % c.kv):
+        return "heads/ffn not divisible by tp"
+
+
+def model_section(c):
+    """The scenario's model."""
+    c.model = {"name": c.m["name"], "layers": c.layers, "hidden": c.m["hidden"], "heads": c.m["heads"], "kv_heads": c.kv,
+               "ffn_hidden": c.ffn, "vocab": c.m["vocab"], "activation": "swiglu" if c.swiglu else "gelu",
+               "tied_embeddings": not c.swiglu, "position_embedding": "rope", "norm": "rmsnorm" if c.swiglu else "layernorm",
+               "bias": not c.swiglu, "dropout": bool(c.conv.get("dropout", False))}
+    if c.moe_zoo:
+        c.model = {k: v for k, v in c.moe_zoo.items() if k not in ("schema", "published_params", "published_params_rounding", "source")}
+        c.model["name"] = c.m["name"]
+    elif c.g3:
+        c.model.update(dropout=True, position_embedding="learned", max_positions=2048)
+    elif c.conv.get("position_embedding") == "learned":
+        c.model["position_embedding"] = "learned"
+        c.model["max_positions"] = c.conv.get("max_positions", c.m["seq_len"])
+        c.ci["model.position_embedding"] = c.conv["pos_why"]
+    elif c.conv.get("position_embedding") == "alibi" and not c.swiglu:
+        c.model["position_embedding"] = "alibi"
+        c.ci["model.position_embedding"] = c.conv["pos_why"]
+    else:
+        c.ci["model.position_embedding"] = "rope/alibi-like (no position parameters counted)"
+
+
+def parallel_section(c):
+    """The scenario's parallel section: the plan."""
+    if c.pp > 1:
+        c.schedule = "interleaved" if c.vpp > 1 else "1f1b"
+        if c.p.get("pp_schedule") is None:
+            c.ci["parallel.schedule"] = c.schedule + " (the framework's default pipeline schedule)"
+    else:
+        c.schedule = "ddp"
+    c.par = {"dp": c.dp, "tp": c.tp, "pp": c.pp, "vpp": c.vpp, "cp": c.cp, "schedule": c.schedule,
+             "sequence_parallel": bool(c.p.get("sequence_parallel")), "recompute": c.rec, "zero_stage": c.zero, "fsdp": c.fsdp}
+
+
+def moe_parallel(c):
+    """Expert parallelism: the preset's or the row's."""
+    if c.moe_zoo and c.mb_moe:
+        c.par.update(ep=c.p["ep"], etp=1, zero_stage=1 if c.dp > 1 else 0)
+        if c.preset["ep_comm_overlap"]:
+            c.par["ep_comm_overlap"] = True
+        if c.preset.get("recompute_modules"):
+            c.par.update(recompute="selective", recompute_modules=c.preset["recompute_modules"])
+        elif "recompute_modules" in c.preset:
+            c.par["recompute"] = "none"
+    elif c.moe_zoo and c.am_moe:
+        c.par["ep"] = c.p["ep"]
+        if c.fsdp is None or c.fsdp.get("sharding") != "full":
+            return "NeMo AutoModel MoE row without FSDP2 sharding"
+        c.par["fsdp"] = dict(c.fsdp, reduce_dtype="fp32")
+        dense = 1 - c.moe_zoo["moe"]["experts"] * 3 * c.moe_zoo["hidden"] * c.moe_zoo["moe"]["expert_ffn_hidden"] / layer_params_of(c.moe_zoo)
+        c.ci["parallel.recompute/fsdp/ep, training.attention_kernel/optimizer_impl/loss_impl"] = c.am_moe % ("%.1f%%" % (100 * dense))
+    elif c.moe_zoo:
+        # Other sources: the row's expert parallelism; experts split like the dense layers (Megatron-Core's default
+        # expert_tensor_parallel_size = tp) unless the row's notes say otherwise.
+        c.par["ep"] = c.p.get("ep") or 1
+        if c.fsdp is not None or c.zero >= 2:
+            return ("mixture of experts with ZeRO-2/3 is not modelled, nor is FSDP with experts where the converter knows "
+                    "no plan for the source (FSDP over MoE converts from NeMo AutoModel's benchmark configs)")
+
+
+def parallel_options(c):
+    """What the plan adds: stage split, recompute layers, FSDP precision, overlaps."""
+    if c.preset and c.preset.get("parallel"):
+        c.par.update(c.preset["parallel"])
+    if c.stage_layers:
+        c.par["stage_layers"] = c.stage_layers
+    if c.rec_layers is not None:
+        c.par["recompute_num_layers"] = c.rec_layers
+    if c.conv.get("pure_mp_reduce_dtype") and c.fsdp is not None and "mixed_precision=PURE" in str(c.p.get("dtype")):
+        c.par["fsdp"] = dict(c.par["fsdp"], reduce_dtype=c.conv["pure_mp_reduce_dtype"])
+        c.ci["parallel.fsdp.reduce_dtype"] = c.conv["pure_mp_why"]
+    if c.p.get("sequence_parallel") is None and c.tp > 1 and c.conv.get("sequence_parallel"):
+        c.par["sequence_parallel"] = True
+        c.ci["parallel.sequence_parallel"] = c.conv["sp_why"]
+    elif c.p.get("sequence_parallel") is None and c.tp > 1:
+        c.ci["parallel.sequence_parallel"] = "false (not stated)"
+    if c.g3 and c.g3.get("tp_comm_overlap") is False and c.tp > 1:
+        c.ci["parallel.tp_comm_overlap"] = c.conv["tp_overlap_off_why"] % c.g3["file"]
+    elif (c.conv.get("tp_comm_overlap") or c.preset) and c.tp > 1 and (c.preset or {}).get("tp_comm_overlap", True):
+        c.par["tp_comm_overlap"] = True
+        if not c.preset:
+            c.ci["parallel.tp_comm_overlap"] = c.conv["tp_overlap_why"]
+    if c.schedule == "interleaved" and (c.gbs // (c.mb * c.dp)) % c.pp != 0:
+        return "interleaved schedule needs microbatches divisible by pp"
+
+
+def training_section(c):
+    """The scenario's training section: batch, dtype and what the row or its preset state."""
+    c.training = {"global_batch": c.gbs, "micro_batch": c.mb, "seq_len": c.m["seq_len"], "dtype": c.dtype, "optimizer": "adam",
+                  "flash_attention": bool(c.conv.get("flash", True))}
+    if c.conv.get("kernel_why_default_mp") and "DEFAULT" in str(c.p.get("dtype")):
+        c.ci["training.attention_kernel"] = c.conv["kernel_why_default_mp"]
+    if c.dtype == "fp8":
+        recipe = fp8_recipe_of(c.p.get("dtype"))
+        if recipe:
+            c.training["fp8_recipe"] = recipe
+        if recipe == "mxfp8" and not c.prof.startswith(("b200", "b300", "gb200", "gb300")):
+            return "MXFP8 on a GPU without block-scaled FP8 tensor cores (%s)" % c.prof
+    if c.conv.get("compiled_why") and "compile" in ((c.p.get("other") or "") + " " + (c.r.get("notes") or "")).lower():
+        c.training.update(norm_impl="fused", rope_impl="fused", loss_impl="fused")
+        c.ci["training.norm_impl/rope_impl/loss_impl"] = c.conv["compiled_why"]
+    if c.preset and c.preset.get("mtp_layers"):
+        c.training["mtp_layers"] = c.preset["mtp_layers"]
+    if c.preset and c.preset.get("loss_impl"):
+        c.training["loss_impl"] = c.preset["loss_impl"]
+    if c.bf16_optimizer and c.zero == 1:
+        c.par["zero_impl"] = "deepspeed-bf16"
+        c.ci["parallel.zero_impl"] = ("deepspeed-bf16: DeepSpeed's BF16 optimizer accumulates gradients in fp32, 'additional memory "
+                                      "usage is 4bytes x params and it's not sharded across gpus' (chronicles-prequel.md, "
+                                      "'Rebalancing layers', 02-28); its ZeRO-1 step reads fp32 partitions of that buffer")
+    if c.am_moe:
+        c.training.update(attention_kernel="cudnn", optimizer_impl="unfused", loss_impl="eager16")
+    if c.conv.get("grad_op_acc_why") and (c.fsdp or {}).get("sharding") == "grad_op":
+        c.training["grad_accumulation_fusion"] = True
+        c.ci["training.grad_accumulation_fusion"] = c.conv["grad_op_acc_why"]
+
+
+def cluster_section(c):
+    """The scenario's cluster, the scenario itself and its stack."""
+    c.cluster = {"gpu": c.prof, "nodes": c.gpus // c.gpn, "gpus_per_node": c.gpn}
+    net, why = network_of(c.h)
+    if net:
+        c.cluster["inter_node"] = net
+        c.ci["cluster.inter_node"] = why
+    elif c.prof in NVL72:
+        c.cluster["inter_node"] = {"nics_per_node": c.gpn}
+        if c.gpus > c.gpn:
+            c.ci["cluster.inter_node"] = "one NIC per GPU, the profile's line rate (NVL72 datasheet)"
+    elif c.gpus > c.gpn:
+        c.ci["cluster.inter_node"] = "the GPU profile's reference node network (DGX datasheet)"
+    c.scen = {"schema": "parasim.scenario/1", "name": c.r["id"], "model": c.model,
+              "cluster": c.cluster, "training": c.training, "parallel": c.par}
+    stack = stack_of(c.title, c.zero)
+    if stack:
+        use_stack(c.scen, stack)
+
+
+def measured_section(c):
+    """The measured figures the run is scored on."""
+    c.out_meas = {}
+    if "step_time_s" in c.meas:
+        c.out_meas["step_time_s"] = c.meas["step_time_s"]
+    if "tokens_per_s_per_gpu" in c.meas:
+        c.out_meas["tokens_per_s_per_gpu"] = c.meas["tokens_per_s_per_gpu"]
+    if "model_tflops_per_gpu" in c.meas:
+        c.out_meas["tflops_per_gpu"] = {"value": c.meas["model_tflops_per_gpu"], "flops": "model"}
+    elif "tflops_per_gpu" in c.meas:
+        c.out_meas["tflops_per_gpu"] = {"value": c.meas["tflops_per_gpu"], "flops": c.conv.get("flops", "model")}
+    elif "tflops_per_gpu_approx" in c.meas:
+        c.out_meas["tflops_per_gpu"] = {"value": c.meas["tflops_per_gpu_approx"], "flops": c.conv.get("flops", "model")}
+    if "mfu" in c.meas:
+        c.out_meas["mfu"] = c.meas["mfu"]
+    if "peak_mem_gib" in c.meas:
+        c.out_meas["peak_mem_gib"] = {"value": c.meas["peak_mem_gib"], "read": "framework"}
+    if c.meas.get("peak_mem_gb_nvidia_smi") is not None:  # some rows print "GB" without a figure
+        c.out_meas["peak_mem_gib"] = {"value": c.meas["peak_mem_gb_nvidia_smi"] * 1e9 / 2**30, "read": "nvidia-smi"}
+    if c.meas.get("oom"):
+        c.out_meas["oom"] = True
+    if not c.out_meas:
+        return "no comparable measured figure"
+
+
+def measured_run(c):
+    """The parasim.measured/1 file of a converted row."""
+    run = {"schema": "parasim.measured/1", "id": c.r["id"], "scenario": c.scen, "measured": c.out_meas,
+           "source": c.r["source"], "hardware_note": "; ".join(str(x) for x in (c.h.get("gpu"), c.h.get("system"), c.h.get("intra_node"), c.h.get("inter_node")) if x),
+           "confidence": (c.r.get("confidence") or "").split(" ")[0] or None, "family": family(c.tp, c.pp, c.cp, c.zero, c.fsdp, c.par.get("ep", 1)),
+           "inferred_fields": c.r.get("inferred_fields", {}), "conversion_inferred": c.ci}
+    if c.r.get("notes"):
+        run["notes"] = c.r["notes"]
+
+
+    return run
+
+
+# In order: each returns the reason a row is skipped, or None.
+STAGES = (presets_and_zoo,
+          fill_gaps,
+          gpu_of,
+          precision_and_recompute,
+          layout,
+          model_dims,
+          stage_split,
+          model_section,
+          parallel_section,
+          moe_parallel,
+          parallel_options,
+          training_section,
+          cluster_section,
+          measured_section)
 
 
 def convert(r):
     """-> (measured-run dict, None) or (None, reason)."""
-    m, h, p, meas = r["model"], r["hardware"], r["parallel"], r["measured"]
-    title = r["source"]["title"]
-    conv = conventions(title)
-    ci = {}  # conversion inferences
-    prec = (p.get("dtype") or "").upper()
-    preset = conv.get("presets", {}).get((m.get("name"), gpu_profile(h.get("gpu")), p.get("tp"), p.get("pp"), p.get("vpp"),
-                                          p.get("cp") or 1, prec))
-    moe_zoo, zoo_name = None, moe_zoo_name(m.get("name"))
-    mb_moe = title.startswith("NVIDIA Megatron-Bridge") and zoo_name in MB_MOE_MODELS
-    if title.startswith("NVIDIA NeMo AutoModel") and zoo_name in AM_MOE_UNMODELLED:
-        return None, AM_MOE_UNMODELLED[zoo_name]
-    am_moe = (AM_MOE.get(zoo_name) if title.startswith("NVIDIA NeMo AutoModel") and p.get("ep") not in (None, 1)
-              and (p.get("pp") or 1) == 1 else None)
-    if zoo_name and (mb_moe or am_moe or p.get("ep") in (None, 1)
-                     or not title.startswith(("NVIDIA Megatron-Bridge", "NVIDIA NeMo AutoModel"))):
-        moe_zoo = json.load(open(os.path.join(ROOT, "models", zoo_name + ".json")))
-        m = dict(m, **{k: moe_zoo[k] for k in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "activation")})
-        ci["model"] = "models/%s.json: %s" % (zoo_name, moe_zoo["source"])
-    if mb_moe and gpu_profile(h.get("gpu")):
-        preset = moe_preset(r["model"]["name"], gpu_profile(h.get("gpu")), p.get("tp") or 1, p.get("pp") or 1, p.get("vpp") or 1,
-                            p.get("ep") or 1, precision_class(p.get("dtype")), p.get("global_batch") or 0)
-        if preset is None:
-            return None, "expert parallelism (MoE): no Megatron-Bridge preset for this model on this GPU is known to the converter"
-        ci["parallel.etp/recompute/sequence_parallel/zero_stage/tp_comm_overlap/ep_comm_overlap, training.loss_impl"] = preset["why"]
-    if preset:
-        p = dict(p, recompute=p.get("recompute") or "none", sequence_parallel=p["tp"] > 1)
-        if not moe_zoo:
-            ci["parallel.recompute/sequence_parallel/tp_comm_overlap/zero_stage, training.make_vocab_size_divisible_by"] = preset["why"]
-    g3 = next((v for k, v in conv.get("gpt3", {}).items() if m.get("name", "").startswith(k)), None)
-    if g3:
-        dims = {k: g3[k] for k in ("layers", "hidden", "heads") if k in g3 and m.get(k) is None}
-        m = dict(m, vocab=m.get("vocab") or 50257, **dims)
-        p = dict(p, recompute=p.get("recompute") or g3["recompute"])
-        ci["model.vocab/parallel.recompute/model.dropout/model.position_embedding"] = conv["gpt3_why"] % (
-            g3["file"], "activations_checkpoint_granularity: " + ("selective" if g3["recompute"] == "selective" else "null"),
-            "; num_layers %d, hidden_size %d, num_attention_heads %d" % (dims["layers"], dims["hidden"], dims["heads"]) if dims else "")
-    if m.get("seq_len") is None and title.startswith(TITAN_DEC24) and m.get("name", "").startswith("Llama 3"):
-        m = dict(m, seq_len=8192)
-        ci["model.seq_len"] = ("8192: torchtitan's 64-A100 presets train_configs/llama3_8b.toml and llama3_70b.toml "
-                               "('this toml config is a preset for 64 A100 GPUs') set [training] seq_len = 8192")
-    missing = [k for k in ("layers", "hidden", "heads", "vocab", "seq_len") if m.get(k) is None]
-    missing += ["hardware." + k for k in ("gpus_total",) if h.get(k) is None]
-    if p.get("micro_batch") is None and conv.get("mb_per_replica") and p.get("global_batch") and p.get("dp"):
-        p = dict(p, micro_batch=p["global_batch"] // p["dp"])
-        ci["parallel.micro_batch"] = conv["mb_per_replica"]
-    missing += ["parallel." + k for k in ("tp", "pp", "micro_batch", "global_batch") if p.get(k) is None]
-    if p.get("ep") not in (None, 1) and not moe_zoo:
-        if zoo_name and title.startswith("NVIDIA NeMo AutoModel"):
-            if (p.get("pp") or 1) > 1:
-                return None, ("expert parallelism (MoE) with pipeline parallelism under FSDP2 (NeMo AutoModel's plan: "
-                              "torch.distributed.pipelining over FSDP2 + EP, DeepEP's inter-node dispatch) is not modelled")
-            return None, "expert parallelism (MoE) under FSDP2: no NeMo AutoModel benchmark config for this model is known to the converter"
-        return None, "expert parallelism (MoE): the model is not in the zoo (hybrid Mamba layers, DeepSeek-V4's architecture)"
-    prof = gpu_profile(h.get("gpu"))
-    dgx2 = "dgx-2" in (h.get("system") or "").lower() and "v100" in (h.get("gpu") or "").lower()
-    if prof is None and dgx2:
-        prof = "v100-sxm3-32g"
-        ci["cluster.gpu"] = "V100 32GB SXM3: the DGX-2 holds 16 Tesla V100 32GB (NVIDIA DGX-2 datasheet)"
-    if prof is None:
-        return None, "no calibration profile for GPU '%s'" % h.get("gpu")
-    if prof == "a100-sxm4-80g" and not re.search(r"80 ?gb", (h.get("gpu") or "").lower()) and dated_before_a100_80gb(title):
-        prof = "a100-sxm4-40g"
-        ci["cluster.gpu"] = ("A100 40GB: the row names an A100 without its memory and its source predates the 80GB part "
-                             "(NVIDIA announced the A100 80GB and the DGX A100 640GB on 2020-11-16, press release 'NVIDIA "
-                             "Doubles Down: Announces A100 80GB GPU'); the DGX A100 shipped before then held 8 A100 40GB")
-    dtype = dtype_of(p.get("dtype"))
-    if p.get("dtype") and dtype is None:
-        return None, "precision '%s' is not modelled" % p.get("dtype")
-    if dtype is None and title.startswith(PREQUEL):
-        # The prequel's 'Rebalancing layers' (02-28): "from now on the testing is happening with BF16
-        # optimizer ... this is compared to fp16 which grad accumulates in fp16".
-        early = int(r["id"].split("-")[2]) < 228
-        dtype = "fp16" if early else "bf16"
-        ci["parallel.dtype"] = ("fp16: the prequel's runs before 02-28 accumulated gradients in fp16 ('compared to fp16 which "
-                                "grad accumulates in fp16', 'Rebalancing layers')" if early else
-                                "bf16 with DeepSpeed's new BF16 optimizer ('from now on the testing is happening with BF16 "
-                                "optimizer', 'Rebalancing layers', 02-28)")
-    elif dtype is None and "dtype" in conv:
-        dtype = conv["dtype"]
-        ci["parallel.dtype"] = conv["dtype_why"]
-    rec = recompute_of(p.get("recompute"))
-    rec_layers = None
-    rlow = (p.get("recompute") or "").lower()
-    if title.startswith("torchtitan") and (rlow.startswith("selective op") or "per-op sac" in rlow):
-        rec = "selective_op"
-        ci["parallel.recompute"] = ("selective_op: torchtitan's op-level selective AC saves the outputs of matmuls, fused "
-                                    "attention and reduce-scatter 'except every second mm' and replays the rest "
-                                    "(torchtitan activation-checkpoint policy, _custom_policy / no_recompute_list)")
-    if (p.get("recompute") or "").lower() == "selective layer" and title.startswith("torchtitan") and m.get("layers"):
-        # torchtitan's layer-level selective AC checkpoints every selective_ac_option-th layer,
-        # default "2": half of the layers replay their forward, the rest keep their activations.
-        rec = "full"
-        rec_layers = (m["layers"] + 1) // 2
-        ci["parallel.recompute"] = ("full recompute of every 2nd layer (parallel.recompute_num_layers = %d): torchtitan's "
-                                    "'selective layer' AC with its default --activation_checkpoint.selective_ac_option \"2\" "
-                                    "('for every nth layer', torchtitan/config_manager.py)" % rec_layers)
-    if rec is None and am_moe:
-        rec = "full"
-    if rec is None and "recompute" in conv:
-        rec = conv["recompute"]
-        ci["parallel.recompute"] = conv["why"]
-    if rec == "unsupported":
-        return None, "recompute '%s' (torchtitan selective activation checkpointing) is not Megatron's selective recompute; not modelled" % p.get("recompute")
-    if rec is None:
-        missing.append("parallel.recompute")
-    if dtype is None:
-        missing.append("parallel.dtype")
-    if missing:
-        return None, "missing " + ", ".join(missing)
-    gpus = h["gpus_total"]
-    tp, pp = p["tp"], p["pp"]
-    cp = p.get("cp") or 1
-    dp = p.get("dp") or gpus // (tp * pp * cp)
-    if tp * pp * cp * dp != gpus:
-        return None, "tp*pp*cp*dp = %d != gpus %d" % (tp * pp * cp * dp, gpus)
-    mb, gbs = p["micro_batch"], p["global_batch"]
-    if gbs % (mb * dp) != 0:
-        return None, "global_batch %d not divisible by micro_batch*dp = %d (the source runs a ragged last microbatch)" % (gbs, mb * dp)
-    try:
-        zero, fsdp = sharding_of(p.get("zero_stage_or_fsdp"), gpus, tp, pp)
-    except ValueError as e:
-        return None, str(e)
-    if p.get("zero_stage_or_fsdp") is None and conv.get("zero_default") and dp > 1:
-        zero = conv["zero_default"]
-        ci["parallel.zero_stage"] = conv["zero_default_why"]
-    if preset and dp > 1 and zero == 0 and fsdp is None:
-        zero = 1  # the recipe's distributed optimizer
-    gpn = h.get("gpus_per_node")
-    if gpn is None and dgx2:
-        gpn = 16
-        ci["cluster.gpus_per_node"] = "16 GPUs per node (DGX-2: 16 V100 on NVSwitch)"
-    if gpn is None and prof in NVL72:
-        gpn = max(d for d in range(1, 73) if gpus % d == 0)
-        ci["cluster.gpus_per_node"] = NVL72_WHY % (gpn, gpus)
-    elif gpn is None:
-        gpn = 8
-        ci["cluster.gpus_per_node"] = "8 GPUs per node (DGX/HGX-class servers of the GPU named)"
-    if gpus % gpn != 0:
-        if gpus < gpn:
-            gpn = gpus
-        else:
-            return None, "gpus %d not a multiple of gpus_per_node %d" % (gpus, gpn)
-    act = (m.get("activation") or "").lower()
-    swiglu = "swiglu" in act
-    if not m.get("activation"):
-        ci["model.activation"] = "GeLU (GPT-style model; no activation stated)"
-    kv = m.get("kv_heads")
-    if kv is None:
-        kv = m["heads"]
-        ci["model.kv_heads"] = "multi-head attention (kv_heads = heads; GPT-style model)"
-    ffn = m.get("ffn_hidden")
-    if ffn is None:
-        ffn = 4 * m["hidden"]
-        ci["model.ffn_hidden"] = "4*hidden (GPT convention)"
-    layers = m["layers"]
-    vpp = p.get("vpp") or 1
-    stage_layers, bf16_optimizer = None, False
-    if title.startswith(PREQUEL) and pp > 1:
-        stage_layers, split_why, bf16_optimizer = bloom_prequel_setup(r, layers, pp)
-        if stage_layers:
-            ci["parallel.stage_layers"] = split_why
-    if preset and preset.get("account_split") and pp > 1:
-        # Megatron's account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split: the embedding and
-        # the loss each take a layer's slot, on the first and the last virtual stage.
-        if (layers + 2) % (pp * vpp) != 0:
-            return None, "layers + 2 (embedding and loss slots) not divisible by pp*vpp = %d" % (pp * vpp)
-        k = (layers + 2) // (pp * vpp)
-        stage_layers = [k - 1] + [k] * (pp * vpp - 2) + [k - 1]
-        if vpp == 1:
-            stage_layers = [k - 1] + [k] * (pp - 2) + [k - 1]
-        ci["parallel.stage_layers"] = ("the recipe's account_for_embedding_in_pipeline_split and "
-                                       "account_for_loss_in_pipeline_split: (%d layers + 2) / (pp %d x vp %d) = %d slots per "
-                                       "virtual stage, the first and the last one layer short" % (layers, pp, vpp, k))
-    if preset and preset.get("stage_layers"):
-        stage_layers = preset["stage_layers"]
-        ci["parallel.stage_layers"] = "the recipe's pipeline layout (see the preset above)"
-    if layers % (pp * vpp) != 0 and not stage_layers:
-        return None, "layers %d not divisible by pp*vpp = %d and no per-stage split given" % (layers, pp * vpp)
-    if m["heads"] % tp or (ffn % tp and not moe_zoo) or (kv % tp and tp % kv):
-        return None, "heads/ffn not divisible by tp"
-    model = {"name": m["name"], "layers": layers, "hidden": m["hidden"], "heads": m["heads"], "kv_heads": kv,
-             "ffn_hidden": ffn, "vocab": m["vocab"], "activation": "swiglu" if swiglu else "gelu",
-             "tied_embeddings": not swiglu, "position_embedding": "rope", "norm": "rmsnorm" if swiglu else "layernorm",
-             "bias": not swiglu, "dropout": bool(conv.get("dropout", False))}
-    if moe_zoo:
-        model = {k: v for k, v in moe_zoo.items() if k not in ("schema", "published_params", "published_params_rounding", "source")}
-        model["name"] = m["name"]
-    elif g3:
-        model.update(dropout=True, position_embedding="learned", max_positions=2048)
-    elif conv.get("position_embedding") == "learned":
-        model["position_embedding"] = "learned"
-        model["max_positions"] = conv.get("max_positions", m["seq_len"])
-        ci["model.position_embedding"] = conv["pos_why"]
-    elif conv.get("position_embedding") == "alibi" and not swiglu:
-        model["position_embedding"] = "alibi"
-        ci["model.position_embedding"] = conv["pos_why"]
-    else:
-        ci["model.position_embedding"] = "rope/alibi-like (no position parameters counted)"
-    if pp > 1:
-        schedule = "interleaved" if vpp > 1 else "1f1b"
-        if p.get("pp_schedule") is None:
-            ci["parallel.schedule"] = schedule + " (the framework's default pipeline schedule)"
-    else:
-        schedule = "ddp"
-    par = {"dp": dp, "tp": tp, "pp": pp, "vpp": vpp, "cp": cp, "schedule": schedule,
-           "sequence_parallel": bool(p.get("sequence_parallel")), "recompute": rec, "zero_stage": zero, "fsdp": fsdp}
-    if moe_zoo and mb_moe:
-        par.update(ep=p["ep"], etp=1, zero_stage=1 if dp > 1 else 0)
-        if preset["ep_comm_overlap"]:
-            par["ep_comm_overlap"] = True
-        if preset.get("recompute_modules"):
-            par.update(recompute="selective", recompute_modules=preset["recompute_modules"])
-        elif "recompute_modules" in preset:
-            par["recompute"] = "none"
-    elif moe_zoo and am_moe:
-        par["ep"] = p["ep"]
-        if fsdp is None or fsdp.get("sharding") != "full":
-            return None, "NeMo AutoModel MoE row without FSDP2 sharding"
-        par["fsdp"] = dict(fsdp, reduce_dtype="fp32")
-        dense = 1 - moe_zoo["moe"]["experts"] * 3 * moe_zoo["hidden"] * moe_zoo["moe"]["expert_ffn_hidden"] / layer_params_of(moe_zoo)
-        ci["parallel.recompute/fsdp/ep, training.attention_kernel/optimizer_impl/loss_impl"] = am_moe % ("%.1f%%" % (100 * dense))
-    elif moe_zoo:
-        # Other sources: the row's expert parallelism; experts split like the dense layers (Megatron-Core's default
-        # expert_tensor_parallel_size = tp) unless the row's notes say otherwise.
-        par["ep"] = p.get("ep") or 1
-        if fsdp is not None or zero >= 2:
-            return None, ("mixture of experts with ZeRO-2/3 is not modelled, nor is FSDP with experts where the converter knows "
-                          "no plan for the source (FSDP over MoE converts from NeMo AutoModel's benchmark configs)")
-    if preset and preset.get("parallel"):
-        par.update(preset["parallel"])
-    if stage_layers:
-        par["stage_layers"] = stage_layers
-    if rec_layers is not None:
-        par["recompute_num_layers"] = rec_layers
-    if conv.get("overlap_grad_reduce") is False and dp > 1 and zero == 0 and fsdp is None:
-        par["overlap_grad_reduce"] = False
-        ci["parallel.overlap_grad_reduce"] = conv["overlap_why"]
-    if conv.get("fsdp_reduce_dtype") and fsdp is not None:
-        par["fsdp"] = dict(par["fsdp"], reduce_dtype=conv["fsdp_reduce_dtype"])
-        ci["parallel.fsdp.reduce_dtype"] = conv["reduce_why"]
-    if conv.get("default_mp_reduce_dtype") and fsdp is not None and "mixed_precision=DEFAULT" in str(p.get("dtype")):
-        par["fsdp"] = dict(par["fsdp"], reduce_dtype=conv["default_mp_reduce_dtype"])
-        ci["parallel.fsdp.reduce_dtype"] = conv["default_mp_why"]
-    if conv.get("fsdp_version") and fsdp is not None:
-        par["fsdp"] = dict(par["fsdp"], version=conv["fsdp_version"])
-        ci["parallel.fsdp.version"] = conv["fsdp_version_why"]
-    if conv.get("fsdp_backward_prefetch") and fsdp is not None:
-        par["fsdp"] = dict(par["fsdp"], backward_prefetch=conv["fsdp_backward_prefetch"])
-        ci["parallel.fsdp.backward_prefetch"] = conv["backward_prefetch_why"]
-    if conv.get("zero3_impl") and zero == 3 and fsdp is None:
-        par["zero_impl"] = conv["zero3_impl"]
-        ci["parallel.zero_impl"] = conv["zero3_impl_why"]
-    if conv.get("pipeline_impl") and pp > 1:
-        par["pipeline_impl"] = conv["pipeline_impl"]
-        ci["parallel.pipeline_impl"] = conv["pipeline_why"]
-        if conv["pipeline_impl"] == "deepspeed" and dp > 1:
-            ci["parallel.pipeline_impl"] += "; " + DS_PIPE_REDUCE_WHY
-    if conv.get("zero_impl") and zero in (1, 2) and not bf16_optimizer:
-        par["zero_impl"] = conv["zero_impl"]
-        ci["parallel.zero_impl"] = conv["zero_impl_why"]
-    if p.get("sequence_parallel") is None and tp > 1 and conv.get("sequence_parallel"):
-        par["sequence_parallel"] = True
-        ci["parallel.sequence_parallel"] = conv["sp_why"]
-    elif p.get("sequence_parallel") is None and tp > 1:
-        ci["parallel.sequence_parallel"] = "false (not stated)"
-    if conv.get("p2p_overlap_vpp") and pp > 1 and vpp > 1:
-        par["p2p_sync"] = False
-        ci["parallel.p2p_sync"] = conv["p2p_why"]
-    if g3 and g3.get("tp_comm_overlap") is False and tp > 1:
-        ci["parallel.tp_comm_overlap"] = conv["tp_overlap_off_why"] % g3["file"]
-    elif (conv.get("tp_comm_overlap") or preset) and tp > 1 and (preset or {}).get("tp_comm_overlap", True):
-        par["tp_comm_overlap"] = True
-        if not preset:
-            ci["parallel.tp_comm_overlap"] = conv["tp_overlap_why"]
-    if schedule == "interleaved" and (gbs // (mb * dp)) % pp != 0:
-        return None, "interleaved schedule needs microbatches divisible by pp"
-    training = {"global_batch": gbs, "micro_batch": mb, "seq_len": m["seq_len"], "dtype": dtype, "optimizer": "adam",
-                "flash_attention": bool(conv.get("flash", True))}
-    if conv.get("attention_kernel"):
-        training["attention_kernel"] = conv["attention_kernel"]
-        ci["training.attention_kernel"] = conv["kernel_why"]
-        if conv.get("kernel_why_default_mp") and "DEFAULT" in str(p.get("dtype")):
-            ci["training.attention_kernel"] = conv["kernel_why_default_mp"]
-    elif conv.get("hopper_attention_kernel") and prof.startswith(("h100", "h200")):
-        training["attention_kernel"] = conv["hopper_attention_kernel"]
-        ci["training.attention_kernel"] = conv["hopper_kernel_why"]
-    elif conv.get("blackwell_attention_kernel") and prof.startswith(("b200", "b300", "gb200", "gb300")):
-        training["attention_kernel"] = conv["blackwell_attention_kernel"]
-        ci["training.attention_kernel"] = conv["blackwell_kernel_why"]
-    if dtype == "fp8":
-        recipe = fp8_recipe_of(p.get("dtype")) or conv.get("fp8_recipe")
-        if recipe:
-            training["fp8_recipe"] = recipe
-            if not fp8_recipe_of(p.get("dtype")):
-                ci["training.fp8_recipe"] = conv["fp8_recipe_why"]
-        if recipe == "mxfp8" and not prof.startswith(("b200", "b300", "gb200", "gb300")):
-            return None, "MXFP8 on a GPU without block-scaled FP8 tensor cores (%s)" % prof
-    compiled = "compile" in ((p.get("other") or "") + " " + (r.get("notes") or "")).lower()
-    if conv.get("eager_llama") and not compiled:
-        if model.get("norm") == "rmsnorm":
-            training["norm_impl"] = "eager"
-            ci["training.norm_impl"] = conv["eager_why"]
-        if model.get("position_embedding") == "rope":
-            training["rope_impl"] = "eager"
-            ci["training.rope_impl"] = conv["eager_why"]
-    if conv.get("norm_impl") and "norm_impl" not in training and not compiled:
-        training["norm_impl"] = conv["norm_impl"]
-        ci["training.norm_impl"] = conv["norm_why"]
-    loss = conv.get("loss_impl_compiled") if compiled and conv.get("loss_impl_compiled") else conv.get("loss_impl")
-    if preset and preset.get("mtp_layers"):
-        training["mtp_layers"] = preset["mtp_layers"]
-    if preset and preset.get("loss_impl"):
-        training["loss_impl"] = preset["loss_impl"]
-    elif loss:
-        training["loss_impl"] = loss
-        ci["training.loss_impl"] = conv["loss_why"]
-    elif preset and conv.get("preset_loss"):
-        training["loss_impl"] = conv["preset_loss"]
-        ci["training.loss_impl"] = conv["preset_loss_why"]
-    if conv.get("optimizer_impl"):
-        training["optimizer_impl"] = conv["optimizer_impl"]
-        ci["training.optimizer_impl"] = conv["optimizer_why"]
-    if conv.get("train_metrics"):
-        training["train_metrics"] = conv["train_metrics"]
-        ci["training.train_metrics"] = conv["train_metrics_why"]
-    if conv.get("megatron_vocab"):
-        training["make_vocab_size_divisible_by"] = 128
-        ci["training.make_vocab_size_divisible_by"] = MEGATRON_VOCAB_WHY % conv["megatron_vocab"]
-    elif preset:
-        training["make_vocab_size_divisible_by"] = 128
-    if conv.get("grad_acc_unfused"):
-        training["grad_accumulation_fusion"] = False
-        ci["training.grad_accumulation_fusion"] = conv["grad_acc_unfused"]
-    if bf16_optimizer and zero == 1:
-        par["zero_impl"] = "deepspeed-bf16"
-        ci["parallel.zero_impl"] = ("deepspeed-bf16: DeepSpeed's BF16 optimizer accumulates gradients in fp32, 'additional memory "
-                                    "usage is 4bytes x params and it's not sharded across gpus' (chronicles-prequel.md, "
-                                    "'Rebalancing layers', 02-28); its ZeRO-1 step reads fp32 partitions of that buffer")
-    if am_moe:
-        training.update(attention_kernel="cudnn", optimizer_impl="unfused", loss_impl="eager16")
-        for k in ("training.attention_kernel", "training.optimizer_impl", "training.loss_impl"):
-            ci.pop(k, None)
-    cluster = {"gpu": prof, "nodes": gpus // gpn, "gpus_per_node": gpn}
-    net, why = network_of(h)
-    if net:
-        cluster["inter_node"] = net
-        ci["cluster.inter_node"] = why
-    elif prof in NVL72:
-        cluster["inter_node"] = {"nics_per_node": gpn}
-        if gpus > gpn:
-            ci["cluster.inter_node"] = "one NIC per GPU, the profile's line rate (NVL72 datasheet)"
-    elif gpus > gpn:
-        ci["cluster.inter_node"] = "the GPU profile's reference node network (DGX datasheet)"
-    scen = {"schema": "parasim.scenario/1", "name": r["id"], "model": model,
-            "cluster": cluster, "training": training, "parallel": par}
-    stack = stack_of(title, zero)
-    if stack:
-        use_stack(scen, stack, ci)
-    out_meas = {}
-    if "step_time_s" in meas:
-        out_meas["step_time_s"] = meas["step_time_s"]
-    if "tokens_per_s_per_gpu" in meas:
-        out_meas["tokens_per_s_per_gpu"] = meas["tokens_per_s_per_gpu"]
-    if "model_tflops_per_gpu" in meas:
-        out_meas["tflops_per_gpu"] = {"value": meas["model_tflops_per_gpu"], "flops": "model"}
-    elif "tflops_per_gpu" in meas:
-        out_meas["tflops_per_gpu"] = {"value": meas["tflops_per_gpu"], "flops": conv.get("flops", "model")}
-    elif "tflops_per_gpu_approx" in meas:
-        out_meas["tflops_per_gpu"] = {"value": meas["tflops_per_gpu_approx"], "flops": conv.get("flops", "model")}
-    if "mfu" in meas:
-        out_meas["mfu"] = meas["mfu"]
-    if "peak_mem_gib" in meas:
-        out_meas["peak_mem_gib"] = {"value": meas["peak_mem_gib"], "read": "framework"}
-    if meas.get("peak_mem_gb_nvidia_smi") is not None:  # some rows print "GB" without a figure
-        out_meas["peak_mem_gib"] = {"value": meas["peak_mem_gb_nvidia_smi"] * 1e9 / 2**30, "read": "nvidia-smi"}
-    if meas.get("oom"):
-        out_meas["oom"] = True
-    if not out_meas:
-        return None, "no comparable measured figure"
-    run = {"schema": "parasim.measured/1", "id": r["id"], "scenario": scen, "measured": out_meas,
-           "source": r["source"], "hardware_note": "; ".join(str(x) for x in (h.get("gpu"), h.get("system"), h.get("intra_node"), h.get("inter_node")) if x),
-           "confidence": (r.get("confidence") or "").split(" ")[0] or None, "family": family(tp, pp, cp, zero, fsdp, par.get("ep", 1)),
-           "inferred_fields": r.get("inferred_fields", {}), "conversion_inferred": ci}
-    if r.get("notes"):
-        run["notes"] = r["notes"]
-    return run, None
+    c = Row(r)
+    for stage in STAGES:
+        why = stage(c)
+        if why:
+            return None, why
+    return measured_run(c), None
+
 
 
 def main():
