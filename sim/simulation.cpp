@@ -7,6 +7,7 @@
 #include <set>
 #include <string_view>
 
+#include "sim/host_launch.h"
 #include "sim/network/flow_network.h"
 #include "sim/parallel/emitter.h"
 #include "sim/parallel/placement.h"
@@ -57,6 +58,8 @@ Program lower_step(const Scenario& s, const Registries& reg, const LoweringInput
                    bool memory_curve = true) {
   try {
     Program p = lower(reg.schedules, in);
+    if (s.training.host_launch_us > 0)
+      add_host_issue(p, host_launch_model(p, in.layers, seconds_to_time(s.training.host_launch_us * 1e-6), graphed_modules(s.training.cuda_graph_scope)));
     if (run) {
       EngineOptions eo;
       eo.overlap_compute_slowdown = s.profile.overlap_compute_slowdown.value;
