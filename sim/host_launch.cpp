@@ -73,6 +73,14 @@ std::int64_t label_launches(const std::string& label, const LayerGraph& g, const
 
 }  // namespace
 
+std::vector<double> host_issue_s(const Program& p, const HostLaunch& h) {
+  std::vector<double> s(p.ranks.size(), 0.0);
+  for (const Op& op : p.ops)
+    s[static_cast<size_t>(op.rank)] += static_cast<double>(h.launches[static_cast<size_t>(op.label)] * h.per_launch);
+  for (double& x : s) x /= static_cast<double>(kPicosPerSecond);
+  return s;
+}
+
 std::vector<LayerModule> graphed_modules(const std::vector<std::string>& scopes) {
   std::vector<LayerModule> m;
   for (const std::string& s : scopes) {

@@ -42,6 +42,9 @@ std::int64_t block_launches(const Block& b, const std::vector<LayerModule>& grap
 // dispatcher with expert parallelism copies the token counts to the host and waits for them
 // before the all-to-all: megatron/core/transformer/moe/token_dispatcher.py, cuda_sync_point
 // "before_ep_alltoall").
+// Each rank's host time to issue its kernels (seconds): launches x per_launch over its ops.
+std::vector<double> host_issue_s(const Program& p, const HostLaunch& h);
+
 // The layer modules Megatron-Core's CUDA-graph scopes capture (TransformerLayer with
 // cuda_graph_impl "transformer_engine"): "attn" the attention submodule, "moe_router" the router;
 // "moe_preprocess" the dispatcher's routing-map preprocessing, which has no kernel priced apart.

@@ -57,11 +57,11 @@ TEST(HostLaunch, SyncPointExposesTheLaunchAfterIt) {
   Program p = chain(100, 100.0, 50);
   add_host_issue(p, launches(1, 5.0, true));
   EXPECT_NEAR(makespan_us(p), 10.0 + 100 * 100.0, 1e-6);
-  // After a sync the host is behind a short-kernel GPU again: ops 50..99 of 1 launch of 50 us each
-  // against 1 us kernels end at 50 x 50 us after op 49's end.
+  // Launches of 50 us against 1 us kernels: op 49 ends at 50 x 50 + 1 us; after the sync the host
+  // starts over from there, and op 99 ends 50 x 50 + 1 us later.
   Program q = chain(100, 1.0, 50);
   add_host_issue(q, launches(1, 50.0, true));
-  EXPECT_NEAR(makespan_us(q), 50 * 50.0 + 50 * 50.0, 1e-6);
+  EXPECT_NEAR(makespan_us(q), 2 * (50 * 50.0 + 1), 1e-6);
 }
 
 // An op on another stream after a sync point waits for the gate's end even without a dependency
