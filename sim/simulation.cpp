@@ -7,6 +7,7 @@
 #include <set>
 #include <string_view>
 
+#include "sim/host_launch.h"
 #include "sim/network/flow_network.h"
 #include "sim/parallel/emitter.h"
 #include "sim/parallel/placement.h"
@@ -58,6 +59,8 @@ Program lower_step(const Scenario& s, const Registries& reg, const LoweringInput
                    bool memory_curve = true) {
   try {
     Program p = lower(reg.schedules, in);
+    if (s.training.host_launch_us > 0)
+      add_host_issue(p, host_launch_model(p, in.layers, seconds_to_time(s.training.host_launch_us * 1e-6), graphed_modules(s.training.cuda_graph_scope)));
     if (run) {
       EngineOptions eo;
       eo.overlap_compute_slowdown = s.profile.overlap_compute_slowdown.value;
@@ -84,6 +87,21 @@ std::vector<double> compute_work_s(const Program& p) {
       work[static_cast<size_t>(op.rank)] += static_cast<double>(op.collective < 0 ? op.duration : shortest[static_cast<size_t>(op.collective)]);
   for (double& w : work) w /= static_cast<double>(kPicosPerSecond);
   return work;
+}
+
+// How close the host thread that launches the kernels comes to the GPU: the rank whose host issue
+// time is the largest share of its compute-stream work (a share near or above 1: launch-bound).
+std::string host_launch_note(const Scenario& sc, const Program& p, const ModelGraph& layers) {
+  const HostLaunch h = host_launch_model(p, layers, seconds_to_time(sc.training.host_launch_us * 1e-6), graphed_modules(sc.training.cuda_graph_scope));
+  const std::vector<double> host = host_issue_s(p, h), gpu = compute_work_s(p);
+  size_t worst = 0;
+  for (size_t r = 0; r < host.size(); ++r)
+    if (host[r] * gpu[worst] > host[worst] * gpu[r]) worst = r;
+  if (host.empty() || gpu[worst] <= 0) return "";
+  const double share = host[worst] / gpu[worst];
+  return fmt::format("host launch path ({} us per kernel launch{}): rank {}'s host spends {:.0f} % of its GPU work time issuing its "
+                     "kernels{}", sc.training.host_launch_us, sc.training.cuda_graph_scope.empty() ? "" : ", CUDA graphs over part of each layer",
+                     worst, 100 * share, share >= 1 ? ": launch-bound, the GPU waits on the host" : "; the GPU waits on it only after sync points");
 }
 
 // Lowers, runs and measures the scenario `s` (sc with another microbatch count, when folding); the
@@ -146,11 +164,13 @@ std::vector<NamedChoice> named_choices(const Registries& reg) {
 SimulationOutput simulate(const Scenario& sc, const Registries& reg, const NetworkModel* network, Detail detail) {
   SimulationOutput out;
   std::int64_t lookups = -1, fallbacks = 0;  // the GEMM shapes one lowering priced (a folded step lowers three times)
+  std::string host_note;
   double pace = 1.0;
   with_pricing(sc, network, [&](const ModelGraph& layers, const CostModel& cost, const NetworkModel& net) {
     pace = cost.pace();
     const auto step = [&](const Scenario& s, SimulationOutput& o) {
       simulate_step(s, reg, layers.kinds.front(), layers, cost, net, detail, o);
+      if (s.training.host_launch_us > 0) host_note = host_launch_note(s, o.program, layers);
       if (detail == Detail::Partition) o.partition = partition_time(o.program, o.timeline, o.result);
       if (lookups < 0) lookups = cost.lookups(), fallbacks = cost.fallbacks();
     };
@@ -158,6 +178,7 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
     if (detail == Detail::Timeline || !simulate_folded(sc, reg.schedules, step, out)) step(sc, out);
   });
   auto& w = out.result.warnings;
+  if (!host_note.empty()) w.push_back(host_note);
   if (out.fold.folded())
     w.push_back(fmt::format("steady state: of the {} microbatches per pipeline, {}, {} and {} were simulated; every figure of the "
                             "three lies on one line (to 1e-9) and was extended to {} (sim/steady_state.h)",

@@ -78,6 +78,10 @@ class Run {
     slowed_last_.assign(nr, 0);
     slowed_rate_.assign(nr, 0);
     dirty_.assign(nr, 0);
+    if (!p.host.empty()) {
+      if (p.host.size() != n) throw std::logic_error("host issue times not one per op");
+      host_wait_.assign(n, 0);
+    }
     for (size_t r = 0; r < nr; ++r)
       for (int c = 0; c < kMemCats; ++c)
         if (p.ranks[r].static_mem[static_cast<size_t>(c)] != 0)
@@ -92,7 +96,12 @@ class Run {
       heap_.pop();
       if (e.version != version_[static_cast<size_t>(e.op)]) continue;  // rescheduled
       now_ = e.t;
-      finish(e.op);
+      if (!host_wait_.empty() && host_wait_[static_cast<size_t>(e.op)] == 1) {  // the host has issued it
+        host_wait_[static_cast<size_t>(e.op)] = 2;
+        try_start(hot_[static_cast<size_t>(e.op)].queue);
+      } else {
+        finish(e.op);
+      }
       retime_dirty();
     }
     for (size_t i = 0; i < p_.ops.size(); ++i) {
@@ -242,16 +251,41 @@ class Run {
     if (busy_[q] || head_[q] >= queue_begin_[q + 1]) return;
     const OpId id = queue_ops_[static_cast<size_t>(head_[q])];
     if (remaining_[static_cast<size_t>(id)] > 0) return;
+    if (!host_wait_.empty() && !host_issued(id)) return;
     busy_[q] = 1;
     const HotOp& op = hot_[static_cast<size_t>(id)];
     if (op.flags & kCommStream) mark_dirty(op.rank);
     if (op.collective < 0) {
-      schedule(id, op.duration);
+      schedule(id, host_wait_.empty() ? op.duration : std::max(op.duration, host_base(id) + p_.host[static_cast<size_t>(id)].last - now_));
       return;
     }
     const auto& members = p_.collectives[static_cast<size_t>(op.collective)];
     if (++arrived_[static_cast<size_t>(op.collective)] < members.size()) return;  // wait for the group
     for (OpId m : members) schedule(m, op.duration);
+  }
+
+  // The host thread's issue times (Program::host): measured from the end of the op's gate, which
+  // has ended (the lowering makes it a dependency, or it is earlier on the op's own stream).
+  Time host_base(OpId id) const {
+    const OpId g = p_.host[static_cast<size_t>(id)].gate;
+    if (g < 0) return 0;
+    if (tl_.end[static_cast<size_t>(g)] < 0) throw std::logic_error("host issue gated on an op that has not ended");
+    return tl_.end[static_cast<size_t>(g)];
+  }
+  // Whether the op's first kernel has been issued by now; if not, a wake-up at its issue time.
+  bool host_issued(OpId id) {
+    char& w = host_wait_[static_cast<size_t>(id)];
+    if (w == 2) return true;
+    const Time at = host_base(id) + p_.host[static_cast<size_t>(id)].first;
+    if (at <= now_) {
+      w = 2;
+      return true;
+    }
+    if (w == 0) {
+      w = 1;
+      heap_.push({at, seq_++, id, version_[static_cast<size_t>(id)]});
+    }
+    return false;
   }
 
   void finish(OpId id) {
@@ -301,6 +335,7 @@ class Run {
   std::vector<char> slowed_rate_;
   std::vector<char> dirty_;
   std::vector<std::int32_t> dirty_list_;
+  std::vector<char> host_wait_;  // per op, with Program::host: 0 not checked, 1 waiting on the host, 2 issued
   std::priority_queue<Event, std::vector<Event>, Later> heap_;
   std::int64_t seq_ = 0;
   Time now_ = 0;

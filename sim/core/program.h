@@ -74,11 +74,22 @@ struct SimRank {
   std::array<Bytes, kMemCats> static_mem{};  // allocated at t = 0 and held all step
 };
 
+// The host thread that launches a rank's kernels (sim/host_launch.h): the op's first kernel is
+// issued `first` after the end of op `gate` (the rank's last host synchronisation before it; -1:
+// the step's start) and its last kernel `last` after it. The op starts no earlier than its first
+// kernel's issue and ends no earlier than its last's.
+struct HostIssue {
+  OpId gate = -1;
+  Time first = 0;
+  Time last = 0;
+};
+
 struct Program {
   std::vector<SimRank> ranks;
   std::vector<Op> ops;
   std::vector<std::vector<OpId>> collectives;  // members of each rendezvous
   std::vector<std::string> labels;
+  std::vector<HostIssue> host;  // one per op when the host launch path is modelled, else empty
 
   OpId add(Op op) {
     ops.push_back(std::move(op));

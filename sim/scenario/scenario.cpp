@@ -108,6 +108,8 @@ TrainingSpec parse_training(const JsonObject& o) {
   t.optimizer_impl = o.choice("optimizer_impl", {"fused", "unfused"}, "fused");
   if (o.has("train_metrics")) t.train_metrics = o.choice_list("train_metrics", train_metric_names());
   t.mtp_layers = o.integer("mtp_layers", 0, 16, 0);
+  t.host_launch_us = o.number("host_launch_us", 0, 1e4, 0);
+  if (o.has("cuda_graph_scope")) t.cuda_graph_scope = o.choice_list("cuda_graph_scope", {"attn", "moe_router", "moe_preprocess"});
   t.make_vocab_size_divisible_by = o.integer("make_vocab_size_divisible_by", 1, 1 << 20, 1);
   t.fp8_recipe = o.choice("fp8_recipe", {"delayed", "current", "mxfp8", "nvfp4"}, "delayed");
   if (t.dtype != "fp8" && o.has("fp8_recipe"))
@@ -591,6 +593,8 @@ Json Scenario::resolved() const {
   if (training.dtype == "fp8") j["training"]["fp8_recipe"] = training.fp8_recipe;
   if (training.mtp_layers > 0) j["training"]["mtp_layers"] = training.mtp_layers;
   if (!training.train_metrics.empty()) j["training"]["train_metrics"] = training.train_metrics;
+  if (training.host_launch_us > 0) j["training"]["host_launch_us"] = training.host_launch_us;
+  if (!training.cuda_graph_scope.empty()) j["training"]["cuda_graph_scope"] = training.cuda_graph_scope;
   Json pj = {{"dp", parallel.dp}, {"tp", parallel.tp}, {"pp", parallel.pp}, {"vpp", parallel.vpp}, {"cp", parallel.cp},
              {"cp_impl", parallel.cp_impl}, {"ep", parallel.ep}, {"etp", parallel.expert_tp()},
              {"schedule", parallel.schedule}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", name_of(parallel.recompute)},

@@ -110,6 +110,12 @@ struct TrainingSpec {
   // concatenation (2 hidden -> hidden), runs one more transformer layer of the model's last layer's
   // kind and predicts through the shared output layer with its own loss.
   std::int64_t mtp_layers = 0;
+  // The host thread that launches the kernels (sim/host_launch.h): its time per kernel launch in
+  // microseconds (0: not modelled, the GPU never waits on the host), and the parts of a layer the
+  // framework runs as CUDA graphs (Megatron-Core's cuda_graph_scope with cuda_graph_impl
+  // "transformer_engine": "attn", "moe_router", "moe_preprocess"), each issued by one launch.
+  double host_launch_us = 0;
+  std::vector<std::string> cuda_graph_scope;
   // Megatron-LM pads the vocabulary of its embedding and output layers to a multiple of this
   // times tp (--make-vocab-size-divisible-by, default 128 there; _vocab_size_with_padding), so
   // each tensor-parallel shard of the logits has an aligned width. 1 (the default here) keeps

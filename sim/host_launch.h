@@ -1,0 +1,55 @@
+// The host thread that launches a rank's kernels. A framework in eager mode (PyTorch, and
+// Megatron-Core and Transformer Engine on it) issues every kernel from one CPU thread, in program
+// order, each costing the host a launch time; the GPU runs them asynchronously, so the host runs
+// ahead of it except where it waits for the GPU (a device-to-host copy it needs, such as an MoE
+// dispatcher's token counts). A kernel cannot start before the host has issued it: when kernels
+// are shorter than their launches, the step is bound by the host, not the GPU. Kernels inside a
+// CUDA graph are issued by one graph launch.
+//
+// add_host_issue() fills Program::host from the lowered program in emission order (which is the
+// host's order on each rank); the engine applies it (sim/core/engine.cpp).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/layer_graph.h"
+#include "sim/core/program.h"
+
+namespace parasim {
+
+struct HostLaunch {
+  Time per_launch = 0;  // host time to issue one kernel
+  // Per label index (Program::labels): the kernels an op of that label launches, and whether the
+  // host waits, before issuing the op, for the GPU to finish the rank's previous op (a sync point).
+  std::vector<std::int64_t> launches;
+  std::vector<char> sync_before;
+};
+
+// Program::host for every op: on each rank, the host issues the ops' kernels one after another from
+// the step's start, or from the end of the op before a sync point. An op whose gate is on another
+// stream gets the gate as a dependency, so that its end is known when the op is ready.
+void add_host_issue(Program& p, const HostLaunch& h);
+
+// Kernels the host launches for one block: one per kernel, an expert GEMM once per local expert
+// (Transformer Engine's GroupedLinear issues one cuBLAS GEMM per expert on Hopper), and the kernels
+// of a CUDA-graphed part (consecutive kernels of the `graphed` modules) as one graph launch.
+std::int64_t block_launches(const Block& b, const std::vector<LayerModule>& graphed);
+
+// The host model of a lowered program: `per_launch` per kernel, each label's kernels from the
+// model's blocks (the largest over the layer kinds), a communication or other op one launch, and
+// a sync point before each MoE layer's forward all-to-all (Megatron-Core's dropless token
+// dispatcher with expert parallelism copies the token counts to the host and waits for them
+// before the all-to-all: megatron/core/transformer/moe/token_dispatcher.py, cuda_sync_point
+// "before_ep_alltoall").
+// Each rank's host time to issue its kernels (seconds): launches x per_launch over its ops.
+std::vector<double> host_issue_s(const Program& p, const HostLaunch& h);
+
+// The layer modules Megatron-Core's CUDA-graph scopes capture (TransformerLayer with
+// cuda_graph_impl "transformer_engine"): "attn" the attention submodule, "moe_router" the router;
+// "moe_preprocess" the dispatcher's routing-map preprocessing, which has no kernel priced apart.
+std::vector<LayerModule> graphed_modules(const std::vector<std::string>& scopes);
+
+HostLaunch host_launch_model(const Program& p, const ModelGraph& g, Time per_launch, const std::vector<LayerModule>& graphed);
+
+}  // namespace parasim
