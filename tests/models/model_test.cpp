@@ -311,7 +311,7 @@ TEST(LayerGraph, EagerDropoutAddWritesTheDroppedBranch) {
   EXPECT_EQ(b.attn_fwd.kernels.size(), a.attn_fwd.kernels.size() + 1);
   EXPECT_DOUBLE_EQ(block_bytes(b.attn_bwd), block_bytes(a.attn_bwd));
   EXPECT_DOUBLE_EQ(block_bytes(b.mlp_bwd), block_bytes(a.mlp_bwd));
-  EXPECT_DOUBLE_EQ(activation_bytes(m, eager, "none").layer_stored, activation_bytes(m, fused, "none").layer_stored);
+  EXPECT_DOUBLE_EQ(activation_bytes(m, eager, Recompute::None).layer_stored, activation_bytes(m, fused, Recompute::None).layer_stored);
   m.dropout = false;
   EXPECT_DOUBLE_EQ(block_bytes(build_layer_graph(m, eager).attn_fwd), block_bytes(build_layer_graph(m, fused).attn_fwd));
 }
