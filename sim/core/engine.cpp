@@ -30,6 +30,9 @@ struct HotOp {
   std::int8_t shared_link = -1;
   std::uint8_t flags = 0;
 };
+// Where an op stands with its rank's host thread (Program::host): not yet asked, a wake-up pending
+// at its issue time, issued.
+enum HostState : char { kHostUnchecked = 0, kHostWaiting = 1, kHostIssued = 2 };
 enum HotFlag : std::uint8_t { kCommStream = 1, kSlowable = 2, kCpComm = 4, kMemAtStart = 8, kMemAtEnd = 16 };
 
 class Run {
@@ -96,8 +99,8 @@ class Run {
       heap_.pop();
       if (e.version != version_[static_cast<size_t>(e.op)]) continue;  // rescheduled
       now_ = e.t;
-      if (!host_wait_.empty() && host_wait_[static_cast<size_t>(e.op)] == 1) {  // the host has issued it
-        host_wait_[static_cast<size_t>(e.op)] = 2;
+      if (!host_wait_.empty() && host_wait_[static_cast<size_t>(e.op)] == kHostWaiting) {  // the host has issued it
+        host_wait_[static_cast<size_t>(e.op)] = kHostIssued;
         try_start(hot_[static_cast<size_t>(e.op)].queue);
       } else {
         finish(e.op);
@@ -275,14 +278,14 @@ class Run {
   // Whether the op's first kernel has been issued by now; if not, a wake-up at its issue time.
   bool host_issued(OpId id) {
     char& w = host_wait_[static_cast<size_t>(id)];
-    if (w == 2) return true;
+    if (w == kHostIssued) return true;
     const Time at = host_base(id) + p_.host[static_cast<size_t>(id)].first;
     if (at <= now_) {
-      w = 2;
+      w = kHostIssued;
       return true;
     }
-    if (w == 0) {
-      w = 1;
+    if (w == kHostUnchecked) {
+      w = kHostWaiting;
       heap_.push({at, seq_++, id, version_[static_cast<size_t>(id)]});
     }
     return false;
@@ -335,7 +338,7 @@ class Run {
   std::vector<char> slowed_rate_;
   std::vector<char> dirty_;
   std::vector<std::int32_t> dirty_list_;
-  std::vector<char> host_wait_;  // per op, with Program::host: 0 not checked, 1 waiting on the host, 2 issued
+  std::vector<char> host_wait_;  // per op, with Program::host: a HostState
   std::priority_queue<Event, std::vector<Event>, Later> heap_;
   std::int64_t seq_ = 0;
   Time now_ = 0;
