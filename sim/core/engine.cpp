@@ -20,16 +20,21 @@ struct Later {
   bool operator()(const Event& a, const Event& b) const { return a.t != b.t ? a.t > b.t : a.seq > b.seq; }
 };
 
-// What the event loop reads of an op, packed (24 bytes against Op's 112): the loop visits ops in
-// dependency order, far from program order, so each visit is a cache miss on the record it loads.
+// What the event loop reads and writes of an op, packed in 32 bytes (Op has 112): the loop visits
+// ops in dependency order, far from program order, so each visit is a cache miss on the one record
+// it touches (its dependency count and event version included).
 struct HotOp {
   Time duration = 0;
   std::int32_t rank = 0;
   std::int32_t collective = -1;
-  std::uint32_t queue = 0;  // rank * kStreams + stream
+  std::uint32_t queue = 0;      // rank * kStreams + stream
+  std::int32_t remaining = 0;   // dependencies not yet ended
+  std::uint32_t version = 0;    // bumped when the op is rescheduled: older events are stale
   std::int8_t shared_link = -1;
   std::uint8_t flags = 0;
+  char host = 0;                // a HostState, with Program::host
 };
+static_assert(sizeof(HotOp) == 32);
 // Where an op stands with its rank's host thread (Program::host): not yet asked, a wake-up pending
 // at its issue time, issued.
 enum HostState : char { kHostUnchecked = 0, kHostWaiting = 1, kHostIssued = 2 };
@@ -37,42 +42,42 @@ enum HotFlag : std::uint8_t { kCommStream = 1, kSlowable = 2, kCpComm = 4, kMemA
 
 class Run {
  public:
-  Run(const Program& p, const EngineOptions& o) : p_(p), o_(o) {
+  Run(const Program& p, const EngineOptions& o) : p_(p), o_(o), has_host_(!p.host.empty()) {
     const size_t n = p.ops.size();
     const size_t nr = p.ranks.size();
+    if (has_host_ && p.host.size() != n) throw std::logic_error("host issue times not one per op");
     tl_.start.assign(n, -1);
     tl_.end.assign(n, -1);
     tl_.memory.resize(nr);
-    remaining_.resize(n);
     hot_.resize(n);
+    // Successor lists and stream queues as arrays cut by offsets: counted, summed, then filled from
+    // the last op back so that each list holds its ops in program order.
     succ_begin_.assign(n + 1, 0);
     queue_begin_.assign(nr * kStreams + 1, 0);
+    bool shared = false;
     for (size_t i = 0; i < n; ++i) {
       const Op& op = p.ops[i];
       if (op.rank < 0 || static_cast<size_t>(op.rank) >= nr) throw std::logic_error("op with invalid rank");
       hot_[i] = hot_of(op);
-      ++queue_begin_[hot_[i].queue + 1];
-      remaining_[i] = static_cast<std::int32_t>(op.deps.size());
+      shared |= op.shared_link >= 0;
+      ++queue_begin_[hot_[i].queue];
       for (OpId d : op.deps) {
         if (d < 0 || static_cast<size_t>(d) >= n) throw std::logic_error("op with invalid dependency");
-        ++succ_begin_[static_cast<size_t>(d) + 1];
+        ++succ_begin_[static_cast<size_t>(d)];
       }
     }
     for (size_t i = 0; i < n; ++i) succ_begin_[i + 1] += succ_begin_[i];
-    succ_.resize(succ_begin_[n]);
-    std::vector<std::int32_t> fill(succ_begin_.begin(), succ_begin_.end() - 1);
-    for (size_t i = 0; i < n; ++i)
-      for (OpId d : p.ops[i].deps) succ_[static_cast<size_t>(fill[static_cast<size_t>(d)]++)] = static_cast<OpId>(i);
-    // Stream queues in program order, one array cut at queue_begin_.
     for (size_t q = 0; q + 1 < queue_begin_.size(); ++q) queue_begin_[q + 1] += queue_begin_[q];
+    succ_.resize(static_cast<size_t>(succ_begin_[n]));
     queue_ops_.resize(n);
-    head_.assign(queue_begin_.begin(), queue_begin_.end() - 1);
-    for (size_t i = 0; i < n; ++i) queue_ops_[static_cast<size_t>(head_[hot_[i].queue]++)] = static_cast<OpId>(i);
+    for (size_t i = n; i-- > 0;) {
+      for (OpId d : p.ops[i].deps) succ_[static_cast<size_t>(--succ_begin_[static_cast<size_t>(d)])] = static_cast<OpId>(i);
+      queue_ops_[static_cast<size_t>(--queue_begin_[hot_[i].queue])] = static_cast<OpId>(i);
+    }
     head_.assign(queue_begin_.begin(), queue_begin_.end() - 1);
     busy_.assign(nr * kStreams, 0);
     arrived_.assign(p.collectives.size(), 0);
-    version_.assign(n, 0);
-    remaining_work_.assign(n, 0.0);
+    if (shared) remaining_work_.assign(n, 0.0);
     sharing_.resize(nr);
     share_last_.assign(nr, 0);
     cur_.assign(nr, {});
@@ -81,10 +86,6 @@ class Run {
     slowed_last_.assign(nr, 0);
     slowed_rate_.assign(nr, 0);
     dirty_.assign(nr, 0);
-    if (!p.host.empty()) {
-      if (p.host.size() != n) throw std::logic_error("host issue times not one per op");
-      host_wait_.assign(n, 0);
-    }
     for (size_t r = 0; r < nr; ++r)
       for (int c = 0; c < kMemCats; ++c)
         if (p.ranks[r].static_mem[static_cast<size_t>(c)] != 0)
@@ -97,10 +98,10 @@ class Run {
     while (!heap_.empty()) {
       const Event e = heap_.top();
       heap_.pop();
-      if (e.version != version_[static_cast<size_t>(e.op)]) continue;  // rescheduled
+      if (e.version != hot_[static_cast<size_t>(e.op)].version) continue;  // rescheduled
       now_ = e.t;
-      if (!host_wait_.empty() && host_wait_[static_cast<size_t>(e.op)] == kHostWaiting) {  // the host has issued it
-        host_wait_[static_cast<size_t>(e.op)] = kHostIssued;
+      if (has_host_ && hot_[static_cast<size_t>(e.op)].host == kHostWaiting) {  // the host has issued it
+        hot_[static_cast<size_t>(e.op)].host = kHostIssued;
         try_start(hot_[static_cast<size_t>(e.op)].queue);
       } else {
         finish(e.op);
@@ -126,6 +127,7 @@ class Run {
     h.rank = op.rank;
     h.collective = op.collective;
     h.queue = static_cast<std::uint32_t>(static_cast<size_t>(op.rank) * kStreams + static_cast<size_t>(op.stream));
+    h.remaining = static_cast<std::int32_t>(op.deps.size());
     h.shared_link = op.shared_link;
     h.flags = static_cast<std::uint8_t>((op.stream == Stream::Comm ? kCommStream : 0) | (slowable(op) ? kSlowable : 0) |
                                         (op.phase == Phase::CpComm ? kCpComm : 0) | (op.at_start.bytes != 0 ? kMemAtStart : 0) |
@@ -171,10 +173,10 @@ class Run {
       slowed_work_[r] = static_cast<double>(duration);
       slowed_last_[r] = now_;
       slowed_rate_[r] = collective_running(op.rank);
-      heap_.push({end_time(scaled(slowed_work_[r], slowed_rate_[r])), seq_++, id, version_[static_cast<size_t>(id)]});
+      heap_.push({end_time(scaled(slowed_work_[r], slowed_rate_[r])), seq_++, id, hot_[static_cast<size_t>(id)].version});
       return;
     }
-    heap_.push({end_time(duration), seq_++, id, version_[static_cast<size_t>(id)]});
+    heap_.push({end_time(duration), seq_++, id, hot_[static_cast<size_t>(id)].version});
   }
 
   // now + duration, refusing to pass kMaxTime (integer picoseconds must not overflow).
@@ -199,10 +201,10 @@ class Run {
     const auto& act = sharing_[static_cast<size_t>(rank)];
     const double k = static_cast<double>(act.size());
     for (OpId o : act) {
-      ++version_[static_cast<size_t>(o)];
+      ++hot_[static_cast<size_t>(o)].version;
       const double left = remaining_work_[static_cast<size_t>(o)] * k;
       const auto finish_at = end_time(left < static_cast<double>(kMaxTime) ? round_half_up(left) : kMaxTime);
-      heap_.push({finish_at, seq_++, o, version_[static_cast<size_t>(o)]});
+      heap_.push({finish_at, seq_++, o, hot_[static_cast<size_t>(o)].version});
     }
   }
 
@@ -244,8 +246,8 @@ class Run {
       slowed_work_[r] = std::max(0.0, slowed_work_[r] - (slowed_rate_[r] ? elapsed / (1.0 + o_.overlap_compute_slowdown) : elapsed));
       slowed_last_[r] = now_;
       slowed_rate_[r] = slow;
-      ++version_[static_cast<size_t>(id)];
-      heap_.push({end_time(scaled(slowed_work_[r], slow)), seq_++, id, version_[static_cast<size_t>(id)]});
+      ++hot_[static_cast<size_t>(id)].version;
+      heap_.push({end_time(scaled(slowed_work_[r], slow)), seq_++, id, hot_[static_cast<size_t>(id)].version});
     }
     dirty_list_.clear();
   }
@@ -253,13 +255,13 @@ class Run {
   void try_start(size_t q) {
     if (busy_[q] || head_[q] >= queue_begin_[q + 1]) return;
     const OpId id = queue_ops_[static_cast<size_t>(head_[q])];
-    if (remaining_[static_cast<size_t>(id)] > 0) return;
-    if (!host_wait_.empty() && !host_issued(id)) return;
+    if (hot_[static_cast<size_t>(id)].remaining > 0) return;
+    if (has_host_ && !host_issued(id)) return;
     busy_[q] = 1;
     const HotOp& op = hot_[static_cast<size_t>(id)];
     if (op.flags & kCommStream) mark_dirty(op.rank);
     if (op.collective < 0) {
-      schedule(id, host_wait_.empty() ? op.duration : std::max(op.duration, host_base(id) + p_.host[static_cast<size_t>(id)].last - now_));
+      schedule(id, !has_host_ ? op.duration : std::max(op.duration, host_base(id) + p_.host[static_cast<size_t>(id)].last - now_));
       return;
     }
     const auto& members = p_.collectives[static_cast<size_t>(op.collective)];
@@ -277,7 +279,7 @@ class Run {
   }
   // Whether the op's first kernel has been issued by now; if not, a wake-up at its issue time.
   bool host_issued(OpId id) {
-    char& w = host_wait_[static_cast<size_t>(id)];
+    char& w = hot_[static_cast<size_t>(id)].host;
     if (w == kHostIssued) return true;
     const Time at = host_base(id) + p_.host[static_cast<size_t>(id)].first;
     if (at <= now_) {
@@ -286,7 +288,7 @@ class Run {
     }
     if (w == kHostUnchecked) {
       w = kHostWaiting;
-      heap_.push({at, seq_++, id, version_[static_cast<size_t>(id)]});
+      heap_.push({at, seq_++, id, hot_[static_cast<size_t>(id)].version});
     }
     return false;
   }
@@ -308,15 +310,16 @@ class Run {
     if (slowed_op_[static_cast<size_t>(op.rank)] == id) slowed_op_[static_cast<size_t>(op.rank)] = -1;
     for (std::int32_t k = succ_begin_[static_cast<size_t>(id)]; k < succ_begin_[static_cast<size_t>(id) + 1]; ++k) {
       const OpId s = succ_[static_cast<size_t>(k)];
-      if (--remaining_[static_cast<size_t>(s)] == 0) try_start(hot_[static_cast<size_t>(s)].queue);
+      HotOp& h = hot_[static_cast<size_t>(s)];
+      if (--h.remaining == 0) try_start(h.queue);
     }
     try_start(q);
   }
 
   const Program& p_;
   const EngineOptions& o_;
+  const bool has_host_;  // Program::host is given: ops wait for their kernels' issue
   Timeline tl_;
-  std::vector<std::int32_t> remaining_;
   std::vector<std::int32_t> succ_begin_;
   std::vector<OpId> succ_;
   std::vector<HotOp> hot_;
@@ -326,8 +329,7 @@ class Run {
   std::vector<char> busy_;
   std::vector<size_t> arrived_;
   std::vector<std::array<Bytes, kMemCats>> cur_;
-  std::vector<std::uint32_t> version_;
-  std::vector<double> remaining_work_;             // standalone picoseconds left, shared-link ops
+  std::vector<double> remaining_work_;             // standalone picoseconds left, shared-link ops (sized when any)
   std::vector<std::vector<OpId>> sharing_;         // active shared-link ops per rank
   std::vector<Time> share_last_;                   // per rank: when its sharing was last accounted
   // The compute op each rank runs under the overlap slowdown: its standalone work left (ps), when
@@ -338,7 +340,6 @@ class Run {
   std::vector<char> slowed_rate_;
   std::vector<char> dirty_;
   std::vector<std::int32_t> dirty_list_;
-  std::vector<char> host_wait_;  // per op, with Program::host: a HostState
   std::priority_queue<Event, std::vector<Event>, Later> heap_;
   std::int64_t seq_ = 0;
   Time now_ = 0;
