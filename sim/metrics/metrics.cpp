@@ -65,29 +65,52 @@ double merged_length(const Intervals& iv, Time lo, Time hi) {
   return total;
 }
 
+// A set of intervals built op by op: while they come in start order (one stream's ops do: a stream
+// runs its ops in program order) each is joined to the last when they touch, so the set is already
+// merged; one out of order leaves the rest to merge() (the union, and so the merged set, is the same).
+struct IntervalSet {
+  Intervals iv;
+  bool ordered = true;
+  void add(std::pair<Time, Time> x) {
+    if (x.second <= x.first) return;
+    if (ordered && !iv.empty()) {
+      auto& last = iv.back();
+      if (x.first < last.first) ordered = false;
+      else if (x.first <= last.second) {
+        last.second = std::max(last.second, x.second);
+        return;
+      }
+    }
+    iv.push_back(x);
+  }
+  void finish() {
+    if (!ordered) merge(iv);
+  }
+};
+
 // One rank's intervals, each set merged once the ops have been read.
 struct RankIntervals {
-  Intervals compute;       // compute stream
-  Intervals comm;          // communication streams (not the copy stream)
-  Intervals own_comm;      // the collective stream
-  Intervals compute_work;  // compute stream, communication phases left out
-  std::array<Intervals, kKinds> comm_kind;  // communication streams, by kind
+  IntervalSet compute;       // compute stream
+  IntervalSet comm;          // communication streams (not the copy stream)
+  IntervalSet own_comm;      // the collective stream
+  IntervalSet compute_work;  // compute stream, communication phases left out
+  std::array<IntervalSet, kKinds> comm_kind;  // communication streams, by kind
   std::array<double, kKinds> on_compute{};  // seconds of each kind's communication run on the compute stream
   void add(const Op& op, std::pair<Time, Time> iv) {
     const int k = kind_of(op.phase);
     if (op.stream == Stream::Compute) {
-      compute.push_back(iv);
-      if (k < 0) compute_work.push_back(iv);
+      compute.add(iv);
+      if (k < 0) compute_work.add(iv);
       else on_compute[static_cast<size_t>(k)] += time_to_seconds(iv.second - iv.first);
     } else if (op.stream != Stream::Copy) {
-      comm.push_back(iv);
-      if (op.stream == Stream::Comm) own_comm.push_back(iv);
-      if (k >= 0) comm_kind[static_cast<size_t>(k)].push_back(iv);
+      comm.add(iv);
+      if (op.stream == Stream::Comm) own_comm.add(iv);
+      if (k >= 0) comm_kind[static_cast<size_t>(k)].add(iv);
     }
   }
   void merge_all() {
-    for (Intervals* iv : {&compute, &comm, &own_comm, &compute_work}) merge(*iv);
-    for (Intervals& iv : comm_kind) merge(iv);
+    for (IntervalSet* s : {&compute, &comm, &own_comm, &compute_work}) s->finish();
+    for (IntervalSet& s : comm_kind) s.finish();
   }
 };
 
@@ -100,8 +123,8 @@ ExposedComm exposed_of(const Program& p, const std::vector<RankIntervals>& ranks
     const double w = static_cast<double>(p.ranks[r].count);
     gpus += w;
     for (size_t k = 0; k < kKinds; ++k) {
-      const Intervals& c = ranks[r].comm_kind[k];
-      const double outside = c.empty() ? 0.0 : minus_length(c, ranks[r].compute_work, 0, makespan);
+      const Intervals& c = ranks[r].comm_kind[k].iv;
+      const double outside = c.empty() ? 0.0 : minus_length(c, ranks[r].compute_work.iv, 0, makespan);
       sum[k] += w * (time_to_seconds(static_cast<Time>(outside)) + ranks[r].on_compute[k]);
     }
   }
@@ -162,9 +185,9 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
     Bytes reserved = 0;
     for (Bytes b : rm.high_water) reserved += b;
     rr.reserved_gib = bytes_to_gib(static_cast<double>(reserved));
-    const Intervals& cm = ivs[r].compute;
-    const Intervals& co = ivs[r].comm;
-    const Intervals& own = ivs[r].own_comm;
+    const Intervals& cm = ivs[r].compute.iv;
+    const Intervals& co = ivs[r].comm.iv;
+    const Intervals& own = ivs[r].own_comm.iv;
     rr.compute_s = time_to_seconds(static_cast<Time>(merged_length(cm, 0, step)));
     rr.comm_exposed_s = time_to_seconds(static_cast<Time>(minus_length(co, cm, 0, step)));
     rr.idle_s = std::max(0.0, res.step_time_s - rr.compute_s - rr.comm_exposed_s);
