@@ -46,7 +46,7 @@ namespace {
 template <class F>
 void with_pricing(const Scenario& sc, const NetworkModel* network, F&& fn) {
   const ModelGraph layers = build_model_graph(sc.model, layer_shape(sc));
-  const CostModel cost(sc.profile, sc.training.gemm_dtype(), sc.training.priced_attention_kernel(), sc.cluster.gpus());
+  const CostModel cost(sc.profile, sc.training.gemm_dtype(), sc.training.priced_attention_kernel(), sc.slowest_gpu);
   const auto own = network ? nullptr : make_network(sc.network, sc.profile, sc.cluster);
   const NetworkModel& base = network ? *network : *own;
   const ScaledNetwork scaled(base, sc.profile.time_scale.network);
@@ -210,7 +210,7 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
                   "the slowest of %lld GPUs sets the pace: every kernel takes %.4fx the profile's time (gpu_speed_spread %.2f %% "
                   "x %.3f, the expected slowest of %lld draws)",
                   static_cast<long long>(sc.cluster.gpus()), pace, 100.0 * p.gpu_speed_spread.value,
-                  expected_max_standard_normal(sc.cluster.gpus()), static_cast<long long>(sc.cluster.gpus()));
+                  sc.slowest_gpu.draw, static_cast<long long>(sc.cluster.gpus()));
     w.push_back(buf);
   }
   for (const auto& f : Profile::kKernelClassFigures)

@@ -35,7 +35,7 @@ void print_kernels(std::ostream& os, const Scenario& sc, const LayerGraph& g, co
   fmt::print(os, "  micro batch {} x seq {}{} = {:.0f} tokens, tp {}{}, {}, profile {} ({})\n", sh.micro_batch, sh.seq_len,
              sh.cp > 1 ? fmt::format(" / cp {}", sh.cp) : "", g.tokens, sh.tp, sh.sequence_parallel ? " with sequence parallel" : "",
              sc.training.dtype, sc.profile.name, sc.profile.device.name);
-  if (const double pace = slowest_gpu_pace(sc.profile, sc.cluster.gpus()); pace > 1.0)
+  if (const double pace = slowest_gpu_pace(sc.profile, sc.slowest_gpu); pace > 1.0)
     fmt::print(os, "  times at the pace of the slowest of the job's {} GPUs: x{:.4f} the profile's (compute.gpu_speed_spread)\n",
                sc.cluster.gpus(), pace);
   fmt::print(os, "  recompute replays the forward kernels of a layer; communication is not listed (see `run --dump-program`)\n\n");

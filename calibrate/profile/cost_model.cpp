@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <mutex>
 
 namespace parasim {
 
@@ -26,36 +24,30 @@ double expected_max_by_quadrature(std::int64_t n) {
 }
 }  // namespace
 
-double expected_max_standard_normal(std::int64_t n) {
-  if (n <= 1) return 0.0;
-  // The quadrature takes about a millisecond, longer than simulating a small job: each GPU
-  // count is integrated once per process (a sweep or --interval asks for the same few).
-  static std::mutex mutex;
-  static std::map<std::int64_t, double> known;
-  const std::lock_guard<std::mutex> lock(mutex);
-  auto it = known.find(n);
-  if (it == known.end()) it = known.emplace(n, expected_max_by_quadrature(n)).first;
-  return it->second;
+double expected_max_standard_normal(std::int64_t n) { return n <= 1 ? 0.0 : expected_max_by_quadrature(n); }
+
+SlowestGpu slowest_gpu(const Profile& p, std::int64_t gpus) {
+  return {p.gpu_speed_spread.value > 0 ? expected_max_standard_normal(gpus) : 0.0};
 }
 
-double slowest_gpu_pace(const Profile& p, std::int64_t gpus) {
-  return p.gpu_speed_spread.value > 0 ? 1.0 + p.gpu_speed_spread.value * expected_max_standard_normal(gpus) : 1.0;
+double slowest_gpu_pace(const Profile& p, SlowestGpu slowest) {
+  return p.gpu_speed_spread.value > 0 ? 1.0 + p.gpu_speed_spread.value * slowest.draw : 1.0;
 }
 
-CostModel::CostModel(const Profile& profile, std::string dtype, const std::string& attention_kernel, std::int64_t gpus)
+CostModel::CostModel(const Profile& profile, std::string dtype, const std::string& attention_kernel, SlowestGpu slowest)
     : p_(profile),
       dtype_(std::move(dtype)),
       peak_(profile.peak_flops(dtype_)),
       // FP8 / FP4 recipes (Transformer Engine, torchao float8) run the linear layers in low precision
       // and keep attention in 16-bit; fp32 training runs attention at the fp32/tf32 rate.
       attention_peak_(profile.peak_flops(is_low_precision(dtype_) ? "bf16" : dtype_)),
-      pace_(slowest_gpu_pace(profile, gpus)) {
+      pace_(slowest_gpu_pace(profile, slowest)) {
   gemm_ = gemm_kernel_model(profile, dtype_);  // fails early if the profile cannot price this dtype
   // A profile without fused attention prices unfused attention only (as GEMMs and memory passes):
   // attention_s then names the missing figures.
   if (attention_kernel != kAttentionDefault || profile.has_fused_attention)
     attention_ = &profile.attention_kernel(attention_kernel);
-  if (is_low_precision(dtype_)) sixteen_bit_ = std::make_unique<CostModel>(profile, "bf16", attention_kernel, gpus);
+  if (is_low_precision(dtype_)) sixteen_bit_ = std::make_unique<CostModel>(profile, "bf16", attention_kernel, slowest);
 }
 
 double CostModel::gemm16_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, bool* measured) const {

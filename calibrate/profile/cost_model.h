@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "calibrate/profile/profile.h"
 
@@ -45,19 +46,29 @@ struct GemmKernelModel {
 GemmKernelModel gemm_kernel_model(const Profile& p, const std::string& dtype);
 
 // E[max of n independent standard normal draws] (0 for n <= 1), by quadrature of
-// x n phi(x) Phi(x)^(n-1); e.g. 1.4236 for 8, 3.2414 for 1000 (Harter 1961's table).
+// x n phi(x) Phi(x)^(n-1); e.g. 1.4236 for 8, 3.2414 for 1000 (Harter 1961's table). About 0.15 ms:
+// a job's draw is computed once where its scenario is read (Scenario::slowest_gpu), not per step.
 double expected_max_standard_normal(std::int64_t n);
+// The job's slowest GPU as a draw of the profile's speed spread: E[max of its GPUs' standard normal
+// draws] when the profile states a spread (compute.gpu_speed_spread), else 0.
+struct SlowestGpu {
+  double draw = 0.0;
+};
+SlowestGpu slowest_gpu(const Profile& p, std::int64_t gpus);
 // Time of the slowest of `gpus` GPUs over the typical one's, for work all of them must finish
 // before any goes on (a synchronous step): 1 + compute.gpu_speed_spread x E[max of gpus draws].
-double slowest_gpu_pace(const Profile& p, std::int64_t gpus);
+double slowest_gpu_pace(const Profile& p, SlowestGpu slowest);
+inline double slowest_gpu_pace(const Profile& p, std::int64_t gpus) { return slowest_gpu_pace(p, slowest_gpu(p, gpus)); }
 
 class CostModel {
  public:
   // attention_kernel: kAttentionDefault or a kernel in the profile's compute.attention_kernels.
   // gpus: the job's GPU count; its kernels run at the pace of the slowest of them
   // (slowest_gpu_pace; 1 GPU: the profile's own speed).
+  CostModel(const Profile& profile, std::string dtype, const std::string& attention_kernel, SlowestGpu slowest);
   CostModel(const Profile& profile, std::string dtype, const std::string& attention_kernel = kAttentionDefault,
-            std::int64_t gpus = 1);
+            std::int64_t gpus = 1)
+      : CostModel(profile, std::move(dtype), attention_kernel, slowest_gpu(profile, gpus)) {}
 
   // `measured` (optional) tells whether measured points priced the shape (else the kernel model).
   // In a training step: the benchmarked (burst) time over the profile's sustained_clock_ratio.

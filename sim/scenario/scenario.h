@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "calibrate/profile/cost_model.h"
 #include "calibrate/profile/profile.h"
 #include "models/model.h"
 #include "models/recompute.h"
@@ -266,6 +267,7 @@ struct Scenario {
   TrainingSpec training;
   ParallelSpec parallel;
   Profile profile;
+  SlowestGpu slowest_gpu;  // the job's slowest GPU under the profile's speed spread, for the cost model
   std::string network = "analytical";  // network model: analytical | flow
   std::string trace_path;               // outputs.trace: write a Chrome trace here (relative to the scenario file)
   // The framework stack the scenario names ("" = none: parasim's defaults), and where each
@@ -296,6 +298,7 @@ struct Scenario {
 struct LoadedData {
   std::map<std::string, ModelSpec> models;
   std::map<std::string, Profile> profiles;
+  std::map<std::int64_t, SlowestGpu> slowest_gpus;  // by GPU count, for the profiles above
 };
 
 // Parses and validates; every error names the file and JSON pointer. A model or profile named in
