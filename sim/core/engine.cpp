@@ -81,6 +81,7 @@ class Run {
     sharing_.resize(nr);
     share_last_.assign(nr, 0);
     cur_.assign(nr, {});
+    total_.assign(nr, 0);
     slowed_op_.assign(nr, -1);
     slowed_work_.assign(nr, 0.0);
     slowed_last_.assign(nr, 0);
@@ -106,7 +107,7 @@ class Run {
       } else {
         finish(e.op);
       }
-      retime_dirty();
+      if (!dirty_list_.empty()) retime_dirty();
     }
     for (size_t i = 0; i < p_.ops.size(); ++i) {
       if (tl_.end[i] < 0) {
@@ -139,8 +140,7 @@ class Run {
     if (d.bytes == 0) return;
     auto& c = cur_[static_cast<size_t>(rank)];
     c[static_cast<size_t>(d.cat)] += d.bytes;
-    Bytes total = 0;
-    for (Bytes b : c) total += b;
+    const Bytes total = total_[static_cast<size_t>(rank)] += d.bytes;
     RankMemory& rm = tl_.memory[static_cast<size_t>(rank)];
     Bytes& hw = rm.high_water[static_cast<size_t>(d.cat)];
     hw = std::max(hw, c[static_cast<size_t>(d.cat)]);
@@ -329,6 +329,7 @@ class Run {
   std::vector<char> busy_;
   std::vector<size_t> arrived_;
   std::vector<std::array<Bytes, kMemCats>> cur_;
+  std::vector<Bytes> total_;  // per rank, the sum of cur_
   std::vector<double> remaining_work_;             // standalone picoseconds left, shared-link ops (sized when any)
   std::vector<std::vector<OpId>> sharing_;         // active shared-link ops per rank
   std::vector<Time> share_last_;                   // per rank: when its sharing was last accounted
