@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "calibrate/profile/cost_model.h"
+#include "sim/cost/cost_model.h"
 #include "tools/commands.h"
 #include "tools/report.h"
 
@@ -126,7 +126,7 @@ std::vector<std::pair<std::string, Figure>> figures(const Profile& p) {
   return out;
 }
 
-// What the GEMM kernel model derives from a profile's figures (calibrate/profile/cost_model.h):
+// What the GEMM kernel model derives from a profile's figures (sim/cost/cost_model.h):
 // (name, value, how it was derived).
 std::vector<std::tuple<std::string, double, std::string>> derived_figures(const Profile& p) {
   std::vector<std::tuple<std::string, double, std::string>> out;

@@ -3,7 +3,7 @@
 #include <ostream>
 #include <string>
 
-#include "sim/kernels.h"
+#include "sim/cost/kernels.h"
 #include "sim/metrics/time_partition.h"
 #include "sim/simulation.h"
 

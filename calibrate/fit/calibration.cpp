@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "calibrate/profile/cost_model.h"
+#include "sim/cost/cost_model.h"
 #include "models/layer_graph.h"
 
 namespace parasim {

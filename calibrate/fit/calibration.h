@@ -48,7 +48,7 @@ struct AlphaBetaSegment {
 // describing the points within `tolerance` (relative). Fit raw time against size.
 std::vector<AlphaBetaSegment> fit_alpha_beta(std::vector<std::pair<double, double>> bytes_time, double tolerance = 0.05);
 
-// The GEMM kernel model's three figures (calibrate/profile/cost_model.h) fitted to measured GEMM
+// The GEMM kernel model's three figures (sim/cost/cost_model.h) fitted to measured GEMM
 // times of one dtype by least squares on time (long GEMMs, which dominate a training step, weigh
 // most): time = fixed + out bytes / epilogue + flops / (peak x main_efficiency x quantisation).
 // Wave quantisation uses the profile's SM count and tiles. ok is false with fewer than 4 points

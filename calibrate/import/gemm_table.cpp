@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "calibrate/profile/cost_model.h"
+#include "sim/cost/cost_model.h"
 
 namespace parasim {
 

@@ -127,7 +127,7 @@ struct Profile {
   std::map<std::string, Figure> peak_tflops;  // dtype -> dense peak
   std::map<std::string, Figure> gemm_max_efficiency;  // dtype -> best-shape achievable fraction of peak
   // dtype -> the m, n, k that best-shape efficiency was measured at (its shape_mnk); the GEMM
-  // kernel model solves its main-loop efficiency there (calibrate/profile/cost_model.h).
+  // kernel model solves its main-loop efficiency there (sim/cost/cost_model.h).
   std::map<std::string, std::array<std::int64_t, 3>> gemm_best_shape;
   Figure gemm_fixed_us;       // per GEMM kernel: launch, pipeline fill and drain
   Figure gemm_epilogue_gbps;  // rate of the output-tile writes that do not overlap the main loop

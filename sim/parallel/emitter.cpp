@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "sim/kernels.h"
+#include "sim/cost/kernels.h"
 #include "sim/parallel/comm_overlap.h"
 
 namespace parasim {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "calibrate/profile/cost_model.h"
+#include "sim/cost/cost_model.h"
 #include "models/layer_graph.h"
 #include "sim/core/program.h"
 #include "sim/core/registry.h"

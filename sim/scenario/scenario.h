@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "calibrate/profile/cost_model.h"
+#include "sim/cost/cost_model.h"
 #include "calibrate/profile/profile.h"
 #include "models/model.h"
 #include "models/recompute.h"

@@ -7,8 +7,8 @@
 
 #include "../test_util.h"
 #include "calibrate/fit/calibration.h"
-#include "calibrate/profile/cost_model.h"
-#include "sim/kernels.h"
+#include "sim/cost/cost_model.h"
+#include "sim/cost/kernels.h"
 
 namespace parasim {
 namespace {

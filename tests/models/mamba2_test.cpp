@@ -8,7 +8,7 @@
 
 #include "../test_util.h"
 #include "models/mamba2.h"
-#include "sim/kernels.h"
+#include "sim/cost/kernels.h"
 #include "sim/memory/memory_model.h"
 
 namespace parasim {

@@ -7,7 +7,7 @@
 #include <tuple>
 
 #include "../test_util.h"
-#include "sim/kernels.h"
+#include "sim/cost/kernels.h"
 #include "sim/memory/memory_model.h"
 #include "sim/simulation.h"
 

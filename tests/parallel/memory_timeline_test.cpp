@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "../test_util.h"
-#include "sim/kernels.h"
+#include "sim/cost/kernels.h"
 #include "sim/memory/memory_model.h"
 
 namespace parasim {

@@ -13,7 +13,7 @@
 #include <random>
 
 #include "../test_util.h"
-#include "calibrate/profile/cost_model.h"
+#include "sim/cost/cost_model.h"
 #include "sim/scenario/measured.h"
 #include "tools/validation.h"
 

@@ -22,7 +22,7 @@ PROFILES = os.path.join(ROOT, "calibrate", "profiles")
 DATE = "2026-11-30"
 MB = "shared/validation/published_microbench.json"
 # cuBLAS block-scaled FP4 GEMMs on B200: the 'cBLT TFLOPS' column of deepseek-ai/DeepGEMM PR #348 (checked against the
-# kernel model in tests/calibrate/gemm_model_test.cpp with tests/data/cublas_b200_fp4_gemm.json).
+# kernel model in tests/cost/gemm_model_test.cpp with tests/data/cublas_b200_fp4_gemm.json).
 FP4_CUBLAS = ("cuBLAS block-scaled FP4 GEMM on B200 (the 'cBLT TFLOPS' column, 'cublasTest 13.3 direct binary', CUDA 12.9) in "
               "deepseek-ai/DeepGEMM pull request #348 (github.com/deepseek-ai/DeepGEMM/pull/348, 'feat: support mxfp4 x mxfp4 "
               "gemm on sm100', 2026-06-01): 5239 TFLOP/s at 8192x8192x8192 = 0.5821 of the 9000 TFLOP/s dense FP4 peak; the "

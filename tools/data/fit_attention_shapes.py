@@ -12,7 +12,7 @@ number of key positions `a`, non-causal attention over keys of length s runs at
 and causal attention (half the tiles per block carry the fixed cost; diagonal tiles are computed
 whole and masked) at e_inf * s / (s + c) with a larger c. The fit below finds e_inf and a by least
 squares in log space over each published curve, then c for the causal curve with e_inf shared.
-calibrate/profile/cost_model.cpp (CostModel::attention_s) applies them.
+sim/cost/cost_model.cpp (CostModel::attention_s) applies them.
 
 Run from the repository root, then tools/data/derive_blackwell_profiles.py (which takes the B200's
 cuDNN shape from here):

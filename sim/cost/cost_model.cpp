@@ -1,4 +1,4 @@
-#include "calibrate/profile/cost_model.h"
+#include "sim/cost/cost_model.h"
 
 #include <algorithm>
 #include <cmath>

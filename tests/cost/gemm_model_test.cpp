@@ -1,4 +1,4 @@
-// The GEMM kernel model (calibrate/profile/cost_model.h) against published measurements: the
+// The GEMM kernel model (sim/cost/cost_model.h) against published measurements: the
 // H100 profile's fixed time and epilogue rate are a least-squares fit to OpenXLA's measured sm_90
 // matmul table (tests/data/xla_sm90_matmul.json); the fit is reproduced here, the profile's model
 // predicts that table, and every shipped profile reproduces its own best-shape measurement.
@@ -11,7 +11,7 @@
 #include "../test_util.h"
 #include "calibrate/fit/calibration.h"
 #include "calibrate/import/gemm_table.h"
-#include "calibrate/profile/cost_model.h"
+#include "sim/cost/cost_model.h"
 
 namespace parasim {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "calibrate/profile/cost_model.h"
+#include "sim/cost/cost_model.h"
 #include "models/layer_graph.h"
 
 namespace parasim {

@@ -1,4 +1,4 @@
-#include "sim/kernels.h"
+#include "sim/cost/kernels.h"
 
 #include <utility>
 
