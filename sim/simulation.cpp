@@ -273,6 +273,22 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
   return out;
 }
 
+double step_floor_s(const Scenario& sc) {
+  double busiest = 0;
+  with_pricing(sc, nullptr, [&](const ModelGraph& layers, const CostModel& cost, const NetworkModel& net) {
+    Program unused;
+    const LoweringInput in{sc, layers.kinds.front(), layers, cost, net};
+    const Emitter em(in, unused);
+    const ParallelSpec& par = sc.parallel;
+    for (std::int32_t stage = 0; stage < par.pp; ++stage) {
+      double ps = 0;
+      for (std::int32_t chunk = 0; chunk < par.vpp; ++chunk) ps += em.chunk_floor_ps(stage, chunk, sc.layers_in_chunk(stage, chunk));
+      busiest = std::max(busiest, ps);
+    }
+  });
+  return busiest * static_cast<double>(sc.microbatches()) / static_cast<double>(kPicosPerSecond);
+}
+
 double step_lower_bound_s(const Scenario& sc, const Registries& reg) {
   const std::int64_t m = sc.microbatches();
   const std::int64_t g = fold_points(sc, reg.schedules).spacing;

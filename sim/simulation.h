@@ -53,5 +53,10 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
 // is read from the programs of one and of two of the schedule's groups of microbatches and
 // extended to the step's count. A planner skips a layout whose bound passes the best steps found.
 double step_lower_bound_s(const Scenario& sc, const Registries& reg);
+// A looser bound without lowering (about a tenth of step_lower_bound_s's cost on deep pipelines):
+// the busiest stage's layer blocks, forward and backward with full recompute's replay, times the
+// microbatches (Emitter::chunk_floor_ps); never above step_lower_bound_s. A planner refines the
+// layouts whose floor is near the best steps found with step_lower_bound_s.
+double step_floor_s(const Scenario& sc);
 
 }  // namespace parasim

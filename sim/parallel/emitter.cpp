@@ -242,10 +242,21 @@ Emitter::Emitter(const LoweringInput& in, Program& prog)
   }
 }
 
-std::int32_t Emitter::kind(std::int32_t rank, std::int32_t chunk, std::int64_t l) const {
+std::int32_t Emitter::kind_at(std::int32_t stage, std::int32_t chunk, std::int64_t l) const {
   if (times_.size() == 1) return 0;
-  const std::int64_t vs = chunk * in_.scenario.parallel.pp + p_.ranks[static_cast<size_t>(rank)].stage;
+  const std::int64_t vs = chunk * in_.scenario.parallel.pp + stage;
   return in_.layers.kind_of[static_cast<size_t>(chunk_first_[static_cast<size_t>(vs)] + l)];
+}
+
+double Emitter::chunk_floor_ps(std::int32_t stage, std::int32_t chunk, std::int64_t layers) const {
+  double ps = 0, ops = 0;
+  for (std::int64_t l = 0; l < layers; ++l) {
+    const BlockTimes& t = times_[static_cast<size_t>(kind_at(stage, chunk, l))];
+    const double replay = recomputed(l) ? t.attn_f + t.mlp_f : 0.0;  // part of the "recompute fwd" op
+    ps += (t.attn_f + t.mlp_f + t.attn_b + t.mlp_b + replay) * static_cast<double>(kPicosPerSecond);
+    ops += 7;  // at most: two forward, one replay, two backward and two weight-gradient ops (split)
+  }
+  return std::max(0.0, ps - 0.5 * ops);
 }
 
 std::int32_t Emitter::label_id(Label label) {

@@ -126,6 +126,13 @@ class Emitter {
   OpId comm_op(std::int32_t rank, Stream s, Phase ph, Label label, const CollectiveSpec& spec,
                Deps deps, std::int32_t mb = -1, std::int32_t chunk = -1);
 
+  // Compute-stream picoseconds that one microbatch's forward and backward of a stage's chunk emit
+  // at least, less half a picosecond per op for rounding: each layer's attention and MLP blocks
+  // and the forward full recompute replays (the ops forward(), backward() and weight_grad() emit
+  // for every microbatch); the communication, embedding, head and the schedule's ops are left
+  // out. A planner's bound without lowering (step_floor_s).
+  double chunk_floor_ps(std::int32_t stage, std::int32_t chunk, std::int64_t layers) const;
+
   // Whether layer l of a chunk replays its forward in backward (full recompute).
   bool recomputes(std::int64_t l) const { return recomputed(l); }
   const Layout& layout() const { return layout_; }
@@ -148,7 +155,10 @@ class Emitter {
   const ActivationBytes& ends_act() const { return acts_.front(); }
   // Kind index of layer l of a rank's chunk: the model's layer first_layer_in_chunk + l, from
   // chunk_first_ (per virtual stage chunk * pp + stage; filled only when the layers differ).
-  std::int32_t kind(std::int32_t rank, std::int32_t chunk, std::int64_t l) const;
+  std::int32_t kind(std::int32_t rank, std::int32_t chunk, std::int64_t l) const {
+    return kind_at(p_.ranks[static_cast<size_t>(rank)].stage, chunk, l);
+  }
+  std::int32_t kind_at(std::int32_t stage, std::int32_t chunk, std::int64_t l) const;
   std::vector<std::int64_t> chunk_first_;
   // Multi-token prediction on the last virtual stage (TrainingSpec::mtp_layers): each module's
   // input kernels, a transformer layer of the last layer's kind, and its prediction through the

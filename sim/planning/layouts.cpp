@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <limits>
+#include <queue>
 
 #include <fmt/format.h>
 
@@ -332,59 +335,89 @@ Outcome evaluate_layout(const PlanJob& job, const std::string& data_dir, const R
   return o;
 }
 
-// Each layout's step lower bound; 0 where the loader refuses it (it is then simulated, and its
-// refusal counted as the exhaustive search counts it).
-std::vector<double> step_bounds(const PlanJob& job, const std::string& data_dir, const Registries& reg,
-                                const std::vector<PlanLayout>& layouts, const EvalOptions& opt, const LoadedData& loaded) {
-  std::vector<double> bounds(layouts.size(), 0.0);
-  parallel_for(layouts.size(), opt.jobs, opt.stop, [&](std::size_t i) {
-    try {
-      bounds[i] = step_lower_bound_s(parse_scenario(layout_scenario(job, layouts[i]), job.base_file, data_dir, &loaded), reg);
-    } catch (const ConfigError&) {
-      bounds[i] = 0.0;
+// Simulates the layouts `todo` at once and adds their rows, the steps that fit to `best` (ascending,
+// at most job.search_top).
+void simulate_batch(const PlanJob& job, const std::string& data_dir, const Registries& reg, const std::vector<PlanLayout>& layouts,
+                    const std::vector<std::size_t>& todo, const EvalOptions& opt, const LoadedData& loaded, std::vector<double>& best,
+                    Evaluated& ev) {
+  std::vector<Outcome> got(todo.size());
+  parallel_for(todo.size(), opt.jobs, opt.stop, [&](std::size_t k) { got[k] = evaluate_layout(job, data_dir, reg, layouts[todo[k]], todo[k], loaded); });
+  for (Outcome& o : got) {
+    ++ev.evaluated;
+    if (!o.row) {
+      ++ev.skipped[o.skipped];
+      continue;
     }
-  });
-  return bounds;
+    if (o.row->status == "ok") {
+      best.insert(std::upper_bound(best.begin(), best.end(), o.row->step_s), o.row->step_s);
+      if (best.size() > static_cast<std::size_t>(job.search_top)) best.pop_back();
+    }
+    ev.rows.push_back(std::move(*o.row));
+  }
 }
 
-// The search for the best job.search_top layouts: simulated in the order of their bounds, a batch
-// at a time, until the next bound is above the search_top-th best step that fits. A skipped
-// layout's step is at least its bound, so above that step: the best search_top rows are those of
-// the exhaustive search, and so are their figures.
+// Each layout's bound by `bound` (step_floor_s or step_lower_bound_s), for the layouts `which`;
+// 0 where the loader refuses it (it is then simulated, and its refusal counted as the exhaustive
+// search counts it).
+std::vector<double> layout_bounds(const PlanJob& job, const std::string& data_dir, const std::vector<PlanLayout>& layouts,
+                                  const std::vector<std::size_t>& which, const EvalOptions& opt, const LoadedData& loaded,
+                                  const std::function<double(const Scenario&)>& bound) {
+  std::vector<double> out(which.size(), 0.0);
+  parallel_for(which.size(), opt.jobs, opt.stop, [&](std::size_t k) {
+    try {
+      out[k] = bound(parse_scenario(layout_scenario(job, layouts[which[k]]), job.base_file, data_dir, &loaded));
+    } catch (const ConfigError&) {
+      out[k] = 0.0;
+    }
+  });
+  return out;
+}
+
+// The search for the best job.search_top layouts, in two levels of bounds. Every layout gets its
+// floor (step_floor_s, no lowering); in the order of the floors, a batch at a time, layouts get
+// the tighter bound from lowering (step_lower_bound_s); a layout is simulated once its bound is
+// the lowest of all (every unrefined floor included), until the lowest bound left is above the
+// search_top-th best step that fits. A skipped layout's step is at least its bound, so above that
+// step: the best search_top rows are those of the exhaustive search, and so are their figures.
+// Batches are fixed, so what is simulated does not depend on the thread count.
 Evaluated bound_search(const PlanJob& job, const std::string& data_dir, const Registries& reg, const std::vector<PlanLayout>& layouts,
                        const EvalOptions& opt, const LoadedData& loaded) {
-  const std::vector<double> bounds = step_bounds(job, data_dir, reg, layouts, opt, loaded);
   std::vector<std::size_t> order(layouts.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return bounds[a] < bounds[b]; });
+  const std::vector<double> floors = layout_bounds(job, data_dir, layouts, order, opt, loaded, [](const Scenario& sc) { return step_floor_s(sc); });
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return floors[a] < floors[b]; });
+  using Refined = std::pair<double, std::size_t>;  // (bound, layout), the lowest first
+  std::priority_queue<Refined, std::vector<Refined>, std::greater<>> refined;
   Evaluated ev;
   ev.total = layouts.size();
   std::vector<double> best;  // the steps of the rows that fit, ascending, at most search_top
   const auto top = static_cast<std::size_t>(job.search_top);
-  constexpr std::size_t batch = 32;  // fixed, so the layouts simulated do not depend on the thread count
-  std::size_t next = 0;
-  const auto ranked_out = [&](std::size_t i) { return best.size() >= top && bounds[i] > best.back() * (1 + 1e-9); };
-  while (next < order.size() && !ranked_out(order[next]) && !(opt.stop && opt.stop->load())) {
-    std::vector<std::size_t> todo;
-    for (; next < order.size() && todo.size() < batch && !ranked_out(order[next]); ++next) todo.push_back(order[next]);
-    std::vector<Outcome> got(todo.size());
-    parallel_for(todo.size(), opt.jobs, opt.stop, [&](std::size_t k) { got[k] = evaluate_layout(job, data_dir, reg, layouts[todo[k]], todo[k], loaded); });
-    for (Outcome& o : got) {
-      ++ev.evaluated;
-      if (!o.row) {
-        ++ev.skipped[o.skipped];
-        continue;
+  constexpr std::size_t batch = 32;
+  const auto ranked_out = [&](double bound) { return best.size() >= top && bound > best.back() * (1 + 1e-9); };
+  constexpr double none = std::numeric_limits<double>::infinity();
+  std::size_t next = 0;  // the next layout in `order` without its refined bound
+  while (!(opt.stop && opt.stop->load())) {
+    const double floor_next = next < order.size() ? floors[order[next]] : none;
+    const double refined_next = refined.empty() ? none : refined.top().first;
+    if (std::min(floor_next, refined_next) == none || ranked_out(std::min(floor_next, refined_next))) break;
+    if (refined_next <= floor_next) {
+      std::vector<std::size_t> todo;
+      while (!refined.empty() && todo.size() < batch && refined.top().first <= floor_next && !ranked_out(refined.top().first)) {
+        todo.push_back(refined.top().second);
+        refined.pop();
       }
-      if (o.row->status == "ok") {
-        best.insert(std::upper_bound(best.begin(), best.end(), o.row->step_s), o.row->step_s);
-        if (best.size() > top) best.pop_back();
-      }
-      ev.rows.push_back(std::move(*o.row));
+      simulate_batch(job, data_dir, reg, layouts, todo, opt, loaded, best, ev);
+    } else {
+      const std::vector<std::size_t> todo(order.begin() + static_cast<std::ptrdiff_t>(next),
+                                          order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), next + batch)));
+      next += todo.size();
+      const std::vector<double> b = layout_bounds(job, data_dir, layouts, todo, opt, loaded, [&](const Scenario& sc) { return step_lower_bound_s(sc, reg); });
+      for (std::size_t k = 0; k < todo.size(); ++k) refined.push({std::max(b[k], floors[todo[k]]), todo[k]});
     }
-    if (opt.progress) opt.progress(next, order.size());
+    if (opt.progress) opt.progress(ev.evaluated, order.size());
   }
-  const bool stopped = next < order.size() && !ranked_out(order[next]);
-  ev.bound_skipped = stopped ? 0 : order.size() - next;
+  const bool stopped = opt.stop && opt.stop->load();
+  ev.bound_skipped = stopped ? 0 : order.size() - next + refined.size();
   ev.evaluated += ev.bound_skipped;
   ev.interrupted = ev.evaluated < ev.total;
   std::sort(ev.rows.begin(), ev.rows.end(), [](const Row& a, const Row& b) { return a.index < b.index; });

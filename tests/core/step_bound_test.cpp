@@ -1,6 +1,7 @@
 // The step's lower bound from lowering alone (step_lower_bound_s, sim/simulation.h), which a
 // planner uses to skip layouts: never above the simulated step, and its extension from one and two
-// groups of microbatches equal to the whole step's compute-stream work.
+// groups of microbatches equal to the whole step's compute-stream work. The floor without lowering
+// (step_floor_s) lies below it.
 #include <algorithm>
 #include <filesystem>
 #include <vector>
@@ -26,7 +27,7 @@ TEST(StepBound, NeverAboveTheSimulatedStepAndAffineInTheMicrobatches) {
   for (const auto& e : std::filesystem::directory_iterator(test::data_dir() + "/scenarios"))
     if (e.path().extension() == ".json") files.push_back(e.path());
   std::sort(files.begin(), files.end());
-  int tight = 0;
+  int tight = 0, tight_floor = 0;
   for (const auto& f : files) {
     SCOPED_TRACE(f.filename().string());
     const Scenario sc = parse_scenario(read_json_file(f.string()), f.string(), test::data_dir());
@@ -36,9 +37,16 @@ TEST(StepBound, NeverAboveTheSimulatedStepAndAffineInTheMicrobatches) {
     EXPECT_NEAR(bound, whole_compute_work_s(whole.program), 1e-9 * whole.result.step_time_s);
     EXPECT_GT(bound, 0.0);
     if (bound > 0.5 * whole.result.step_time_s) ++tight;
+    const double floor = step_floor_s(sc);
+    EXPECT_LE(floor, bound * (1 + 1e-12));
+    EXPECT_GT(floor, 0.0);
+    if (floor > 0.5 * bound) ++tight_floor;
   }
   // A bound that prunes: most shipped steps spend most of their time computing.
   EXPECT_GE(tight, static_cast<int>(files.size()) / 2);
+  // The floor leaves out communication on the compute stream, the embedding, the head and the
+  // optimizer: most of the bound all the same.
+  EXPECT_GE(tight_floor, static_cast<int>(files.size()) * 3 / 4);
 }
 
 }  // namespace
