@@ -148,8 +148,26 @@ AlgoInput AlphaBetaNetwork::tuner_input(const CollectiveSpec& c) const {
   return in;
 }
 
+// An all-to-all of an MoE dispatcher's kernels (CollectiveSpec::loads). Inside one node only its
+// NVLink load counts, priced as NCCL's all-to-all moving the same bytes per rank (measured points
+// included), so a dispatcher never pays a different NVLink rate than NCCL's. Across nodes its NVLink
+// and NIC loads are priced by the direct rule (NCCL's latencies stand in for the kernels').
+double AlphaBetaNetwork::dispatch_time(const CollectiveSpec& c) const {
+  const std::int64_t g = std::max<std::int64_t>(1, std::min(c.ranks_per_node, c.ranks));
+  if (g >= c.ranks) {
+    CollectiveSpec even = c;
+    even.loads.reset();
+    even.bytes = c.loads->nvlink * static_cast<double>(c.ranks) / static_cast<double>(c.ranks - 1);
+    return time_s(even);
+  }
+  AlgoInput in = tuner_input(c);
+  in.loads = c.loads;
+  return direct_estimate(in, NcclProto::Simple)->time_s;
+}
+
 double AlphaBetaNetwork::time_s(const CollectiveSpec& c) const {
   if (c.ranks <= 1 || c.bytes <= 0) return 0.0;
+  if (c.op == CollOp::AllToAll && c.loads) return dispatch_time(c);
   const auto key = std::make_tuple(static_cast<int>(c.op), c.ranks, c.ranks_per_node, c.groups_per_node, c.bytes);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   const double t = use_measured(c) ? measured_time(c) : tuner_choose(tuner_input(c), {c_.nccl_algorithm, c_.nccl_protocol}).time_s;
@@ -159,6 +177,7 @@ double AlphaBetaNetwork::time_s(const CollectiveSpec& c) const {
 
 std::string AlphaBetaNetwork::algorithm(const CollectiveSpec& c) const {
   if (c.ranks <= 1 || c.bytes <= 0) return "none";
+  if (c.op == CollOp::AllToAll && c.loads) return "dispatcher kernels (per-rank NVLink and NIC loads, direct)";
   if (use_measured(c)) return "measured (NCCL's choice on this group shape)";
   const AlgoEstimate e = tuner_choose(tuner_input(c), {c_.nccl_algorithm, c_.nccl_protocol});
   return std::string(nccl_algo_name(e.algo)) + "/" + nccl_proto_name(e.proto);

@@ -114,6 +114,8 @@ double FlowNetwork::simulate(const CollectiveSpec& c) const {
 
 double FlowNetwork::time_s(const CollectiveSpec& c) const {
   if (c.ranks <= 1 || c.bytes <= 0) return 0.0;
+  // An MoE dispatcher's kernels are priced from their per-rank loads (not yet as flows).
+  if (c.loads) return measured_.time_s(c);
   // Measured NCCL points of this group shape already include the algorithm, protocol and NVLS
   // choices NCCL made; they win over simulated flows (same rule as the analytical model).
   if (measured_.use_measured(c)) return measured_.time_s(c);
@@ -126,6 +128,7 @@ double FlowNetwork::time_s(const CollectiveSpec& c) const {
 }
 
 std::string FlowNetwork::algorithm(const CollectiveSpec& c) const {
+  if (c.loads) return measured_.algorithm(c);
   if (measured_.use_measured(c)) return measured_.algorithm(c);
   const AlgoEstimate e = measured_.choose(c);
   const std::string tuned = std::string(nccl_algo_name(e.algo)) + "/" + nccl_proto_name(e.proto);

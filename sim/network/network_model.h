@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -17,12 +18,21 @@ namespace parasim {
 enum class CollOp { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, SendRecv };
 const char* coll_op_name(CollOp op);
 
+// What one rank of an all-to-all puts on NVLink and through its node's NICs, where the traffic is
+// not NCCL's even spread over the group (an MoE dispatcher's own kernels: sim/parallel/moe_dispatch.h).
+struct LinkLoads {
+  double nvlink = 0, nic = 0;  // bytes
+};
+
 struct CollectiveSpec {
   CollOp op = CollOp::AllReduce;
   std::int64_t ranks = 1;             // group size
   std::int64_t ranks_per_node = 1;    // of this group on each node it spans
   std::int64_t groups_per_node = 1;   // groups of this kind active at once on a node (share its NICs)
   double bytes = 0;                   // AR: buffer; AG: gathered output; RS: input; send: message
+  // All-to-all run by an MoE dispatcher's kernels (DeepEP, HybridEP): each rank's loads, priced
+  // instead of an even spread of `bytes` (NCCL's all-to-all) when present.
+  std::optional<LinkLoads> loads;
 };
 
 struct AlgoInput;
@@ -71,6 +81,7 @@ class AlphaBetaNetwork final : public NetworkModel {
 
  private:
   double measured_time(const CollectiveSpec& c) const;
+  double dispatch_time(const CollectiveSpec& c) const;
   std::vector<const CollectivePoint*> measured_points(const CollectiveSpec& c) const;
   AlgoInput tuner_input(const CollectiveSpec& c) const;
   const Profile& p_;

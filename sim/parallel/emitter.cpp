@@ -1,4 +1,5 @@
 #include "sim/parallel/emitter.h"
+#include "sim/parallel/moe_dispatch.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -186,10 +187,20 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
     }
   }
   if (g.ep_message_bytes > 0) {
-    // Megatron-Core's all-to-all token dispatcher: one all-to-all sends each routed token copy to
-    // its expert's rank, one brings the outputs back; backward runs both for the gradients. Each
-    // blocks the layer (no overlap with the experts' GEMMs modelled).
-    const double a2a = in.network.time_s(l.ep_group(CollOp::AllToAll, g.ep_message_bytes));
+    // The token dispatcher: one all-to-all sends the routed tokens to their experts' ranks, one
+    // brings the outputs back; backward runs both for the gradients. Each blocks the layer (no
+    // overlap with the experts' GEMMs modelled). Megatron-Core's alltoall dispatcher sends a copy
+    // per routed expert over NCCL; DeepEP's and HybridEP's kernels a copy per destination rank and
+    // node, with their own per-rank loads (sim/parallel/moe_dispatch.h).
+    CollectiveSpec a2a_spec = l.ep_group(CollOp::AllToAll, g.ep_message_bytes);
+    const MoeDispatcher disp = in.scenario.parallel.moe_dispatcher;
+    if (disp != MoeDispatcher::AllToAll) {
+      const MoeSpec& moe = *in.scenario.model.moe;
+      const DispatchShape shape{g.ep_message_bytes / static_cast<double>(moe.top_k), moe.experts, moe.top_k, a2a_spec.ranks,
+                                a2a_spec.ranks_per_node};
+      a2a_spec.loads = dispatch_traffic(disp, shape).loads();
+    }
+    const double a2a = in.network.time_s(a2a_spec);
     t.ep_comm_f = 2 * a2a;
     t.ep_comm_b = 2 * a2a;
     if (in.scenario.parallel.recompute == Recompute::Selective && in.scenario.parallel.recompute_modules.has(RecomputeModule::Moe))

@@ -48,9 +48,31 @@ ChoiceRegistry<Recompute> recompute_modes() {
   return r;
 }
 
+// The dispatchers differ in what crosses the wires: a copy per routed expert (NCCL's all-to-all),
+// or one copy per destination rank and one per destination node (DeepEP's and HybridEP's kernels).
+ChoiceRegistry<MoeDispatcher> moe_dispatchers() {
+  ChoiceRegistry<MoeDispatcher> r("MoE token dispatcher");
+  r.add({"alltoall", "NCCL all-to-alls carrying one copy of each token per routed expert",
+         "Megatron-Core moe_token_dispatcher_type \"alltoall\" (megatron/core/transformer/moe/token_dispatcher.py, "
+         "MoEAlltoAllTokenDispatcher: permute by expert, then all_to_all)",
+         {MoeDispatcher::AllToAll}});
+  r.add({"deepep", "DeepEP's normal kernels: a token sent once per destination rank over NVLink and once per destination node over "
+                   "RDMA to the same-index GPU, which forwards it over NVLink",
+         "github.com/deepseek-ai/DeepEP README (normal kernels, NVLink-to-RDMA forwarding); Megatron-Core moe_token_dispatcher_type "
+         "\"flex\" with moe_flex_dispatcher_backend \"deepep\" (megatron/core/transformer/moe/fused_a2a.py)",
+         {MoeDispatcher::DeepEp}});
+  r.add({"hybridep", "HybridEP's kernels: a token written once per destination rank in the NVLink domain, sent once per other "
+                     "domain over RDMA to the peer GPU of the same local rank, which forwards it over NVLink",
+         "github.com/deepseek-ai/DeepEP branch hybrid-ep, Hybrid-EP_Implementation.md (sections 4.2 and 8: RDMA buffers of "
+         "tokens x (nodes - 1), peer-GPU RDMA then NVLink); Megatron-Core \"flex\" dispatcher, backend \"hybridep\"",
+         {MoeDispatcher::HybridEp}});
+  return r;
+}
+
 std::string name_of(ZeroImpl v) { return name_of(zero_impls(), v); }
 std::string name_of(BackwardPrefetch v) { return name_of(backward_prefetches(), v); }
 std::string name_of(Recompute v) { return name_of(recompute_modes(), v); }
+std::string name_of(MoeDispatcher v) { return name_of(moe_dispatchers(), v); }
 
 std::vector<std::string> NamedChoice::name_list() const {
   std::vector<std::string> out;
@@ -79,7 +101,8 @@ NamedChoice nccl_protocol_choice() {
 std::vector<NamedChoice> scenario_choices() {
   return {describe(zero_impls(), "zero-impls", "/parallel/zero_impl"),
           describe(backward_prefetches(), "backward-prefetch", "/parallel/fsdp/backward_prefetch"),
-          describe(recompute_modes(), "recompute", "/parallel/recompute"), nccl_algorithm_choice(), nccl_protocol_choice()};
+          describe(recompute_modes(), "recompute", "/parallel/recompute"),
+          describe(moe_dispatchers(), "moe-dispatchers", "/parallel/moe_dispatcher"), nccl_algorithm_choice(), nccl_protocol_choice()};
 }
 
 }  // namespace parasim

@@ -23,6 +23,9 @@ enum class PipelineImpl : std::uint8_t { Megatron, DeepSpeed };
 enum class BackwardPrefetch : std::uint8_t { Pre, Post };
 // parallel.recompute: which activations the backward recomputes.
 enum class Recompute : std::uint8_t { None, Selective, Full, SelectiveOp };
+// parallel.moe_dispatcher: how a mixture-of-experts layer's tokens reach their experts' ranks
+// (traffic per rank pair: sim/parallel/moe_dispatch.h).
+enum class MoeDispatcher : std::uint8_t { AllToAll, DeepEp, HybridEp };
 
 // The entry of a registry whose factory holds the value `v`, and its name (what --dump-resolved and
 // the results print).
@@ -49,10 +52,12 @@ using ChoiceRegistry = Registry<Choice<E>>;
 ChoiceRegistry<ZeroImpl> zero_impls();
 ChoiceRegistry<BackwardPrefetch> backward_prefetches();
 ChoiceRegistry<Recompute> recompute_modes();
+ChoiceRegistry<MoeDispatcher> moe_dispatchers();
 
 std::string name_of(ZeroImpl v);
 std::string name_of(BackwardPrefetch v);
 std::string name_of(Recompute v);
+std::string name_of(MoeDispatcher v);
 
 // The registry entry `key` of `o` names (the default's when absent); an unknown name is a
 // ConfigError listing the registry's names and the closest one.

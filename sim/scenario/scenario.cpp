@@ -184,6 +184,7 @@ ParallelSpec parse_parallel(const JsonObject& o) {
   }
   p.tp_comm_overlap = o.boolean("tp_comm_overlap", false);
   p.ep_comm_overlap = o.boolean("ep_comm_overlap", false);
+  p.moe_dispatcher = parse_choice(o, "moe_dispatcher", moe_dispatchers(), MoeDispatcher::AllToAll).factory.value;
   p.p2p_sync = o.boolean("p2p_sync", true);
   p.pipeline_impl = parse_choice(o, "pipeline_impl", pipeline_engines(), PipelineImpl::Megatron).factory.value;
   // DeepSpeed's PipelineEngine turns the backward-hook gradient reduction off and reduces in its
@@ -241,6 +242,9 @@ void validate(const Scenario& s, const JsonObject& root) {
   if (m.mamba && p.cp > 1) fail(par + "/cp", "context parallelism with Mamba-2 layers (model.mamba) is not modelled");
   if (m.head_dim_override > 0 && m.q_dim() % p.tp != 0)
     fail(par + "/tp", "the query projection (heads x head_dim = " + itos(m.q_dim()) + ") must be divisible by tp (" + itos(p.tp) + ")");
+  if (p.moe_dispatcher != MoeDispatcher::AllToAll && !m.moe)
+    fail(par + "/moe_dispatcher", "\"" + name_of(p.moe_dispatcher) + "\" dispatches a mixture-of-experts layer's tokens, but the model has "
+                                  "no experts (model.moe)");
   if (p.ep > 1 && !m.moe) fail(par + "/ep", "expert parallelism (ep = " + itos(p.ep) + ") needs a mixture-of-experts model (model.moe)");
   if (m.moe) {
     const std::int64_t etp = p.expert_tp();
@@ -603,6 +607,7 @@ Json Scenario::resolved() const {
              {"zero_stage", parallel.zero_stage}, {"zero_impl", name_of(parallel.zero_impl)}, {"bucket_mb", parallel.bucket_mb}, {"overlap_grad_reduce", parallel.overlap_grad_reduce},
              {"stage_layers", parallel.stage_layers.size() > static_cast<size_t>(parallel.pp) ? parallel.stage_layers : layers_per_stage()},
              {"tp_comm_overlap", parallel.tp_comm_overlap}, {"ep_comm_overlap", parallel.ep_comm_overlap}, {"p2p_sync", parallel.p2p_sync},
+             {"moe_dispatcher", name_of(parallel.moe_dispatcher)},
              {"pipeline_impl", name_of(parallel.pipeline_impl)}};
   {
     std::string ord;

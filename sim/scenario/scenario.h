@@ -246,6 +246,10 @@ struct ParallelSpec {
   // another microbatch's layer computes (1F1B pairs a forward with a backward), instead of
   // blocking the layer.
   bool ep_comm_overlap = false;
+  // How tokens reach their experts' ranks (`parasim list moe-dispatchers`): NCCL all-to-alls of a
+  // copy per routed expert, or DeepEP's / HybridEP's kernels sending a copy per destination rank
+  // and per destination node (sim/parallel/moe_dispatch.h).
+  MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
   // Pipeline sends block the sending stage: Megatron's batched p2p (batch_p2p_comm with
   // batch_p2p_sync, its defaults unless overlap_p2p_comm) waits on every send and receive and
   // then calls torch.cuda.synchronize(), so a stage's next forward or backward starts only after

@@ -200,6 +200,8 @@ const std::vector<ScenarioKey>& scenario_keys() {
       {"/parallel/tp_comm_overlap", "boolean", "false", "Tensor-parallel communication overlapped with GEMMs.", "Megatron `--tp-comm-overlap`"},
       {"/parallel/ep_comm_overlap", "boolean", "false", "Expert-parallel all-to-all overlapped with compute.",
        "Megatron `--overlap-moe-expert-parallel-comm`"},
+      {"/parallel/moe_dispatcher", "choice", "\"alltoall\"", "How MoE tokens reach their experts' ranks (`parasim list moe-dispatchers`).",
+       "Megatron `--moe-token-dispatcher-type alltoall | flex` with `--moe-flex-dispatcher-backend deepep | hybridep`"},
       {"/parallel/p2p_sync", "boolean", "true", "Pipeline sends block the compute stream.", "Megatron `--overlap-p2p-communication` (negated)"},
       {"/parallel/pipeline_impl", "choice", "\"megatron\"", "Whose pipeline engine runs (`parasim list pipeline-impls`).", "DeepSpeed `PipelineModule`"},
       {"/parallel/overlap_grad_reduce", "boolean", "true (false for DeepSpeed's pipeline)", "Gradient reduction overlaps the backward.",
