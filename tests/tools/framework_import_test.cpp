@@ -68,6 +68,20 @@ TEST(FrameworkImport, MegatronInlineArgumentsAndErrors) {
   EXPECT_THROW(import_megatron({"--tensor-model-parallel-size", "3"}, on("h100-sxm5-80g", 1)), ConfigError);  // 3 does not divide 8
 }
 
+TEST(FrameworkImport, MegatronTokenDispatcher) {
+  // --moe-token-dispatcher-type flex runs the backend's kernels (Megatron-Core's default backend:
+  // deepep); the backend alone, without flex, leaves the alltoall dispatcher.
+  const auto disp = [](const std::vector<std::string>& args) {
+    const ImportResult r = import_megatron(args, on("h100-sxm5-80g", 2, "qwen3-30b-a3b"));
+    return r.scenario["parallel"].value("moe_dispatcher", std::string("(absent)"));
+  };
+  EXPECT_EQ(disp({"--moe-token-dispatcher-type", "flex"}), "deepep");
+  EXPECT_EQ(disp({"--moe-token-dispatcher-type", "flex", "--moe-flex-dispatcher-backend", "hybridep"}), "hybridep");
+  EXPECT_EQ(disp({"--moe-flex-dispatcher-backend", "hybridep"}), "(absent)");
+  EXPECT_EQ(disp({"--moe-token-dispatcher-type", "alltoall"}), "(absent)");
+  EXPECT_THROW(disp({"--moe-token-dispatcher-type", "allgather"}), ConfigError);
+}
+
 TEST(FrameworkImport, DeepSpeedConfig) {
   const Json c = read_json_file(test::test_data("frameworks/ds_config_zero2.json"));
   ImportOptions o = on("a100-sxm4-80g", 1, "llama2-7b");

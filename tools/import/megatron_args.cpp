@@ -67,6 +67,18 @@ const std::map<std::string, Handler>& valued() {
       {"nproc-per-node", set_int("cluster", "gpus_per_node")},
       {"num-experts", [](Args& a, const std::string& v) { a.m()["moe"]["experts"] = to_int("--num-experts", v); }},
       {"moe-router-topk", [](Args& a, const std::string& v) { a.m()["moe"]["top_k"] = to_int("--moe-router-topk", v); }},
+      // Megatron-Core's token dispatchers (megatron/training/arguments.py: --moe-token-dispatcher-type
+      // allgather | alltoall | flex, --moe-flex-dispatcher-backend deepep (default) | hybridep).
+      {"moe-token-dispatcher-type",
+       [](Args& a, const std::string& v) {
+         if (v != "alltoall" && v != "flex") throw ConfigError("--moe-token-dispatcher-type: \"" + v + "\" is not modelled (alltoall, flex)");
+         a.sc["_moe_flex"] = v == "flex";
+       }},
+      {"moe-flex-dispatcher-backend",
+       [](Args& a, const std::string& v) {
+         if (v != "deepep" && v != "hybridep") throw ConfigError("--moe-flex-dispatcher-backend: \"" + v + "\" is not modelled (deepep, hybridep)");
+         a.sc["_moe_flex_backend"] = v;
+       }},
       {"moe-ffn-hidden-size", [](Args& a, const std::string& v) { a.m()["moe"]["expert_ffn_hidden"] = to_int("--moe-ffn-hidden-size", v); }},
       {"position-embedding-type",
        [](Args& a, const std::string& v) {
@@ -187,6 +199,11 @@ ImportResult import_megatron(const std::vector<std::string>& args, const ImportO
     }
   }
   finish_megatron_model(r);
+  // The flex dispatcher runs its backend's kernels (parallel.moe_dispatcher); the backend alone
+  // changes nothing (Megatron-Core reads it only with --moe-token-dispatcher-type flex).
+  if (r.scenario.value("_moe_flex", false)) r.scenario["parallel"]["moe_dispatcher"] = r.scenario.value("_moe_flex_backend", "deepep");
+  r.scenario.erase("_moe_flex");
+  r.scenario.erase("_moe_flex_backend");
   apply_model_option(r.scenario, o);
   finish_layout(r.scenario, r.scenario.value("_layers_per_virtual_stage", 0), o.data_dir);
   r.scenario.erase("_layers_per_virtual_stage");
