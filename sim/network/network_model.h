@@ -32,7 +32,7 @@ struct CollectiveSpec {
   double bytes = 0;                   // AR: buffer; AG: gathered output; RS: input; send: message
   // All-to-all run by an MoE dispatcher's kernels (DeepEP, HybridEP): each rank's loads, priced
   // instead of an even spread of `bytes` (NCCL's all-to-all) when present.
-  std::optional<LinkLoads> loads;
+  std::optional<LinkLoads> loads = std::nullopt;
 };
 
 struct AlgoInput;

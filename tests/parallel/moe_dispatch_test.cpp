@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "../test_util.h"
-#include "sim/network/network_model.h"
+#include "sim/network/flow_network.h"
 #include "sim/parallel/emitter.h"
 #include "sim/parallel/moe_dispatch.h"
 

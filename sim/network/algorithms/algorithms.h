@@ -24,7 +24,7 @@ struct AlgoInput {
   bool nvswitch = true;    // NVLink SHARP needs an NVSwitch node
   double intra_alpha_us = 0, inter_alpha_us = 0;  // per-step latencies when the profile has no NCCL tables
   const NcclTuning* tuning = nullptr;
-  std::optional<LinkLoads> loads;  // all-to-all by an MoE dispatcher's kernels: per-rank NVLink and NIC bytes
+  std::optional<LinkLoads> loads = std::nullopt;  // all-to-all by an MoE dispatcher's kernels: per-rank NVLink and NIC bytes
 };
 
 struct AlgoEstimate {
