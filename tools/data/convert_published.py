@@ -331,56 +331,55 @@ MB_GPTOSS = ("Megatron-Bridge's GPT-OSS recipe (src/megatron/bridge/recipes/gpt_
              "gpt_oss_workload_base_configs.py: %s; CUDA graphs, the cuteDSL fused grouped MLP and FP8 dot-product attention "
              "are not modelled: attention is priced in 16-bit)")
 # Megatron-Bridge's MoE presets by (model, GPU, precision): the plans they set (tp, pp, vp, ep, and the global batch where
-# two versions differ only in it), whether the all-to-alls overlap (moe_a2a_overlap), the recompute modules, and the
-# flex dispatcher's backend where one is set (disp: moe_flex_dispatcher_backend; absent: the alltoall dispatcher).
+# two versions differ only in it), whether the all-to-alls overlap (moe_a2a_overlap) and the recompute modules.
 # Rows whose plan matches one of them convert; others are skipped.
 MB_MOE_PRESETS = {
     ("deepseek-v3", "gb300", "FP8_CS"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_CS_V1/V2", tp=1, pp=2, vp=8, ep=32,
-                                              a2a=False, rec=["mla_up_proj"], disp="hybridep")],
+                                              a2a=False, rec=["mla_up_proj"])],
     ("deepseek-v3", "gb300", "BF16"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_BF16_V1/V2", tp=1, pp=4, vp=4, ep=64, a2a=False,
-                                            rec=["moe_act"], disp="hybridep")],
+                                            rec=["moe_act"])],
     ("deepseek-v3", "gb300", "FP8_MX"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_V1/V2", tp=1, pp=2, vp=8, ep=32,
-                                              a2a=True, rec=[], disp="hybridep")],
+                                              a2a=True, rec=[])],
     ("deepseek-v3", "gb300", "NVFP4"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_NVFP4_V1/V2", tp=1, pp=2, vp=8, ep=32,
-                                             a2a=False, rec=[], disp="hybridep")],
+                                             a2a=False, rec=[])],
     ("deepseek-v3", "gb200", "FP8_CS"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_CS_V1/V2", tp=1, pp=4, vp=4, ep=64,
-                                              a2a=False, rec=["mlp"], disp="hybridep")],
+                                              a2a=False, rec=["mlp"])],
     ("deepseek-v3", "gb200", "BF16"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_BF16_V1/V2", tp=1, pp=4, vp=4, ep=64, a2a=False,
-                                            rec=["mla_up_proj"], disp="hybridep")],
+                                            rec=["mla_up_proj"])],
     ("deepseek-v3", "gb200", "FP8_MX"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V1/V2", tp=1, pp=4, vp=4, ep=64,
-                                              a2a=True, rec=["mla_up_proj"], disp="hybridep")],
+                                              a2a=True, rec=["mla_up_proj"])],
     ("deepseek-v3", "gb200", "NVFP4"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_NVFP4_V1/V2", tp=1, pp=4, vp=4, ep=64,
-                                             a2a=False, rec=["mla_up_proj"], disp="hybridep")],
+                                             a2a=False, rec=["mla_up_proj"])],
     ("deepseek-v3", "b300", "*"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_B300_V1/V2", tp=1, pp=8, vp=2, ep=8, a2a=False,
-                                        rec=["mla_up_proj"], prec=("BF16", "FP8_CS", "NVFP4"), disp="hybridep"),
+                                        rec=["mla_up_proj"], prec=("BF16", "FP8_CS", "NVFP4")),
                                    dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_B300_FP8_MX_V1/V2", tp=1, pp=8, vp=2, ep=8, a2a=True,
-                                        rec=["mla_up_proj"], prec=("FP8_MX",), disp="hybridep")],
+                                        rec=["mla_up_proj"], prec=("FP8_MX",))],
     ("deepseek-v3", "b200", "*"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_B200_V1 (and its FP8_MX / NVFP4 V1)", tp=1, pp=16, vp=1,
-                                        ep=8, a2a=False, rec=["mla_up_proj"], disp="hybridep"),
+                                        ep=8, a2a=False, rec=["mla_up_proj"]),
                                    dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2", tp=1, pp=8, vp=2, ep=32, a2a=True,
-                                        rec=["mla_up_proj", "mlp"], prec=("FP8_MX",), disp="deepep"),
+                                        rec=["mla_up_proj", "mlp"], prec=("FP8_MX",)),
                                    dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_B200_NVFP4_V2", tp=1, pp=8, vp=2, ep=32, a2a=True,
-                                        rec=["mla_up_proj", "layernorm", "moe_act"], prec=("NVFP4",), disp="deepep")],
+                                        rec=["mla_up_proj", "layernorm", "moe_act"], prec=("NVFP4",))],
     ("deepseek-v3", "h100", "*"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_H100_V1/V2", tp=2, pp=8, vp=4, ep=64, a2a=False,
-                                        rec=["mla_up_proj", "mlp"], prec=("BF16", "FP8_CS"), disp="hybridep")],
+                                        rec=["mla_up_proj", "mlp"], prec=("BF16", "FP8_CS"))],
     ("gpt-oss-120b", "h100", "*"): [dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V1/V2", tp=1, pp=4, vp=1, ep=8, a2a=False,
                                          rec=["layernorm", "moe_act"], prec=("BF16", "FP8_CS"))],
     ("gpt-oss-120b", "gb300", "*"): [dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_GB300_BF16_V1/V2", tp=1, pp=1, vp=1, ep=64,
                                           a2a=False, rec=[]),
                                      dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_GB300_FP8_MX_V2", tp=1, pp=1, vp=1, ep=16, a2a=True,
-                                          rec=[], prec=("FP8_MX",), disp="hybridep")],
+                                          rec=[], prec=("FP8_MX",))],
     ("gpt-oss-120b", "gb200", "*"): [dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V1", tp=1, pp=1, vp=1, ep=64, gbs=512,
                                           a2a=False, rec=["layernorm", "moe_act"]),
                                      dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2", tp=1, pp=1, vp=1, ep=64, gbs=1280,
                                           a2a=True, rec=["layernorm", "moe_act"], prec=("BF16",)),
                                      dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_GB200_FP8_MX_V2", tp=1, pp=1, vp=1, ep=64, gbs=1280,
-                                          a2a=True, rec=[], prec=("FP8_MX",), disp="hybridep")],
+                                          a2a=True, rec=[], prec=("FP8_MX",))],
     ("gpt-oss-120b", "b300", "*"): [dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_B300_BF16_V1", tp=1, pp=1, vp=1, ep=64, a2a=False,
                                          rec=[]),
                                     dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_B300_BF16_V2", tp=1, pp=1, vp=1, ep=8, a2a=False, rec=[],
-                                         prec=("BF16",), disp="hybridep"),
+                                         prec=("BF16",)),
                                     dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_B300_FP8_MX_V2", tp=1, pp=1, vp=1, ep=8, a2a=True,
-                                         rec=[], prec=("FP8_MX",), disp="hybridep")],
+                                         rec=[], prec=("FP8_MX",))],
     ("gpt-oss-120b", "b200", "*"): [dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V1", tp=1, pp=1, vp=1, ep=64,
                                          rec=["layernorm", "moe_act"], a2a=False),
                                     dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V2 (= FP8_MX_V2)", tp=1, pp=1, vp=1, ep=8,
@@ -414,12 +413,9 @@ def moe_preset(model, prof, tp, pp=1, vpp=1, ep=1, prec="BF16", gbs=0):
         c = mb_moe_plan(zoo, prof, prec, tp, pp, vpp, ep, gbs)
         if c is None or (zoo == "deepseek-v3" and (pp, vpp) not in DSV3_LAYOUTS):
             return None
-        disp = c.get("disp", "alltoall")
-        what = "moe_a2a_overlap = %s, recompute_modules %s, %s" % (
-            c["a2a"], c["rec"], "flex dispatcher, moe_flex_dispatcher_backend '%s'" % disp if disp != "alltoall" else
-            "no flex dispatcher backend (the alltoall dispatcher)")
+        what = "moe_a2a_overlap = %s, recompute_modules %s" % (c["a2a"], c["rec"])
         preset = {"account_split": False, "tp_comm_overlap": False, "ep_comm_overlap": c["a2a"],
-                  "recompute_modules": c["rec"], "loss_impl": "megatron", "moe_dispatcher": disp}
+                  "recompute_modules": c["rec"], "loss_impl": "megatron"}
         if zoo == "deepseek-v3":
             layout = DSV3_LAYOUTS[(pp, vpp)]
             preset.update(why=MB_DSV3 % (pp, vpp, layout, c["name"], what), mtp_layers=1, stage_layers=layout)
@@ -431,22 +427,18 @@ def moe_preset(model, prof, tp, pp=1, vpp=1, ep=1, prec="BF16", gbs=0):
         comm = ("H100 235B: CommOverlapConfig(tp_comm_overlap=False), moe_token_dispatcher_type 'alltoall' with "
                 "moe_a2a_overlap = True (QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V1/V2): the all-to-alls overlap "
                 "another microbatch's compute")
-        tp_overlap, ep_overlap, disp = False, True, "alltoall"
-    elif big and prof.startswith("b200"):
-        comm = ("B200 235B: CommOverlapConfig(tp_comm_overlap=True), no flex dispatcher backend (the alltoall dispatcher), no "
-                "moe_a2a_overlap (QWEN3_235B_A22B_PRETRAIN_CONFIG_B200_*): the all-to-alls block the layer")
-        tp_overlap, ep_overlap, disp = True, False, "alltoall"
+        tp_overlap, ep_overlap = False, True
     elif h100:
         comm = ("H100 30B: moe_a2a_overlap = False, flex dispatcher with the hybridep backend "
                 "(QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1): its all-to-alls block the layer")
-        tp_overlap, ep_overlap, disp = True, False, "hybridep"
+        tp_overlap, ep_overlap = True, False
     else:
         comm = ("Blackwell: CommOverlapConfig(tp_comm_overlap=True), flex dispatcher with the hybridep backend, no "
                 "moe_a2a_overlap: the all-to-alls block the layer")
-        tp_overlap, ep_overlap, disp = True, False, "hybridep"
+        tp_overlap, ep_overlap = True, False
     split = ", account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split = True" if big else ""
     return {"why": MB_QWEN3 % (split, comm), "account_split": big, "tp_comm_overlap": tp_overlap and tp > 1,
-            "ep_comm_overlap": ep_overlap, "moe_dispatcher": disp}
+            "ep_comm_overlap": ep_overlap}
 
 
 # What each source's rows leave unstated and the source documents (shared/validation/README.md or the source itself):
@@ -664,7 +656,7 @@ def presets_and_zoo(c):
                               c.p.get("ep") or 1, precision_class(c.p.get("dtype")), c.p.get("global_batch") or 0)
         if c.preset is None:
             return "expert parallelism (MoE): no Megatron-Bridge preset for this model on this GPU is known to the converter"
-        c.ci["parallel.etp/recompute/sequence_parallel/zero_stage/tp_comm_overlap/ep_comm_overlap/moe_dispatcher, training.loss_impl"] = c.preset["why"]
+        c.ci["parallel.etp/recompute/sequence_parallel/zero_stage/tp_comm_overlap/ep_comm_overlap, training.loss_impl"] = c.preset["why"]
     if c.preset:
         c.p = dict(c.p, recompute=c.p.get("recompute") or "none", sequence_parallel=c.p["tp"] > 1)
         if not c.moe_zoo:
@@ -887,8 +879,6 @@ def moe_parallel(c):
         c.par.update(ep=c.p["ep"], etp=1, zero_stage=1 if c.dp > 1 else 0)
         if c.preset["ep_comm_overlap"]:
             c.par["ep_comm_overlap"] = True
-        if c.preset["moe_dispatcher"] != "alltoall":
-            c.par["moe_dispatcher"] = c.preset["moe_dispatcher"]
         if c.preset.get("recompute_modules"):
             c.par.update(recompute="selective", recompute_modules=c.preset["recompute_modules"])
         elif "recompute_modules" in c.preset:
@@ -898,10 +888,8 @@ def moe_parallel(c):
         if c.fsdp is None or c.fsdp.get("sharding") != "full":
             return "NeMo AutoModel MoE row without FSDP2 sharding"
         c.par["fsdp"] = dict(c.fsdp, reduce_dtype="fp32")
-        if "enable_deepep" in c.am_moe:  # AutoModel's MoE runs Megatron-Core's flex dispatcher with DeepEP's kernels
-            c.par["moe_dispatcher"] = "deepep"
         dense = 1 - c.moe_zoo["moe"]["experts"] * 3 * c.moe_zoo["hidden"] * c.moe_zoo["moe"]["expert_ffn_hidden"] / layer_params_of(c.moe_zoo)
-        c.ci["parallel.recompute/fsdp/ep/moe_dispatcher, training.attention_kernel/optimizer_impl/loss_impl"] = c.am_moe % ("%.1f%%" % (100 * dense))
+        c.ci["parallel.recompute/fsdp/ep, training.attention_kernel/optimizer_impl/loss_impl"] = c.am_moe % ("%.1f%%" % (100 * dense))
     elif c.moe_zoo:
         # Other sources: the row's expert parallelism; experts split like the dense layers (Megatron-Core's default
         # expert_tensor_parallel_size = tp) unless the row's notes say otherwise.
