@@ -1,11 +1,11 @@
 #include "sim/parallel/emitter.h"
-#include "sim/parallel/moe_dispatch.h"
 
 #include <algorithm>
 #include <cstdint>
 
 #include "sim/cost/kernels.h"
 #include "sim/parallel/comm_overlap.h"
+#include "sim/parallel/moe_dispatch.h"
 
 namespace parasim {
 

@@ -436,7 +436,7 @@ PlanResult run_plan(const PlanJob& job, const std::string& data_dir, const Regis
   LoadedData loaded;
   loaded.models.emplace(job.model, load_zoo_model(data_dir, job.model, job.base_file + ": /model"));
   loaded.profiles.emplace(job.gpu, load_profile(data_dir, job.gpu, job.base_file + ": /cluster/gpu"));
-  loaded.slowest_gpus.emplace(base.cluster.gpus(), base.slowest_gpu);
+  loaded.expected_max_draws.emplace(base.cluster.gpus(), expected_max_standard_normal(base.cluster.gpus()));
   const bool distributed = opt.distribution && opt.distribution->parts > 1;
   if (job.search_top > 0 && !distributed) {
     res.evaluated = bound_search(job, data_dir, reg, layouts, opt, loaded);

@@ -500,8 +500,10 @@ Scenario parse_scenario(const Json& given, const std::string& file, const std::s
   const Profile* known_gpu = loaded && !gpu_is_path ? find_loaded(loaded->profiles, s.cluster.gpu) : nullptr;
   s.profile = known_gpu ? *known_gpu
                         : load_profile(data_dir, gpu_is_path ? relative_to_file(file, s.cluster.gpu) : s.cluster.gpu, file + ": /cluster/gpu");
-  const auto drawn = loaded && known_gpu ? loaded->slowest_gpus.find(s.cluster.gpus()) : std::map<std::int64_t, SlowestGpu>::const_iterator{};
-  s.slowest_gpu = loaded && known_gpu && drawn != loaded->slowest_gpus.end() ? drawn->second : slowest_gpu(s.profile, s.cluster.gpus());
+  if (s.profile.gpu_speed_spread.value > 0) {
+    const auto drawn = loaded ? loaded->expected_max_draws.find(s.cluster.gpus()) : std::map<std::int64_t, double>::const_iterator{};
+    s.slowest_gpu.draw = loaded && drawn != loaded->expected_max_draws.end() ? drawn->second : expected_max_standard_normal(s.cluster.gpus());
+  }
   // Unstated network: the profile's reference node (e.g. DGX A100: 8 x HDR 200 Gb/s).
   if (s.cluster.nics_per_node == 0) s.cluster.nics_per_node = static_cast<std::int64_t>(s.profile.node_nics.value);
   if (s.cluster.nic_gbps == 0) s.cluster.nic_gbps = s.profile.node_nic_gbps.value;

@@ -302,7 +302,7 @@ struct Scenario {
 struct LoadedData {
   std::map<std::string, ModelSpec> models;
   std::map<std::string, Profile> profiles;
-  std::map<std::int64_t, SlowestGpu> slowest_gpus;  // by GPU count, for the profiles above
+  std::map<std::int64_t, double> expected_max_draws;  // expected_max_standard_normal by GPU count
 };
 
 // Parses and validates; every error names the file and JSON pointer. A model or profile named in
