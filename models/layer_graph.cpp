@@ -294,7 +294,7 @@ void add_ffn_bwd(Block& b, const Kernel& up, const Kernel& down, const std::stri
 void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double act_elems, double act, double drop_f,
                  double drop_b, std::vector<Kernel>& fp8_linears) {
   const double e = sh.dtype_bytes;
-  const bool glu = m.activation == "swiglu";
+  const bool glu = m.activation == Activation::SwiGlu;
   const std::int64_t h = m.hidden, E = m.moe->experts, k = m.moe->top_k;
   const std::int64_t T_r = sh.moe_tokens();
   const bool sp_tokens = T_r < sh.micro_batch * (sh.seq_len / sh.cp);
@@ -351,16 +351,19 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
 
 }  // namespace
 
-double fp8_cast_bytes(const std::string& recipe) {
-  if (recipe == "current") return 2 + 2 + 1 + 1;
-  if (recipe == "mxfp8") return 2 + 1 + 1 + 2.0 / 32;
-  if (recipe == "nvfp4") return 2 + 2 + 2 * (0.5 + 1.0 / 16);
+double fp8_cast_bytes(Fp8Recipe recipe) {
+  switch (recipe) {
+    case Fp8Recipe::Current: return 2 + 2 + 1 + 1;
+    case Fp8Recipe::Mxfp8: return 2 + 1 + 1 + 2.0 / 32;
+    case Fp8Recipe::Nvfp4: return 2 + 2 + 2 * (0.5 + 1.0 / 16);
+    case Fp8Recipe::Delayed: break;
+  }
   return 2 + 1 + 1;  // delayed
 }
 
-double fp8_saved_input_bytes(const std::string& recipe) {
-  if (recipe == "mxfp8") return 1 + 1.0 / 32;
-  if (recipe == "nvfp4") return 0.5 + 1.0 / 16;
+double fp8_saved_input_bytes(Fp8Recipe recipe) {
+  if (recipe == Fp8Recipe::Mxfp8) return 1 + 1.0 / 32;
+  if (recipe == Fp8Recipe::Nvfp4) return 0.5 + 1.0 / 16;
   return 1;
 }
 
@@ -433,7 +436,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   // RoPE: on the queries and keys, or with MLA on their rotary parts (the key's shared by the heads).
   const double rope_q = m.mla ? Td * heads_local * static_cast<double>(m.mla->qk_rope_head_dim) : q_elems;
   const double rope_k = m.mla ? Td * static_cast<double>(m.mla->qk_rope_head_dim) : k_elems;
-  if (m.position_embedding == "rope") {
+  if (m.position_embedding == PositionEmbedding::Rope) {
     add_rope(af, "q", rope_q, e, sh.eager_rope, false);
     add_rope(af, "k", rope_k, e, sh.eager_rope, false);
   }
@@ -516,7 +519,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     ab.kernels.push_back(tagged(LayerModule::CoreAttn, mem("softmax.bwd", 3 * 2 * b * heads_local * sq * s_kv * e, true)));
   }
   if (m.mla) ab.kernels.push_back(tagged(LayerModule::MlaQkConcat, mem("mla.qk_concat.bwd", 2 * (q_elems + k_elems) * e, true)));
-  if (m.position_embedding == "rope") {
+  if (m.position_embedding == PositionEmbedding::Rope) {
     add_rope(ab, "q", rope_q, e, sh.eager_rope, true);
     add_rope(ab, "k", rope_k, e, sh.eager_rope, true);
   }
@@ -532,7 +535,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   add_norm(ab, "norm1", act_elems, e, sh, true, LayerModule::BlockNorm);
 
   // --- MLP block (dense, or the experts of a mixture-of-experts layer: add_moe_mlp)
-  const bool glu = m.activation == "swiglu";
+  const bool glu = m.activation == Activation::SwiGlu;
   std::vector<Kernel> fp8_linears;  // forward GEMMs an FP8 recipe runs in FP8 (casts added below)
   if (m.moe) {
     add_moe_mlp(g, m, sh, act_elems, act, drop_f, drop_b, fp8_linears);
@@ -543,14 +546,14 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     const Kernel up = tagged(LayerModule::Mlp, gemm(glu ? "mlp_gate_up" : "mlp_up", T, (glu ? 2 : 1) * f_local, h), FfnStep::Up);
     const Kernel down = tagged(LayerModule::Mlp, gemm("mlp_down", T, h, f_local), FfnStep::Down);
     const double ffb = Td * static_cast<double>(f_local) * e;
-    add_ffn_fwd(mf, up, down, m.activation, glu, ffb);
+    add_ffn_fwd(mf, up, down, name_of(m.activation), glu, ffb);
     layer_kernels::add_residual(mf, "residual2", act, drop_f, sh);
 
     Block& mb = g.mlp_bwd;
     mb.kernels.push_back(mem("residual2.bwd", 3 * act, true));
     if (m.dropout) mb.kernels.push_back(mem("dropout2.bwd", drop_b, true));
     // Row-parallel down bias: added after the TP reduction, over T/t tokens with sequence parallel.
-    add_ffn_bwd(mb, up, down, m.activation, glu, ffb, m.bias, Td / sp_div, Td, hd, e);
+    add_ffn_bwd(mb, up, down, name_of(m.activation), glu, ffb, m.bias, Td / sp_div, Td, hd, e);
     add_norm(mb, "norm2", act_elems, e, sh, true, LayerModule::BlockNorm);
     fp8_linears = {up, down};
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/model.h"
+#include "sim/scenario/choices.h"
 
 namespace parasim {
 
@@ -159,11 +160,11 @@ struct LayerShape {
 //            NVFP4BlockScaling builds both from the high-precision input; the column-wise copy of
 //            inputs and gradients, which the weight gradient reads, goes through the 16x16 random
 //            Hadamard transform in-register, gradients with stochastic rounding).
-double fp8_cast_bytes(const std::string& recipe);
+double fp8_cast_bytes(Fp8Recipe recipe);
 // Bytes per element of the low-precision copy of its input a linear layer saves for the weight
 // gradient: 1 for FP8, MXFP8 adds a 1-byte scale per 32 elements, NVFP4 0.5 B and one 1-byte
 // scale per 16 elements.
-double fp8_saved_input_bytes(const std::string& recipe);
+double fp8_saved_input_bytes(Fp8Recipe recipe);
 
 struct LayerGraph {
   LayerShape shape;

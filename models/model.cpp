@@ -12,7 +12,7 @@ namespace {
 double mlp_params(const ModelSpec& m, double ff) {
   const double h = static_cast<double>(m.hidden);
   const double bias = m.bias ? 1.0 : 0.0;
-  return m.activation == "swiglu" ? 3 * h * ff + bias * (2 * ff + h) : 2 * h * ff + bias * (ff + h);
+  return m.activation == Activation::SwiGlu ? 3 * h * ff + bias * (2 * ff + h) : 2 * h * ff + bias * (ff + h);
 }
 }  // namespace
 
@@ -114,7 +114,7 @@ std::vector<double> mamba_tensor_params(const ModelSpec& m) {
 // before each.
 double uniform_layer_params(const ModelSpec& m) {
   const double h = static_cast<double>(m.hidden);
-  const double norm = m.norm == "layernorm" ? 2.0 * h : h;
+  const double norm = m.norm == NormKind::LayerNorm ? 2.0 * h : h;
   const LayerKind k = m.layer_kind(0);
   if (k.type == LayerType::Mamba) {
     double p = norm;
@@ -149,7 +149,7 @@ double active_params(const ModelSpec& m) {
 
 ParamCount count_params(const ModelSpec& m) {
   const double h = static_cast<double>(m.hidden);
-  const double norm = m.norm == "layernorm" ? 2.0 * h : h;
+  const double norm = m.norm == NormKind::LayerNorm ? 2.0 * h : h;
   ParamCount c;
   const std::vector<LayerKind> ks = m.kinds();
   if (ks.size() <= 1) {
@@ -162,7 +162,7 @@ ParamCount count_params(const ModelSpec& m) {
     c.per_layer = c.layers / static_cast<double>(m.layers);
   }
   c.embedding = static_cast<double>(m.vocab) * h +
-                (m.position_embedding == "learned" ? static_cast<double>(m.max_positions) * h : 0.0);
+                (m.position_embedding == PositionEmbedding::Learned ? static_cast<double>(m.max_positions) * h : 0.0);
   c.head = norm + (m.tied_embeddings ? 0.0 : static_cast<double>(m.vocab) * h);
   return c;
 }
@@ -172,11 +172,11 @@ std::vector<double> layer_tensor_params(const ModelSpec& model, std::int64_t i) 
   const double h = static_cast<double>(m.hidden);
   const double q = static_cast<double>(m.q_dim());
   const double kv = static_cast<double>(m.kv_dim());
-  const bool glu = m.activation == "swiglu";
+  const bool glu = m.activation == Activation::SwiGlu;
   std::vector<double> t;
   auto norm = [&] {
     t.push_back(h);
-    if (m.norm == "layernorm") t.push_back(h);
+    if (m.norm == NormKind::LayerNorm) t.push_back(h);
   };
   auto linear = [&](double in, double out) {
     t.push_back(in * out);
@@ -253,6 +253,48 @@ void check_hybrid(const JsonObject& o, const ModelSpec& m) {
 }
 }  // namespace
 
+const ChoiceRegistry<Activation>& activations() {
+  static const ChoiceRegistry<Activation> registry = [] {
+    ChoiceRegistry<Activation> r("activation");
+    r.add({"gelu", "GeLU between two matrices (h -> ffn -> h)", "Hendrycks and Gimpel 2016; GPT-2/3, BLOOM, MPT", {Activation::Gelu}});
+    r.add({"swiglu", "SwiGLU: a gated unit over three matrices (gate and up h -> ffn, down ffn -> h)",
+           "Shazeer 2020, 'GLU Variants Improve Transformer'; Llama, Qwen, Mistral", {Activation::SwiGlu}});
+    r.add({"squared_relu", "squared ReLU between two matrices", "So et al. 2021 (Primer); Nemotron-H", {Activation::SquaredRelu}});
+    return r;
+  }();
+  return registry;
+}
+
+const ChoiceRegistry<PositionEmbedding>& position_embeddings() {
+  static const ChoiceRegistry<PositionEmbedding> registry = [] {
+    ChoiceRegistry<PositionEmbedding> r("position embedding");
+    r.add({"learned", "a learned table of max_positions rows added to the token embeddings", "Vaswani et al. 2017; GPT-2/3",
+           {PositionEmbedding::Learned}});
+    r.add({"rope", "rotary embeddings applied to queries and keys in every attention layer", "Su et al. 2021 (RoFormer); Llama",
+           {PositionEmbedding::Rope}});
+    r.add({"alibi", "linear biases added to the attention scores inside the attention kernel", "Press et al. 2022; BLOOM, MPT",
+           {PositionEmbedding::Alibi}});
+    r.add({"none", "no position encoding (Mamba-2 layers carry order in their state)", "Nemotron-H (NVIDIA 2025)", {PositionEmbedding::None}});
+    return r;
+  }();
+  return registry;
+}
+
+const ChoiceRegistry<NormKind>& norm_kinds() {
+  static const ChoiceRegistry<NormKind> registry = [] {
+    ChoiceRegistry<NormKind> r("norm");
+    r.add({"layernorm", "LayerNorm: mean and variance, a scale and a bias (2 x hidden parameters)", "Ba et al. 2016; GPT-3, BLOOM",
+           {NormKind::LayerNorm}});
+    r.add({"rmsnorm", "RMSNorm: root mean square and a scale (hidden parameters)", "Zhang and Sennrich 2019; Llama", {NormKind::RmsNorm}});
+    return r;
+  }();
+  return registry;
+}
+
+std::string name_of(Activation v) { return name_of(activations(), v); }
+std::string name_of(PositionEmbedding v) { return name_of(position_embeddings(), v); }
+std::string name_of(NormKind v) { return name_of(norm_kinds(), v); }
+
 ModelSpec parse_model(const JsonObject& o) {
   ModelSpec m;
   const std::int64_t big = 1LL << 40;
@@ -263,11 +305,11 @@ ModelSpec parse_model(const JsonObject& o) {
   m.kv_heads = o.integer("kv_heads", 1, big, m.heads);
   m.ffn_hidden = o.integer("ffn_hidden", 1, big, 4 * m.hidden);
   m.vocab = o.integer("vocab", 1, big);
-  m.activation = o.choice("activation", {"gelu", "swiglu", "squared_relu"}, "gelu");
+  m.activation = parse_enum(o, "activation", activations(), Activation::Gelu);
   m.tied_embeddings = o.boolean("tied_embeddings", false);
-  m.position_embedding = o.choice("position_embedding", {"learned", "rope", "alibi", "none"}, "rope");
+  m.position_embedding = parse_enum(o, "position_embedding", position_embeddings(), PositionEmbedding::Rope);
   m.max_positions = o.integer("max_positions", 0, big, 0);
-  m.norm = o.choice("norm", {"layernorm", "rmsnorm"}, "layernorm");
+  m.norm = parse_enum(o, "norm", norm_kinds(), NormKind::LayerNorm);
   m.bias = o.boolean("bias", true);
   m.dropout = o.boolean("dropout", false);
   m.qk_norm = o.boolean("qk_norm", false);
@@ -335,7 +377,7 @@ ModelSpec parse_model(const JsonObject& o) {
     o.fail("full_attention_interval", "needs sliding_window > 0 (the layers between the full-attention ones are windowed)");
   if (m.heads % m.kv_heads != 0)
     o.fail("kv_heads", "heads (" + std::to_string(m.heads) + ") must be divisible by kv_heads (" + std::to_string(m.kv_heads) + ")");
-  if (m.position_embedding == "learned" && m.max_positions == 0)
+  if (m.position_embedding == PositionEmbedding::Learned && m.max_positions == 0)
     o.fail("max_positions", "learned position embeddings need max_positions > 0");
   return m;
 }

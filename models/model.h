@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sim/config/json_reader.h"
+#include "sim/core/choice.h"
 
 namespace parasim {
 
@@ -83,6 +84,18 @@ struct LayerKind {
   bool operator==(const LayerKind&) const = default;
 };
 
+// model.activation, model.position_embedding and model.norm, parsed once into these (their
+// registries below: names, descriptions and sources).
+enum class Activation : std::uint8_t { Gelu, SwiGlu, SquaredRelu };
+enum class PositionEmbedding : std::uint8_t { Learned, Rope, Alibi, None };
+enum class NormKind : std::uint8_t { LayerNorm, RmsNorm };
+const ChoiceRegistry<Activation>& activations();
+const ChoiceRegistry<PositionEmbedding>& position_embeddings();
+const ChoiceRegistry<NormKind>& norm_kinds();
+std::string name_of(Activation v);
+std::string name_of(PositionEmbedding v);
+std::string name_of(NormKind v);
+
 struct ModelSpec {
   std::string name;
   std::int64_t layers = 0;
@@ -91,11 +104,11 @@ struct ModelSpec {
   std::int64_t kv_heads = 0;
   std::int64_t ffn_hidden = 0;
   std::int64_t vocab = 0;
-  std::string activation = "gelu";        // "gelu" | "swiglu" | "squared_relu"
+  Activation activation = Activation::Gelu;
   bool tied_embeddings = false;
-  std::string position_embedding = "rope";  // "learned" | "rope" | "alibi" | "none"
-  std::int64_t max_positions = 0;          // learned position table size
-  std::string norm = "layernorm";          // "layernorm" | "rmsnorm"
+  PositionEmbedding position_embedding = PositionEmbedding::Rope;
+  std::int64_t max_positions = 0;  // learned position table size
+  NormKind norm = NormKind::LayerNorm;
   bool bias = true;
   bool dropout = false;
   // Per-head RMSNorm of the queries and keys after their projection (Qwen3, OLMo 2, Gemma 3).

@@ -54,21 +54,23 @@ std::int64_t block_launches(const Block& b, const std::vector<LayerModule>& grap
 
 namespace {
 
-// The blocks an op of each lowered label runs (emitter.cpp's labels).
-std::int64_t label_launches(const std::string& label, const LayerGraph& g, const std::vector<LayerModule>& graphed) {
+// The blocks an op of each role runs (the emitter's op_labels.h); an op of no listed role is one launch.
+std::int64_t role_launches(OpRole role, const LayerGraph& g, const std::vector<LayerModule>& graphed) {
   auto n = [&](const Block& b) { return block_launches(b, graphed); };
-  if (label == "embedding") return n(g.embed_fwd);
-  if (label == "embedding bwd") return n(g.embed_bwd);
-  if (label == "attention fwd" || label == "mtp attention fwd") return n(g.attn_fwd);
-  if (label == "attention bwd" || label == "mtp attention bwd") return n(g.attn_bwd);
-  if (label == "mlp fwd" || label == "mtp mlp fwd") return n(g.mlp_fwd);
-  if (label == "mlp bwd" || label == "mtp mlp bwd") return n(g.mlp_bwd);
-  if (label == "head fwd" || label == "mtp head fwd") return n(g.head_fwd);
-  if (label == "head bwd" || label == "mtp head bwd") return n(g.head_bwd);
-  if (label == "mtp fwd") return n(g.mtp_fwd);
-  if (label == "mtp bwd") return n(g.mtp_bwd);
-  if (label == "recompute fwd") return n(g.attn_fwd) + n(g.mlp_fwd);
-  return 1;
+  switch (role) {
+    case OpRole::EmbeddingFwd: return n(g.embed_fwd);
+    case OpRole::EmbeddingBwd: return n(g.embed_bwd);
+    case OpRole::AttnFwd: case OpRole::MtpAttnFwd: return n(g.attn_fwd);
+    case OpRole::AttnBwd: case OpRole::MtpAttnBwd: return n(g.attn_bwd);
+    case OpRole::MlpFwd: case OpRole::MtpMlpFwd: return n(g.mlp_fwd);
+    case OpRole::MlpBwd: case OpRole::MtpMlpBwd: return n(g.mlp_bwd);
+    case OpRole::HeadFwd: case OpRole::MtpHeadFwd: return n(g.head_fwd);
+    case OpRole::HeadBwd: case OpRole::MtpHeadBwd: return n(g.head_bwd);
+    case OpRole::MtpFwd: return n(g.mtp_fwd);
+    case OpRole::MtpBwd: return n(g.mtp_bwd);
+    case OpRole::RecomputeFwd: return n(g.attn_fwd) + n(g.mlp_fwd);
+    default: return 1;
+  }
 }
 
 }  // namespace
@@ -98,8 +100,8 @@ HostLaunch host_launch_model(const Program& p, const ModelGraph& g, Time per_lau
   h.launches.assign(p.labels.size(), 0);
   h.sync_before.assign(p.labels.size(), 0);
   for (size_t l = 0; l < p.labels.size(); ++l) {
-    for (const LayerGraph& k : g.kinds) h.launches[l] = std::max(h.launches[l], label_launches(p.labels[l], k, graphed));
-    h.sync_before[l] = p.labels[l] == "ep all-to-all fwd";
+    for (const LayerGraph& k : g.kinds) h.launches[l] = std::max(h.launches[l], role_launches(p.label_roles[l], k, graphed));
+    h.sync_before[l] = p.label_roles[l] == OpRole::EpAllToAllFwd;
   }
   return h;
 }

@@ -26,13 +26,13 @@ LayerShape layer_shape(const Scenario& sc) {
   sh.seq_len = sc.training.seq_len;
   sh.dtype_bytes = sc.dtype_bytes();
   sh.flash_attention = sc.training.flash_attention;
-  sh.fp8_gemms = sc.training.dtype == "fp8";
+  sh.fp8_gemms = sc.training.dtype == Dtype::Fp8;
   sh.fp8_cast_bytes = fp8_cast_bytes(sc.training.fp8_recipe);
   sh.fp8_saved_input_bytes = fp8_saved_input_bytes(sc.training.fp8_recipe);
-  sh.eager_norm = sc.training.norm_impl == "eager";
-  sh.two_pass_norm = sc.training.norm_impl == "two_pass";
-  sh.eager_rope = sc.training.rope_impl == "eager";
-  sh.eager_dropout_add = sc.training.dropout_add_impl == "eager";
+  sh.eager_norm = sc.training.norm_impl == NormImpl::Eager;
+  sh.two_pass_norm = sc.training.norm_impl == NormImpl::TwoPass;
+  sh.eager_rope = sc.training.rope_impl == RopeImpl::Eager;
+  sh.eager_dropout_add = sc.training.dropout_add_impl == DropoutAddImpl::Eager;
   sh.mtp_layers = sc.training.mtp_layers;
   sh.loss = loss_impl_from_name(sc.training.loss_impl);
   sh.train_metrics = static_cast<std::int64_t>(sc.training.train_metrics.size());
@@ -71,7 +71,7 @@ Program lower_step(const Scenario& s, const Registries& reg, const LoweringInput
   } catch (const RangeError& e) {
     throw ConfigError(s.file + ": /training: " + e.what());
   } catch (const ForcedAlgorithmError& e) {
-    throw ConfigError(s.file + ": " + (s.cluster.nccl_algorithm != "auto" ? "/network/algorithm" : "/network/protocol") + ": " + e.what());
+    throw ConfigError(s.file + ": " + (s.cluster.nccl.algorithm ? "/network/algorithm" : "/network/protocol") + ": " + e.what());
   }
 }
 

@@ -121,7 +121,7 @@ FoldPoints fold_points(const Periodicity& p, std::int64_t pp) {
 }
 
 FoldPoints fold_points(const Scenario& sc, const ScheduleRegistry& schedules) {
-  const auto& def = schedules.get(sc.parallel.schedule, sc.file + ": /parallel/schedule").factory;
+  const ScheduleDef& def = schedule_def(schedules, sc.parallel.schedule);
   return fold_points(def.periodicity, sc.parallel.pp);
 }
 

@@ -30,10 +30,10 @@ void list_models(const Context& ctx, Json* out) {
     const std::string moe = m.moe ? moe_summary(m) : std::string();
     if (out) {
       out->push_back({{"name", n}, {"params", std::llround(count_params(m).total())}, {"layers", m.layers}, {"hidden", m.hidden}, {"heads", m.heads},
-                      {"kv_heads", m.kv_heads}, {"activation", m.activation}, {"moe", m.moe ? Json(moe) : Json(nullptr)}});
+                      {"kv_heads", m.kv_heads}, {"activation", name_of(m.activation)}, {"moe", m.moe ? Json(moe) : Json(nullptr)}});
     } else {
       fmt::print("{:<22} {:>9.2f}B params  layers {:>3}  hidden {:>5}  heads {:>3}/{:<3} {}{}\n", n, count_params(m).total() / 1e9,
-                 m.layers, m.hidden, m.heads, m.kv_heads, m.activation, m.moe ? "  MoE " + moe : std::string());
+                 m.layers, m.hidden, m.heads, m.kv_heads, name_of(m.activation), m.moe ? "  MoE " + moe : std::string());
     }
   }
 }
@@ -73,7 +73,8 @@ void add_list_command(CLI::App& app, Context& ctx) {
   auto json = std::make_shared<bool>(false);
   CLI::App* list = app.add_subcommand("list", "list what can be named in a scenario");
   std::vector<std::string> kinds;
-  for (const NamedChoice& c : named_choices(ctx.registries)) kinds.push_back(c.list);
+  for (const NamedChoice& c : named_choices(ctx.registries))  // keys that share a list (FSDP's two dtypes) name it once
+    if (std::find(kinds.begin(), kinds.end(), c.list) == kinds.end()) kinds.push_back(c.list);
   kinds.insert(kinds.end(), {"models", "gpus", "stacks"});
   std::string help;
   for (const auto& k : kinds) help += (help.empty() ? "" : " | ") + k;

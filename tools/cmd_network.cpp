@@ -58,7 +58,8 @@ void add_network_commands(CLI::App& app, Context& ctx) {
   c->add_option("--ranks", o->ranks, "ranks in the group")->check(integer_in(1, kMaxCollectiveRanks));
   c->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node (the group fills nodes in order)")->check(integer_in(1, kMaxGpusPerNode));
   c->add_option("--bytes", o->bytes, "message size (AR: buffer; AG: output; RS: input), e.g. 1GiB");
-  c->add_option("--network", o->network, "analytical | flow")->check(CLI::IsMember({"analytical", "flow"}));
+  const std::vector<std::string> models = network_kinds().names(), fabrics = collective_fabrics();
+  c->add_option("--network", o->network, join_names(models, " | "))->check(CLI::IsMember(models));
   c->add_option("--concurrent-groups", o->concurrent_groups, "groups of this collective running at once on each node")
       ->check(integer_in(1, kMaxConcurrentGroups));
   c->add_option("--nics-per-node", o->nics_per_node, "NICs per node (default: the profile's reference node)")->check(integer_in(1, kMaxNicsPerNode));
@@ -68,7 +69,7 @@ void add_network_commands(CLI::App& app, Context& ctx) {
   c->add_option("--protocol", o->protocol, "force NCCL's protocol (like NCCL_PROTO): " + join_names(protos, " | "))->check(CLI::IsMember(protos));
   c->add_flag("--all", o->all, "also list every algorithm/protocol the tuner priced");
   c->add_flag("--json", *json, "print the answer (parasim.collective/1) as JSON on stdout");
-  c->add_option("--inter-node", o->inter_node, "fat_tree | rail_optimized")->check(CLI::IsMember({"fat_tree", "rail_optimized"}));
+  c->add_option("--inter-node", o->inter_node, join_names(fabrics, " | "))->check(CLI::IsMember(fabrics));
   c->callback([o, json, &ctx]() {
     ctx.exit_code = run_guarded([&]() {
       const Json j = predict_collective(*o, ctx.data_dir);

@@ -37,13 +37,15 @@ void require_in(const std::string& what, std::int64_t v, std::int64_t lo, std::i
 }
 }  // namespace
 
+std::vector<std::string> collective_fabrics() { return {name_of(InterNode::FatTree), name_of(InterNode::RailOptimized)}; }
+
 Json predict_collective(const CollectiveQuery& q, const std::string& data_dir) {
   const std::map<std::string, CollOp> ops = {{"all_reduce", CollOp::AllReduce}, {"all_gather", CollOp::AllGather},
                                              {"reduce_scatter", CollOp::ReduceScatter}, {"all_to_all", CollOp::AllToAll},
                                              {"broadcast", CollOp::Broadcast}, {"send_recv", CollOp::SendRecv}};
   if (!ops.count(q.op)) require_one_of("op", q.op, {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"});
-  require_one_of("network", q.network, {"analytical", "flow"});
-  require_one_of("inter_node", q.inter_node, {"fat_tree", "rail_optimized"});
+  require_one_of("network", q.network, network_kinds().names());
+  require_one_of("inter_node", q.inter_node, collective_fabrics());
   require_one_of("algorithm", q.algorithm, nccl_algorithm_choice().name_list());
   require_one_of("protocol", q.protocol, nccl_protocol_choice().name_list());
   require_in("ranks", q.ranks, 1, kMaxCollectiveRanks);
@@ -58,16 +60,15 @@ Json predict_collective(const CollectiveQuery& q, const std::string& data_dir) {
   cl.nodes = (q.ranks + cl.gpus_per_node - 1) / cl.gpus_per_node;
   cl.nics_per_node = q.nics_per_node > 0 ? q.nics_per_node : static_cast<std::int64_t>(p.node_nics.value);
   cl.nic_gbps = q.nic_gbps > 0 ? q.nic_gbps : p.node_nic_gbps.value;
-  cl.inter_kind = q.inter_node;
-  cl.nccl_algorithm = q.algorithm;
-  cl.nccl_protocol = q.protocol;
+  cl.inter_kind = inter_node_kinds().find(q.inter_node)->factory.value;
+  cl.nccl = nccl_override(q.algorithm, q.protocol, "");
   CollectiveSpec s;
   s.op = ops.at(q.op);
   s.ranks = q.op == "send_recv" ? 2 : q.ranks;
   s.ranks_per_node = q.op == "send_recv" && q.ranks > cl.gpus_per_node ? 1 : cl.gpus_per_node;
   s.groups_per_node = q.concurrent_groups;
   s.bytes = parse_bytes(q.bytes);
-  const auto net = make_network(q.network, p, cl);
+  const auto net = make_network(network_kinds().find(q.network)->factory.value, p, cl);
   const double t = net->time_s(s);
   const double algbw = t > 0 ? s.bytes / t / 1e9 : 0.0;
   Json j = {{"schema", "parasim.collective/1"}, {"op", q.op},           {"bytes", s.bytes},

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/config/json_reader.h"
 
@@ -25,6 +26,8 @@ inline constexpr std::int64_t kMaxNicsPerNode = 1024;
 
 // A size like "1GiB", "256MB" or "4096" in bytes (at most 1e18); ConfigError otherwise.
 double parse_bytes(const std::string& s);
+// The inter-node fabrics `collective` builds (a listed "custom" fabric needs a scenario).
+std::vector<std::string> collective_fabrics();
 
 // {"schema":"parasim.collective/1","op","bytes","ranks","nodes","gpus_per_node","network","profile",
 //  "algorithm","time_s","algbw_gbps","busbw_gbps"(null when nothing moves),"candidates":[{"name","time_s"}]}.

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include "sim/parallel/schedule.h"
+
 namespace parasim {
 
 namespace {
@@ -34,7 +36,7 @@ void print_kernels(std::ostream& os, const Scenario& sc, const LayerGraph& g, co
   fmt::print(os, "kernels of one transformer layer and of the embedding and output layers, for one microbatch on one rank\n");
   fmt::print(os, "  micro batch {} x seq {}{} = {:.0f} tokens, tp {}{}, {}, profile {} ({})\n", sh.micro_batch, sh.seq_len,
              sh.cp > 1 ? fmt::format(" / cp {}", sh.cp) : "", g.tokens, sh.tp, sh.sequence_parallel ? " with sequence parallel" : "",
-             sc.training.dtype, sc.profile.name, sc.profile.device.name);
+             name_of(sc.training.dtype), sc.profile.name, sc.profile.device.name);
   if (const double pace = slowest_gpu_pace(sc.profile, sc.slowest_gpu); pace > 1.0)
     fmt::print(os, "  times at the pace of the slowest of the job's {} GPUs: x{:.4f} the profile's (compute.gpu_speed_spread)\n",
                sc.cluster.gpus(), pace);
@@ -99,17 +101,12 @@ namespace {
 // form (the schedule registry's references); "" otherwise.
 std::string ideal_bubble(const Scenario& sc) {
   const auto& p = sc.parallel;
+  const IdealBubble& bubble = schedule_def(schedule_registry(), p.schedule).bubble;
+  if (p.pp <= 1 || !bubble.formula) return "";
   const double pp = static_cast<double>(p.pp), m = static_cast<double>(sc.microbatches()), v = static_cast<double>(p.vpp);
-  if (p.pp <= 1) return "";
-  std::string formula;
-  double ideal = 0;
-  if (p.schedule == "naive") formula = "(p-1)/p", ideal = (pp - 1) / pp;
-  else if (p.schedule == "gpipe" || p.schedule == "1f1b") formula = "(p-1)/(m+p-1)", ideal = (pp - 1) / (m + pp - 1);
-  else if (p.schedule == "interleaved") formula = "(p-1)/(v*m+p-1)", ideal = (pp - 1) / (v * m + pp - 1);
-  else return "";
   return fmt::format("  (ideal {} = {:.1f} % with p {}{}, m {}; the gap: unequal stages (embedding first, output layer and "
                      "loss last), pipeline sends, warm-up)",
-                     formula, 100 * ideal, p.pp, p.schedule == "interleaved" ? fmt::format(", v {}", p.vpp) : "", sc.microbatches());
+                     bubble.formula, 100 * bubble.fraction(pp, m, v), p.pp, p.vpp > 1 ? fmt::format(", v {}", p.vpp) : "", sc.microbatches());
 }
 
 bool comm_phase(const std::string& key) { return key.find("comm_s") != std::string::npos || key == "fsdp_gather_s"; }
@@ -141,16 +138,16 @@ void print_summary(std::ostream& os, const Scenario& sc, const Result& r, const 
   const std::string moe = sc.model.moe ? fmt::format(" ep={} etp={} (MoE: {})", p.ep, p.expert_tp(), moe_summary(sc.model)) : std::string();
   fmt::print(os, "  model {} ({:.2f}B params), {} x {} GPUs ({}), dp={} tp={} pp={} vpp={} cp={}{}, schedule {}{}{}{}\n",
              printable(sc.model.name), count_params(sc.model).total() / 1e9, sc.cluster.nodes, sc.cluster.gpus_per_node,
-             printable(sc.profile.device.name), p.dp, p.tp, p.pp, p.vpp, p.cp, moe, p.schedule,
-             p.zero_stage ? fmt::format(", ZeRO-{}", p.zero_stage) : "", p.fsdp ? ", FSDP " + p.fsdp->sharding : "",
+             printable(sc.profile.device.name), p.dp, p.tp, p.pp, p.vpp, p.cp, moe, name_of(p.schedule),
+             p.zero_stage ? fmt::format(", ZeRO-{}", p.zero_stage) : "", p.fsdp ? ", FSDP " + name_of(p.fsdp->sharding) : "",
              p.activation_offload_layers > 0
                  ? fmt::format(", activations of {} of {} layers offloaded to the host", p.activation_offload_layers, sc.model.layers)
                  : "");
   fmt::print(os, "  global batch {} x seq {} = {} tokens, micro batch {}, {} microbatches per pipeline, {}, recompute {}, attention {}\n\n",
              sc.training.global_batch, sc.training.seq_len, sc.training.global_batch * sc.training.seq_len,
              sc.training.micro_batch, sc.microbatches(),
-             sc.training.gemm_dtype() == "nvfp4" ? std::string("nvfp4 (block-scaled FP4 linear layers)")
-             : sc.training.dtype == "fp8" ? "fp8 (" + sc.training.fp8_recipe + " scaling)" : sc.training.dtype,
+             sc.training.dtype == Dtype::Fp8 && sc.training.fp8_recipe == Fp8Recipe::Nvfp4 ? std::string("nvfp4 (block-scaled FP4 linear layers)")
+             : sc.training.dtype == Dtype::Fp8 ? "fp8 (" + name_of(sc.training.fp8_recipe) + " scaling)" : name_of(sc.training.dtype),
              name_of(p.recompute),
              sc.training.flash_attention ? sc.training.attention_kernel : "unfused");
   fmt::print(os, "  {:<22} {}\n", "step time", human_s(r.step_time_s));

@@ -140,10 +140,10 @@ std::vector<std::pair<std::string, std::string>> summary_rows(const Scenario& sc
   const auto& p = sc.parallel;
   return {{"model", fmt::format("{} ({:.2f}B parameters)", sc.model.name, count_params(sc.model).total() / 1e9)},
           {"cluster", fmt::format("{} x {} GPUs ({})", sc.cluster.nodes, sc.cluster.gpus_per_node, sc.profile.device.name)},
-          {"layout", fmt::format("dp {} tp {} pp {} vpp {} cp {} ep {}, schedule {}{}", p.dp, p.tp, p.pp, p.vpp, p.cp, p.ep, p.schedule,
+          {"layout", fmt::format("dp {} tp {} pp {} vpp {} cp {} ep {}, schedule {}{}", p.dp, p.tp, p.pp, p.vpp, p.cp, p.ep, name_of(p.schedule),
                                  p.zero_stage ? fmt::format(", ZeRO-{}", p.zero_stage) : "")},
           {"batch", fmt::format("global {} x seq {}, micro batch {}, {} microbatches, {}, recompute {}", sc.training.global_batch,
-                                sc.training.seq_len, sc.training.micro_batch, sc.microbatches(), sc.training.dtype, name_of(p.recompute))},
+                                sc.training.seq_len, sc.training.micro_batch, sc.microbatches(), name_of(sc.training.dtype), name_of(p.recompute))},
           {"step time", fmt::format("{:.4g} s", r.step_time_s)},
           {"tokens/s", fmt::format("{:.0f} ({:.0f} per GPU)", r.tokens_per_s, r.tokens_per_s / static_cast<double>(sc.cluster.gpus()))},
           {"MFU", fmt::format("{:.1f} % (HFU {:.1f} %), {:.1f} TFLOP/s per GPU", 100 * r.mfu, 100 * r.hfu, r.tflops_per_gpu)},

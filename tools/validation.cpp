@@ -25,7 +25,7 @@ bool Tolerances::judges(const std::string& figure) const {
 std::vector<Comparison> compare_figures(const MeasuredRun& run, const Result& r, const Tolerances& tol) {
   std::vector<Comparison> out;
   const double gpus = static_cast<double>(run.scenario.cluster.gpus());
-  const double peak_tflops = run.scenario.profile.peak_flops(run.scenario.training.dtype) / 1e12;
+  const double peak_tflops = run.scenario.profile.peak_flops(name_of(run.scenario.training.dtype)) / 1e12;
   for (const auto& f : run.figures) {
     Comparison cmp;
     cmp.figure = f.name;

@@ -47,10 +47,9 @@ NcclTuning parse_nccl(const JsonObject& n) {
   // Four tables, each {ring|tree: {ll|ll128|simple: number}}.
   auto table = [&](const std::string& key, double max, auto setter) {
     const JsonObject tab = n.object(key);
-    for (const std::string& a : {std::string("ring"), std::string("tree")}) {
-      const JsonObject row = tab.object(a);
-      for (const auto& proto : protos.entries())
-        setter(t.cost[a == "ring" ? NcclAlgo::Ring : NcclAlgo::Tree][proto.factory.value], row.number(proto.name, 0, max));
+    for (const NcclAlgo a : {NcclAlgo::Ring, NcclAlgo::Tree}) {
+      const JsonObject row = tab.object(nccl_algo_name(a));
+      for (const auto& proto : protos.entries()) setter(t.cost[a][proto.factory.value], row.number(proto.name, 0, max));
       row.finish();
     }
     tab.finish();
@@ -101,39 +100,59 @@ double Profile::AttentionKernel::padded_head_dim(double head_dim) const {
   return head_dim;
 }
 
-Registry<NcclAlgoDef> nccl_algorithms() {
-  Registry<NcclAlgoDef> r("NCCL algorithm");
-  r.add({"ring", "a ring through the group's ranks, one per channel", "NCCL src/device/all_reduce.h runRing; NCCL_ALGO=Ring", {NcclAlgo::Ring}});
-  r.add({"tree", "all-reduce as a reduce up and a broadcast down a double binary tree across nodes, a chain inside each",
-         "Sanders et al. 2009 (two-tree broadcast); NCCL 2.4 trees; NCCL_ALGO=Tree", {NcclAlgo::Tree}});
-  r.add({"nvls", "all-reduce reduced and multicast inside the NVLink switches (NVLink SHARP)", "NCCL 2.17 NVLS; NCCL_ALGO=NVLS",
-         {NcclAlgo::Nvls}});
-  r.add({"hierarchical", "a two-level collective: inside each node, then across nodes, then inside again (a framework's own schedule, never NCCL's choice)",
-         "e.g. Horovod hierarchical all-reduce; priced as its three phases", {NcclAlgo::Hierarchical}});
-  r.add({"direct", "all-to-all as one send and receive per peer", "NCCL ncclAllToAll (grouped ncclSend/ncclRecv)", {NcclAlgo::Direct, false}});
-  r.add({"p2p", "a point-to-point send/receive", "NCCL ncclSend / ncclRecv", {NcclAlgo::P2p, false}});
-  return r;
+const Registry<NcclAlgoDef>& nccl_algorithms() {
+  static const Registry<NcclAlgoDef> registry = [] {
+    Registry<NcclAlgoDef> r("NCCL algorithm");
+    r.add({"ring", "a ring through the group's ranks, one per channel", "NCCL src/device/all_reduce.h runRing; NCCL_ALGO=Ring", {NcclAlgo::Ring}});
+    r.add({"tree", "all-reduce as a reduce up and a broadcast down a double binary tree across nodes, a chain inside each",
+           "Sanders et al. 2009 (two-tree broadcast); NCCL 2.4 trees; NCCL_ALGO=Tree", {NcclAlgo::Tree}});
+    r.add({"nvls", "all-reduce reduced and multicast inside the NVLink switches (NVLink SHARP)", "NCCL 2.17 NVLS; NCCL_ALGO=NVLS",
+           {NcclAlgo::Nvls}});
+    r.add({"hierarchical", "a two-level collective: inside each node, then across nodes, then inside again (a framework's own schedule, never NCCL's choice)",
+           "e.g. Horovod hierarchical all-reduce; priced as its three phases", {NcclAlgo::Hierarchical}});
+    r.add({"direct", "all-to-all as one send and receive per peer", "NCCL ncclAllToAll (grouped ncclSend/ncclRecv)", {NcclAlgo::Direct, false}});
+    r.add({"p2p", "a point-to-point send/receive", "NCCL ncclSend / ncclRecv", {NcclAlgo::P2p, false}});
+    return r;
+  }();
+  return registry;
 }
 
-Registry<NcclProtoDef> nccl_protocols() {
-  Registry<NcclProtoDef> r("NCCL protocol");
-  r.add({"ll", "low latency: 8-byte stores with an inline flag, half the bandwidth", "NCCL src/device/prims_ll.h; NCCL_PROTO=LL", {NcclProto::LL}});
-  r.add({"ll128", "low latency over 128-byte lines with one flag word each", "NCCL src/device/prims_ll128.h; NCCL_PROTO=LL128", {NcclProto::LL128}});
-  r.add({"simple", "bulk copies with a fence per step: full bandwidth, the highest latency", "NCCL src/device/prims_simple.h; NCCL_PROTO=Simple",
-         {NcclProto::Simple}});
-  return r;
+const Registry<NcclProtoDef>& nccl_protocols() {
+  static const Registry<NcclProtoDef> registry = [] {
+    Registry<NcclProtoDef> r("NCCL protocol");
+    r.add({"ll", "low latency: 8-byte stores with an inline flag, half the bandwidth", "NCCL src/device/prims_ll.h; NCCL_PROTO=LL", {NcclProto::LL}});
+    r.add({"ll128", "low latency over 128-byte lines with one flag word each", "NCCL src/device/prims_ll128.h; NCCL_PROTO=LL128", {NcclProto::LL128}});
+    r.add({"simple", "bulk copies with a fence per step: full bandwidth, the highest latency", "NCCL src/device/prims_simple.h; NCCL_PROTO=Simple",
+           {NcclProto::Simple}});
+    return r;
+  }();
+  return registry;
 }
+
+TunerOverride nccl_override(const std::string& algorithm, const std::string& protocol, const std::string& where) {
+  TunerOverride o;
+  if (algorithm != "auto") {
+    const auto& e = nccl_algorithms().get(algorithm, where + "algorithm");
+    if (!e.factory.forcible) throw ConfigError(where + "algorithm: \"" + algorithm + "\" is NCCL's send/receive path, which a run cannot force");
+    o.algorithm = e.factory.value;
+  }
+  if (protocol != "auto") o.protocol = nccl_protocols().get(protocol, where + "protocol").factory.value;
+  return o;
+}
+
+std::string override_name(const std::optional<NcclAlgo>& a) { return a ? nccl_algo_name(*a) : "auto"; }
+std::string override_name(const std::optional<NcclProto>& p) { return p ? nccl_proto_name(*p) : "auto"; }
 
 // Display names on the pricing paths: the registries, built once.
 const char* nccl_algo_name(NcclAlgo a) {
-  static const Registry<NcclAlgoDef> r = nccl_algorithms();
+  const Registry<NcclAlgoDef>& r = nccl_algorithms();
   for (const auto& e : r.entries())
     if (e.factory.value == a) return e.name.c_str();
   return "?";
 }
 
 const char* nccl_proto_name(NcclProto p) {
-  static const Registry<NcclProtoDef> r = nccl_protocols();
+  const Registry<NcclProtoDef>& r = nccl_protocols();
   for (const auto& e : r.entries())
     if (e.factory.value == p) return e.name.c_str();
   return "?";

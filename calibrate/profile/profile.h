@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,10 +82,21 @@ struct NcclAlgoDef {
 struct NcclProtoDef {
   NcclProto value;
 };
-Registry<NcclAlgoDef> nccl_algorithms();
-Registry<NcclProtoDef> nccl_protocols();
+const Registry<NcclAlgoDef>& nccl_algorithms();  // built once, read only
+const Registry<NcclProtoDef>& nccl_protocols();
 const char* nccl_algo_name(NcclAlgo a);
 const char* nccl_proto_name(NcclProto p);
+// A run's NCCL_ALGO / NCCL_PROTO: nothing forced ("auto": NCCL's tuner chooses) or one algorithm
+// and/or protocol, parsed once from the names above (nccl_override).
+struct TunerOverride {
+  std::optional<NcclAlgo> algorithm;
+  std::optional<NcclProto> protocol;
+};
+// "auto" or a forcible algorithm's name, and "auto" or a protocol's name; ConfigError naming the
+// valid ones (and the closest) otherwise. `where` prefixes the message.
+TunerOverride nccl_override(const std::string& algorithm, const std::string& protocol, const std::string& where);
+std::string override_name(const std::optional<NcclAlgo>& a);   // "auto" or the name
+std::string override_name(const std::optional<NcclProto>& p);
 
 struct NcclProtoCost {
   double base_us = 0, nvlink_step_us = 0, net_step_us = 0, bw_fraction = 1;

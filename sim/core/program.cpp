@@ -24,11 +24,12 @@ const char* memcat_name(MemCat c) {
   return names[static_cast<int>(c)];
 }
 
-std::int32_t Program::label(const std::string& s) {
+std::int32_t Program::label(const std::string& s, OpRole role) {
   // Labels repeat in regular patterns; search from the back where the recent ones are.
   for (size_t i = labels.size(); i-- > 0 && labels.size() - i <= 64;)
-    if (labels[i] == s) return static_cast<std::int32_t>(i);
+    if (labels[i] == s && label_roles[i] == role) return static_cast<std::int32_t>(i);
   labels.push_back(s);
+  label_roles.push_back(role);
   return static_cast<std::int32_t>(labels.size() - 1);
 }
 

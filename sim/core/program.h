@@ -84,18 +84,35 @@ struct HostIssue {
   Time last = 0;
 };
 
+// What an op is, for code that must find ops of a kind (the host launch model, tests): set by the
+// lowering with the op's display label (sim/parallel/op_labels.h), so renaming a label's text
+// changes nothing that depends on it. None: only the label says.
+enum class OpRole : std::uint8_t {
+  None,
+  EmbeddingFwd, EmbeddingBwd, AttnFwd, AttnBwd, MlpFwd, MlpBwd, HeadFwd, HeadBwd, RecomputeFwd,
+  MtpFwd, MtpBwd, MtpAttnFwd, MtpAttnBwd, MtpMlpFwd, MtpMlpBwd, MtpHeadFwd, MtpHeadBwd,
+  TpCommFwd, TpCommBwd, EpAllToAllFwd, TrainMetrics,
+  GradAllReduce, GradReduceScatter, GradAccumulate,
+  ParamAllGatherFwd, ParamAllGatherBwd, ParamAllGatherOneTensor, ReleaseGatheredParams, FlatGradConcat, GradCastPreDivide,
+  AllGatherCopyOut, ReduceScatterCopyIn, AllGatherCopyBackPerRank, ReduceScatterCopyInPerRank, GradReduceScatterOneTensor,
+  CpKvAllGather, CpDkvReduceScatter, CpKvRingFwd, CpKvRingBwd, ParamShardH2D, GradShardD2H, OptimizerStepCpu,
+  ExpertGradAllReduce, ExpertGradReduceScatter, ExpertParamAllGatherFwd, ExpertParamAllGatherBwd,
+};
+
 struct Program {
   std::vector<SimRank> ranks;
   std::vector<Op> ops;
   std::vector<std::vector<OpId>> collectives;  // members of each rendezvous
   std::vector<std::string> labels;
+  std::vector<OpRole> label_roles;  // one per label
   std::vector<HostIssue> host;  // one per op when the host launch path is modelled, else empty
 
   OpId add(Op op) {
     ops.push_back(std::move(op));
     return static_cast<OpId>(ops.size() - 1);
   }
-  std::int32_t label(const std::string& s);
+  std::int32_t label(const std::string& s, OpRole role = OpRole::None);
+  OpRole role(const Op& o) const { return label_roles[static_cast<size_t>(o.label)]; }
 };
 
 }  // namespace parasim

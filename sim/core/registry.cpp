@@ -1,5 +1,7 @@
 #include "sim/core/registry.h"
 
+#include "sim/core/choice.h"
+
 namespace parasim {
 
 namespace {
@@ -36,6 +38,12 @@ std::string closest_name(const std::string& wanted, const std::vector<std::strin
     }
   }
   return best;
+}
+
+std::vector<std::string> NamedChoice::name_list() const {
+  std::vector<std::string> out;
+  for (const auto& n : names) out.push_back(n.name);
+  return out;
 }
 
 }  // namespace parasim

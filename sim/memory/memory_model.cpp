@@ -55,7 +55,7 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, Recom
     attn_split = (recomputes(RecomputeModule::MlaUpProj) ? 0.0 : e * sbq + gathered * (e * sbq + e * sbv)) + li * sbv;
     mla_latents = (e + li) * s * b * static_cast<double>(m.mla->q_lora_rank + m.mla->kv_lora_rank);
   }
-  double mlp_split = recomputes(RecomputeModule::Mlp) ? 0.0 : ((m.activation == "swiglu" ? 2.0 : 1.0) * e + li) * s * b * f;
+  double mlp_split = recomputes(RecomputeModule::Mlp) ? 0.0 : ((m.activation == Activation::SwiGlu ? 2.0 : 1.0) * e + li) * s * b * f;
   //  Mixture of experts (the kernels of add_moe_mlp in models/layer_graph.cpp), on this rank's
   //  routed tokens T_r (all of the TP group's with etp = tp, the sequence-parallel share with
   //  etp = 1): the router's fp32 scores (4 E per token) for its softmax backward, and per routed
@@ -70,11 +70,11 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, Recom
     //  moe_act: the activation's output, fc2's input, is replayed; moe: the whole block.
     const double fc2_in = recomputes(RecomputeModule::MoeAct) ? 0.0 : li * fe;
     moe = tr * (4.0 * static_cast<double>(m.moe->experts) +
-                k * (li * h + (m.activation == "swiglu" ? 2.0 : 1.0) * e * fe + fc2_in + e * h));
+                k * (li * h + (m.activation == Activation::SwiGlu ? 2.0 : 1.0) * e * fe + fc2_in + e * h));
     //  Shared experts: their fc1 output and fc2 input on the same T_r tokens (fc1 reads the MLP
     //  input already kept), S the shared width on this rank.
     const double fs = static_cast<double>(m.moe->shared_expert_ffn_hidden / sh.etp);
-    if (!recomputes(RecomputeModule::SharedExperts)) moe += tr * ((m.activation == "swiglu" ? 2.0 : 1.0) * e + li) * fs;
+    if (!recomputes(RecomputeModule::SharedExperts)) moe += tr * ((m.activation == Activation::SwiGlu ? 2.0 : 1.0) * e + li) * fs;
     if (recomputes(RecomputeModule::Moe)) moe = 0;
     mlp_split = 0;
   }
@@ -103,7 +103,7 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, Recom
     // 1, 3, 5, 7 in call order (wq, wv, w1, w2 with SwiGLU; wq, wv, w1 without) and the fused
     // attention (its output and fp32 log-sum-exp); the 2nd, 4th, 6th matmul (wk, wo, w3 / w2) and
     // every elementwise op are replayed.
-    const bool glu = m.activation == "swiglu";
+    const bool glu = m.activation == Activation::SwiGlu;
     const double lse = sh.flash_attention ? 4.0 * a * s * b : 0.0;
     out.layer_stored = e * sbh / sp                                             // layer input
                        + (2 * e * sbh + e * s * b * kv + e * s * b * f + lse) / t  // q, attention out, v, w1 out
@@ -141,21 +141,20 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, Recom
   return out;
 }
 
-StateBytesPerParam state_bytes(const std::string& dtype, const std::string& optimizer, bool fp32_grads) {
+StateBytesPerParam state_bytes(Dtype dtype, Optimizer optimizer, bool fp32_grads) {
   StateBytesPerParam b;
-  const bool full_fp32 = dtype == "fp32";
+  const bool full_fp32 = dtype == Dtype::Fp32;
   b.weights = full_fp32 ? 4 : 2;
   b.grads = (full_fp32 || fp32_grads) ? 4 : 2;
   // Adam: fp32 master copy (mixed precision only), momentum and variance, 4 bytes each.
   // SGD with momentum: master copy and momentum.
   const double master = full_fp32 ? 0 : 4;
-  b.optimizer = master + (optimizer == "adam" ? 8.0 : 4.0);
+  b.optimizer = master + (optimizer == Optimizer::Adam ? 8.0 : 4.0);
   return b;
 }
 
-double optimizer_step_bytes(const StateBytesPerParam& b, const std::string& optimizer, const std::string& impl,
-                            bool master_copy, bool cast_grads) {
-  if (impl != "unfused") {
+double optimizer_step_bytes(const StateBytesPerParam& b, Optimizer optimizer, OptimizerImpl impl, bool master_copy, bool cast_grads) {
+  if (impl == OptimizerImpl::Fused) {
     // Megatron-LM's Float16OptimizerWithFloat16Params.step (megatron/optimizer/optimizer.py):
     // _copy_model_grads_to_main_grads (main_param.grad = main_grad.float(): read 2, write 4, and the
     // Adam pass reads 4 instead of 2), Apex's FusedAdam over the fp32 main parameters, then
@@ -164,7 +163,7 @@ double optimizer_step_bytes(const StateBytesPerParam& b, const std::string& opti
     return b.optimizer * 2 + (cast ? 4.0 : b.grads) + b.weights + (cast ? b.grads + 4.0 : 0.0) + (master_copy ? 4.0 : 0.0);
   }
   constexpr double f = 4;  // fp32 parameter, gradient and states
-  if (optimizer == "adam") {
+  if (optimizer == Optimizer::Adam) {
     // Composer's DecoupledAdamW.adamw (weight decay 0 in the MPT recipes): exp_avg.mul_(beta1) 2f;
     // .add_(grad) 3f; exp_avg_sq.mul_(beta2) 2f; .addcmul_(grad, grad) 4f; sqrt() 2f;
     // / sqrt(bias_correction2) 2f; .add_(eps) 2f; param.addcdiv_(exp_avg, denom) 4f = 21f.
@@ -176,13 +175,13 @@ double optimizer_step_bytes(const StateBytesPerParam& b, const std::string& opti
   return 8 * f;
 }
 
-Sharding sharding_for(std::int64_t zero_stage, const std::string& fsdp, std::int64_t dp, std::int64_t shard_group) {
+Sharding sharding_for(std::int64_t zero_stage, std::optional<FsdpSharding> fsdp, std::int64_t dp, std::int64_t shard_group) {
   Sharding s;
   s.nd = dp;
   std::int64_t stage = zero_stage;
-  if (fsdp == "full") stage = 3;
-  if (fsdp == "grad_op") stage = 2;
-  if (fsdp == "hybrid") {
+  if (fsdp == FsdpSharding::Full) stage = 3;
+  if (fsdp == FsdpSharding::GradOp) stage = 2;
+  if (fsdp == FsdpSharding::Hybrid) {
     stage = 3;
     s.nd = shard_group > 0 ? shard_group : dp;
   }

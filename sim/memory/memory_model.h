@@ -2,6 +2,7 @@
 // layer per microbatch (Korthikanti et al. 2022, Table 2, generalised to GQA, SwiGLU and no-dropout
 // models). The engine turns these into alloc/free events; the peak comes from the timeline.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,7 @@ struct StateBytesPerParam {
   double grads = 2;      // bf16 gradients (4 with fp32 accumulation)
   double optimizer = 12; // Adam mixed precision: fp32 master, momentum, variance (K = 12)
 };
-StateBytesPerParam state_bytes(const std::string& dtype, const std::string& optimizer, bool fp32_grads);
+StateBytesPerParam state_bytes(Dtype dtype, Optimizer optimizer, bool fp32_grads);
 
 // HBM bytes the optimizer step moves per parameter it updates. impl "fused": one pass reading
 // parameter, gradient and states and writing parameter and states. "unfused": one elementwise
@@ -48,8 +49,8 @@ StateBytesPerParam state_bytes(const std::string& dtype, const std::string& opti
 // copies the master into the 16-bit model weights (master_copy: the master is read again);
 // cast_grads: 16-bit gradients are first cast into fp32 main gradients in a kernel of their own,
 // which the Adam pass then reads in fp32.
-double optimizer_step_bytes(const StateBytesPerParam& b, const std::string& optimizer, const std::string& impl,
-                            bool master_copy = false, bool cast_grads = false);
+double optimizer_step_bytes(const StateBytesPerParam& b, Optimizer optimizer, OptimizerImpl impl, bool master_copy = false,
+                            bool cast_grads = false);
 
 // How states are sharded over `nd` data-parallel ranks.
 struct Sharding {
@@ -57,7 +58,7 @@ struct Sharding {
   std::int64_t nd = 1;
 };
 // ZeRO stage 0..3 -> what is sharded. FSDP "full" = 3, "grad_op" = 2; "hybrid" = 3 within groups.
-Sharding sharding_for(std::int64_t zero_stage, const std::string& fsdp_sharding, std::int64_t dp, std::int64_t shard_group);
+Sharding sharding_for(std::int64_t zero_stage, std::optional<FsdpSharding> fsdp_sharding, std::int64_t dp, std::int64_t shard_group);
 
 struct ModelStates {
   double weights = 0, grads = 0, optimizer = 0;

@@ -50,7 +50,7 @@ AlphaBetaNetwork::AlphaBetaNetwork(const Profile& p, const ClusterSpec& c)
       c_(c),
       // PCIe nodes move GPU-to-GPU data over each GPU's PCIe link (the profile's achievable PCIe
       // rate); NVSwitch nodes over NVLink at the link rate times the measured bus efficiency.
-      link_gbps_(c.intra_kind == "pcie" ? (c.intra_gbps > 0 ? c.intra_gbps : p.pcie_gbps.value) / p.intra_bus_efficiency.value
+      link_gbps_(c.intra_kind == IntraNode::Pcie ? (c.intra_gbps > 0 ? c.intra_gbps : p.pcie_gbps.value) / p.intra_bus_efficiency.value
                                         : (c.intra_gbps > 0 ? c.intra_gbps : p.nvlink_gbps.value)) {}
 
 std::vector<const CollectivePoint*> AlphaBetaNetwork::measured_points(const CollectiveSpec& c) const {
@@ -65,7 +65,7 @@ std::vector<const CollectivePoint*> AlphaBetaNetwork::measured_points(const Coll
   // published_microbench.json ids nccl-allreduce-8GiB-h200-*gpu, NVLS disabled). Only where the
   // node has no NVLink SHARP: NVLS keeps the algorithm bandwidth, not the bus bandwidth, across
   // group sizes (414 against 482 GB/s bus at 5 and 8 GPUs), and is not run below its minimum group.
-  const bool subgroup_ok = nodes == 1 && c_.intra_kind == "nvswitch" && !(p_.nccl.present && p_.nccl.nvls_algbw_gbps.value > 0);
+  const bool subgroup_ok = nodes == 1 && c_.intra_kind == IntraNode::NvSwitch && !(p_.nccl.present && p_.nccl.nvls_algbw_gbps.value > 0);
   std::vector<const CollectivePoint*> pts;
   for (const bool sub : {false, true}) {
     if (sub && !subgroup_ok) break;
@@ -121,8 +121,8 @@ double AlphaBetaNetwork::measured_time(const CollectiveSpec& c) const {
 }
 
 bool AlphaBetaNetwork::use_measured(const CollectiveSpec& c) const {
-  if (c_.intra_kind == "pcie" || c.op == CollOp::SendRecv) return false;
-  if (c_.nccl_algorithm != "auto" || c_.nccl_protocol != "auto") return false;
+  if (c_.intra_kind == IntraNode::Pcie || c.op == CollOp::SendRecv) return false;
+  if (c_.nccl.algorithm || c_.nccl.protocol) return false;
   // A benchmark ran one group alone; groups sharing a node's NICs are priced by the tuner.
   const std::int64_t g = std::max<std::int64_t>(1, std::min(c.ranks_per_node, c.ranks));
   if ((c.ranks + g - 1) / g > 1 && c.groups_per_node > 1) return false;
@@ -141,7 +141,7 @@ AlgoInput AlphaBetaNetwork::tuner_input(const CollectiveSpec& c) const {
   in.net_busbw = in.nodes > 1 ? static_cast<double>(c_.nics_per_node) * c_.nic_gbps * 1e9 * p_.inter_bus_efficiency.value /
                                     (c_.oversubscription * static_cast<double>(std::max<std::int64_t>(1, c.groups_per_node)))
                               : 0.0;
-  in.nvswitch = c_.intra_kind == "nvswitch";
+  in.nvswitch = c_.intra_kind == IntraNode::NvSwitch;
   in.intra_alpha_us = p_.intra_alpha_us.value;
   in.inter_alpha_us = p_.inter_alpha_us.value;
   in.tuning = &p_.nccl;
@@ -170,7 +170,7 @@ double AlphaBetaNetwork::time_s(const CollectiveSpec& c) const {
   if (c.op == CollOp::AllToAll && c.loads) return dispatch_time(c);
   const auto key = std::make_tuple(static_cast<int>(c.op), c.ranks, c.ranks_per_node, c.groups_per_node, c.bytes);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-  const double t = use_measured(c) ? measured_time(c) : tuner_choose(tuner_input(c), {c_.nccl_algorithm, c_.nccl_protocol}).time_s;
+  const double t = use_measured(c) ? measured_time(c) : tuner_choose(tuner_input(c), c_.nccl).time_s;
   cache_.emplace(key, t);
   return t;
 }
@@ -179,21 +179,21 @@ std::string AlphaBetaNetwork::algorithm(const CollectiveSpec& c) const {
   if (c.ranks <= 1 || c.bytes <= 0) return "none";
   if (c.op == CollOp::AllToAll && c.loads) return "dispatcher kernels (per-rank NVLink and NIC loads, direct)";
   if (use_measured(c)) return "measured (NCCL's choice on this group shape)";
-  const AlgoEstimate e = tuner_choose(tuner_input(c), {c_.nccl_algorithm, c_.nccl_protocol});
+  const AlgoEstimate e = tuner_choose(tuner_input(c), c_.nccl);
   return std::string(nccl_algo_name(e.algo)) + "/" + nccl_proto_name(e.proto);
 }
 
 AlgoEstimate AlphaBetaNetwork::choose(const CollectiveSpec& c) const {
-  return tuner_choose(tuner_input(c), {c_.nccl_algorithm, c_.nccl_protocol});
+  return tuner_choose(tuner_input(c), c_.nccl);
 }
 
-AlgoEstimate AlphaBetaNetwork::price(const CollectiveSpec& c, const std::string& algorithm, const std::string& protocol) const {
-  return tuner_choose(tuner_input(c), {algorithm, protocol});
+AlgoEstimate AlphaBetaNetwork::price(const CollectiveSpec& c, const TunerOverride& forced) const {
+  return tuner_choose(tuner_input(c), forced);
 }
 
 std::vector<std::pair<std::string, double>> AlphaBetaNetwork::candidates(const CollectiveSpec& c) const {
   std::vector<std::pair<std::string, double>> out;
-  for (const auto& e : tuner_candidates(tuner_input(c), {c_.nccl_algorithm, c_.nccl_protocol}))
+  for (const auto& e : tuner_candidates(tuner_input(c), c_.nccl))
     out.emplace_back(std::string(nccl_algo_name(e.algo)) + "/" + nccl_proto_name(e.proto), e.time_s);
   return out;
 }

@@ -14,7 +14,7 @@ namespace {
 constexpr std::int64_t kMaxSimNodes = 64;
 
 ClusterSpec sim_cluster(ClusterSpec c) {
-  if (c.inter_kind == "custom") return c;  // listed link by link: simulated as written
+  if (c.inter_kind == InterNode::Custom) return c;  // listed link by link: simulated as written
   c.nodes = std::min(c.nodes, kMaxSimNodes);
   return c;
 }
@@ -100,10 +100,10 @@ double FlowNetwork::simulate(const CollectiveSpec& c) const {
   const AlgoEstimate choice = measured_.choose(c);
   if (c.op == CollOp::AllToAll || c.op == CollOp::SendRecv || c.op == CollOp::Broadcast)
     return choice.latency_s + flow_bw_s;
-  const AlgoEstimate ring = measured_.price(c, "ring", nccl_proto_name(choice.proto));
+  const AlgoEstimate ring = measured_.price(c, {NcclAlgo::Ring, choice.proto});
   const double ring_bw_s = std::max(ring.time_s - ring.latency_s, 1e-30);
   const double ring_simple_bw_s = [&] {
-    const AlgoEstimate rs = measured_.price(c, "ring", "simple");
+    const AlgoEstimate rs = measured_.price(c, {NcclAlgo::Ring, NcclProto::Simple});
     return std::max(rs.time_s - rs.latency_s, 1e-30);
   }();
   // The flows carry full-rate (Simple) rings; the protocol's bandwidth fraction scales them.
@@ -142,8 +142,8 @@ std::string FlowNetwork::algorithm(const CollectiveSpec& c) const {
   }
 }
 
-std::unique_ptr<NetworkModel> make_network(const std::string& kind, const Profile& p, const ClusterSpec& c) {
-  if (kind == "flow") return std::make_unique<FlowNetwork>(p, c);
+std::unique_ptr<NetworkModel> make_network(NetworkKind kind, const Profile& p, const ClusterSpec& c) {
+  if (kind == NetworkKind::Flow) return std::make_unique<FlowNetwork>(p, c);
   return std::make_unique<AlphaBetaNetwork>(p, c);
 }
 

@@ -17,7 +17,7 @@ namespace parasim {
 class FlowNetwork final : public NetworkModel {
  public:
   FlowNetwork(const Profile& p, const ClusterSpec& c);
-  std::string name() const override { return "flow"; }
+  std::string name() const override { return name_of(NetworkKind::Flow); }
   double time_s(const CollectiveSpec& c) const override;
   std::string algorithm(const CollectiveSpec& c) const override;
   const Topology& topology() const { return topo_; }
@@ -33,7 +33,7 @@ class FlowNetwork final : public NetworkModel {
   mutable std::map<std::tuple<int, std::int64_t, std::int64_t, std::int64_t, double>, double> cache_;
 };
 
-// Selects the network model a scenario asks for ("analytical" | "flow").
-std::unique_ptr<NetworkModel> make_network(const std::string& kind, const Profile& p, const ClusterSpec& c);
+// Selects the network model a scenario asks for (network_kinds() in sim/scenario/choices.h).
+std::unique_ptr<NetworkModel> make_network(NetworkKind kind, const Profile& p, const ClusterSpec& c);
 
 }  // namespace parasim

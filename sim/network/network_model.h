@@ -66,13 +66,13 @@ class ScaledNetwork final : public NetworkModel {
 class AlphaBetaNetwork final : public NetworkModel {
  public:
   AlphaBetaNetwork(const Profile& p, const ClusterSpec& c);
-  std::string name() const override { return "analytical"; }
+  std::string name() const override { return name_of(NetworkKind::Analytical); }
   double time_s(const CollectiveSpec& c) const override;
   std::string algorithm(const CollectiveSpec& c) const override;
   // The tuner's choice for this call (scenario overrides and profile rules applied), and its
   // price of one given algorithm/protocol ("ring", "simple"); for the flow model.
   AlgoEstimate choose(const CollectiveSpec& c) const;
-  AlgoEstimate price(const CollectiveSpec& c, const std::string& algorithm, const std::string& protocol) const;
+  AlgoEstimate price(const CollectiveSpec& c, const TunerOverride& forced) const;
   // Every algorithm/protocol the tuner priced for this call ("ring/simple" -> seconds).
   std::vector<std::pair<std::string, double>> candidates(const CollectiveSpec& c) const;
   // True when the profile has measured points of this group shape and NCCL's own choice is asked

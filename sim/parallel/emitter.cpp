@@ -132,7 +132,7 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
     // gate/up GEMM) with SwiGLU, or w2 (the down projection) without. The fused attention is saved.
     const ModelSpec& m = in.scenario.model;
     const double h = static_cast<double>(m.hidden), kv = static_cast<double>(m.kv_dim());
-    const bool glu = m.activation == "swiglu";
+    const bool glu = m.activation == Activation::SwiGlu;
     for (const Block* b : {&g.attn_fwd, &g.mlp_fwd})
       for (const auto& k : b->kernels) {
         double share = 0;
@@ -288,7 +288,7 @@ std::int32_t Emitter::label_id(Label label) {
     i = slot(key);
   }
   ++labels_used_;
-  label_slots_[i] = {key, p_.label(key)};
+  label_slots_[i] = {key, p_.label(key, label.role())};
   return label_slots_[i].second;
 }
 
@@ -329,7 +329,7 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
     r.last = id;
     return id;
   };
-  if (first) add(Phase::Forward, "embedding", ends().embed_f, 0, to_bytes(ends_act().embed), MemCat::Activations);
+  if (first) add(Phase::Forward, op_label::kEmbeddingFwd, ends().embed_f, 0, to_bytes(ends_act().embed), MemCat::Activations);
   std::vector<OpId> offloads;  // D2H copies of the offloaded layers' saved activations, by layer
   for (std::int64_t l = 0; l < layers; ++l) {
     const std::int32_t k = kind(rank, chunk, l);
@@ -339,14 +339,14 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
       deps.append(extra.data(), extra.data() + extra.size());
     }
     OpId cp_op = -1;
-    if (t.cp_comm_f > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, "cp kv ring", t.cp_comm_f, r.last >= 0 ? Deps{r.last} : deps, mb, chunk);
-    if (t.cp_gather_f > 0) add(Phase::CpComm, "cp kv all-gather", t.cp_gather_f, 0, 0, MemCat::Activations);
-    add(Phase::Forward, "attention fwd", t.attn_f, t.attn_f_flops, to_bytes(stored(l, k)), MemCat::Activations, t.attn_f_hw);
-    if (t.tp_comm_f > 0 && t.attn_tp_comm) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, 0, MemCat::Activations);
+    if (t.cp_comm_f > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, op_label::kCpKvRingFwd, t.cp_comm_f, r.last >= 0 ? Deps{r.last} : deps, mb, chunk);
+    if (t.cp_gather_f > 0) add(Phase::CpComm, op_label::kCpKvAllGather, t.cp_gather_f, 0, 0, MemCat::Activations);
+    add(Phase::Forward, op_label::kAttnFwd, t.attn_f, t.attn_f_flops, to_bytes(stored(l, k)), MemCat::Activations, t.attn_f_hw);
+    if (t.tp_comm_f > 0 && t.attn_tp_comm) add(Phase::TpComm, op_label::kTpCommFwd, t.tp_comm_f, 0, 0, MemCat::Activations);
     if (cp_op >= 0) deps.push_back(cp_op);
-    add(Phase::Forward, "mlp fwd", t.mlp_f, t.mlp_f_flops, 0, MemCat::Activations, t.mlp_f_hw);
-    if (t.ep_comm_f > 0) add(Phase::EpComm, "ep all-to-all fwd", t.ep_comm_f, 0, 0, MemCat::Activations);
-    if (t.tp_comm_f > 0 && t.mlp_tp_comm) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, 0, MemCat::Activations);
+    add(Phase::Forward, op_label::kMlpFwd, t.mlp_f, t.mlp_f_flops, 0, MemCat::Activations, t.mlp_f_hw);
+    if (t.ep_comm_f > 0) add(Phase::EpComm, op_label::kEpAllToAllFwd, t.ep_comm_f, 0, 0, MemCat::Activations);
+    if (t.tp_comm_f > 0 && t.mlp_tp_comm) add(Phase::TpComm, op_label::kTpCommFwd, t.tp_comm_f, 0, 0, MemCat::Activations);
     if (post) post(Action::F, l, r.last);
     if (l < offload_layers_)
       offloads.push_back(op(rank, Stream::Copy, Phase::Offload, "activation offload D2H", stored(l, k) / host_bps_, {r.last}, mb, chunk));
@@ -363,7 +363,7 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
       return add(ph, label, sec, flops, start.bytes, MemCat::Activations, hw);
     });
   if (last)
-    add(Phase::Forward, "head fwd", ends().head_f, ends().head_f_flops, to_bytes(ends_act().head), MemCat::Activations, ends().head_f_hw);
+    add(Phase::Forward, op_label::kHeadFwd, ends().head_f, ends().head_f_flops, to_bytes(ends_act().head), MemCat::Activations, ends().head_f_hw);
   return r;
 }
 
@@ -373,13 +373,13 @@ void Emitter::mtp_forward(const AddOp& add) const {
   const double stored = (full_recompute_ ? acts_kept_[k] : acts_[k]).layer_stored;
   const MemDelta none{};
   for (std::int64_t i = 0; i < in_.scenario.training.mtp_layers; ++i) {
-    add(Phase::Forward, "mtp fwd", ends().mtp_f, ends().mtp_f_flops, ends().mtp_f_hw, {MemCat::Activations, to_bytes(in_.graph.mtp_stored_bytes)}, none);
-    add(Phase::Forward, "mtp attention fwd", t.attn_f, t.attn_f_flops, t.attn_f_hw, {MemCat::Activations, to_bytes(stored)}, none);
-    if (t.tp_comm_f > 0 && t.attn_tp_comm) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, 0, none, none);
-    add(Phase::Forward, "mtp mlp fwd", t.mlp_f, t.mlp_f_flops, t.mlp_f_hw, none, none);
-    if (t.ep_comm_f > 0) add(Phase::EpComm, "ep all-to-all fwd", t.ep_comm_f, 0, 0, none, none);
-    if (t.tp_comm_f > 0 && t.mlp_tp_comm) add(Phase::TpComm, "tp comm fwd", t.tp_comm_f, 0, 0, none, none);
-    add(Phase::Forward, "mtp head fwd", ends().head_f, ends().head_f_flops, ends().head_f_hw, {MemCat::Activations, to_bytes(ends_act().head)}, none);
+    add(Phase::Forward, op_label::kMtpFwd, ends().mtp_f, ends().mtp_f_flops, ends().mtp_f_hw, {MemCat::Activations, to_bytes(in_.graph.mtp_stored_bytes)}, none);
+    add(Phase::Forward, op_label::kMtpAttnFwd, t.attn_f, t.attn_f_flops, t.attn_f_hw, {MemCat::Activations, to_bytes(stored)}, none);
+    if (t.tp_comm_f > 0 && t.attn_tp_comm) add(Phase::TpComm, op_label::kTpCommFwd, t.tp_comm_f, 0, 0, none, none);
+    add(Phase::Forward, op_label::kMtpMlpFwd, t.mlp_f, t.mlp_f_flops, t.mlp_f_hw, none, none);
+    if (t.ep_comm_f > 0) add(Phase::EpComm, op_label::kEpAllToAllFwd, t.ep_comm_f, 0, 0, none, none);
+    if (t.tp_comm_f > 0 && t.mlp_tp_comm) add(Phase::TpComm, op_label::kTpCommFwd, t.tp_comm_f, 0, 0, none, none);
+    add(Phase::Forward, op_label::kMtpHeadFwd, ends().head_f, ends().head_f_flops, ends().head_f_hw, {MemCat::Activations, to_bytes(ends_act().head)}, none);
   }
 }
 
@@ -390,16 +390,16 @@ void Emitter::mtp_backward(const AddOp& add) const {
   const MemDelta none{};
   for (std::int64_t i = 0; i < in_.scenario.training.mtp_layers; ++i) {
     const ActivationBytes& a = ends_act();
-    add(Phase::Backward, "mtp head bwd", ends().head_b, 2 * ends().head_f_flops, 2 * ends().head_f_hw, {MemCat::Activations, to_bytes(a.head_working)},
+    add(Phase::Backward, op_label::kMtpHeadBwd, ends().head_b, 2 * ends().head_f_flops, 2 * ends().head_f_hw, {MemCat::Activations, to_bytes(a.head_working)},
         {MemCat::Activations, -to_bytes(a.head_working + a.head)});
     if (t.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == Recompute::Selective)
       add(Phase::Recompute, "recompute (selective)", t.attn_recompute_selective, t.selective_recompute_flops, t.selective_recompute_flops, none, none);
-    if (t.tp_comm_b > 0 && t.mlp_tp_comm) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, 0, none, none);
+    if (t.tp_comm_b > 0 && t.mlp_tp_comm) add(Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none);
     if (t.ep_comm_b > 0) add(Phase::EpComm, "ep all-to-all bwd", t.ep_comm_b, 0, 0, none, none);
-    add(Phase::Backward, "mtp mlp bwd", t.mlp_b, 2 * t.mlp_f_flops, 2 * t.mlp_f_hw, none, none);
-    if (t.tp_comm_b > 0 && t.attn_tp_comm) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, 0, none, none);
-    add(Phase::Backward, "mtp attention bwd", t.attn_b, 2 * t.attn_f_flops, 2 * t.attn_f_hw, none, {MemCat::Activations, -to_bytes(stored)});
-    add(Phase::Backward, "mtp bwd", ends().mtp_b, 2 * ends().mtp_f_flops, 2 * ends().mtp_f_hw, none,
+    add(Phase::Backward, op_label::kMtpMlpBwd, t.mlp_b, 2 * t.mlp_f_flops, 2 * t.mlp_f_hw, none, none);
+    if (t.tp_comm_b > 0 && t.attn_tp_comm) add(Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none);
+    add(Phase::Backward, op_label::kMtpAttnBwd, t.attn_b, 2 * t.attn_f_flops, 2 * t.attn_f_hw, none, {MemCat::Activations, -to_bytes(stored)});
+    add(Phase::Backward, op_label::kMtpBwd, ends().mtp_b, 2 * ends().mtp_f_flops, 2 * ends().mtp_f_hw, none,
         {MemCat::Activations, -to_bytes(in_.graph.mtp_stored_bytes)});
   }
 }
@@ -424,7 +424,7 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
   const BlockTimes& e = ends();
   const double w_head = split ? e.head_w : 0;
   if (last)
-    add(Phase::Backward, "head bwd", e.head_b - w_head, 2 * e.head_f_flops * (e.head_b - w_head) / std::max(e.head_b, 1e-30),
+    add(Phase::Backward, op_label::kHeadBwd, e.head_b - w_head, 2 * e.head_f_flops * (e.head_b - w_head) / std::max(e.head_b, 1e-30),
         2 * e.head_f_hw * (e.head_b - w_head) / std::max(e.head_b, 1e-30),
         MemDelta{MemCat::Activations, to_bytes(ends_act().head_working)},
         MemDelta{MemCat::Activations,
@@ -455,7 +455,7 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
     if (recomputed(l)) {
       // A replay's FLOPs count for HFU and reported hardware FLOPs, not for MFU (metrics.cpp).
       const double tp = ((t.attn_tp_comm ? 1 : 0) + (t.mlp_tp_comm ? 1 : 0)) * t.tp_comm_f;
-      add(Phase::Recompute, "recompute fwd", t.attn_f + t.mlp_f + tp + t.ep_comm_f + t.cp_gather_f, t.attn_f_flops + t.mlp_f_flops,
+      add(Phase::Recompute, op_label::kRecomputeFwd, t.attn_f + t.mlp_f + tp + t.ep_comm_f + t.cp_gather_f, t.attn_f_flops + t.mlp_f_flops,
           t.attn_f_hw + t.mlp_f_hw, {MemCat::Activations, extra_working}, none);
     } else if (op_sac_) {
       add(Phase::Recompute, "recompute (op SAC)", t.op_sac_recompute, t.op_sac_flops, t.op_sac_hw, {MemCat::Activations, extra_working}, none);
@@ -463,25 +463,25 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
       add(Phase::Recompute, "recompute (selective)", t.attn_recompute_selective, t.selective_recompute_flops, t.selective_recompute_flops,
           none, none);
     }
-    if (t.tp_comm_b > 0 && t.mlp_tp_comm) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, 0, none, none);
+    if (t.tp_comm_b > 0 && t.mlp_tp_comm) add(Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none);
     if (t.ep_comm_b > 0) add(Phase::EpComm, "ep all-to-all bwd", t.ep_comm_b, 0, 0, none, none);
     const double mlp_share = 2 * (t.mlp_b - w_mlp) / std::max(t.mlp_b, 1e-30);
-    add(Phase::Backward, "mlp bwd", t.mlp_b - w_mlp, t.mlp_f_flops * mlp_share, t.mlp_f_hw * mlp_share, none, none);
+    add(Phase::Backward, op_label::kMlpBwd, t.mlp_b - w_mlp, t.mlp_f_flops * mlp_share, t.mlp_f_hw * mlp_share, none, none);
     OpId cp_op = -1;
-    if (t.cp_comm_b > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, "cp kv ring bwd", t.cp_comm_b, {r.last}, mb, chunk);
-    if (t.tp_comm_b > 0 && t.attn_tp_comm) add(Phase::TpComm, "tp comm bwd", t.tp_comm_b, 0, 0, none, none);
+    if (t.cp_comm_b > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, op_label::kCpKvRingBwd, t.cp_comm_b, {r.last}, mb, chunk);
+    if (t.tp_comm_b > 0 && t.attn_tp_comm) add(Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none);
     const double attn_share = 2 * (t.attn_b - w_attn) / std::max(t.attn_b, 1e-30);
     const MemDelta free_act{MemCat::Activations, -(to_bytes(stored(l, k)) + extra_working)};
-    const OpId id = add(Phase::Backward, "attention bwd", t.attn_b - w_attn, t.attn_f_flops * attn_share, t.attn_f_hw * attn_share, none, split ? MemDelta{MemCat::Activations, -extra_working} : free_act);
+    const OpId id = add(Phase::Backward, op_label::kAttnBwd, t.attn_b - w_attn, t.attn_f_flops * attn_share, t.attn_f_hw * attn_share, none, split ? MemDelta{MemCat::Activations, -extra_working} : free_act);
     if (cp_op >= 0) p_.ops[static_cast<size_t>(id)].deps.push_back(cp_op);
-    if (t.cp_scatter_b > 0) add(Phase::CpComm, "cp dkv reduce-scatter", t.cp_scatter_b, 0, 0, none, none);
+    if (t.cp_scatter_b > 0) add(Phase::CpComm, op_label::kCpDkvReduceScatter, t.cp_scatter_b, 0, 0, none, none);
     if (post) post(Action::B, l, id);
   }
-  if (first) add(Phase::Backward, "embedding bwd", e.embed_b, 0, 0, none, MemDelta{MemCat::Activations, -to_bytes(ends_act().embed)});
+  if (first) add(Phase::Backward, op_label::kEmbeddingBwd, e.embed_b, 0, 0, none, MemDelta{MemCat::Activations, -to_bytes(ends_act().embed)});
   // The training loop's metrics on this microbatch's logits, after its whole backward (training
   // metrics need pp = 1: TrainingSpec::train_metrics), which frees the logits they kept.
   if (last && e.metrics > 0)
-    add(Phase::Other, "train metrics", e.metrics, 0, 0, MemDelta{MemCat::Activations, to_bytes(ends_act().metrics_working)},
+    add(Phase::Other, op_label::kTrainMetrics, e.metrics, 0, 0, MemDelta{MemCat::Activations, to_bytes(ends_act().metrics_working)},
         MemDelta{MemCat::Activations, -to_bytes(ends_act().metrics_working + ends_act().metrics_kept)});
   return r;
 }

@@ -12,6 +12,7 @@
 
 #include "sim/memory/memory_model.h"
 #include "sim/parallel/placement.h"
+#include "sim/parallel/op_labels.h"
 #include "sim/parallel/schedule.h"
 
 namespace parasim {
@@ -86,14 +87,18 @@ Layout make_layout(const Scenario& s);
 
 // An op's display label. Only a string literal converts to it, so its address is fixed for the
 // program's life and is alone a safe key for the emitter's label table (no content compared per op).
+// A RoleLabel (op_labels.h) also gives the op its role.
 class Label {
  public:
   template <std::size_t N>
   Label(const char (&literal)[N]) : s_(literal) {}  // NOLINT(google-explicit-constructor): literals convert
+  constexpr Label(const RoleLabel& l) : s_(l.text), role_(l.role) {}  // NOLINT(google-explicit-constructor)
   const char* c_str() const { return s_; }
+  OpRole role() const { return role_; }
 
  private:
   const char* s_;
+  OpRole role_ = OpRole::None;
 };
 
 class Emitter {

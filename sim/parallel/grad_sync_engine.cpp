@@ -44,7 +44,7 @@ StageParams stage_params(const Scenario& sc, std::int64_t stage) {
   if (stage == p - 1 && mtp > 0) {
     const LayerParams mtp_layer = layer_params(sc, sc.model.layers - 1);
     const double h = static_cast<double>(sc.model.hidden);
-    const double norm = sc.model.norm == "layernorm" ? 2 * h : h;
+    const double norm = sc.model.norm == NormKind::LayerNorm ? 2 * h : h;
     const double module = (mtp_layer.all - mtp_layer.experts) + (2 * h * h + 3 * norm) / tp;
     const double added = static_cast<double>(mtp) * module + (p > 1 && !sc.model.tied_embeddings ? pc.embedding / tp : 0.0);
     s.extra += added;
@@ -65,7 +65,7 @@ OpId last_op_on(const Program& prog, std::int32_t rank, Stream stream) {
 
 Sharding scenario_sharding(const Scenario& sc) {
   const ParallelSpec& par = sc.parallel;
-  const std::string fsdp_kind = par.fsdp ? par.fsdp->sharding : "";
+  const std::optional<FsdpSharding> fsdp_kind = par.fsdp ? std::optional(par.fsdp->sharding) : std::nullopt;
   return sharding_for(par.zero_stage, fsdp_kind, par.dp * par.cp, par.fsdp ? par.fsdp->shard_group * par.cp : 0);
 }
 
@@ -111,7 +111,7 @@ void GradSyncEngine::optimizer_step(OpId norm) {
   // A separate fp32 master (Megatron, DeepSpeed) is copied back into the 16-bit weights after the
   // step; Megatron also casts 16-bit gradients into fp32 main gradients first (DeepSpeed's cast is
   // priced below). FSDP's sharded parameters are themselves the fp32 copy.
-  const bool mixed = sc().training.dtype != "fp32";
+  const bool mixed = sc().training.dtype != Dtype::Fp32;
   const double traffic = optimizer_step_bytes(sb, sc().training.optimizer, sc().training.optimizer_impl, mixed && !par.fsdp,
                                               mixed && !par.fsdp && par.zero_impl == ZeroImpl::Megatron);
   // DeepSpeed's ZeRO-1/2 step first flattens this rank's 16-bit gradient partition into a new
@@ -123,7 +123,7 @@ void GradSyncEngine::optimizer_step(OpId norm) {
   const double fp32_grad_partition = ds_cast ? (kMasterBytes + sb.grads) * opt_params : 0.0;
   const double cast_s = ds_cast ? u.in.cost.memory_s((3 * sb.grads + kMasterBytes) * opt_params) : 0.0;
   const double opt_s = u.offload ? kCpuAdamBytes * opt_params / u.host_bps : u.in.cost.optimizer_s(traffic * opt_params) + cast_s;
-  const OpId opt = em.op(s, Stream::Compute, Phase::Optimizer, u.offload ? Label("optimizer step (CPU)") : Label("optimizer step"), opt_s,
+  const OpId opt = em.op(s, Stream::Compute, Phase::Optimizer, u.offload ? Label(op_label::kOptimizerStepCpu) : Label("optimizer step"), opt_s,
                          {norm});
   if (ds_cast) {
     c_.prog.ops[static_cast<size_t>(opt)].at_start = {MemCat::Optimizer, to_bytes(fp32_grad_partition)};

@@ -53,16 +53,32 @@ struct Periodicity {
   bool groups_of_stages = false;
 };
 
+// A schedule's entry: its lowering and what the parser, the planner and the report need to know of it.
+struct IdealBubble {
+  const char* formula = nullptr;  // e.g. "(p-1)/(m+p-1)"; nullptr: no closed form printed
+  double (*fraction)(double p, double m, double v) = nullptr;
+};
 struct ScheduleDef {
+  Schedule value;
   OrderFn order;  // pipeline-style schedules
   LowerFn lower;  // schedules that lower themselves
   bool splits_backward = false;  // emits W actions
   Periodicity periodicity{};
   bool pipeline = true;  // needs pp > 1 (false: ddp, dataparallel, which need pp = 1)
+  bool chunked = false;  // vpp >= 2 model chunks per stage, microbatches advanced in groups of pp
+  bool microbatched = true;  // false: the whole batch at once (micro_batch = global_batch / dp)
+  bool single_process = false;  // one process drives one node's GPUs (torch.nn.DataParallel)
+  IdealBubble bubble{};  // the bubble fraction of equal stages and free sends (tools/report.cpp)
+  // The planner (sim/planning/layouts.cpp) searches this schedule, and the first stage's
+  // activations its memory bound counts: min(p, m) microbatches (1F1B's warm-up) or one.
+  bool planned = false;
+  bool warmup_holds_stages = false;
 };
 
 using ScheduleRegistry = Registry<ScheduleDef>;
 void register_builtins(ScheduleRegistry& r);
+const ScheduleRegistry& schedule_registry();  // the built-in schedules (built once, read only)
+const ScheduleDef& schedule_def(const ScheduleRegistry& r, Schedule s);
 
 // The shared emitter: per-layer ops for each action, p2p transfers between stages, data-parallel
 // gradient synchronisation (bucketed, overlapped), sharded states, optimizer step.

@@ -39,20 +39,30 @@ void choose_base(PlanJob& job, const std::string& dir) {
     const Json j = read_json_file(f.string());
     const Json::json_pointer gpu("/cluster/gpu");
     if (!j.is_object() || !j.contains(gpu) || j.at(gpu) != job.gpu) continue;
-    if (j.value("/cluster/inter_node/kind"_json_pointer, std::string("fat_tree")) == "custom") continue;  // fixed node count
+    if (j.value("/cluster/inter_node/kind"_json_pointer, name_of(InterNode::FatTree)) == name_of(InterNode::Custom)) continue;  // fixed node count
     job.base = {{"schema", "parasim.scenario/1"}, {"cluster", j.at("cluster")}, {"training", Json::object()}};
     job.base_file = f.filename().string();
     return;
   }
   job.base = {{"schema", "parasim.scenario/1"},
-              {"cluster", {{"gpu", job.gpu}, {"gpus_per_node", 8}, {"intra_node", {{"kind", "nvswitch"}}}, {"inter_node", {{"kind", "fat_tree"}}}}},
+              {"cluster", {{"gpu", job.gpu}, {"gpus_per_node", 8}, {"intra_node", {{"kind", name_of(IntraNode::NvSwitch)}}},
+                           {"inter_node", {{"kind", name_of(InterNode::FatTree)}}}}},
               {"training", Json::object()}};
   job.base_file = "(the profile's reference node)";
 }
 
+const char* name_of(PlanSharding s) {
+  switch (s) {
+    case PlanSharding::Zero1: return "zero1";
+    case PlanSharding::Fsdp: return "fsdp";
+    case PlanSharding::None: break;
+  }
+  return "none";
+}
+
 Json layout_settings(const PlanLayout& l) {
   Json s = {{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"vpp", l.vpp}, {"cp", l.cp}, {"ep", l.ep}, {"etp", l.etp},
-            {"micro_batch", l.micro_batch}, {"schedule", l.schedule}, {"sharding", l.sharding}, {"recompute", name_of(l.recompute)},
+            {"micro_batch", l.micro_batch}, {"schedule", name_of(l.schedule)}, {"sharding", name_of(l.sharding)}, {"recompute", name_of(l.recompute)},
             {"sp", l.sequence_parallel}, {"tp_overlap", l.tp_comm_overlap}};
   return s;
 }
@@ -66,13 +76,13 @@ Json layout_scenario(const PlanJob& job, const PlanLayout& l) {
   j["training"]["global_batch"] = job.global_batch;
   j["training"]["micro_batch"] = l.micro_batch;
   j["training"]["seq_len"] = job.seq;
-  Json p = {{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"schedule", l.schedule}, {"recompute", name_of(l.recompute)},
+  Json p = {{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"schedule", name_of(l.schedule)}, {"recompute", name_of(l.recompute)},
             {"sequence_parallel", l.sequence_parallel}, {"tp_comm_overlap", l.tp_comm_overlap}};
   if (l.vpp > 1) p["vpp"] = l.vpp;
   if (l.ep > 1) p["ep"] = l.ep;
   if (l.etp > 0 && (l.ep > 1 || l.etp != l.tp)) p["etp"] = l.etp;
-  if (l.sharding == "zero1") p["zero_stage"] = 1;
-  if (l.sharding == "fsdp") p["fsdp"] = {{"sharding", "full"}};
+  if (l.sharding == PlanSharding::Zero1) p["zero_stage"] = 1;
+  if (l.sharding == PlanSharding::Fsdp) p["fsdp"] = {{"sharding", name_of(FsdpSharding::Full)}};
   j["parallel"] = p;
   return j;
 }
@@ -105,7 +115,7 @@ const std::vector<PlanRule>& plan_rules() {
   return rules;
 }
 
-double memory_lower_bound(const Scenario& base, const PlanLayout& l) {
+double memory_lower_bound(const Scenario& base, const PlanLayout& l, const ScheduleRegistry& schedules) {
   const ModelSpec& m = base.model;
   const ParamCount pc = count_params(m);
   double experts = 0;
@@ -115,8 +125,8 @@ double memory_lower_bound(const Scenario& base, const PlanLayout& l) {
   const std::int64_t etp = l.etp > 0 ? l.etp : l.tp;
   const double local_experts = experts / (static_cast<double>(l.ep * etp) * pp);
   const StateBytesPerParam sb = state_bytes(base.training.dtype, base.training.optimizer, base.training.fp32_grad_accumulation);
-  const std::int64_t zero = l.sharding == "zero1" ? 1 : 0;
-  const std::string fsdp = l.sharding == "fsdp" ? "full" : "";
+  const std::int64_t zero = l.sharding == PlanSharding::Zero1 ? 1 : 0;
+  const std::optional<FsdpSharding> fsdp = l.sharding == PlanSharding::Fsdp ? std::optional(FsdpSharding::Full) : std::nullopt;
   Sharding sh = sharding_for(zero, fsdp, l.dp * l.cp, 0);
   double bytes = model_states(dense, sb, sh).total();
   sh.nd = std::max<std::int64_t>(1, l.tp * l.cp * l.dp / (l.ep * etp));
@@ -133,14 +143,13 @@ double memory_lower_bound(const Scenario& base, const PlanLayout& l) {
   shape.micro_batch = l.micro_batch;
   const ActivationBytes act = activation_bytes(m, shape, l.recompute);
   const std::int64_t microbatches = base.training.global_batch / (l.micro_batch * l.dp);
-  const std::int64_t in_flight = l.schedule == "1f1b" || l.schedule == "zb-h1" ? std::min(l.pp, microbatches) : 1;
+  const std::int64_t in_flight = schedule_def(schedules, l.schedule).warmup_holds_stages ? std::min(l.pp, microbatches) : 1;
   return bytes + act.layer_stored * static_cast<double>(m.layers / l.pp) * static_cast<double>(in_flight);
 }
 
 namespace {
 
-const std::vector<std::string> kSchedules = {"ddp", "1f1b", "interleaved", "zb-h1"};
-const std::vector<std::string> kShardings = {"none", "zero1", "fsdp"};
+const std::vector<PlanSharding> kShardings = {PlanSharding::None, PlanSharding::Zero1, PlanSharding::Fsdp};
 const std::vector<Recompute> kRecomputes = {Recompute::None, Recompute::Selective, Recompute::Full};
 constexpr const char* kSelectiveRule = "selective recompute equals none under fused attention";
 
@@ -149,6 +158,8 @@ constexpr const char* kSelectiveRule = "selective recompute equals none under fu
 class Enumerator {
  public:
   Enumerator(const PlanJob& job, const Scenario& base) : job_(job), base_(base), m_(base.model) {
+    for (const auto& e : schedules_.entries())
+      if (e.factory.planned) planned_.push_back(&e.factory);
     sizes_ = divisors(job.gpus, job.gpus);
     mbs_ = powers_of_two(job.max_micro_batch);
     eps_ = m_.moe ? divisors(m_.moe->experts, job.gpus) : std::vector<std::int64_t>{1};
@@ -158,7 +169,7 @@ class Enumerator {
   }
 
   Enumeration run() {
-    const double inner = static_cast<double>(job_.max_vpp * kSchedules.size()) * per_shape();
+    const double inner = static_cast<double>(job_.max_vpp * planned_.size()) * per_shape();
     out_.candidates = 0;
     for (std::int64_t tp : sizes_)
       for (std::int64_t pp : sizes_) {
@@ -195,16 +206,16 @@ class Enumerator {
   void schedules(PlanLayout l) {
     const double inner = per_shape();
     for (std::int64_t vpp = 1; vpp <= job_.max_vpp; ++vpp)
-      for (const std::string& sched : kSchedules) {
+      for (const ScheduleDef* sched : planned_) {
         const char* r = nullptr;
         if (m_.layers % (l.pp * vpp) != 0) r = "layers divisible by pp*vpp";
-        else if ((l.pp == 1) != (sched == "ddp") || (vpp > 1) != (sched == "interleaved")) r = "schedule matches pp and vpp";
+        else if ((l.pp > 1) != sched->pipeline || (vpp > 1) != sched->chunked) r = "schedule matches pp and vpp";
         if (r) {
           out_.pruned[r] += static_cast<std::int64_t>(inner);
           continue;
         }
         l.vpp = vpp;
-        l.schedule = sched;
+        l.schedule = sched->value;
         micro_batches(l);
       }
   }
@@ -214,7 +225,8 @@ class Enumerator {
     for (std::int64_t mb : mbs_) {
       const char* r = nullptr;
       if (job_.global_batch % (mb * l.dp) != 0) r = "global batch divisible by micro_batch*dp";
-      else if (l.schedule == "interleaved" && (job_.global_batch / (mb * l.dp)) % l.pp != 0) r = "interleaved: microbatches divisible by pp";
+      else if (l.schedule == Schedule::Interleaved && (job_.global_batch / (mb * l.dp)) % l.pp != 0)
+        r = "interleaved: microbatches divisible by pp";
       if (r) {
         out_.pruned[r] += static_cast<std::int64_t>(inner);
         continue;
@@ -244,11 +256,11 @@ class Enumerator {
 
   void memory_options(PlanLayout l) {
     const double inner = static_cast<double>(eps_.size() * etps_);
-    for (const std::string& sharding : kShardings)
+    for (const PlanSharding sharding : kShardings)
       for (const Recompute rc : kRecomputes) {
         const char* r = nullptr;
-        if (sharding == "fsdp" && l.pp > 1) r = "FSDP with pp = 1";
-        else if (sharding != "none" && l.dp * l.cp == 1) r = "sharding needs dp*cp > 1";
+        if (sharding == PlanSharding::Fsdp && l.pp > 1) r = "FSDP with pp = 1";
+        else if (sharding != PlanSharding::None && l.dp * l.cp == 1) r = "sharding needs dp*cp > 1";
         else if (rc == Recompute::Selective && base_.training.flash_attention) r = kSelectiveRule;
         if (r) {
           out_.pruned[r] += static_cast<std::int64_t>(inner);
@@ -279,7 +291,7 @@ class Enumerator {
   }
 
   void keep(const PlanLayout& l) {
-    const double bound = memory_lower_bound(base_, l);
+    const double bound = memory_lower_bound(base_, l, schedules_);
     if (bound > capacity_) {
       ++out_.pruned[fmt::format("memory: lower bound above {:.0f} % of the GPU's memory", 100 * (1 - job_.headroom))];
       if (out_.memory_pruned_sample.size() < 64) out_.memory_pruned_sample.push_back(l);
@@ -291,6 +303,8 @@ class Enumerator {
   const PlanJob& job_;
   const Scenario& base_;
   const ModelSpec& m_;
+  const ScheduleRegistry& schedules_ = schedule_registry();
+  std::vector<const ScheduleDef*> planned_;  // the schedules the planner searches, in the registry's order
   std::vector<std::int64_t> sizes_, mbs_, eps_;
   std::int64_t etps_ = 1, per_node_ = 8;
   double capacity_ = 0;
@@ -448,7 +462,7 @@ PlanResult run_plan(const PlanJob& job, const std::string& data_dir, const Regis
   if (eo.distribution && !eo.cost)
     eo.cost = [&](std::size_t i) {
       const PlanLayout& l = layouts[i];
-      const Periodicity& periodic = reg.schedules.get(l.schedule, "plan: schedule").factory.periodicity;
+      const Periodicity& periodic = schedule_def(reg.schedules, l.schedule).periodicity;
       return expected_cost(job.global_batch / (l.micro_batch * l.dp), fold_points(periodic, l.pp), model_layers, l.pp,
                            l.vpp);
     };

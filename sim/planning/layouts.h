@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/parallel/schedule.h"
 #include "sim/planning/evaluate.h"
 
 namespace parasim {
@@ -40,10 +41,15 @@ struct PlanJob {
 // Sets job.base and job.base_file.
 void choose_base(PlanJob& job, const std::string& scenarios_dir);
 
+// What shards a planned layout's model states: nothing, ZeRO-1 (Megatron's distributed optimizer)
+// or FSDP's full sharding.
+enum class PlanSharding : std::uint8_t { None, Zero1, Fsdp };
+const char* name_of(PlanSharding s);  // "none" | "zero1" | "fsdp"
+
 struct PlanLayout {
   std::int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1, etp = 1, micro_batch = 1;
-  std::string schedule = "ddp";
-  std::string sharding = "none";  // none | zero1 | fsdp
+  Schedule schedule = Schedule::Ddp;
+  PlanSharding sharding = PlanSharding::None;
   Recompute recompute = Recompute::None;
   bool sequence_parallel = false, tp_comm_overlap = false;
 };
@@ -69,7 +75,7 @@ Enumeration enumerate_layouts(const PlanJob& job, const Scenario& base);
 // A lower bound of one GPU's peak memory, bytes: the model states of an average stage (the
 // memory model's ZeRO / FSDP sharding) plus the runtime's reserve plus the stored activations of
 // the first stage's microbatches in flight (1F1B and ZB-H1: min(pp, microbatches); otherwise one).
-double memory_lower_bound(const Scenario& base, const PlanLayout& l);
+double memory_lower_bound(const Scenario& base, const PlanLayout& l, const ScheduleRegistry& schedules);
 
 // The job's model and GPU loaded once, with a placeholder data-parallel layout (what the
 // enumeration reads: model, profile, dtypes).

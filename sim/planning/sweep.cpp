@@ -15,13 +15,13 @@ const std::vector<SweepKey>& sweep_keys() {
       {"vpp", "/parallel/vpp", "model chunks per stage (interleaved schedule)"},
       {"dp", "/parallel/dp", "data-parallel size (derived from the GPU count when not varied)"},
       {"cp", "/parallel/cp", "context-parallel size"},
-      {"cp_impl", "/parallel/cp_impl", "ring | allgather"},
+      {"cp_impl", "/parallel/cp_impl", "see `parasim list cp-impls`"},
       {"ep", "/parallel/ep", "expert-parallel size"},
       {"etp", "/parallel/etp", "expert tensor-parallel size (1 or tp)"},
       {"schedule", "/parallel/schedule", "see `parasim list schedules`"},
       {"recompute", "/parallel/recompute", "see `parasim list recompute`"},
       {"zero_stage", "/parallel/zero_stage", "ZeRO stage 0..3"},
-      {"fsdp", "/parallel/fsdp/sharding", "FSDP sharding full | hybrid | grad_op (null: no FSDP)"},
+      {"fsdp", "/parallel/fsdp/sharding", "FSDP sharding, `parasim list fsdp-shardings` (null: no FSDP)"},
       {"sequence_parallel", "/parallel/sequence_parallel", "true | false"},
       {"tp_comm_overlap", "/parallel/tp_comm_overlap", "true | false"},
       {"ep_comm_overlap", "/parallel/ep_comm_overlap", "true | false"},
@@ -29,8 +29,8 @@ const std::vector<SweepKey>& sweep_keys() {
       {"micro_batch", "/training/micro_batch", "sequences per microbatch"},
       {"global_batch", "/training/global_batch", "sequences per step"},
       {"seq_len", "/training/seq_len", "tokens per sequence"},
-      {"dtype", "/training/dtype", "bf16 | fp16 | fp8 | ..."},
-      {"fp8_recipe", "/training/fp8_recipe", "delayed | current | mxfp8 | nvfp4"},
+      {"dtype", "/training/dtype", "see `parasim list dtypes`"},
+      {"fp8_recipe", "/training/fp8_recipe", "see `parasim list fp8-recipes`"},
       {"nodes", "/cluster/nodes", "nodes in the cluster"},
       {"gpus_per_node", "/cluster/gpus_per_node", "GPUs per node"},
       {"gpu", "/cluster/gpu", "GPU profile name"},
@@ -96,7 +96,7 @@ double combination_cost(const Json& j, const std::string& data_dir, const Regist
     const std::int64_t pp = int_at(j, "/parallel/pp", 1), vpp = int_at(j, "/parallel/vpp", 1);
     const std::int64_t per_step = int_at(j, "/training/micro_batch", 1) * int_at(j, "/parallel/dp", 1);
     const std::int64_t m = per_step > 0 ? int_at(j, "/training/global_batch", 0) / per_step : 0;
-    const auto* def = reg.schedules.find(j.value(Json::json_pointer("/parallel/schedule"), std::string(pp > 1 ? "1f1b" : "ddp")));
+    const auto* def = reg.schedules.find(j.value(Json::json_pointer("/parallel/schedule"), name_of(default_schedule(pp))));
     if (m <= 0 || !def) return 0.0;
     const Json& model = j.at("model");
     std::int64_t layers = 1;

@@ -1,6 +1,7 @@
 #include "sim/scenario/choices.h"
 
 #include "calibrate/profile/profile.h"
+#include "models/model.h"
 
 namespace parasim {
 
@@ -10,75 +11,255 @@ constexpr std::uint8_t stage(int s) { return static_cast<std::uint8_t>(1u << s);
 
 // Each description is the phrase the parser's cross-field messages use ("\"deepspeed\" describes
 // <description>, but zero_stage is 0").
-ChoiceRegistry<ZeroImpl> zero_impls() {
-  ChoiceRegistry<ZeroImpl> r("ZeRO implementation");
-  r.add({"megatron", "Megatron-LM's optimizer (with ZeRO-1, its distributed optimizer)",
-         "megatron/core/optimizer/distrib_optimizer.py: the fp32 gradient shards are views of the reduce buffers", {ZeroImpl::Megatron}});
-  r.add({"deepspeed", "DeepSpeed's ZeRO stage 1/2 optimizer",
-         "deepspeed/runtime/zero/stage_1_and_2.py step(): this rank's 16-bit gradient partition is cast into a new fp32 tensor the "
-         "Adam step reads, then freed",
-         {ZeroImpl::DeepSpeed, static_cast<std::uint8_t>(stage(1) | stage(2))}});
-  r.add({"deepspeed-bf16", "DeepSpeed's BF16 optimizer (ZeRO stage 1)",
-         "deepspeed/runtime/bf16_optimizer.py: gradients accumulated in fp32 buffers", {ZeroImpl::DeepSpeedBf16, stage(1)}});
-  r.add({"deepspeed-0.3", "DeepSpeed 0.3's ZeRO-3 parameter partitioning",
-         "DeepSpeed 0.3 runtime/zero/partition_parameters.py: every parameter tensor all-gathered on its own after "
-         "torch.cuda.synchronize(), list-form all_gather and reduce_scatter (sim/parallel/engines/deepspeed_zero3_v03.cpp)",
-         {ZeroImpl::DeepSpeedV03, stage(3)}});
-  return r;
+const ChoiceRegistry<IntraNode>& intra_node_kinds() {
+  static const ChoiceRegistry<IntraNode> registry = [] {
+    ChoiceRegistry<IntraNode> r("intra-node fabric");
+    r.add({"nvswitch", "every GPU of a node on NVLink switches at the profile's NVLink rate", "NVIDIA DGX/HGX (NVSwitch)", {IntraNode::NvSwitch}});
+    r.add({"pcie", "GPUs on PCIe switches, no NVLink", "PCIe servers (e.g. 8 x A100 PCIe)", {IntraNode::Pcie}});
+    return r;
+  }();
+  return registry;
 }
 
-ChoiceRegistry<BackwardPrefetch> backward_prefetches() {
-  ChoiceRegistry<BackwardPrefetch> r("FSDP backward prefetch");
-  r.add({"pre", "the next unit's all-gather is issued before the current unit's gradient computation, overlapping it (FSDP2 always)",
-         "torch.distributed.fsdp BackwardPrefetch.BACKWARD_PRE (PyTorch's default)", {BackwardPrefetch::Pre}});
-  r.add({"post", "the next unit's all-gather is issued after the current unit's gradient computation (FSDP1 only)",
-         "torch.distributed.fsdp BackwardPrefetch.BACKWARD_POST (Composer's default)", {BackwardPrefetch::Post}});
-  return r;
+const ChoiceRegistry<InterNode>& inter_node_kinds() {
+  static const ChoiceRegistry<InterNode> registry = [] {
+    ChoiceRegistry<InterNode> r("inter-node fabric");
+    r.add({"fat_tree", "a two-level leaf/spine fabric, each node's NICs on one leaf", "Al-Fares et al. 2008", {InterNode::FatTree}});
+    r.add({"rail_optimized", "NIC i of every node on rail switch i, rails joined by spines",
+           "NVIDIA DGX SuperPOD reference architecture (rail-optimized)", {InterNode::RailOptimized}});
+    r.add({"custom", "the switches and links the scenario lists", "cluster.inter_node.switches / links", {InterNode::Custom}});
+    return r;
+  }();
+  return registry;
 }
 
-ChoiceRegistry<Recompute> recompute_modes() {
-  ChoiceRegistry<Recompute> r("recompute mode");
-  r.add({"none", "every activation the backward reads is kept", "Korthikanti et al. 2022, table 2", {Recompute::None}});
-  r.add({"selective", "the modules of parallel.recompute_modules (default: the attention core) replayed in backward",
-         "Korthikanti et al. 2022, section 5; Megatron-Core --recompute-granularity selective --recompute-modules", {Recompute::Selective}});
-  r.add({"full", "each recomputed layer keeps only its input and replays its forward before its backward",
-         "Megatron-LM --recompute-granularity full (--recompute-method block)", {Recompute::Full}});
-  r.add({"selective_op", "matmul and attention outputs saved except every second matmul of a layer; everything else replayed",
-         "torchtitan activation_checkpoint.mode selective, selective_ac_option \"op\"", {Recompute::SelectiveOp}});
-  return r;
+const ChoiceRegistry<NetworkKind>& network_kinds() {
+  static const ChoiceRegistry<NetworkKind> registry = [] {
+    ChoiceRegistry<NetworkKind> r("network model");
+    r.add({"analytical", "NCCL's tuner model per collective (alpha-beta with measured points where the profile has them)",
+           "NCCL src/graph/tuning.cc; sim/network/alpha_beta.cpp", {NetworkKind::Analytical}});
+    r.add({"flow", "collectives as flows over the topology graph, sharing its links max-min fairly",
+           "sim/network/flow_network.cpp (Boost.Graph topology)", {NetworkKind::Flow}});
+    return r;
+  }();
+  return registry;
+}
+
+const ChoiceRegistry<Dtype>& dtypes() {
+  static const ChoiceRegistry<Dtype> registry = [] {
+    ChoiceRegistry<Dtype> r("dtype");
+    r.add({"bf16", "bfloat16 GEMMs, activations and weights; fp32 master weights and optimizer states",
+           "Megatron-LM --bf16; torch.autocast(dtype=torch.bfloat16)", {Dtype::Bf16}});
+    r.add({"fp16", "float16 GEMMs, activations and weights with loss scaling; fp32 master weights and optimizer states",
+           "Megatron-LM --fp16; Micikevicius et al. 2018, 'Mixed Precision Training'", {Dtype::Fp16}});
+    r.add({"fp8", "FP8 GEMM inputs cast from bf16 activations and weights (training.fp8_recipe sets the scaling)",
+           "Transformer Engine fp8_autocast; Megatron-LM --fp8-format", {Dtype::Fp8}});
+    r.add({"fp32", "fp32 throughout: no master copy, 4-byte weights, gradients and activations", "PyTorch default dtype", {Dtype::Fp32}});
+    return r;
+  }();
+  return registry;
+}
+
+const ChoiceRegistry<Dtype>& fsdp_dtypes() {
+  static const ChoiceRegistry<Dtype> registry = [] {
+    ChoiceRegistry<Dtype> r("FSDP mixed-precision dtype");
+    for (const auto& e : dtypes().entries())
+      if (e.factory.value != Dtype::Fp8) r.add(e);
+    return r;
+  }();
+  return registry;
+}
+
+const ChoiceRegistry<Optimizer>& optimizers() {
+  static const ChoiceRegistry<Optimizer> registry = [] {
+    ChoiceRegistry<Optimizer> r("optimizer");
+    r.add({"adam", "Adam / AdamW: momentum and variance in fp32 (8 bytes per parameter) besides the master copy",
+           "Kingma and Ba 2015; Rajbhandari et al. 2020 (ZeRO), section 3: 12 bytes of optimizer states with the master copy", {Optimizer::Adam}});
+    r.add({"sgd", "SGD with momentum: the momentum in fp32 (4 bytes per parameter) besides the master copy", "torch.optim.SGD(momentum > 0)",
+           {Optimizer::Sgd}});
+    return r;
+  }();
+  return registry;
+}
+
+const ChoiceRegistry<NormImpl>& norm_impls() {
+  static const ChoiceRegistry<NormImpl> registry = [] {
+    ChoiceRegistry<NormImpl> r("norm implementation");
+    r.add({"fused", "one kernel per pass", "Transformer Engine / Apex fused LayerNorm and RMSNorm, Liger, torch.compile", {NormImpl::Fused}});
+    r.add({"two_pass", "one forward kernel; a backward of two kernels, the input gradient and a weight-gradient reduction reading x and dy again",
+           "PyTorch's native LayerNorm / RMSNorm backward; Apex FusedLayerNorm", {NormImpl::TwoPass}});
+    r.add({"eager", "the Llama reference RMSNorm in eager PyTorch: upcast, pow, mean, scale, downcast and weight kernels in fp32",
+           "meta-llama/llama model.py RMSNorm; torchtitan without compile", {NormImpl::Eager}});
+    return r;
+  }();
+  return registry;
+}
+
+const ChoiceRegistry<RopeImpl>& rope_impls() {
+  static const ChoiceRegistry<RopeImpl> registry = [] {
+    ChoiceRegistry<RopeImpl> r("rotary embedding implementation");
+    r.add({"fused", "one kernel per pass", "Megatron-LM --apply-rope-fusion (Transformer Engine fused RoPE)", {RopeImpl::Fused}});
+    r.add({"eager", "the Llama reference rotary embedding: an fp32 complex multiply in eager PyTorch",
+           "meta-llama/llama model.py apply_rotary_emb", {RopeImpl::Eager}});
+    return r;
+  }();
+  return registry;
+}
+
+const ChoiceRegistry<DropoutAddImpl>& dropout_add_impls() {
+  static const ChoiceRegistry<DropoutAddImpl> registry = [] {
+    ChoiceRegistry<DropoutAddImpl> r("dropout-add implementation");
+    r.add({"fused", "one kernel reads the branch and the residual and writes the sum and the keep mask",
+           "Megatron-LM bias_dropout_add_fused_train (on unless --no-bias-dropout-fusion)", {DropoutAddImpl::Fused}});
+    r.add({"eager", "nn.Dropout's kernel writes the dropped branch and the mask, then a separate add",
+           "x + self.resid_dropout(b) in eager PyTorch models", {DropoutAddImpl::Eager}});
+    return r;
+  }();
+  return registry;
+}
+
+const ChoiceRegistry<OptimizerImpl>& optimizer_impls() {
+  static const ChoiceRegistry<OptimizerImpl> registry = [] {
+    ChoiceRegistry<OptimizerImpl> r("optimizer implementation");
+    r.add({"fused", "one multi-tensor kernel per step", "apex / Megatron FusedAdam; torch.optim.AdamW(fused=True)", {OptimizerImpl::Fused}});
+    r.add({"unfused", "one elementwise kernel per term of the update",
+           "torch.optim.AdamW for-loop and foreach paths; Composer DecoupledAdamW (sim/memory/memory_model.cpp optimizer_step_bytes)",
+           {OptimizerImpl::Unfused}});
+    return r;
+  }();
+  return registry;
+}
+
+const ChoiceRegistry<Fp8Recipe>& fp8_recipes() {
+  static const ChoiceRegistry<Fp8Recipe> registry = [] {
+    ChoiceRegistry<Fp8Recipe> r("FP8 recipe");
+    r.add({"delayed", "DelayedScaling: scales from an amax history; one cast(+transpose) pass per tensor",
+           "Transformer Engine recipe.DelayedScaling", {Fp8Recipe::Delayed}});
+    r.add({"current", "per-tensor current scaling: an amax pass over the tensor, then the cast",
+           "Transformer Engine Float8CurrentScaling; Megatron-Bridge \"FP8-CS\"", {Fp8Recipe::Current}});
+    r.add({"mxfp8", "MXFP8 block scaling: one E8M0 scale per 32 elements; Blackwell's block-scaled FP8 MMA",
+           "Transformer Engine MXFP8BlockScaling; OCP Microscaling Formats (MX) v1.0", {Fp8Recipe::Mxfp8}});
+    r.add({"nvfp4", "NVFP4 block scaling of the linear layers' GEMMs: FP4 (E2M1) operands, one E4M3 scale per 16 elements",
+           "Transformer Engine NVFP4BlockScaling; Megatron-LM --fp4-recipe nvfp4", {Fp8Recipe::Nvfp4}});
+    return r;
+  }();
+  return registry;
+}
+
+const ChoiceRegistry<CpImpl>& cp_impls() {
+  static const ChoiceRegistry<CpImpl> registry = [] {
+    ChoiceRegistry<CpImpl> r("context-parallel implementation");
+    r.add({"ring", "cp - 1 point-to-point K/V block exchanges overlapped with the attention kernel",
+           "Megatron-Core / Transformer Engine context parallelism (ring attention)", {CpImpl::Ring}});
+    r.add({"allgather", "K and V all-gathered before attention, on the critical path; their gradients reduce-scattered after its backward",
+           "Llama 3 paper section 3.3.2; PyTorch context_parallel with the allgather rotate method", {CpImpl::AllGather}});
+    return r;
+  }();
+  return registry;
+}
+
+const ChoiceRegistry<FsdpSharding>& fsdp_shardings() {
+  static const ChoiceRegistry<FsdpSharding> registry = [] {
+    ChoiceRegistry<FsdpSharding> r("FSDP sharding strategy");
+    r.add({"full", "parameters, gradients and optimizer states sharded over all data-parallel ranks",
+           "torch.distributed.fsdp ShardingStrategy.FULL_SHARD; fully_shard", {FsdpSharding::Full}});
+    r.add({"hybrid", "full sharding inside groups of shard_group ranks, replicated across groups",
+           "ShardingStrategy.HYBRID_SHARD; fully_shard over a 2-D device mesh (HSDP)", {FsdpSharding::Hybrid}});
+    r.add({"grad_op", "gradients and optimizer states sharded, parameters kept whole after the forward",
+           "ShardingStrategy.SHARD_GRAD_OP (ZeRO-2)", {FsdpSharding::GradOp}});
+    return r;
+  }();
+  return registry;
+}
+
+const ChoiceRegistry<ZeroImpl>& zero_impls() {
+  static const ChoiceRegistry<ZeroImpl> registry = [] {
+    ChoiceRegistry<ZeroImpl> r("ZeRO implementation");
+    r.add({"megatron", "Megatron-LM's optimizer (with ZeRO-1, its distributed optimizer)",
+           "megatron/core/optimizer/distrib_optimizer.py: the fp32 gradient shards are views of the reduce buffers", {ZeroImpl::Megatron}});
+    r.add({"deepspeed", "DeepSpeed's ZeRO stage 1/2 optimizer",
+           "deepspeed/runtime/zero/stage_1_and_2.py step(): this rank's 16-bit gradient partition is cast into a new fp32 tensor the "
+           "Adam step reads, then freed",
+           {ZeroImpl::DeepSpeed, static_cast<std::uint8_t>(stage(1) | stage(2))}});
+    r.add({"deepspeed-bf16", "DeepSpeed's BF16 optimizer (ZeRO stage 1)",
+           "deepspeed/runtime/bf16_optimizer.py: gradients accumulated in fp32 buffers", {ZeroImpl::DeepSpeedBf16, stage(1)}});
+    r.add({"deepspeed-0.3", "DeepSpeed 0.3's ZeRO-3 parameter partitioning",
+           "DeepSpeed 0.3 runtime/zero/partition_parameters.py: every parameter tensor all-gathered on its own after "
+           "torch.cuda.synchronize(), list-form all_gather and reduce_scatter (sim/parallel/engines/deepspeed_zero3_v03.cpp)",
+           {ZeroImpl::DeepSpeedV03, stage(3)}});
+    return r;
+  }();
+  return registry;
+}
+
+const ChoiceRegistry<BackwardPrefetch>& backward_prefetches() {
+  static const ChoiceRegistry<BackwardPrefetch> registry = [] {
+    ChoiceRegistry<BackwardPrefetch> r("FSDP backward prefetch");
+    r.add({"pre", "the next unit's all-gather is issued before the current unit's gradient computation, overlapping it (FSDP2 always)",
+           "torch.distributed.fsdp BackwardPrefetch.BACKWARD_PRE (PyTorch's default)", {BackwardPrefetch::Pre}});
+    r.add({"post", "the next unit's all-gather is issued after the current unit's gradient computation (FSDP1 only)",
+           "torch.distributed.fsdp BackwardPrefetch.BACKWARD_POST (Composer's default)", {BackwardPrefetch::Post}});
+    return r;
+  }();
+  return registry;
+}
+
+const ChoiceRegistry<Recompute>& recompute_modes() {
+  static const ChoiceRegistry<Recompute> registry = [] {
+    ChoiceRegistry<Recompute> r("recompute mode");
+    r.add({"none", "every activation the backward reads is kept", "Korthikanti et al. 2022, table 2", {Recompute::None}});
+    r.add({"selective", "the modules of parallel.recompute_modules (default: the attention core) replayed in backward",
+           "Korthikanti et al. 2022, section 5; Megatron-Core --recompute-granularity selective --recompute-modules", {Recompute::Selective}});
+    r.add({"full", "each recomputed layer keeps only its input and replays its forward before its backward",
+           "Megatron-LM --recompute-granularity full (--recompute-method block)", {Recompute::Full}});
+    r.add({"selective_op", "matmul and attention outputs saved except every second matmul of a layer; everything else replayed",
+           "torchtitan activation_checkpoint.mode selective, selective_ac_option \"op\"", {Recompute::SelectiveOp}});
+    return r;
+  }();
+  return registry;
 }
 
 // The dispatchers differ in what crosses the wires: a copy per routed expert (NCCL's all-to-all),
 // or one copy per destination rank and one per destination node (DeepEP's and HybridEP's kernels).
-ChoiceRegistry<MoeDispatcher> moe_dispatchers() {
-  ChoiceRegistry<MoeDispatcher> r("MoE token dispatcher");
-  r.add({"alltoall", "NCCL all-to-alls carrying one copy of each token per routed expert",
-         "Megatron-Core moe_token_dispatcher_type \"alltoall\" (megatron/core/transformer/moe/token_dispatcher.py, "
-         "MoEAlltoAllTokenDispatcher: permute by expert, then all_to_all)",
-         {MoeDispatcher::AllToAll}});
-  r.add({"deepep", "DeepEP's normal kernels: a token sent once per destination rank over NVLink and once per destination node over "
-                   "RDMA to the same-index GPU, which forwards it over NVLink",
-         "github.com/deepseek-ai/DeepEP README (normal kernels, NVLink-to-RDMA forwarding); Megatron-Core moe_token_dispatcher_type "
-         "\"flex\" with moe_flex_dispatcher_backend \"deepep\" (megatron/core/transformer/moe/fused_a2a.py)",
-         {MoeDispatcher::DeepEp}});
-  r.add({"hybridep", "HybridEP's kernels: a token written once per destination rank in the NVLink domain, sent once per other "
-                     "domain over RDMA to the peer GPU of the same local rank, which forwards it over NVLink",
-         "github.com/deepseek-ai/DeepEP branch hybrid-ep, Hybrid-EP_Implementation.md (sections 4.2 and 8: RDMA buffers of "
-         "tokens x (nodes - 1), peer-GPU RDMA then NVLink); Megatron-Core \"flex\" dispatcher, backend \"hybridep\"",
-         {MoeDispatcher::HybridEp}});
-  return r;
+const ChoiceRegistry<MoeDispatcher>& moe_dispatchers() {
+  static const ChoiceRegistry<MoeDispatcher> registry = [] {
+    ChoiceRegistry<MoeDispatcher> r("MoE token dispatcher");
+    r.add({"alltoall", "NCCL all-to-alls carrying one copy of each token per routed expert",
+           "Megatron-Core moe_token_dispatcher_type \"alltoall\" (megatron/core/transformer/moe/token_dispatcher.py, "
+           "MoEAlltoAllTokenDispatcher: permute by expert, then all_to_all)",
+           {MoeDispatcher::AllToAll}});
+    r.add({"deepep", "DeepEP's normal kernels: a token sent once per destination rank over NVLink and once per destination node over "
+                     "RDMA to the same-index GPU, which forwards it over NVLink",
+           "github.com/deepseek-ai/DeepEP README (normal kernels, NVLink-to-RDMA forwarding); Megatron-Core moe_token_dispatcher_type "
+           "\"flex\" with moe_flex_dispatcher_backend \"deepep\" (megatron/core/transformer/moe/fused_a2a.py)",
+           {MoeDispatcher::DeepEp}});
+    r.add({"hybridep", "HybridEP's kernels: a token written once per destination rank in the NVLink domain, sent once per other "
+                       "domain over RDMA to the peer GPU of the same local rank, which forwards it over NVLink",
+           "github.com/deepseek-ai/DeepEP branch hybrid-ep, Hybrid-EP_Implementation.md (sections 4.2 and 8: RDMA buffers of "
+           "tokens x (nodes - 1), peer-GPU RDMA then NVLink); Megatron-Core \"flex\" dispatcher, backend \"hybridep\"",
+           {MoeDispatcher::HybridEp}});
+    return r;
+  }();
+  return registry;
 }
 
+std::string name_of(IntraNode v) { return name_of(intra_node_kinds(), v); }
+std::string name_of(InterNode v) { return name_of(inter_node_kinds(), v); }
+std::string name_of(NetworkKind v) { return name_of(network_kinds(), v); }
+std::string name_of(Dtype v) { return name_of(dtypes(), v); }
+std::string name_of(Optimizer v) { return name_of(optimizers(), v); }
+std::string name_of(NormImpl v) { return name_of(norm_impls(), v); }
+std::string name_of(RopeImpl v) { return name_of(rope_impls(), v); }
+std::string name_of(DropoutAddImpl v) { return name_of(dropout_add_impls(), v); }
+std::string name_of(OptimizerImpl v) { return name_of(optimizer_impls(), v); }
+std::string name_of(Fp8Recipe v) { return name_of(fp8_recipes(), v); }
+std::string name_of(CpImpl v) { return name_of(cp_impls(), v); }
+std::string name_of(FsdpSharding v) { return name_of(fsdp_shardings(), v); }
 std::string name_of(ZeroImpl v) { return name_of(zero_impls(), v); }
 std::string name_of(BackwardPrefetch v) { return name_of(backward_prefetches(), v); }
 std::string name_of(Recompute v) { return name_of(recompute_modes(), v); }
 std::string name_of(MoeDispatcher v) { return name_of(moe_dispatchers(), v); }
 
-std::vector<std::string> NamedChoice::name_list() const {
-  std::vector<std::string> out;
-  for (const auto& n : names) out.push_back(n.name);
-  return out;
-}
 
 namespace {
 NamedChoice::Name tuner_choice() { return {"auto", "NCCL's tuner chooses per collective and size", "NCCL src/graph/tuning.cc"}; }
@@ -99,7 +280,24 @@ NamedChoice nccl_protocol_choice() {
 }
 
 std::vector<NamedChoice> scenario_choices() {
-  return {describe(zero_impls(), "zero-impls", "/parallel/zero_impl"),
+  return {describe(intra_node_kinds(), "intra-node-kinds", "/cluster/intra_node/kind"),
+          describe(inter_node_kinds(), "inter-node-kinds", "/cluster/inter_node/kind"),
+          describe(network_kinds(), "network-models", "/network/model"),
+          describe(activations(), "activations", "/model/activation"),
+          describe(position_embeddings(), "position-embeddings", "/model/position_embedding"),
+          describe(norm_kinds(), "norms", "/model/norm"),
+          describe(dtypes(), "dtypes", "/training/dtype"),
+          describe(optimizers(), "optimizers", "/training/optimizer"),
+          describe(norm_impls(), "norm-impls", "/training/norm_impl"),
+          describe(rope_impls(), "rope-impls", "/training/rope_impl"),
+          describe(dropout_add_impls(), "dropout-add-impls", "/training/dropout_add_impl"),
+          describe(optimizer_impls(), "optimizer-impls", "/training/optimizer_impl"),
+          describe(fp8_recipes(), "fp8-recipes", "/training/fp8_recipe"),
+          describe(cp_impls(), "cp-impls", "/parallel/cp_impl"),
+          describe(fsdp_shardings(), "fsdp-shardings", "/parallel/fsdp/sharding"),
+          describe(fsdp_dtypes(), "fsdp-dtypes", "/parallel/fsdp/param_dtype"),
+          describe(fsdp_dtypes(), "fsdp-dtypes", "/parallel/fsdp/reduce_dtype"),
+          describe(zero_impls(), "zero-impls", "/parallel/zero_impl"),
           describe(backward_prefetches(), "backward-prefetch", "/parallel/fsdp/backward_prefetch"),
           describe(recompute_modes(), "recompute", "/parallel/recompute"),
           describe(moe_dispatchers(), "moe-dispatchers", "/parallel/moe_dispatcher"), nccl_algorithm_choice(), nccl_protocol_choice()};

@@ -10,8 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/config/json_reader.h"
-#include "sim/core/registry.h"
+#include "sim/core/choice.h"
 
 namespace parasim {
 
@@ -23,65 +22,73 @@ enum class PipelineImpl : std::uint8_t { Megatron, DeepSpeed };
 enum class BackwardPrefetch : std::uint8_t { Pre, Post };
 // parallel.recompute: which activations the backward recomputes.
 enum class Recompute : std::uint8_t { None, Selective, Full, SelectiveOp };
+// cluster.intra_node.kind, cluster.inter_node.kind and network.model.
+enum class IntraNode : std::uint8_t { NvSwitch, Pcie };
+enum class InterNode : std::uint8_t { FatTree, RailOptimized, Custom };
+enum class NetworkKind : std::uint8_t { Analytical, Flow };
+// training.dtype: the GEMMs' precision (activations and weights 16-bit but for fp32; fp8 casts the
+// GEMM inputs). Its names are also the profiles' keys (compute.peak_tflops.<dtype>).
+enum class Dtype : std::uint8_t { Bf16, Fp16, Fp8, Fp32 };
+// training.optimizer
+enum class Optimizer : std::uint8_t { Adam, Sgd };
+// training.norm_impl, rope_impl, dropout_add_impl, optimizer_impl: the frameworks' kernels for
+// norms, rotary embeddings, dropout-add and the optimizer step (sim/scenario/scenario.h).
+enum class NormImpl : std::uint8_t { Fused, TwoPass, Eager };
+enum class RopeImpl : std::uint8_t { Fused, Eager };
+enum class DropoutAddImpl : std::uint8_t { Fused, Eager };
+enum class OptimizerImpl : std::uint8_t { Fused, Unfused };
+// training.fp8_recipe: Transformer Engine's scaling recipe with dtype fp8. The block-scaled ones'
+// names are also the profiles' keys of their GEMM rates.
+enum class Fp8Recipe : std::uint8_t { Delayed, Current, Mxfp8, Nvfp4 };
+// parallel.cp_impl: how context parallelism exchanges K and V.
+enum class CpImpl : std::uint8_t { Ring, AllGather };
+// parallel.fsdp.sharding: PyTorch FSDP's ShardingStrategy.
+enum class FsdpSharding : std::uint8_t { Full, Hybrid, GradOp };
+// parallel.schedule: how a step's forward and backward passes are ordered. Its registry, with each
+// schedule's lowering and properties, is sim/parallel/schedule.h's (schedule_registry()).
+enum class Schedule : std::uint8_t { DataParallel, Ddp, Naive, Gpipe, OneFOneB, Interleaved, ZbH1 };
+// The schedule a scenario without parallel.schedule runs: DDP's with pp = 1, else 1F1B.
+inline Schedule default_schedule(std::int64_t pp) { return pp > 1 ? Schedule::OneFOneB : Schedule::Ddp; }
+std::string name_of(Schedule v);  // sim/parallel/registry.cpp
 // parallel.moe_dispatcher: how a mixture-of-experts layer's tokens reach their experts' ranks
 // (traffic per rank pair: sim/parallel/moe_dispatch.h).
 enum class MoeDispatcher : std::uint8_t { AllToAll, DeepEp, HybridEp };
 
-// The entry of a registry whose factory holds the value `v`, and its name (what --dump-resolved and
-// the results print).
-template <class F, class E>
-const typename Registry<F>::Entry& entry_of(const Registry<F>& r, E v) {
-  for (const auto& e : r.entries())
-    if (e.factory.value == v) return e;
-  throw std::logic_error("a " + r.kind() + " value without a name in its registry");
-}
-template <class F, class E>
-const std::string& name_of(const Registry<F>& r, E v) {
-  return entry_of(r, v).name;
-}
+const ChoiceRegistry<IntraNode>& intra_node_kinds();
+const ChoiceRegistry<InterNode>& inter_node_kinds();
+const ChoiceRegistry<NetworkKind>& network_kinds();
+const ChoiceRegistry<Dtype>& dtypes();
+const ChoiceRegistry<Dtype>& fsdp_dtypes();  // the dtypes FSDP's MixedPrecision gathers and reduces in (no fp8)
+const ChoiceRegistry<Optimizer>& optimizers();
+const ChoiceRegistry<NormImpl>& norm_impls();
+const ChoiceRegistry<RopeImpl>& rope_impls();
+const ChoiceRegistry<DropoutAddImpl>& dropout_add_impls();
+const ChoiceRegistry<OptimizerImpl>& optimizer_impls();
+const ChoiceRegistry<Fp8Recipe>& fp8_recipes();
+const ChoiceRegistry<CpImpl>& cp_impls();
+const ChoiceRegistry<FsdpSharding>& fsdp_shardings();
+const ChoiceRegistry<ZeroImpl>& zero_impls();
+const ChoiceRegistry<BackwardPrefetch>& backward_prefetches();
+const ChoiceRegistry<Recompute>& recompute_modes();
+const ChoiceRegistry<MoeDispatcher>& moe_dispatchers();
 
-// A choice's entry: its enum value, and the ZeRO stages it applies to (a bit per stage; all by default).
-template <class E>
-struct Choice {
-  E value;
-  std::uint8_t stages = 0xF;
-};
-template <class E>
-using ChoiceRegistry = Registry<Choice<E>>;
-
-ChoiceRegistry<ZeroImpl> zero_impls();
-ChoiceRegistry<BackwardPrefetch> backward_prefetches();
-ChoiceRegistry<Recompute> recompute_modes();
-ChoiceRegistry<MoeDispatcher> moe_dispatchers();
-
+std::string name_of(IntraNode v);
+std::string name_of(InterNode v);
+std::string name_of(NetworkKind v);
+std::string name_of(Dtype v);
+std::string name_of(Optimizer v);
+std::string name_of(NormImpl v);
+std::string name_of(RopeImpl v);
+std::string name_of(DropoutAddImpl v);
+std::string name_of(OptimizerImpl v);
+std::string name_of(Fp8Recipe v);
+std::string name_of(CpImpl v);
+std::string name_of(FsdpSharding v);
 std::string name_of(ZeroImpl v);
 std::string name_of(BackwardPrefetch v);
 std::string name_of(Recompute v);
 std::string name_of(MoeDispatcher v);
 
-// The registry entry `key` of `o` names (the default's when absent); an unknown name is a
-// ConfigError listing the registry's names and the closest one.
-template <class F, class E>
-typename Registry<F>::Entry parse_choice(const JsonObject& o, const std::string& key, const Registry<F>& r, E def) {
-  return *r.find(o.choice(key, r.names(), name_of(r, def)));
-}
-
-// One kind of name a scenario key takes, as `parasim list`, the docs and the schema show it.
-struct NamedChoice {
-  std::string list;     // `parasim list <list>`
-  std::string pointer;  // the scenario key (generic JSON pointer)
-  struct Name {
-    std::string name, description, reference;
-  };
-  std::vector<Name> names;
-  std::vector<std::string> name_list() const;
-};
-template <class F>
-NamedChoice describe(const Registry<F>& r, std::string list, std::string pointer) {
-  NamedChoice c{std::move(list), std::move(pointer), {}};
-  for (const auto& e : r.entries()) c.names.push_back({e.name, e.description, e.reference});
-  return c;
-}
 // This file's registries and the NCCL ones (calibrate/profile/profile.h), described.
 std::vector<NamedChoice> scenario_choices();
 // What network.algorithm / network.protocol take: "auto" (NCCL's tuner) or a name a run may force.

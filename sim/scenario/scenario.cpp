@@ -17,13 +17,6 @@ namespace parasim {
 
 namespace {
 
-// The schedules a scenario may name: the schedule registry's (sim/parallel/registry.cpp).
-ScheduleRegistry schedules() {
-  ScheduleRegistry r("schedule");
-  register_builtins(r);
-  return r;
-}
-
 std::string itos(std::int64_t v) { return std::to_string(v); }
 
 // "naive, gpipe, ...": the schedules that need pp > 1.
@@ -40,18 +33,18 @@ ClusterSpec parse_cluster(const JsonObject& o) {
   c.nodes = o.integer("nodes", 1, 1 << 20);
   c.gpus_per_node = o.integer("gpus_per_node", 1, 1024);
   if (auto in = o.object_opt("intra_node")) {
-    c.intra_kind = in->choice("kind", {"nvswitch", "pcie"}, "nvswitch");
+    c.intra_kind = parse_enum(*in, "kind", intra_node_kinds(), IntraNode::NvSwitch);
     c.intra_gbps = in->number("gbps", 0.1, 1e5, 0);
     in->finish();
   }
   if (auto out = o.object_opt("inter_node")) {
-    c.inter_kind = out->choice("kind", {"fat_tree", "rail_optimized", "custom"}, "fat_tree");
+    c.inter_kind = parse_enum(*out, "kind", inter_node_kinds(), InterNode::FatTree);
     c.nics_per_node = out->integer("nics_per_node", 1, 1024, 0);
     c.nic_gbps = out->number("nic_gbps", 0.1, 1e5, 0);
     c.oversubscription = out->number("oversubscription", 1.0, 64.0, 1.0);
     c.leaf_ports = out->integer("leaf_ports", 1, 1 << 16, 32);
     c.spines = out->integer("spines", 1, 1 << 16, 8);
-    if (c.inter_kind == "custom") {
+    if (c.inter_kind == InterNode::Custom) {
       c.custom.file = out->file();
       c.custom.pointer = out->pointer();
       const Json& sw = out->raw("switches");
@@ -93,27 +86,27 @@ TrainingSpec parse_training(const JsonObject& o) {
   t.global_batch = o.integer("global_batch", 1, 1LL << 40);
   t.micro_batch = o.integer("micro_batch", 1, 1LL << 30, 1);
   t.seq_len = o.integer("seq_len", 1, 1LL << 30);
-  t.dtype = o.choice("dtype", {"bf16", "fp16", "fp8", "fp32"}, "bf16");
-  t.optimizer = o.choice("optimizer", {"adam", "sgd"}, "adam");
+  t.dtype = parse_enum(o, "dtype", dtypes(), Dtype::Bf16);
+  t.optimizer = parse_enum(o, "optimizer", optimizers(), Optimizer::Adam);
   t.flash_attention = o.boolean("flash_attention", true);
   t.attention_kernel = o.choice("attention_kernel", kAttentionKernels, kAttentionDefault);
   if (!t.flash_attention && o.has("attention_kernel"))
     o.fail("attention_kernel", "names a fused attention kernel, but flash_attention is false (unfused attention)");
   t.fp32_grad_accumulation = o.boolean("fp32_grad_accumulation", false);
   t.grad_accumulation_fusion = o.boolean("grad_accumulation_fusion", true);
-  t.norm_impl = o.choice("norm_impl", {"fused", "two_pass", "eager"}, "fused");
-  t.rope_impl = o.choice("rope_impl", {"fused", "eager"}, "fused");
-  t.dropout_add_impl = o.choice("dropout_add_impl", {"fused", "eager"}, "fused");
+  t.norm_impl = parse_enum(o, "norm_impl", norm_impls(), NormImpl::Fused);
+  t.rope_impl = parse_enum(o, "rope_impl", rope_impls(), RopeImpl::Fused);
+  t.dropout_add_impl = parse_enum(o, "dropout_add_impl", dropout_add_impls(), DropoutAddImpl::Fused);
   t.loss_impl = o.choice("loss_impl", loss_impl_names(), kLossImplDefault);
-  t.optimizer_impl = o.choice("optimizer_impl", {"fused", "unfused"}, "fused");
+  t.optimizer_impl = parse_enum(o, "optimizer_impl", optimizer_impls(), OptimizerImpl::Fused);
   if (o.has("train_metrics")) t.train_metrics = o.choice_list("train_metrics", train_metric_names());
   t.mtp_layers = o.integer("mtp_layers", 0, 16, 0);
   t.host_launch_us = o.number("host_launch_us", 0, 1e4, 0);
   if (o.has("cuda_graph_scope")) t.cuda_graph_scope = o.choice_list("cuda_graph_scope", {"attn", "moe_router", "moe_preprocess"});
   t.make_vocab_size_divisible_by = o.integer("make_vocab_size_divisible_by", 1, 1 << 20, 1);
-  t.fp8_recipe = o.choice("fp8_recipe", {"delayed", "current", "mxfp8", "nvfp4"}, "delayed");
-  if (t.dtype != "fp8" && o.has("fp8_recipe"))
-    o.fail("fp8_recipe", "applies to dtype \"fp8\" only (dtype is \"" + t.dtype + "\")");
+  t.fp8_recipe = parse_enum(o, "fp8_recipe", fp8_recipes(), Fp8Recipe::Delayed);
+  if (t.dtype != Dtype::Fp8 && o.has("fp8_recipe"))
+    o.fail("fp8_recipe", "applies to dtype \"fp8\" only (dtype is \"" + name_of(t.dtype) + "\")");
   o.finish();
   return t;
 }
@@ -125,10 +118,10 @@ ParallelSpec parse_parallel(const JsonObject& o) {
   p.pp = o.integer("pp", 1, 1 << 16, 1);
   p.vpp = o.integer("vpp", 1, 1 << 10, 1);
   p.cp = o.integer("cp", 1, 1 << 16, 1);
-  p.cp_impl = o.choice("cp_impl", {"ring", "allgather"}, "ring");
+  p.cp_impl = parse_enum(o, "cp_impl", cp_impls(), CpImpl::Ring);
   p.ep = o.integer("ep", 1, 1 << 16, 1);
   p.etp = o.integer("etp", 1, 1 << 16, p.tp);
-  p.schedule = o.choice("schedule", schedules().names(), p.pp == 1 ? "ddp" : "1f1b");
+  p.schedule = parse_choice(o, "schedule", schedule_registry(), default_schedule(p.pp)).factory.value;
   p.sequence_parallel = o.boolean("sequence_parallel", false);
   p.recompute = parse_choice(o, "recompute", recompute_modes(), Recompute::None).factory.value;
   if (o.has("recompute_modules")) {
@@ -150,12 +143,12 @@ ParallelSpec parse_parallel(const JsonObject& o) {
     o.fail("zero_impl", "\"" + zero.name + "\" describes " + zero.description + ", but zero_stage is " + std::to_string(p.zero_stage));
   if (auto f = o.object_opt("fsdp")) {
     FsdpSpec s;
-    s.sharding = f->choice("sharding", {"full", "hybrid", "grad_op"}, "full");
+    s.sharding = parse_enum(*f, "sharding", fsdp_shardings(), FsdpSharding::Full);
     s.shard_group = f->integer("shard_group", 0, 1 << 24, 0);
     s.prefetch = f->integer("prefetch", 0, 64, 1);
     s.offload = f->boolean("offload", false);
-    if (f->has("param_dtype")) s.param_dtype = f->choice("param_dtype", {"bf16", "fp16", "fp32"});
-    if (f->has("reduce_dtype")) s.reduce_dtype = f->choice("reduce_dtype", {"bf16", "fp16", "fp32"});
+    if (f->has("param_dtype")) s.param_dtype = fsdp_dtypes().find(f->choice("param_dtype", fsdp_dtypes().names()))->factory.value;
+    if (f->has("reduce_dtype")) s.reduce_dtype = fsdp_dtypes().find(f->choice("reduce_dtype", fsdp_dtypes().names()))->factory.value;
     s.version = static_cast<int>(f->integer("version", 1, 2, 2));
     s.backward_prefetch = parse_choice(*f, "backward_prefetch", backward_prefetches(), BackwardPrefetch::Pre).factory.value;
     if (s.backward_prefetch == BackwardPrefetch::Post && s.version != 1)
@@ -207,6 +200,41 @@ std::string relative_to_file(const std::string& file, const std::string& p) {
   const auto inline_at = file.find(" (/");
   const std::filesystem::path f = file.substr(0, inline_at);
   return (f.parent_path() / p).string();
+}
+
+// The schedule's rules: pipeline schedules with pp > 1 and the others with pp = 1, model chunks
+// with the chunked (interleaved) schedule only, the naive schedule's whole batch, DataParallel's
+// single process.
+void check_schedule(const Scenario& s, const std::string& par) {
+  const auto fail = [&](const std::string& ptr, const std::string& msg) { throw_config(s.file, ptr, msg); };
+  const ParallelSpec& p = s.parallel;
+  const ScheduleRegistry& sched = schedule_registry();
+  const auto& e = entry_of(sched, p.schedule);
+  const std::string quoted = "\"" + e.name + "\"";
+  if (p.pp > 1 && !e.factory.pipeline)
+    fail(par + "/schedule", "with pp = " + itos(p.pp) + " the schedule must be a pipeline schedule (" + pipeline_schedule_list(sched) +
+                                "), got " + quoted);
+  if (p.pp == 1 && e.factory.pipeline)
+    fail(par + "/schedule", "pipeline schedule " + quoted + " needs pp > 1; with pp = 1 use \"" + name_of(Schedule::Ddp) + "\" or \"" +
+                                name_of(Schedule::DataParallel) + "\"");
+  if (e.factory.chunked && p.vpp < 2) fail(par + "/vpp", "the " + e.name + " schedule needs vpp >= 2");
+  if (p.vpp > 1 && !e.factory.chunked)
+    fail(par + "/vpp", "vpp > 1 needs schedule \"" + name_of(Schedule::Interleaved) + "\", got " + quoted);
+  // Every microbatch is replayed op by op; past this the step needs gigabytes and minutes.
+  if (s.microbatches() > kMaxMicrobatches)
+    fail("/training/global_batch", "global_batch / (micro_batch * dp) = " + itos(s.microbatches()) +
+                                       " microbatches per pipeline step; parasim replays each one and simulates at most " +
+                                       itos(kMaxMicrobatches) + " (raise micro_batch, or simulate a smaller global_batch)");
+  if (e.factory.chunked && s.microbatches() % p.pp != 0)
+    fail("/training/global_batch", "the " + e.name + " schedule needs microbatches per pipeline (" + itos(s.microbatches()) +
+                                       ") divisible by pp (" + itos(p.pp) + ")");
+  if (!e.factory.microbatched && s.microbatches() != 1)
+    fail("/training/micro_batch", "the " + e.name + " schedule does not split the batch: micro_batch must be global_batch/dp = " +
+                                      itos(s.training.global_batch / p.dp) + " (use gpipe or 1f1b for microbatching)");
+  if (e.factory.single_process && (p.tp != 1 || p.cp != 1 || s.cluster.nodes != 1))
+    fail(par + "/schedule", quoted + " (single-process torch.nn.DataParallel) runs on one node with tp = cp = 1");
+  if (e.factory.single_process && (p.zero_stage != 0 || p.fsdp))
+    fail(par + "/schedule", quoted + " cannot be combined with zero_stage or fsdp");
 }
 
 void validate(const Scenario& s, const JsonObject& root) {
@@ -264,17 +292,17 @@ void validate(const Scenario& s, const JsonObject& root) {
       fail(par + "/zero_stage", "mixture-of-experts layers are modelled with Megatron-Core's data parallelism (zero_stage 0 or 1, its "
                                 "distributed optimizer) or with FSDP (full sharding, the experts over the expert-data-parallel "
                                 "group), not with ZeRO-2/3");
-    if (p.fsdp && (p.fsdp->sharding != "full" || p.fsdp->offload))
+    if (p.fsdp && (p.fsdp->sharding != FsdpSharding::Full || p.fsdp->offload))
       fail(par + "/fsdp", "mixture-of-experts layers are modelled with FSDP's full sharding without CPU offload (torchtitan's and NeMo "
                           "AutoModel's FSDP2 with expert parallelism)");
     if (p.ep_comm_overlap && p.ep == 1) fail(par + "/ep_comm_overlap", "needs expert parallelism (ep > 1)");
-    if (p.ep > 1 && p.schedule == "dataparallel")
+    if (p.ep > 1 && p.schedule == Schedule::DataParallel)
       fail(par + "/ep", "expert parallelism needs a Megatron-style schedule (ddp or a pipeline schedule), not \"dataparallel\"");
     if (p.ep > 1 && p.order != std::vector<std::string>{"tp", "cp", "dp", "pp"})
       fail(par + "/order", "expert parallelism is modelled with Megatron's default rank order tp-cp-dp-pp");
   }
   if (t.seq_len % p.cp != 0) fail(par + "/cp", "seq_len (" + itos(t.seq_len) + ") must be divisible by cp (" + itos(p.cp) + ")");
-  if (t.mtp_layers > 0 && (p.fsdp || p.zero_stage >= 2 || p.schedule == "dataparallel"))
+  if (t.mtp_layers > 0 && (p.fsdp || p.zero_stage >= 2 || p.schedule == Schedule::DataParallel))
     fail("/training/mtp_layers", "multi-token prediction is modelled with Megatron-Core's schedules and data parallelism (zero_stage 0 "
                                  "or 1, no FSDP, not \"dataparallel\")");
   if (!t.train_metrics.empty() && p.pp > 1)
@@ -301,46 +329,22 @@ void validate(const Scenario& s, const JsonObject& root) {
   if (p.sequence_parallel && (t.seq_len / p.cp) % p.tp != 0)
     fail(par + "/sequence_parallel", "sequence parallel splits each sequence over the tp ranks: seq_len / cp (" +
                                          itos(t.seq_len / p.cp) + ") must be divisible by tp (" + itos(p.tp) + ")");
-  const bool pipelined = p.pp > 1;
-  const ScheduleRegistry sched = schedules();
-  const bool dp_sched = !sched.find(p.schedule)->factory.pipeline;
-  if (pipelined && dp_sched)
-    fail(par + "/schedule", "with pp = " + itos(p.pp) + " the schedule must be a pipeline schedule (" + pipeline_schedule_list(sched) +
-                                "), got \"" + p.schedule + "\"");
-  if (!pipelined && !dp_sched)
-    fail(par + "/schedule", "pipeline schedule \"" + p.schedule + "\" needs pp > 1; with pp = 1 use \"ddp\" or \"dataparallel\"");
-  if (p.schedule == "interleaved" && p.vpp < 2) fail(par + "/vpp", "the interleaved schedule needs vpp >= 2");
-  if (p.vpp > 1 && p.schedule != "interleaved") fail(par + "/vpp", "vpp > 1 needs schedule \"interleaved\", got \"" + p.schedule + "\"");
-  // Every microbatch is replayed op by op; past this the step needs gigabytes and minutes.
-  if (s.microbatches() > kMaxMicrobatches)
-    fail("/training/global_batch", "global_batch / (micro_batch * dp) = " + itos(s.microbatches()) +
-                                       " microbatches per pipeline step; parasim replays each one and simulates at most " +
-                                       itos(kMaxMicrobatches) + " (raise micro_batch, or simulate a smaller global_batch)");
-  if (p.schedule == "interleaved" && s.microbatches() % p.pp != 0)
-    fail("/training/global_batch", "the interleaved schedule needs microbatches per pipeline (" + itos(s.microbatches()) +
-                                       ") divisible by pp (" + itos(p.pp) + ")");
-  if (p.schedule == "naive" && s.microbatches() != 1)
-    fail("/training/micro_batch", "the naive model-parallel schedule does not split the batch: micro_batch must be global_batch/dp = " +
-                                      itos(t.global_batch / p.dp) + " (use gpipe or 1f1b for microbatching)");
-  if (p.schedule == "dataparallel" && (p.tp != 1 || p.cp != 1 || s.cluster.nodes != 1))
-    fail(par + "/schedule", "\"dataparallel\" (single-process torch.nn.DataParallel) runs on one node with tp = cp = 1");
-  if (p.schedule == "dataparallel" && (p.zero_stage != 0 || p.fsdp))
-    fail(par + "/schedule", "\"dataparallel\" cannot be combined with zero_stage or fsdp");
+  check_schedule(s, par);
   if (p.fsdp && p.zero_stage != 0) fail(par + "/zero_stage", "set either fsdp or zero_stage, not both");
-  if (p.fsdp && p.fsdp->offload && p.fsdp->sharding == "grad_op")
+  if (p.fsdp && p.fsdp->offload && p.fsdp->sharding == FsdpSharding::GradOp)
     fail(par + "/fsdp/offload", "CPU offload is modelled for \"full\" and \"hybrid\" sharding (parameters gathered per unit), not \"grad_op\"");
   if (p.fsdp && p.fsdp->offload && !s.profile.has_host)
     fail(par + "/fsdp/offload", "CPU offload needs the profile's memory.host_memory_gbps and memory.host_optimizer_efficiency (" + s.profile.file + " has neither)");
-  if (p.fsdp && p.fsdp->sharding == "hybrid") {
+  if (p.fsdp && p.fsdp->sharding == FsdpSharding::Hybrid) {
     const auto g = p.fsdp->shard_group;
     if (g < 1 || p.dp % g != 0)
       fail(par + "/fsdp/shard_group", "hybrid sharding needs shard_group dividing dp (" + itos(p.dp) + "), got " + itos(g));
   }
-  if (t.norm_impl == "eager" && s.model.norm != "rmsnorm")
-    fail("/training/norm_impl", "\"eager\" is the Llama reference RMSNorm; the model's norm is \"" + s.model.norm + "\"");
-  if (t.rope_impl == "eager" && s.model.position_embedding != "rope")
+  if (t.norm_impl == NormImpl::Eager && s.model.norm != NormKind::RmsNorm)
+    fail("/training/norm_impl", "\"eager\" is the Llama reference RMSNorm; the model's norm is \"" + name_of(s.model.norm) + "\"");
+  if (t.rope_impl == RopeImpl::Eager && s.model.position_embedding != PositionEmbedding::Rope)
     fail("/training/rope_impl", "\"eager\" is the Llama reference rotary embedding; the model's position_embedding is \"" +
-                                    s.model.position_embedding + "\"");
+                                    name_of(s.model.position_embedding) + "\"");
   if (t.flash_attention && t.attention_kernel == kAttentionDefault && !s.profile.has_fused_attention)
     fail("/training/flash_attention", "the GPU profile \"" + s.profile.name + "\" (" + s.profile.file +
                                           ") prices no fused attention kernel (FlashAttention needs Ampere or later): set "
@@ -351,15 +355,15 @@ void validate(const Scenario& s, const JsonObject& root) {
                                            "\" (compute.attention_kernels)");
   for (const auto& [figures, what] : {std::pair{&s.profile.peak_tflops, "peak (compute.peak_tflops."},
                                       std::pair{&s.profile.gemm_max_efficiency, "GEMM efficiency (compute.gemm_max_efficiency."}})
-    if (!figures->count(t.dtype))
-      fail("/training/dtype", "the GPU profile \"" + s.profile.name + "\" (" + s.profile.file + ") has no " + t.dtype + " " + what +
-                                  t.dtype + ")" + (t.dtype == "bf16" ? "; GPUs before Ampere have no bf16 tensor cores: use fp16" : ""));
+    if (!figures->count(name_of(t.dtype)))
+      fail("/training/dtype", "the GPU profile \"" + s.profile.name + "\" (" + s.profile.file + ") has no " + name_of(t.dtype) + " " + what +
+                                  name_of(t.dtype) + ")" + (t.dtype == Dtype::Bf16 ? "; GPUs before Ampere have no bf16 tensor cores: use fp16" : ""));
   const std::string gd = t.gemm_dtype();
   if ((gd == "mxfp8" || gd == "nvfp4") && !(s.profile.peak_tflops.count(gd) && s.profile.gemm_max_efficiency.count(gd)))
     fail("/training/fp8_recipe", gd + " needs block-scaled " + (gd == "mxfp8" ? "FP8" : "FP4") +
                                      " tensor cores (Blackwell): the GPU profile \"" + s.profile.name + "\" (" + s.profile.file +
                                      ") has no compute.peak_tflops." + gd + " and compute.gemm_max_efficiency." + gd);
-  if (m.position_embedding == "learned" && t.seq_len > m.max_positions)
+  if (m.position_embedding == PositionEmbedding::Learned && t.seq_len > m.max_positions)
     fail("/training/seq_len", "seq_len " + itos(t.seq_len) + " is longer than the model's learned position table (max_positions " +
                                   itos(m.max_positions) + "): positions past it have no embedding");
   if (p.pp > m.layers)
@@ -439,27 +443,27 @@ std::int64_t Scenario::first_layer_in_chunk(std::int64_t stage, std::int64_t chu
 }
 
 double Scenario::dtype_bytes() const {
-  if (training.dtype == "fp32") return 4;
+  if (training.dtype == Dtype::Fp32) return 4;
   return 2;  // fp8 / nvfp4 training keeps bf16 activations and master weights; GEMM inputs are cast
 }
 
 // FSDP mixed precision: the named dtype, else the dtype the states hold (state_bytes: 4-byte
 // weights / gradients are fp32, 2-byte ones the training's 16-bit type).
 namespace {
-std::string state_dtype(double bytes, const std::string& training_dtype) {
-  return bytes == 4 ? "fp32" : training_dtype == "fp16" ? "fp16" : "bf16";
+Dtype state_dtype(double bytes, Dtype training_dtype) {
+  return bytes == 4 ? Dtype::Fp32 : training_dtype == Dtype::Fp16 ? Dtype::Fp16 : Dtype::Bf16;
 }
 }  // namespace
-std::string Scenario::fsdp_param_dtype() const {
-  if (parallel.fsdp && !parallel.fsdp->param_dtype.empty()) return parallel.fsdp->param_dtype;
+Dtype Scenario::fsdp_param_dtype() const {
+  if (parallel.fsdp && parallel.fsdp->param_dtype) return *parallel.fsdp->param_dtype;
   return state_dtype(state_bytes(training.dtype, training.optimizer, training.fp32_grad_accumulation).weights, training.dtype);
 }
-std::string Scenario::fsdp_reduce_dtype() const {
-  if (parallel.fsdp && !parallel.fsdp->reduce_dtype.empty()) return parallel.fsdp->reduce_dtype;
+Dtype Scenario::fsdp_reduce_dtype() const {
+  if (parallel.fsdp && parallel.fsdp->reduce_dtype) return *parallel.fsdp->reduce_dtype;
   return state_dtype(state_bytes(training.dtype, training.optimizer, training.fp32_grad_accumulation).grads, training.dtype);
 }
-double Scenario::fsdp_param_bytes() const { return fsdp_param_dtype() == "fp32" ? 4.0 : 2.0; }
-double Scenario::fsdp_reduce_bytes() const { return fsdp_reduce_dtype() == "fp32" ? 4.0 : 2.0; }
+double Scenario::fsdp_param_bytes() const { return fsdp_param_dtype() == Dtype::Fp32 ? 4.0 : 2.0; }
+double Scenario::fsdp_reduce_bytes() const { return fsdp_reduce_dtype() == Dtype::Fp32 ? 4.0 : 2.0; }
 
 namespace {
 template <class T>
@@ -509,10 +513,10 @@ Scenario parse_scenario(const Json& given, const std::string& file, const std::s
   if (s.cluster.nic_gbps == 0) s.cluster.nic_gbps = s.profile.node_nic_gbps.value;
   // A listed fabric is checked when loaded (endpoints, every NIC linked, nodes connected), whatever
   // network model runs.
-  if (s.cluster.inter_kind == "custom" && s.cluster.nodes > 1) build_topology(s.cluster, s.profile);
+  if (s.cluster.inter_kind == InterNode::Custom && s.cluster.nodes > 1) build_topology(s.cluster, s.profile);
   StackContext ctx = stack_context(j);
-  ctx.norm = s.model.norm;
-  ctx.position_embedding = s.model.position_embedding;
+  ctx.norm = name_of(s.model.norm);
+  ctx.position_embedding = name_of(s.model.position_embedding);
   s.origins = apply_stack(j, stack ? &*stack : nullptr, ctx);
   try {
     s.training = parse_training(root.object("training"));
@@ -521,9 +525,9 @@ Scenario parse_scenario(const Json& given, const std::string& file, const std::s
     throw ConfigError(std::string(e.what()) + stack_blame(s));
   }
   if (auto net = root.object_opt("network")) {
-    s.network = net->choice("model", {"analytical", "flow"}, "analytical");
-    s.cluster.nccl_algorithm = net->choice("algorithm", nccl_algorithm_choice().name_list(), "auto");
-    s.cluster.nccl_protocol = net->choice("protocol", nccl_protocol_choice().name_list(), "auto");
+    s.network = parse_enum(*net, "model", network_kinds(), NetworkKind::Analytical);
+    const std::string algorithm = net->choice("algorithm", nccl_algorithm_choice().name_list(), "auto");
+    s.cluster.nccl = nccl_override(algorithm, net->choice("protocol", nccl_protocol_choice().name_list(), "auto"), "/network/");
     net->finish();
   }
   if (auto out = root.object_opt("outputs")) {
@@ -555,10 +559,10 @@ Json Scenario::resolved() const {
   j["name"] = name;
   Json mj = {{"name", model.name},         {"layers", model.layers},         {"hidden", model.hidden},
              {"heads", model.heads},       {"kv_heads", model.kv_heads},     {"ffn_hidden", model.ffn_hidden},
-             {"vocab", model.vocab},       {"activation", model.activation}, {"tied_embeddings", model.tied_embeddings},
-             {"position_embedding", model.position_embedding}, {"norm", model.norm}, {"bias", model.bias},
+             {"vocab", model.vocab},       {"activation", name_of(model.activation)}, {"tied_embeddings", model.tied_embeddings},
+             {"position_embedding", name_of(model.position_embedding)}, {"norm", name_of(model.norm)}, {"bias", model.bias},
              {"dropout", model.dropout}};
-  if (model.position_embedding == "learned") mj["max_positions"] = model.max_positions;
+  if (model.position_embedding == PositionEmbedding::Learned) mj["max_positions"] = model.max_positions;
   if (model.head_dim_override > 0) mj["head_dim"] = model.head_dim_override;
   if (model.qk_norm) mj["qk_norm"] = true;
   if (model.moe) {
@@ -581,31 +585,31 @@ Json Scenario::resolved() const {
   j["cluster"] = {{"gpu", cluster.gpu},
                   {"nodes", cluster.nodes},
                   {"gpus_per_node", cluster.gpus_per_node},
-                  {"intra_node", {{"kind", cluster.intra_kind}, {"gbps", cluster.intra_gbps > 0 ? cluster.intra_gbps : profile.nvlink_gbps.value}}},
-                  {"inter_node", {{"kind", cluster.inter_kind}, {"nics_per_node", cluster.nics_per_node}, {"nic_gbps", cluster.nic_gbps}, {"oversubscription", cluster.oversubscription}, {"leaf_ports", cluster.leaf_ports}, {"spines", cluster.spines}}}};
-  if (cluster.inter_kind == "custom") {
+                  {"intra_node", {{"kind", name_of(cluster.intra_kind)}, {"gbps", cluster.intra_gbps > 0 ? cluster.intra_gbps : profile.nvlink_gbps.value}}},
+                  {"inter_node", {{"kind", name_of(cluster.inter_kind)}, {"nics_per_node", cluster.nics_per_node}, {"nic_gbps", cluster.nic_gbps}, {"oversubscription", cluster.oversubscription}, {"leaf_ports", cluster.leaf_ports}, {"spines", cluster.spines}}}};
+  if (cluster.inter_kind == InterNode::Custom) {
     Json links = Json::array();
     for (const auto& l : cluster.custom.links) links.push_back({{"a", l.a}, {"b", l.b}, {"gbps", l.gbps}, {"latency_us", l.latency_us}});
     j["cluster"]["inter_node"]["switches"] = cluster.custom.switches;
     j["cluster"]["inter_node"]["links"] = links;
   }
   j["training"] = {{"global_batch", training.global_batch}, {"micro_batch", training.micro_batch}, {"seq_len", training.seq_len},
-                   {"dtype", training.dtype}, {"optimizer", training.optimizer}, {"flash_attention", training.flash_attention},
+                   {"dtype", name_of(training.dtype)}, {"optimizer", name_of(training.optimizer)}, {"flash_attention", training.flash_attention},
                    {"attention_kernel", training.attention_kernel},
                    {"fp32_grad_accumulation", training.fp32_grad_accumulation},
                    {"grad_accumulation_fusion", training.grad_accumulation_fusion},
-                   {"norm_impl", training.norm_impl}, {"rope_impl", training.rope_impl},
-                   {"dropout_add_impl", training.dropout_add_impl}, {"loss_impl", training.loss_impl},
-                   {"optimizer_impl", training.optimizer_impl},
+                   {"norm_impl", name_of(training.norm_impl)}, {"rope_impl", name_of(training.rope_impl)},
+                   {"dropout_add_impl", name_of(training.dropout_add_impl)}, {"loss_impl", training.loss_impl},
+                   {"optimizer_impl", name_of(training.optimizer_impl)},
                    {"make_vocab_size_divisible_by", training.make_vocab_size_divisible_by}};
-  if (training.dtype == "fp8") j["training"]["fp8_recipe"] = training.fp8_recipe;
+  if (training.dtype == Dtype::Fp8) j["training"]["fp8_recipe"] = name_of(training.fp8_recipe);
   if (training.mtp_layers > 0) j["training"]["mtp_layers"] = training.mtp_layers;
   if (!training.train_metrics.empty()) j["training"]["train_metrics"] = training.train_metrics;
   if (training.host_launch_us > 0) j["training"]["host_launch_us"] = training.host_launch_us;
   if (!training.cuda_graph_scope.empty()) j["training"]["cuda_graph_scope"] = training.cuda_graph_scope;
   Json pj = {{"dp", parallel.dp}, {"tp", parallel.tp}, {"pp", parallel.pp}, {"vpp", parallel.vpp}, {"cp", parallel.cp},
-             {"cp_impl", parallel.cp_impl}, {"ep", parallel.ep}, {"etp", parallel.expert_tp()},
-             {"schedule", parallel.schedule}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", name_of(parallel.recompute)},
+             {"cp_impl", name_of(parallel.cp_impl)}, {"ep", parallel.ep}, {"etp", parallel.expert_tp()},
+             {"schedule", name_of(parallel.schedule)}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", name_of(parallel.recompute)},
              {"zero_stage", parallel.zero_stage}, {"zero_impl", name_of(parallel.zero_impl)}, {"bucket_mb", parallel.bucket_mb}, {"overlap_grad_reduce", parallel.overlap_grad_reduce},
              {"stage_layers", parallel.stage_layers.size() > static_cast<size_t>(parallel.pp) ? parallel.stage_layers : layers_per_stage()},
              {"tp_comm_overlap", parallel.tp_comm_overlap}, {"ep_comm_overlap", parallel.ep_comm_overlap}, {"p2p_sync", parallel.p2p_sync},
@@ -620,13 +624,13 @@ Json Scenario::resolved() const {
   if (parallel.recompute == Recompute::Selective) pj["recompute_modules"] = parallel.recompute_modules.names();
   if (parallel.activation_offload_layers > 0) pj["activation_offload_layers"] = parallel.activation_offload_layers;
   if (parallel.fsdp)
-    pj["fsdp"] = {{"sharding", parallel.fsdp->sharding}, {"shard_group", parallel.fsdp->shard_group}, {"prefetch", parallel.fsdp->prefetch},
-                  {"offload", parallel.fsdp->offload}, {"param_dtype", fsdp_param_dtype()}, {"reduce_dtype", fsdp_reduce_dtype()},
+    pj["fsdp"] = {{"sharding", name_of(parallel.fsdp->sharding)}, {"shard_group", parallel.fsdp->shard_group}, {"prefetch", parallel.fsdp->prefetch},
+                  {"offload", parallel.fsdp->offload}, {"param_dtype", name_of(fsdp_param_dtype())}, {"reduce_dtype", name_of(fsdp_reduce_dtype())},
                   {"version", parallel.fsdp->version}, {"backward_prefetch", name_of(parallel.fsdp->backward_prefetch)}};
   else
     pj["fsdp"] = nullptr;
   j["parallel"] = pj;
-  j["network"] = {{"model", network}, {"algorithm", cluster.nccl_algorithm}, {"protocol", cluster.nccl_protocol}};
+  j["network"] = {{"model", name_of(network)}, {"algorithm", override_name(cluster.nccl.algorithm)}, {"protocol", override_name(cluster.nccl.protocol)}};
   if (!stack.empty()) j["stack"] = stack;
   // Where each stack-dependent value came from (a "_" key: the resolved scenario still loads).
   Json origin = Json::object();

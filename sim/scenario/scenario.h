@@ -36,18 +36,17 @@ struct ClusterSpec {
   std::string gpu;  // profile name or path
   std::int64_t nodes = 1;
   std::int64_t gpus_per_node = 8;
-  std::string intra_kind = "nvswitch";  // nvswitch | pcie
+  IntraNode intra_kind = IntraNode::NvSwitch;
   double intra_gbps = 0;                // per direction per GPU; 0 = the profile's
-  std::string inter_kind = "fat_tree";  // fat_tree | rail_optimized
+  InterNode inter_kind = InterNode::FatTree;
   std::int64_t nics_per_node = 0;       // 0 = the profile's reference node
   double nic_gbps = 0;                  // per NIC per direction, GB/s; 0 = the profile's reference node
   double oversubscription = 1.0;
   std::int64_t leaf_ports = 32;         // NIC-facing ports per leaf / rail switch (a 64-port switch, half down)
   std::int64_t spines = 8;              // spine switches every leaf / rail switch connects to
-  CustomFabric custom;                  // inter_kind == "custom"
-  // network.algorithm / network.protocol: force NCCL's choice (NCCL_ALGO / NCCL_PROTO); "auto" = its tuner
-  std::string nccl_algorithm = "auto";
-  std::string nccl_protocol = "auto";
+  CustomFabric custom;                  // inter_kind == InterNode::Custom
+  // network.algorithm / network.protocol: force NCCL's choice (NCCL_ALGO / NCCL_PROTO); none ("auto") = its tuner
+  TunerOverride nccl;
   std::int64_t gpus() const { return nodes * gpus_per_node; }
 };
 
@@ -58,8 +57,8 @@ struct TrainingSpec {
   std::int64_t global_batch = 0;
   std::int64_t micro_batch = 1;
   std::int64_t seq_len = 2048;
-  std::string dtype = "bf16";
-  std::string optimizer = "adam";
+  Dtype dtype = Dtype::Bf16;
+  Optimizer optimizer = Optimizer::Adam;
   bool flash_attention = true;
   std::string attention_kernel = "flash";  // fused kernel implementation (kAttentionKernels)
   bool fp32_grad_accumulation = false;  // Megatron main_grads in fp32 (4 bytes per parameter)
@@ -77,13 +76,13 @@ struct TrainingSpec {
   // LayerNorm / RMSNorm, Apex's FusedLayerNorm) or "eager" (the Llama reference code in eager
   // PyTorch: RMSNorm as upcast / pow / mean / scale / downcast / weight kernels in fp32, RoPE as an
   // fp32 complex multiply).
-  std::string norm_impl = "fused";
-  std::string rope_impl = "fused";
+  NormImpl norm_impl = NormImpl::Fused;
+  RopeImpl rope_impl = RopeImpl::Fused;
   // How the hidden dropout on a block's output meets the residual add (model.dropout only): "fused"
   // (one kernel reads the branch and the residual and writes the sum and the keep mask: Megatron's
   // bias_dropout_add_fused_train, on by default) or "eager" (nn.Dropout's kernel writes the dropped
   // branch and the mask, then a separate add: x + self.resid_dropout(b) in eager PyTorch models).
-  std::string dropout_add_impl = "fused";
+  DropoutAddImpl dropout_add_impl = DropoutAddImpl::Fused;
   // How the framework computes the cross-entropy loss over the logits (models/layer_graph.cpp has
   // the kernels and their bytes): "megatron" (Megatron-LM's vocab_parallel_cross_entropy on
   // output.float(): max, subtract, exp, sum and divide passes in fp32; the Megatron-LM default),
@@ -96,7 +95,7 @@ struct TrainingSpec {
   // The optimizer step's kernels: "fused" (one multi-tensor kernel: apex/Megatron FusedAdam,
   // torch fused=True) or "unfused" (one elementwise kernel per term of the update: PyTorch's
   // for-loop and foreach AdamW, Composer's DecoupledAdamW). See optimizer_step_bytes.
-  std::string optimizer_impl = "fused";
+  OptimizerImpl optimizer_impl = OptimizerImpl::Fused;
   // Training metrics the loop evaluates on each microbatch's logits after its backward, without
   // gradients (Composer's trainer calls _eval_train_metrics after every microbatch's backward;
   // llm-foundry's ComposerMPTCausalLM passes LanguageCrossEntropy and LanguagePerplexity, and the
@@ -137,11 +136,11 @@ struct TrainingSpec {
   //              block-scaled FP4 MMA (compute.peak_tflops.nvfp4, compute.gemm_max_efficiency.nvfp4).
   //              TE passes this recipe through the same fp8_autocast as the FP8 ones, hence dtype
   //              "fp8" names the low-precision GEMM path and this field its format.
-  std::string fp8_recipe = "delayed";
-  // The dtype whose profile figures price the GEMMs: mxfp8 / nvfp4 for the block-scaled recipes,
+  Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;
+  // The profile key whose figures price the GEMMs: mxfp8 / nvfp4 for the block-scaled recipes,
   // else dtype.
   std::string gemm_dtype() const {
-    return dtype == "fp8" && (fp8_recipe == "mxfp8" || fp8_recipe == "nvfp4") ? fp8_recipe : dtype;
+    return dtype == Dtype::Fp8 && (fp8_recipe == Fp8Recipe::Mxfp8 || fp8_recipe == Fp8Recipe::Nvfp4) ? name_of(fp8_recipe) : name_of(dtype);
   }
   // The kernel whose profile figures price attention (unfused attention is priced as GEMMs and
   // reads none; the default kernel stands in for it).
@@ -149,7 +148,7 @@ struct TrainingSpec {
 };
 
 struct FsdpSpec {
-  std::string sharding = "full";  // full | hybrid | grad_op
+  FsdpSharding sharding = FsdpSharding::Full;
   std::int64_t shard_group = 0;   // hybrid: ranks per shard group (0 = all dp)
   std::int64_t prefetch = 1;
   // When the backward issues the next unit's all-gather, FSDP1's BackwardPrefetch: "pre"
@@ -162,8 +161,8 @@ struct FsdpSpec {
   // FSDP MixedPrecision: the dtype parameters are all-gathered in and the dtype gradients are
   // reduce-scattered in; "" = the training dtype (bf16 for fp8 training). torchtitan reduces in
   // fp32 (mixed_precision_reduce offers only float32).
-  std::string param_dtype;
-  std::string reduce_dtype;
+  std::optional<Dtype> param_dtype;
+  std::optional<Dtype> reduce_dtype;
   // 1: FSDP1 (FullyShardedDataParallel, flat parameters: gathers land in the flat buffer the
   // parameters view, gradients reduce-scatter from the flat gradient). 2: FSDP2 (fully_shard,
   // per-parameter DTensors): after each all-gather a copy-out on the compute stream splits the
@@ -181,8 +180,8 @@ struct ParallelSpec {
   // Llama 3 paper's section 3.3.2 and PyTorch's context_parallel with the allgather rotate method:
   // K and V are all-gathered before attention, on the critical path; their gradients are
   // reduce-scattered after the attention backward, and the gathered K and V stay saved for it).
-  std::string cp_impl = "ring";
-  bool cp_allgather() const { return cp > 1 && cp_impl == "allgather"; }
+  CpImpl cp_impl = CpImpl::Ring;
+  bool cp_allgather() const { return cp > 1 && cp_impl == CpImpl::AllGather; }
   // Mixture of experts (Megatron-Core's expert parallelism): the experts of every MoE layer are
   // split over `ep` ranks, each expert's weights over `etp` ranks (expert tensor parallel; 1 or
   // tp, Megatron's default being tp). The ep * etp ranks of an expert group are consecutive within
@@ -193,7 +192,7 @@ struct ParallelSpec {
   std::int64_t etp = 0;  // 0 = tp
   std::int64_t expert_tp() const { return etp > 0 ? etp : tp; }
   std::int64_t expert_dp() const { return tp * cp * dp / (ep * expert_tp()); }
-  std::string schedule = "ddp";
+  Schedule schedule = Schedule::Ddp;  // schedule_registry() in sim/parallel/schedule.h
   bool sequence_parallel = false;
   // none | selective (Megatron: the attention core) | full | selective_op (torchtitan's op-level
   // selective AC: matmul and attention outputs saved except every second matmul of a layer;
@@ -272,7 +271,7 @@ struct Scenario {
   ParallelSpec parallel;
   Profile profile;
   SlowestGpu slowest_gpu;  // the job's slowest GPU under the profile's speed spread, for the cost model
-  std::string network = "analytical";  // network model: analytical | flow
+  NetworkKind network = NetworkKind::Analytical;
   std::string trace_path;               // outputs.trace: write a Chrome trace here (relative to the scenario file)
   // The framework stack the scenario names ("" = none: parasim's defaults), and where each
   // stack-dependent field's value came from (sim/scenario/stack.h).
@@ -289,8 +288,8 @@ struct Scenario {
   double dtype_bytes() const;
   // FSDP mixed precision after defaults, and the bytes per element an FSDP / ZeRO-3 all-gather of
   // parameters and reduce-scatter of gradients move.
-  std::string fsdp_param_dtype() const;
-  std::string fsdp_reduce_dtype() const;
+  Dtype fsdp_param_dtype() const;
+  Dtype fsdp_reduce_dtype() const;
   double fsdp_param_bytes() const;
   double fsdp_reduce_bytes() const;
   // The scenario after defaults, as JSON (for --dump-resolved and for measured runs).

@@ -4,6 +4,8 @@
 #include <filesystem>
 
 #include "sim/core/registry.h"
+#include "models/model.h"
+#include "sim/scenario/choices.h"
 
 namespace parasim {
 
@@ -63,13 +65,13 @@ std::vector<std::string> strings(const JsonObject& o, const std::string& key) {
 StackCondition parse_condition(const JsonObject& o) {
   StackCondition c;
   if (o.has("gpu")) c.gpu = strings(o, "gpu");
-  if (o.has("dtype")) c.dtype = o.choice_list("dtype", {"bf16", "fp16", "fp8", "fp32"});
+  if (o.has("dtype")) c.dtype = o.choice_list("dtype", dtypes().names());
   if (o.has("pipeline")) c.pipeline = o.boolean("pipeline");
   if (o.has("interleaved")) c.interleaved = o.boolean("interleaved");
   if (o.has("fsdp")) c.fsdp = o.boolean("fsdp");
   if (o.has("zero_stage")) c.zero_stage = o.int_list("zero_stage", 0, 3);
-  if (o.has("norm")) c.norm = o.choice_list("norm", {"layernorm", "rmsnorm"});
-  if (o.has("position_embedding")) c.position_embedding = o.choice_list("position_embedding", {"rope", "learned", "alibi", "none"});
+  if (o.has("norm")) c.norm = o.choice_list("norm", norm_kinds().names());
+  if (o.has("position_embedding")) c.position_embedding = o.choice_list("position_embedding", position_embeddings().names());
   o.finish();
   return c;
 }
@@ -181,7 +183,7 @@ StackContext stack_context(const Json& scenario) {
     return it != scenario.end() && it->is_object() ? *it : empty;
   };
   x.gpu = str_at(section("cluster"), "gpu", "");
-  x.dtype = str_at(section("training"), "dtype", "bf16");
+  x.dtype = str_at(section("training"), "dtype", name_of(Dtype::Bf16));
   const Json& par = section("parallel");
   x.pp = int_at(par, "pp", 1);
   x.vpp = int_at(par, "vpp", 1);

@@ -60,7 +60,7 @@ TEST(Activations, FlashAttentionStoresNoScoreMatrix) {
 // parallel) and the attention-projection and fc2 inputs (split by t) shrink from e to that.
 TEST(Activations, Fp8LinearLayersSaveTheirInputsInFp8) {
   ModelSpec m = korthikanti_gpt();
-  m.activation = "swiglu";
+  m.activation = Activation::SwiGlu;
   m.ffn_hidden = 28672;
   m.dropout = false;
   const double s = 2048, h = 12288, f = 28672, e = 2;
@@ -69,9 +69,9 @@ TEST(Activations, Fp8LinearLayersSaveTheirInputsInFp8) {
     bf.flash_attention = true;
     LayerShape f8 = bf, mx = bf, nv = bf;
     f8.fp8_gemms = mx.fp8_gemms = nv.fp8_gemms = true;
-    f8.fp8_saved_input_bytes = fp8_saved_input_bytes("current");
-    mx.fp8_saved_input_bytes = fp8_saved_input_bytes("mxfp8");
-    nv.fp8_saved_input_bytes = fp8_saved_input_bytes("nvfp4");
+    f8.fp8_saved_input_bytes = fp8_saved_input_bytes(Fp8Recipe::Current);
+    mx.fp8_saved_input_bytes = fp8_saved_input_bytes(Fp8Recipe::Mxfp8);
+    nv.fp8_saved_input_bytes = fp8_saved_input_bytes(Fp8Recipe::Nvfp4);
     // Bytes per saved element li by format: FP8 1; MXFP8 1 and an E8M0 scale per 32; NVFP4 0.5 (FP4)
     // and an E4M3 scale per 16.
     const double t = 8, sp_div = sp ? t : 1;
@@ -87,21 +87,21 @@ TEST(Activations, Fp8LinearLayersSaveTheirInputsInFp8) {
 // ZeRO paper (Rajbhandari et al. 2020) per-GPU bytes with mixed-precision Adam, K = 12.
 TEST(ModelStates, ZeroStagesMatchThePaper) {
   const double psi = 7.5e9, nd = 64;
-  const StateBytesPerParam b = state_bytes("bf16", "adam", false);
-  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(0, "", 64, 0)).total(), 16 * psi);
-  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(1, "", 64, 0)).total(), 4 * psi + 12 * psi / nd);
-  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(2, "", 64, 0)).total(), 2 * psi + 14 * psi / nd);
-  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(3, "", 64, 0)).total(), 16 * psi / nd);
-  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(0, "full", 64, 0)).total(), 16 * psi / nd);
-  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(0, "grad_op", 64, 0)).total(), 2 * psi + 14 * psi / nd);
-  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(0, "hybrid", 64, 8)).total(), 16 * psi / 8);
+  const StateBytesPerParam b = state_bytes(Dtype::Bf16, Optimizer::Adam, false);
+  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(0, std::nullopt, 64, 0)).total(), 16 * psi);
+  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(1, std::nullopt, 64, 0)).total(), 4 * psi + 12 * psi / nd);
+  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(2, std::nullopt, 64, 0)).total(), 2 * psi + 14 * psi / nd);
+  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(3, std::nullopt, 64, 0)).total(), 16 * psi / nd);
+  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(0, FsdpSharding::Full, 64, 0)).total(), 16 * psi / nd);
+  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(0, FsdpSharding::GradOp, 64, 0)).total(), 2 * psi + 14 * psi / nd);
+  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(0, FsdpSharding::Hybrid, 64, 8)).total(), 16 * psi / 8);
 }
 
 TEST(ModelStates, MegatronDistributedOptimizerWithFp32Grads) {
   // Megatron-LM theoretical_memory_usage: 6 + 12/N_d bytes per parameter.
   const double psi = 1e9, nd = 8;
-  const StateBytesPerParam b = state_bytes("bf16", "adam", true);
-  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(1, "", 8, 0)).total(), (6 + 12 / nd) * psi);
+  const StateBytesPerParam b = state_bytes(Dtype::Bf16, Optimizer::Adam, true);
+  EXPECT_DOUBLE_EQ(model_states(psi, b, sharding_for(1, std::nullopt, 8, 0)).total(), (6 + 12 / nd) * psi);
 }
 
 }  // namespace

@@ -149,7 +149,7 @@ TEST(LayerKinds, ScheduleTakesEachLayersBlocksFromItsKind) {
   ASSERT_GT(std::abs(dense_mlp - moe_mlp), 1e-5);
   int dense_ops = 0, moe_ops = 0;
   for (const Op& o : out.program.ops) {
-    if (out.program.labels[static_cast<size_t>(o.label)] != "mlp fwd") continue;
+    if (out.program.role(o) != OpRole::MlpFwd) continue;
     const double s = time_to_seconds(o.duration);
     if (o.chunk == 0) {
       EXPECT_NEAR(s, dense_mlp, 1e-9);

@@ -170,9 +170,9 @@ TEST(Mamba2, ScheduleRunsEachLayerAsItsOneBlock) {
   int tp_fwd = 0, tp_bwd = 0;
   for (const Op& o : out.program.ops) {
     if (o.rank != 0) continue;
-    const std::string& label = out.program.labels[static_cast<size_t>(o.label)];
-    tp_fwd += label == "tp comm fwd";
-    tp_bwd += label == "tp comm bwd";
+    const OpRole label = out.program.role(o);
+    tp_fwd += label == OpRole::TpCommFwd;
+    tp_bwd += label == OpRole::TpCommBwd;
   }
   EXPECT_EQ(tp_fwd, 52);  // one microbatch per rank, 52 layers
   EXPECT_EQ(tp_bwd, 52);

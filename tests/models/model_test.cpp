@@ -150,7 +150,7 @@ TEST(LayerGraph, Fp8RecipesSetTheCastTraffic) {
   sh.fp8_gemms = true;
   const double T = 4096, h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
   for (const auto& [recipe, reads, element, scale] : formats) {
-    sh.fp8_cast_bytes = fp8_cast_bytes(recipe);
+    sh.fp8_cast_bytes = fp8_cast_bytes(fp8_recipes().find(recipe)->factory.value);
     const LayerGraph g = build_layer_graph(m, sh);
     std::map<std::string, double> bytes;
     for (const Block* b : {&g.attn_fwd, &g.attn_bwd, &g.mlp_fwd, &g.mlp_bwd})
@@ -368,7 +368,7 @@ TEST(Model, LayerTensorsSumToTheLayerParameters) {
     for (const double x : t) sum += x;
     EXPECT_DOUBLE_EQ(sum, count_params(m).per_layer) << name;
     // Norm gains (+ biases), QKV, projection, MLP in, MLP out (+ biases).
-    const std::size_t norms = m.norm == "layernorm" ? 4 : 2, linears = m.bias ? 8 : 4;
+    const std::size_t norms = m.norm == NormKind::LayerNorm ? 4 : 2, linears = m.bias ? 8 : 4;
     EXPECT_EQ(t.size(), norms + linears) << name;
   }
   ModelSpec moe = load_zoo_model(test::data_dir(), "llama3-8b", "test");
@@ -416,7 +416,7 @@ TEST(Scenario, EagerNormAndRopeNeedAnRmsNormRopeModel) {
   Json j = test::base_scenario();  // llama2-7b: rmsnorm, rope
   j["training"]["norm_impl"] = "eager";
   j["training"]["rope_impl"] = "eager";
-  EXPECT_EQ(test::scenario_from(j).training.norm_impl, "eager");
+  EXPECT_EQ(test::scenario_from(j).training.norm_impl, NormImpl::Eager);
   j["model"] = "megatron-gpt-1.7b";
   EXPECT_EQ(test::scenario_error(j), "test.json: /training/norm_impl: \"eager\" is the Llama reference RMSNorm; the model's norm is \"layernorm\"");
   j["training"].erase("norm_impl");

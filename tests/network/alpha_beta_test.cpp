@@ -33,7 +33,7 @@ TEST(AlphaBeta, UniformRingAllReduceWithoutMeasuredPoints) {
 TEST(AlphaBeta, PcieNodesUsePcieBandwidthNotNvlinkPoints) {
   const Profile p = a100_uniform();
   ClusterSpec c;
-  c.intra_kind = "pcie";
+  c.intra_kind = IntraNode::Pcie;
   const AlphaBetaNetwork net(p, c);
   const double S = 1e9, n = 8, alpha = p.intra_alpha_us.value * 1e-6;
   // Ring over PCIe links at the profile's PCIe rate: 2(n-1)(alpha + S/(n*B_pcie)).
@@ -116,8 +116,8 @@ ClusterSpec nodes_of_8(std::int64_t nodes) {
 TEST(Tuner, ForcedRingSimpleIsNcclsRingModel) {
   Profile p = a100();
   ClusterSpec c = nodes_of_8(4);
-  c.nccl_algorithm = "ring";
-  c.nccl_protocol = "simple";
+  c.nccl.algorithm = NcclAlgo::Ring;
+  c.nccl.protocol = NcclProto::Simple;
   const AlphaBetaNetwork net(p, c);
   const auto& k = p.nccl.cost.at(NcclAlgo::Ring).at(NcclProto::Simple);
   const double S = 1e9, n = 32, nodes = 4;
@@ -132,8 +132,8 @@ TEST(Tuner, ForcedRingSimpleIsNcclsRingModel) {
 TEST(Tuner, ForcedTreeIsDoubleBinaryTree) {
   Profile p = a100();
   ClusterSpec c = nodes_of_8(16);
-  c.nccl_algorithm = "tree";
-  c.nccl_protocol = "ll128";
+  c.nccl.algorithm = NcclAlgo::Tree;
+  c.nccl.protocol = NcclProto::LL128;
   const AlphaBetaNetwork net(p, c);
   const auto& k = p.nccl.cost.at(NcclAlgo::Tree).at(NcclProto::LL128);
   const double S = 64e6;
@@ -157,7 +157,7 @@ TEST(Tuner, PicksTheCheapestCandidateLikeNccl) {
   EXPECT_EQ(net.algorithm({CollOp::AllReduce, 128, 8, 1, 4e9}), "ring/simple");
   // LL's quarter bandwidth loses to Simple for a large buffer inside a node.
   ClusterSpec one;
-  one.nccl_algorithm = "ring";
+  one.nccl.algorithm = NcclAlgo::Ring;
   Profile no_points = p;
   no_points.collective_points.clear();
   const AlphaBetaNetwork node(no_points, one);
@@ -179,7 +179,7 @@ TEST(Tuner, NvlsFromTheProfilesMinimumGroupOnH200) {
   // A100 has no NVLS.
   const Profile a = a100();
   ClusterSpec forced;
-  forced.nccl_algorithm = "nvls";
+  forced.nccl.algorithm = NcclAlgo::Nvls;
   EXPECT_THROW(AlphaBetaNetwork(a, forced).time_s({CollOp::AllReduce, 8, 8, 1, S}), ConfigError);
 }
 
@@ -224,16 +224,16 @@ TEST(Tuner, LowLatencyNvlinkStepsSlowDownInACommunicatorAcrossNodes) {
   EXPECT_EQ(p.nccl.multinode_nvlink_step_factor.at(NcclProto::LL128), 1.0);
   const auto& k = p.nccl.cost.at(NcclAlgo::Ring).at(NcclProto::LL);
   ClusterSpec c = nodes_of_8(192);
-  c.nccl_algorithm = "ring";
-  c.nccl_protocol = "ll";
+  c.nccl.algorithm = NcclAlgo::Ring;
+  c.nccl.protocol = NcclProto::LL;
   const double S = 24e3, n = 1536, nodes = 192;
   const double bw = std::min(p.nvlink_gbps.value * p.intra_bus_efficiency.value, 8 * 50 * p.inter_bus_efficiency.value) * 1e9 * k.bw_fraction;
   const double lat = (k.base_us + (n - nodes) * 1.8 * k.nvlink_step_us + (nodes - 1) * k.net_step_us) * 1e-6;
   EXPECT_NEAR(AlphaBetaNetwork(p, c).time_s({CollOp::AllGather, 1536, 8, 1, S}), lat + (n - 1) / n * S / bw, 1e-12);
   // One node: the plain step latency.
   ClusterSpec one;
-  one.nccl_algorithm = "ring";
-  one.nccl_protocol = "ll";
+  one.nccl.algorithm = NcclAlgo::Ring;
+  one.nccl.protocol = NcclProto::LL;
   const double bw1 = p.nvlink_gbps.value * p.intra_bus_efficiency.value * 1e9 * k.bw_fraction;
   EXPECT_NEAR(AlphaBetaNetwork(p, one).time_s({CollOp::AllGather, 8, 8, 1, S}), (k.base_us + 7 * k.nvlink_step_us) * 1e-6 + 7.0 / 8 * S / bw1,
               1e-12);
@@ -246,8 +246,8 @@ TEST(Tuner, LowLatencyNvlinkStepsSlowDownInACommunicatorAcrossNodes) {
 TEST(Tuner, HierarchicalAddsTheIntraNodePhases) {
   Profile p = a100();
   ClusterSpec c = nodes_of_8(4);
-  c.nccl_algorithm = "hierarchical";
-  c.nccl_protocol = "simple";
+  c.nccl.algorithm = NcclAlgo::Hierarchical;
+  c.nccl.protocol = NcclProto::Simple;
   const AlphaBetaNetwork net(p, c);
   const auto& k = p.nccl.cost.at(NcclAlgo::Ring).at(NcclProto::Simple);
   const double S = 1e9, g = 8, nodes = 4;

@@ -94,7 +94,7 @@ TEST(FlowNetwork, OversubscriptionHalvesCrossSpineBandwidthUnderFullLoad) {
   c.gpus_per_node = 8;
   c.nics_per_node = 8;
   c.nic_gbps = 50;
-  c.inter_kind = "fat_tree";
+  c.inter_kind = InterNode::FatTree;
   c.leaf_ports = 32;
   // DP all-reduce of 8 concurrent groups (one per GPU of each node), one rank per node.
   const CollectiveSpec s{CollOp::AllReduce, 64, 1, 8, 4e9};
@@ -107,7 +107,7 @@ TEST(FlowNetwork, OversubscriptionHalvesCrossSpineBandwidthUnderFullLoad) {
 
 TEST(Topology, RoutesAreValidPathsAndSymmetric) {
   const Profile p = load_profile(test::data_dir(), "h100-sxm5-80g", "test");
-  for (const char* kind : {"fat_tree", "rail_optimized"}) {
+  for (const InterNode kind : {InterNode::FatTree, InterNode::RailOptimized}) {
     ClusterSpec c;
     c.nodes = 40;
     c.gpus_per_node = 8;
@@ -129,7 +129,7 @@ TEST(Topology, RoutesAreValidPathsAndSymmetric) {
         EXPECT_EQ(ends[static_cast<size_t>(r.back())].second, t.gpu[static_cast<size_t>(b)]);
         for (size_t i = 1; i < r.size(); ++i)
           EXPECT_EQ(ends[static_cast<size_t>(r[i - 1])].second, ends[static_cast<size_t>(r[i])].first);
-        EXPECT_EQ(r.size(), t.route(b, a).size()) << kind << " " << a << "->" << b;
+        EXPECT_EQ(r.size(), t.route(b, a).size()) << name_of(kind) << " " << a << "->" << b;
       }
     // Same node: GPU -> NVSwitch -> GPU.
     EXPECT_EQ(t.route(0, 1).size(), 2u);
@@ -168,7 +168,7 @@ TEST(CollectiveValidation, PublishedMicrobenchRows) {
     const bool other_fabric = prof == "b200-sxm-180g" && nodes > 1;
     ClusterSpec c;
     // Rows measured with NCCL_NVLS_ENABLE=0 ran NCCL's ring: ask for it, as NCCL_ALGO would.
-    if (op.find("NVLS_ENABLE=0") != std::string::npos) c.nccl_algorithm = "ring";
+    if (op.find("NVLS_ENABLE=0") != std::string::npos) c.nccl.algorithm = NcclAlgo::Ring;
     c.gpus_per_node = std::min<std::int64_t>(8, n);
     c.nodes = nodes;
     c.nics_per_node = static_cast<std::int64_t>(p.node_nics.value);
@@ -219,7 +219,7 @@ TEST(FlowNetwork, ConcurrentGroupsOnTheSameGpusShareTheNics) {
   c.gpus_per_node = 8;
   c.nics_per_node = 8;
   c.nic_gbps = 50;
-  c.inter_kind = "fat_tree";
+  c.inter_kind = InterNode::FatTree;
   const FlowNetwork net(p, c);
   const double S = 4e9;
   const double one = net.time_s({CollOp::AllReduce, 16, 8, 1, S});

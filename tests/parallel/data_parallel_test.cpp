@@ -68,12 +68,12 @@ TEST(GradAccumulation, UnfusedAddsOnePassPerLayerAndMicrobatch) {
   j["training"]["grad_accumulation_fusion"] = false;
   const Scenario sc = test::scenario_from(j);
   const auto sep = test::simulate_with(sc, test::FreeNetwork{});
-  const CostModel cost(sc.profile, sc.training.dtype, kAttentionDefault, sc.cluster.gpus());
+  const CostModel cost(sc.profile, sc.training.gemm_dtype(), kAttentionDefault, sc.cluster.gpus());
   const ParamCount pc = count_params(sc.model);
   auto passes = [](const SimulationOutput& o) {
     std::vector<double> d;
     for (const Op& op : o.program.ops)
-      if (op.rank == 0 && o.program.labels[static_cast<size_t>(op.label)] == "grad accumulate") d.push_back(time_to_seconds(op.duration));
+      if (op.rank == 0 && o.program.role(op) == OpRole::GradAccumulate) d.push_back(time_to_seconds(op.duration));
     return d;
   };
   const std::vector<double> d = passes(sep);
@@ -107,7 +107,7 @@ TEST(Optimizer, UnfusedAdamMakesOneFp32PassPerUpdateTerm) {
     if (fsdp) j["parallel"]["fsdp"] = {{"sharding", "full"}};
     j["training"]["optimizer_impl"] = "fused";
     const Scenario sc = test::scenario_from(j);
-    const CostModel cost(sc.profile, sc.training.dtype, kAttentionDefault, sc.cluster.gpus());
+    const CostModel cost(sc.profile, sc.training.gemm_dtype(), kAttentionDefault, sc.cluster.gpus());
     const ParamCount pc = count_params(sc.model);
     const double params = pc.total() / (fsdp ? 8.0 : 1.0);
     const auto fused = test::simulate_with(sc, test::FreeNetwork{});
@@ -121,7 +121,7 @@ TEST(Optimizer, UnfusedAdamMakesOneFp32PassPerUpdateTerm) {
   j["training"]["optimizer"] = "sgd";  // buf.mul_, buf.add_(grad), param.add_(buf): 8 * 4 B
   const Scenario sgd = test::scenario_from(j);
   EXPECT_NEAR(step(test::simulate_with(sgd, test::FreeNetwork{})),
-              CostModel(sgd.profile, sgd.training.dtype, kAttentionDefault, sgd.cluster.gpus()).optimizer_s(32 * count_params(sgd.model).total() / 8.0), 1e-9);
+              CostModel(sgd.profile, sgd.training.gemm_dtype(), kAttentionDefault, sgd.cluster.gpus()).optimizer_s(32 * count_params(sgd.model).total() / 8.0), 1e-9);
   j["training"]["optimizer_impl"] = "foreach";
   EXPECT_EQ(test::scenario_error(j), "test.json: /training/optimizer_impl: expected one of \"fused\", \"unfused\", got \"foreach\"");
 }

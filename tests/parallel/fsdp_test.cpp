@@ -43,12 +43,12 @@ TEST(Fsdp, BackwardPrefetchIssuesTheNextGatherBeforeThisLayersReduceScatter) {
   double gather = 0, reduce = 0, layer_bwd = 0;
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const Op& o = p.ops[i];
-    const std::string& l = p.labels[static_cast<size_t>(o.label)];
+    const OpRole l = p.role(o);
     if (o.rank != 0 || o.microbatch != 0) continue;
-    if (l == "param all-gather bwd" || l == "grad reduce-scatter") seq.push_back(l == "grad reduce-scatter" ? "RS" : "AG");
-    if (l == "param all-gather bwd") gather = time_to_seconds(o.duration);
-    if (l == "grad reduce-scatter") reduce = time_to_seconds(o.duration);
-    if (l == "mlp bwd" || l == "attention bwd") layer_bwd += time_to_seconds(o.duration);
+    if (l == OpRole::ParamAllGatherBwd || l == OpRole::GradReduceScatter) seq.push_back(l == OpRole::GradReduceScatter ? "RS" : "AG");
+    if (l == OpRole::ParamAllGatherBwd) gather = time_to_seconds(o.duration);
+    if (l == OpRole::GradReduceScatter) reduce = time_to_seconds(o.duration);
+    if (l == OpRole::MlpBwd || l == OpRole::AttnBwd) layer_bwd += time_to_seconds(o.duration);
   }
   ASSERT_EQ(seq.size(), 64u);  // 32 layers
   EXPECT_EQ(seq[0], "AG");
@@ -78,15 +78,15 @@ TEST(Fsdp, BackwardPostPrefetchGathersAfterTheCurrentUnitsGradient) {
   EXPECT_EQ(sc.resolved()["parallel"]["fsdp"]["backward_prefetch"], "post");
   const auto post = simulate(sc, Registries{}, nullptr, Detail::Timeline);
   const Program& p = post.program;
-  const auto label = [&](size_t i) { return p.labels[static_cast<size_t>(p.ops[i].label)]; };
+  const auto label = [&](size_t i) { return p.role(p.ops[i]); };
   std::int64_t checked = 0, gather_bound = 0;
   for (size_t i = 0; i < p.ops.size(); ++i) {
-    if (p.ops[i].rank != 0 || label(i) != "param all-gather bwd") continue;
+    if (p.ops[i].rank != 0 || label(i) != OpRole::ParamAllGatherBwd) continue;
     // The previous compute op of this rank, and the next one.
     std::int64_t before = -1, after = -1;
     for (size_t b = i; b-- > 0;)
-      if (p.ops[b].rank == 0 && p.ops[b].stream == Stream::Compute && label(b) != "release gathered params" &&
-          label(b) != "flat gradient concat (FSDP1)") {
+      if (p.ops[b].rank == 0 && p.ops[b].stream == Stream::Compute && label(b) != OpRole::ReleaseGatheredParams &&
+          label(b) != OpRole::FlatGradConcat) {
         before = static_cast<std::int64_t>(b);
         break;
       }
@@ -95,7 +95,7 @@ TEST(Fsdp, BackwardPostPrefetchGathersAfterTheCurrentUnitsGradient) {
     std::int64_t queued = -1;
     for (size_t a = i + 1; a < p.ops.size(); ++a) {
       if (p.ops[a].rank != 0 || p.ops[a].stream != Stream::Compute) continue;
-      if (label(a) == "flat gradient concat (FSDP1)" || label(a) == "gradient cast and pre-divide (FSDP1)") {
+      if (label(a) == OpRole::FlatGradConcat || label(a) == OpRole::GradCastPreDivide) {
         queued = static_cast<std::int64_t>(a);
         continue;
       }
@@ -104,9 +104,9 @@ TEST(Fsdp, BackwardPostPrefetchGathersAfterTheCurrentUnitsGradient) {
     }
     ASSERT_GE(before, 0);
     ASSERT_GE(after, 0);
-    if (label(static_cast<size_t>(before)) != "attention bwd") continue;  // the first gather of a backward
+    if (label(static_cast<size_t>(before)) != OpRole::AttnBwd) continue;  // the first gather of a backward
     EXPECT_GE(post.timeline.start[i], post.timeline.end[static_cast<size_t>(before)]) << i;
-    EXPECT_EQ(label(static_cast<size_t>(after)), "mlp bwd");
+    EXPECT_EQ(label(static_cast<size_t>(after)), OpRole::MlpBwd);
     const Time ready = std::max(post.timeline.end[i], queued >= 0 ? post.timeline.end[static_cast<size_t>(queued)] : Time{0});
     EXPECT_EQ(post.timeline.start[static_cast<size_t>(after)], ready) << i;
     if (queued >= 0) gather_bound += post.timeline.end[i] >= post.timeline.end[static_cast<size_t>(queued)];
@@ -134,30 +134,30 @@ TEST(Fsdp, GradientAndParameterCopiesOfFsdp1AndFsdp2) {
   const Scenario sc = test::scenario_from(j);
   EXPECT_EQ(sc.parallel.fsdp->version, 2);
   EXPECT_EQ(sc.resolved()["parallel"]["fsdp"]["version"], 2);
-  const CostModel cost(sc.profile, sc.training.dtype, kAttentionDefault, sc.cluster.gpus());
+  const CostModel cost(sc.profile, sc.training.gemm_dtype(), kAttentionDefault, sc.cluster.gpus());
   const double layer = count_params(sc.model).per_layer;
-  auto count = [](const SimulationOutput& o, const std::string& label, double want_s, Stream stream) {
+  auto count = [](const SimulationOutput& o, OpRole role, double want_s, Stream stream) {
     std::size_t n = 0;
     for (size_t i = 0; i < o.program.ops.size(); ++i) {
       const Op& op = o.program.ops[i];
-      if (op.rank != 0 || o.program.labels[static_cast<size_t>(op.label)] != label) continue;
-      EXPECT_NEAR(time_to_seconds(op.duration), want_s, 1e-9) << label;
-      EXPECT_EQ(op.stream, stream) << label;
+      if (op.rank != 0 || o.program.role(op) != role) continue;
+      EXPECT_NEAR(time_to_seconds(op.duration), want_s, 1e-9) << o.program.labels[static_cast<size_t>(op.label)];
+      EXPECT_EQ(op.stream, stream) << o.program.labels[static_cast<size_t>(op.label)];
       ++n;
     }
     return n;
   };
   const auto v2 = test::simulate_with(sc, test::FreeNetwork{});
   const auto L = static_cast<std::size_t>(sc.model.layers);
-  EXPECT_EQ(count(v2, "all-gather copy-out (FSDP2)", cost.memory_s(2 * 2 * layer), Stream::Compute), 8 * 2 * L);  // fwd and bwd gathers
-  EXPECT_EQ(count(v2, "reduce-scatter copy-in (FSDP2)", cost.memory_s((2 + 4) * layer), Stream::Compute), 8 * L);
-  EXPECT_EQ(count(v2, "flat gradient concat (FSDP1)", 0, Stream::Compute), 0u);
+  EXPECT_EQ(count(v2, OpRole::AllGatherCopyOut, cost.memory_s(2 * 2 * layer), Stream::Compute), 8 * 2 * L);  // fwd and bwd gathers
+  EXPECT_EQ(count(v2, OpRole::ReduceScatterCopyIn, cost.memory_s((2 + 4) * layer), Stream::Compute), 8 * L);
+  EXPECT_EQ(count(v2, OpRole::FlatGradConcat, 0, Stream::Compute), 0u);
   j["parallel"]["fsdp"]["version"] = 1;
   const auto v1 = test::simulate_with(test::scenario_from(j), test::FreeNetwork{});
-  EXPECT_EQ(count(v1, "all-gather copy-out (FSDP2)", 0, Stream::Compute), 0u);
-  EXPECT_EQ(count(v1, "reduce-scatter copy-in (FSDP2)", 0, Stream::Compute), 0u);
-  EXPECT_EQ(count(v1, "flat gradient concat (FSDP1)", cost.memory_s(2 * 2 * layer), Stream::Compute), 8 * L);
-  EXPECT_EQ(count(v1, "gradient cast and pre-divide (FSDP1)", cost.memory_s((2 + 4 + 2 * 4) * layer), Stream::Compute), 8 * L);
+  EXPECT_EQ(count(v1, OpRole::AllGatherCopyOut, 0, Stream::Compute), 0u);
+  EXPECT_EQ(count(v1, OpRole::ReduceScatterCopyIn, 0, Stream::Compute), 0u);
+  EXPECT_EQ(count(v1, OpRole::FlatGradConcat, cost.memory_s(2 * 2 * layer), Stream::Compute), 8 * L);
+  EXPECT_EQ(count(v1, OpRole::GradCastPreDivide, cost.memory_s((2 + 4 + 2 * 4) * layer), Stream::Compute), 8 * L);
   // With free communication every copy sits on the compute stream's critical path: per layer and
   // microbatch FSDP2's two copy-outs and its copy-in against FSDP1's concat and cast.
   const double net = 8 * static_cast<double>(L) *
@@ -168,7 +168,7 @@ TEST(Fsdp, GradientAndParameterCopiesOfFsdp1AndFsdp2) {
   // PURE (reduce in bf16): no cast, the pre-divide reads and writes 2 B.
   j["parallel"]["fsdp"]["reduce_dtype"] = "bf16";
   const auto pure = test::simulate_with(test::scenario_from(j), test::FreeNetwork{});
-  EXPECT_EQ(count(pure, "gradient cast and pre-divide (FSDP1)", cost.memory_s(2 * 2 * layer), Stream::Compute), 8 * L);
+  EXPECT_EQ(count(pure, OpRole::GradCastPreDivide, cost.memory_s(2 * 2 * layer), Stream::Compute), 8 * L);
 }
 
 TEST(Fsdp, MixedPrecisionDtypesSetTheGatherAndReduceBytes) {
@@ -176,22 +176,22 @@ TEST(Fsdp, MixedPrecisionDtypesSetTheGatherAndReduceBytes) {
   // 2023 Composer DEFAULT: parameters gathered in fp32.
   Json j = test::base_scenario();
   j["parallel"]["fsdp"] = {{"sharding", "full"}};
-  auto bytes_of = [](const Json& s, const std::string& label) {
+  auto bytes_of = [](const Json& s, OpRole role) {
     const auto out = test::simulate_with(test::scenario_from(s), BytesNetwork{});
     for (size_t i = 0; i < out.program.ops.size(); ++i)
-      if (out.program.labels[static_cast<size_t>(out.program.ops[i].label)] == label) return time_to_seconds(out.program.ops[i].duration) * 1e9;
+      if (out.program.role(out.program.ops[i]) == role) return time_to_seconds(out.program.ops[i].duration) * 1e9;
     return 0.0;
   };
-  const double ag = bytes_of(j, "param all-gather fwd"), rs = bytes_of(j, "grad reduce-scatter");
+  const double ag = bytes_of(j, OpRole::ParamAllGatherFwd), rs = bytes_of(j, OpRole::GradReduceScatter);
   const Scenario base = test::scenario_from(j);
-  EXPECT_EQ(base.fsdp_param_dtype(), "bf16");
-  EXPECT_EQ(base.fsdp_reduce_dtype(), "bf16");
+  EXPECT_EQ(base.fsdp_param_dtype(), Dtype::Bf16);
+  EXPECT_EQ(base.fsdp_reduce_dtype(), Dtype::Bf16);
   EXPECT_EQ(base.resolved()["parallel"]["fsdp"]["reduce_dtype"], "bf16");
   j["parallel"]["fsdp"]["reduce_dtype"] = "fp32";
-  EXPECT_NEAR(bytes_of(j, "grad reduce-scatter") / rs, 2.0, 1e-6);
-  EXPECT_NEAR(bytes_of(j, "param all-gather fwd") / ag, 1.0, 1e-6);
+  EXPECT_NEAR(bytes_of(j, OpRole::GradReduceScatter) / rs, 2.0, 1e-6);
+  EXPECT_NEAR(bytes_of(j, OpRole::ParamAllGatherFwd) / ag, 1.0, 1e-6);
   j["parallel"]["fsdp"]["param_dtype"] = "fp32";
-  EXPECT_NEAR(bytes_of(j, "param all-gather fwd") / ag, 2.0, 1e-6);
+  EXPECT_NEAR(bytes_of(j, OpRole::ParamAllGatherFwd) / ag, 2.0, 1e-6);
   EXPECT_EQ(test::scenario_from(j).resolved()["parallel"]["fsdp"]["param_dtype"], "fp32");
   j["parallel"]["fsdp"]["param_dtype"] = "fp8";
   EXPECT_NE(test::scenario_error(j).find("test.json: /parallel/fsdp/param_dtype"), std::string::npos) << test::scenario_error(j);
@@ -215,12 +215,12 @@ TEST(Fsdp, CpuOffloadMovesStatesToTheHostAndPaysPcieAndCpuOptimizer) {
   std::int64_t h2d = 0, d2h = 0, ag = 0, rs = 0;
   double opt = 0;
   for (const auto& o : b.program.ops) {
-    const std::string& l = b.program.labels[static_cast<size_t>(o.label)];
-    h2d += l == "param shard H2D (offload)";
-    d2h += l == "grad shard D2H (offload)";
-    ag += l.rfind("param all-gather", 0) == 0;
-    rs += l == "grad reduce-scatter";
-    if (l == "optimizer step (CPU)") opt = time_to_seconds(o.duration);
+    const OpRole l = b.program.role(o);
+    h2d += l == OpRole::ParamShardH2D;
+    d2h += l == OpRole::GradShardD2H;
+    ag += l == OpRole::ParamAllGatherFwd || l == OpRole::ParamAllGatherBwd;
+    rs += l == OpRole::GradReduceScatter;
+    if (l == OpRole::OptimizerStepCpu) opt = time_to_seconds(o.duration);
   }
   EXPECT_EQ(h2d, ag);
   EXPECT_EQ(d2h, rs);

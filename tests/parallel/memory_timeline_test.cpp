@@ -74,7 +74,7 @@ TEST(TrainMetrics, EachMetricIsOneEagerCrossEntropyAfterEveryMicrobatchsBackward
   const double logits = 2.0 * 1024 * 32000, m = 4;
   const Scenario none = test::scenario_from(j);
   const auto base = test::simulate_with(none, test::FreeNetwork{});
-  const CostModel cost(none.profile, none.training.dtype, kAttentionDefault, 1);
+  const CostModel cost(none.profile, none.training.gemm_dtype(), kAttentionDefault, 1);
   for (const auto& names : {std::vector<std::string>{"cross_entropy"}, std::vector<std::string>{"cross_entropy", "perplexity"}}) {
     j["training"]["train_metrics"] = names;
     const Scenario sc = test::scenario_from(j);
@@ -88,7 +88,7 @@ TEST(TrainMetrics, EachMetricIsOneEagerCrossEntropyAfterEveryMicrobatchsBackward
     const auto out = test::simulate_with(sc, test::FreeNetwork{});
     int ops = 0;
     for (const Op& op : out.program.ops)
-      if (op.phase == Phase::Other && out.program.labels[static_cast<size_t>(op.label)] == "train metrics") {
+      if (op.phase == Phase::Other && out.program.role(op) == OpRole::TrainMetrics) {
         ++ops;
         EXPECT_NEAR(time_to_seconds(op.duration), static_cast<double>(names.size()) * one, 1e-9);
       }

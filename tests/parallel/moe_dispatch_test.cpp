@@ -114,7 +114,7 @@ TEST(MoeDispatch, PerExpertLoadsPriceAsNcclsEvenAllToAll) {
     "parallel": {"dp": 16, "ep": 16, "zero_stage": 1}
   })");
   const Scenario sc = test::scenario_from(j);
-  const auto net = make_network("analytical", sc.profile, sc.cluster);
+  const auto net = make_network(NetworkKind::Analytical, sc.profile, sc.cluster);
   const double bytes = 4096.0 * 8 * 2048 * 2;
   for (const auto& [n, g] : {std::pair{16, 8}, {8, 8}}) {
     CollectiveSpec c;

@@ -78,7 +78,7 @@ TEST(MoE, AllToAllsSitOnTheCriticalPathUnlessOverlapped) {
   EXPECT_NEAR(real.result.step_time_s - free.result.step_time_s, a2a, 0.02 * real.result.step_time_s);
   // 4 per layer per microbatch: 48 layers x 4 microbatches x 4.
   const Scenario sc = test::scenario_from(j);
-  const auto net = make_network("analytical", sc.profile, sc.cluster);
+  const auto net = make_network(NetworkKind::Analytical, sc.profile, sc.cluster);
   const Layout l = make_layout(sc);
   const double one = net->time_s(l.ep_group(CollOp::AllToAll, 4096.0 * 8 * 2048 * 2));
   EXPECT_NEAR(a2a, 48 * 4 * 4 * one, 1e-6 * a2a);
@@ -196,12 +196,12 @@ TEST(MoE, FsdpShardsTheExpertsOverTheExpertDataParallelGroup) {
     const SimulationOutput out = test::simulate_with(sc, Bytes{});
     const double experts = expert_params_per_layer(sc.model), layer = count_params(sc.model).per_layer;
     const double dense = layer - experts, edp = 16.0 / static_cast<double>(ep);
-    std::map<std::string, double> bytes;
-    for (const Op& o : out.program.ops) bytes[out.program.labels[static_cast<size_t>(o.label)]] += time_to_seconds(o.duration) * 1e9;
+    std::map<OpRole, double> bytes;
+    for (const Op& o : out.program.ops) bytes[out.program.role(o)] += time_to_seconds(o.duration) * 1e9;
     const double layers = 48;  // one microbatch: one forward and one backward gather per layer
-    EXPECT_NEAR(bytes["param all-gather fwd"], layers * 2 * dense, 1e3) << "ep " << ep;
-    EXPECT_NEAR(bytes["expert param all-gather fwd"], ep < 16 ? layers * 2 * experts / static_cast<double>(ep) : 0.0, 1e3) << ep;
-    EXPECT_NEAR(bytes["expert grad reduce-scatter"], ep < 16 ? layers * 2 * experts / static_cast<double>(ep) : 0.0, 1e3) << ep;
+    EXPECT_NEAR(bytes[OpRole::ParamAllGatherFwd], layers * 2 * dense, 1e3) << "ep " << ep;
+    EXPECT_NEAR(bytes[OpRole::ExpertParamAllGatherFwd], ep < 16 ? layers * 2 * experts / static_cast<double>(ep) : 0.0, 1e3) << ep;
+    EXPECT_NEAR(bytes[OpRole::ExpertGradReduceScatter], ep < 16 ? layers * 2 * experts / static_cast<double>(ep) : 0.0, 1e3) << ep;
     // Static weights: the dense part and the embedding / head over 16, the rank's experts over edp.
     const ParamCount pc = count_params(sc.model);
     const double want = 2 * ((48 * dense + pc.embedding + pc.head) / 16 + 48 * experts / static_cast<double>(ep) / edp);

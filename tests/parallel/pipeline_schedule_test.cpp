@@ -64,8 +64,8 @@ TEST(Pipeline, DeepSpeedPipelineReducesGradientsAfterTheLastBackward) {
     for (size_t i = 0; i < p.ops.size(); ++i) {
       if (p.ops[i].rank != rank) continue;
       if (p.ops[i].phase == Phase::Backward) last_bwd = std::max(last_bwd, out.timeline.end[i]);
-      const std::string& l = p.labels[static_cast<size_t>(p.ops[i].label)];
-      if (l == "grad reduce-scatter" || l == "grad all-reduce") first_reduce = std::min(first_reduce, out.timeline.start[i]);
+      const OpRole l = p.role(p.ops[i]);
+      if (l == OpRole::GradReduceScatter || l == OpRole::GradAllReduce) first_reduce = std::min(first_reduce, out.timeline.start[i]);
     }
     return std::pair{first_reduce, last_bwd};
   };
@@ -212,7 +212,7 @@ TEST(Schedule, InterleavedStagesReduceEachGradientOnce) {
     const SimulationOutput out = test::simulate_with(sc, BytesNetwork{});
     std::vector<double> reduced(2, 0.0);
     for (const Op& o : out.program.ops)
-      if (out.program.labels[static_cast<size_t>(o.label)] == "grad all-reduce")
+      if (out.program.role(o) == OpRole::GradAllReduce)
         reduced[static_cast<size_t>(o.rank)] += time_to_seconds(o.duration) * 1e9;
     const ParamCount pc = count_params(sc.model);
     EXPECT_NEAR(reduced[0], 2 * (16 * pc.per_layer + pc.embedding), 64.0) << "vpp " << vpp;

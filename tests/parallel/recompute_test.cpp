@@ -68,7 +68,7 @@ TEST(Recompute, OpLevelSacReplaysEveryOtherMatmulAndTheElementwiseOps) {
   const Scenario sac = test::scenario_from(j);
   const auto out = test::simulate_with(sac, test::FreeNetwork{});
   const LayerGraph g = build_layer_graph(sac.model, layer_shape(sac));
-  const CostModel cost(sac.profile, sac.training.dtype, kAttentionDefault, sac.cluster.gpus());
+  const CostModel cost(sac.profile, sac.training.gemm_dtype(), kAttentionDefault, sac.cluster.gpus());
   double replay = 0;
   for (const Block* b : {&g.attn_fwd, &g.mlp_fwd})
     for (const auto& k : b->kernels) {

@@ -88,7 +88,7 @@ TEST(ContextParallel, AllGatherExposesTheGatherAndKeepsTheGatheredKv) {
   j["parallel"] = {{"dp", 2}, {"tp", 1}, {"pp", 1}, {"cp", 8}, {"schedule", "ddp"}};
   j["training"] = {{"global_batch", 4}, {"micro_batch", 1}, {"seq_len", 16384}};
   const Scenario ring_sc = test::scenario_from(j);
-  EXPECT_EQ(ring_sc.parallel.cp_impl, "ring");
+  EXPECT_EQ(ring_sc.parallel.cp_impl, CpImpl::Ring);
   j["parallel"]["cp_impl"] = "allgather";
   const Scenario ag_sc = test::scenario_from(j);
   EXPECT_EQ(ag_sc.resolved()["parallel"]["cp_impl"], "allgather");
@@ -109,21 +109,22 @@ TEST(ContextParallel, AllGatherExposesTheGatherAndKeepsTheGatheredKv) {
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const Op& o = p.ops[i];
     if (o.rank != 0) continue;
-    const std::string& name = p.labels[static_cast<size_t>(o.label)];
-    if (name == "cp kv all-gather" || name == "cp dkv reduce-scatter") {
+    const OpRole name = p.role(o);
+    if (name == OpRole::CpKvAllGather || name == OpRole::CpDkvReduceScatter) {
       EXPECT_EQ(o.stream, Stream::Compute);
-      const bool gather = name == "cp kv all-gather";
+      const bool gather = name == OpRole::CpKvAllGather;
       EXPECT_NEAR(time_to_seconds(o.duration), gather ? gather_s : scatter_s, 1e-9);
       (gather ? gathers : scatters)++;
       if (gather)  // the next op of the rank's compute stream is the attention, after the gather
         for (size_t k = i + 1; k < p.ops.size(); ++k)
           if (p.ops[k].rank == 0 && p.ops[k].stream == Stream::Compute) {
-            EXPECT_EQ(p.labels[static_cast<size_t>(p.ops[k].label)], "attention fwd");
+            EXPECT_EQ(p.role(p.ops[k]), OpRole::AttnFwd);
             EXPECT_GE(ag.timeline.start[k], ag.timeline.end[i]);
             break;
           }
     }
-    EXPECT_NE(name, "cp kv ring");
+    EXPECT_NE(name, OpRole::CpKvRingFwd);  // no ring exchange with the all-gather implementation
+    EXPECT_NE(name, OpRole::CpKvRingBwd);
   }
   const std::int64_t layer_passes = ag_sc.model.layers * ag_sc.training.global_batch / (2 * ag_sc.training.micro_batch);
   EXPECT_EQ(gathers, layer_passes);  // one per layer and microbatch
@@ -150,7 +151,7 @@ TEST(ContextParallel, AllGatherExposesTheGatherAndKeepsTheGatheredKv) {
   const auto replay = [](const SimulationOutput& o) {
     double s = 0;
     for (const Op& op : o.program.ops)
-      if (op.rank == 0 && o.program.labels[static_cast<size_t>(op.label)] == "recompute fwd") s += time_to_seconds(op.duration);
+      if (op.rank == 0 && o.program.role(op) == OpRole::RecomputeFwd) s += time_to_seconds(op.duration);
     return s;
   };
   EXPECT_NEAR(replay(ag_full) - replay(ring_full), static_cast<double>(layer_passes) * gather_s, 1e-6);

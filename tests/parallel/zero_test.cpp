@@ -38,20 +38,20 @@ TEST(ZeroThree, DeepSpeed03GathersTensorByTensorAfterComputeWithACopyPerRank) {
   double gathered_bytes = 0;
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const Op& o = p.ops[i];
-    const std::string& l = p.labels[static_cast<size_t>(o.label)];
+    const OpRole l = p.role(o);
     if (o.rank != 0 || o.microbatch != 0) continue;
     const double s = time_to_seconds(o.duration);
-    if (l == "param all-gather (one tensor)") {
+    if (l == OpRole::ParamAllGatherOneTensor) {
       EXPECT_NEAR(s * 1e9, 2 * tensors[gathers % tensors.size()], 1e-3) << gathers;
       gathered_bytes += s * 1e9;
       ++gathers;
-    } else if (l == "all-gather copy-back (one per rank)") {
+    } else if (l == OpRole::AllGatherCopyBackPerRank) {
       EXPECT_GT(s, copies_s);
       ++copy_backs;
-    } else if (l == "grad reduce-scatter (one tensor)") {
+    } else if (l == OpRole::GradReduceScatterOneTensor) {
       EXPECT_NEAR(s * 1e9, 2 * tensors[reduces % tensors.size()], 1e-3) << reduces;
       ++reduces;
-    } else if (l == "reduce-scatter copy-in (one per rank)") {
+    } else if (l == OpRole::ReduceScatterCopyInPerRank) {
       EXPECT_GT(s, copies_s);
       ++copy_ins;
     }
@@ -68,7 +68,7 @@ TEST(ZeroThree, DeepSpeed03GathersTensorByTensorAfterComputeWithACopyPerRank) {
     if (p.ops[i].rank == 0 && p.ops[i].stream == Stream::Compute && out.timeline.end[i] > out.timeline.start[i])
       compute.emplace_back(out.timeline.start[i], out.timeline.end[i]);
   for (size_t i = 0; i < p.ops.size(); ++i) {
-    if (p.ops[i].rank != 0 || p.labels[static_cast<size_t>(p.ops[i].label)] != "param all-gather (one tensor)") continue;
+    if (p.ops[i].rank != 0 || p.role(p.ops[i]) != OpRole::ParamAllGatherOneTensor) continue;
     for (const auto& [cs, ce] : compute)
       EXPECT_FALSE(out.timeline.start[i] < ce && cs < out.timeline.end[i]) << "gather " << i << " overlaps compute";
   }
@@ -90,10 +90,10 @@ TEST(ZeroImpl, DeepSpeedBf16OptimizerKeepsAnFp32BufferForEveryLocalParameter) {
   const double params = pc.total();
   const auto grads = [](const SimulationOutput& o) { return o.program.ranks[0].static_mem[static_cast<size_t>(MemCat::Grads)]; };
   EXPECT_NEAR(static_cast<double>(grads(bf16) - grads(fp16)), 4 * params, 1.0);
-  const CostModel cost(sc.profile, sc.training.dtype, kAttentionDefault, sc.cluster.gpus());
+  const CostModel cost(sc.profile, sc.training.gemm_dtype(), kAttentionDefault, sc.cluster.gpus());
   std::size_t passes = 0;
   for (const Op& op : bf16.program.ops)
-    if (op.rank == 0 && bf16.program.labels[static_cast<size_t>(op.label)] == "grad accumulate" &&
+    if (op.rank == 0 && bf16.program.role(op) == OpRole::GradAccumulate &&
         std::abs(time_to_seconds(op.duration) - cost.memory_s(10 * pc.per_layer)) < 1e-12)
       ++passes;
   EXPECT_EQ(passes, static_cast<std::size_t>(sc.microbatches() * sc.model.layers));  // one per layer and microbatch
@@ -142,7 +142,7 @@ TEST(ZeroTwo, ReduceScattersEveryMicrobatchWhereZeroOneReducesOnce) {
   auto reduces = [](const SimulationOutput& o) {
     std::map<std::int32_t, int> per_mb;
     for (const Op& op : o.program.ops)
-      if (op.rank == 0 && o.program.labels[static_cast<size_t>(op.label)] == "grad reduce-scatter") per_mb[op.microbatch]++;
+      if (op.rank == 0 && o.program.role(op) == OpRole::GradReduceScatter) per_mb[op.microbatch]++;
     return per_mb;
   };
   j["parallel"]["zero_stage"] = 1;
@@ -161,7 +161,7 @@ TEST(ZeroTwo, ReduceScattersEveryMicrobatchWhereZeroOneReducesOnce) {
   const auto rs_seconds = [](const SimulationOutput& o) {
     double sec = 0;
     for (const Op& op : o.program.ops)
-      if (op.rank == 0 && o.program.labels[static_cast<size_t>(op.label)] == "grad reduce-scatter") sec += time_to_seconds(op.duration);
+      if (op.rank == 0 && o.program.role(op) == OpRole::GradReduceScatter) sec += time_to_seconds(op.duration);
     return sec;
   };
   EXPECT_NEAR(rs_seconds(z2), m * rs_seconds(z1), 1e-9 * m * rs_seconds(z1));

@@ -96,7 +96,7 @@ TEST(InvalidScenario, EachProducesItsExactError) {
       {"fsdp and zero", [](Json& j) { j["parallel"]["zero_stage"] = 2; j["parallel"]["fsdp"] = {{"sharding", "full"}}; },
        "test.json: /parallel/zero_stage: set either fsdp or zero_stage, not both"},
       {"naive with microbatches", [](Json& j) { j["parallel"] = {{"dp", 2}, {"pp", 4}, {"schedule", "naive"}}; },
-       "test.json: /training/micro_batch: the naive model-parallel schedule does not split the batch: micro_batch must be global_batch/dp = 32 (use gpipe or 1f1b for microbatching)"},
+       "test.json: /training/micro_batch: the naive schedule does not split the batch: micro_batch must be global_batch/dp = 32 (use gpipe or 1f1b for microbatching)"},
       {"dataparallel across nodes", [](Json& j) { j["cluster"]["nodes"] = 2; j["parallel"] = {{"dp", 16}, {"schedule", "dataparallel"}}; },
        "test.json: /parallel/schedule: \"dataparallel\" (single-process torch.nn.DataParallel) runs on one node with tp = cp = 1"},
       {"bad recompute", [](Json& j) { j["parallel"]["recompute"] = "partial"; },

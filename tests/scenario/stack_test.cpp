@@ -59,8 +59,8 @@ TEST(Stacks, TheScenarioOverridesTheStackWhichOverridesTheDefaults) {
   j["training"]["loss_impl"] = "fused";
   const Scenario sc = test::scenario_from(j);
   EXPECT_EQ(sc.training.loss_impl, "fused");       // the scenario's own
-  EXPECT_EQ(sc.training.norm_impl, "eager");       // the stack's (RMSNorm model)
-  EXPECT_EQ(sc.parallel.fsdp->reduce_dtype, "fp32");
+  EXPECT_EQ(sc.training.norm_impl, NormImpl::Eager);       // the stack's (RMSNorm model)
+  EXPECT_EQ(sc.parallel.fsdp->reduce_dtype, Dtype::Fp32);
   EXPECT_EQ(sc.training.make_vocab_size_divisible_by, 1);  // the stack does not set it: the default
   const Json o = sc.resolved()["_origins"];
   EXPECT_EQ(o["training.loss_impl"], "scenario");
@@ -79,7 +79,7 @@ TEST(Stacks, AValueWhoseConditionFailsKeepsTheDefaultAndSaysWhy) {
   EXPECT_NE(o["parallel.fsdp.version"].get<std::string>().find("only where the scenario has parallel.fsdp"), std::string::npos);
   j["stack"] = "megatron-bridge@26.04";
   const Scenario mb = test::scenario_from(j);
-  EXPECT_EQ(mb.training.fp8_recipe, "delayed");  // "current" applies to fp8 only
+  EXPECT_EQ(mb.training.fp8_recipe, Fp8Recipe::Delayed);  // "current" applies to fp8 only
   EXPECT_NE(mb.resolved()["_origins"]["training.fp8_recipe"].get<std::string>().find("dtype fp8"), std::string::npos);
   EXPECT_EQ(mb.training.attention_kernel, "cudnn");  // on H100
   j["cluster"]["gpu"] = "a100-sxm4-80g";

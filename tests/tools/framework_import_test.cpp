@@ -37,7 +37,7 @@ TEST(FrameworkImport, MegatronArgumentFile) {
   EXPECT_EQ(sc.parallel.tp, 2);
   EXPECT_EQ(sc.parallel.pp, 2);
   EXPECT_EQ(sc.parallel.dp, 2);
-  EXPECT_EQ(sc.parallel.schedule, "1f1b");
+  EXPECT_EQ(sc.parallel.schedule, Schedule::OneFOneB);
   EXPECT_TRUE(sc.parallel.sequence_parallel);
   EXPECT_EQ(sc.parallel.zero_stage, 1);
   EXPECT_TRUE(sc.parallel.overlap_grad_reduce);  // the flag overrides the stack's default (off)
@@ -47,8 +47,8 @@ TEST(FrameworkImport, MegatronArgumentFile) {
   EXPECT_TRUE(sc.training.fp32_grad_accumulation);  // the stack: Megatron's bf16 main_grads
   EXPECT_EQ(sc.model.layers, 32);
   EXPECT_EQ(sc.model.kv_heads, 8);
-  EXPECT_EQ(sc.model.activation, "swiglu");
-  EXPECT_EQ(sc.model.norm, "rmsnorm");
+  EXPECT_EQ(sc.model.activation, Activation::SwiGlu);
+  EXPECT_EQ(sc.model.norm, NormKind::RmsNorm);
   EXPECT_FALSE(sc.model.dropout);
   EXPECT_FALSE(sc.model.tied_embeddings);
   EXPECT_EQ(sc.model.vocab, 128256);  // 128256 is a multiple of 128 x tp 2: no padding
@@ -107,10 +107,10 @@ TEST(FrameworkImport, TorchtitanJobFile) {
   EXPECT_EQ(sc.model.name, "llama3-8b");
   EXPECT_EQ(sc.parallel.dp, 8);
   ASSERT_TRUE(sc.parallel.fsdp.has_value());
-  EXPECT_EQ(sc.parallel.fsdp->sharding, "full");
-  EXPECT_EQ(sc.parallel.fsdp->reduce_dtype, "fp32");  // the stack
+  EXPECT_EQ(sc.parallel.fsdp->sharding, FsdpSharding::Full);
+  EXPECT_EQ(sc.parallel.fsdp->reduce_dtype, Dtype::Fp32);  // the stack
   EXPECT_EQ(sc.parallel.recompute, Recompute::SelectiveOp);
-  EXPECT_EQ(sc.training.norm_impl, "eager");  // compile = false: the stack's eager Llama
+  EXPECT_EQ(sc.training.norm_impl, NormImpl::Eager);  // compile = false: the stack's eager Llama
   EXPECT_EQ(sc.training.global_batch, 8);
   EXPECT_EQ(r.unmapped, std::vector<std::string>{});
   std::string compiled = text("llama3_8b.toml");

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "sim/config/json_reader.h"
+#include "models/model.h"
+#include "sim/scenario/choices.h"
 
 namespace parasim {
 

@@ -33,8 +33,8 @@ Json llama_like(const Json& c, const std::string& file, std::set<std::string>& r
   const std::int64_t heads = need(c, "num_attention_heads", file);
   Json m = {{"layers", need(c, "num_hidden_layers", file)}, {"hidden", need(c, "hidden_size", file)}, {"heads", heads},
             {"kv_heads", c.value("num_key_value_heads", heads)}, {"ffn_hidden", need(c, "intermediate_size", file)},
-            {"vocab", need(c, "vocab_size", file)}, {"activation", "swiglu"}, {"tied_embeddings", c.value("tie_word_embeddings", false)},
-            {"position_embedding", "rope"}, {"norm", "rmsnorm"}, {"bias", c.value("attention_bias", false)}, {"dropout", false}};
+            {"vocab", need(c, "vocab_size", file)}, {"activation", name_of(Activation::SwiGlu)}, {"tied_embeddings", c.value("tie_word_embeddings", false)},
+            {"position_embedding", name_of(PositionEmbedding::Rope)}, {"norm", name_of(NormKind::RmsNorm)}, {"bias", c.value("attention_bias", false)}, {"dropout", false}};
   if (c.contains("head_dim") && c["head_dim"].is_number_integer()) m["head_dim"] = c["head_dim"];
   if (c.value("hidden_act", "silu") != "silu") throw ConfigError(file + ": /hidden_act: only SiLU-gated (SwiGLU) MLPs are read");
   const std::int64_t experts = c.value("num_local_experts", c.value("num_experts", 0));
@@ -53,8 +53,8 @@ Json gpt2(const Json& c, const std::string& file, std::set<std::string>& read) {
   const std::int64_t heads = need(c, "n_head", file);
   return {{"layers", need(c, "n_layer", file)}, {"hidden", h}, {"heads", heads}, {"kv_heads", heads},
           {"ffn_hidden", c.contains("n_inner") && c["n_inner"].is_number_integer() ? c["n_inner"].get<std::int64_t>() : 4 * h},
-          {"vocab", need(c, "vocab_size", file)}, {"activation", "gelu"}, {"tied_embeddings", c.value("tie_word_embeddings", true)},
-          {"position_embedding", "learned"}, {"max_positions", need(c, "n_positions", file)}, {"norm", "layernorm"}, {"bias", true},
+          {"vocab", need(c, "vocab_size", file)}, {"activation", name_of(Activation::Gelu)}, {"tied_embeddings", c.value("tie_word_embeddings", true)},
+          {"position_embedding", name_of(PositionEmbedding::Learned)}, {"max_positions", need(c, "n_positions", file)}, {"norm", name_of(NormKind::LayerNorm)}, {"bias", true},
           {"dropout", c.value("resid_pdrop", 0.1) > 0}};
 }
 

@@ -61,11 +61,11 @@ bool map_key(const std::string& k, const std::string& s, Json& sc) {
     t["dtype"] = s.substr(4);
   } else if (k == "optimizer.name") return s == "decoupled_adamw" || s == "adamw";
   else if (k == "fsdp_config.sharding_strategy") {
-    if (s == "FULL_SHARD" || s == "SHARD_GRAD_OP") p["fsdp"]["sharding"] = s == "FULL_SHARD" ? "full" : "grad_op";
+    if (s == "FULL_SHARD" || s == "SHARD_GRAD_OP") p["fsdp"]["sharding"] = name_of(s == "FULL_SHARD" ? FsdpSharding::Full : FsdpSharding::GradOp);
     else if (s == "NO_SHARD") sc["_no_shard"] = true;
     else return false;
   } else if (k == "fsdp_config.mixed_precision") {
-    if (s == "DEFAULT") p["fsdp"]["reduce_dtype"] = "fp32";  // Composer's DEFAULT: params 16-bit, reduce fp32
+    if (s == "DEFAULT") p["fsdp"]["reduce_dtype"] = name_of(Dtype::Fp32);  // Composer's DEFAULT: params 16-bit, reduce fp32
     else if (s != "PURE") return false;
   } else if (k == "fsdp_config.activation_checkpointing") p["recompute"] = s == "true" ? "full" : "none";
   else if (k == "fsdp_config.backward_prefetch") {
@@ -102,8 +102,8 @@ ImportResult import_llm_foundry(const std::string& text, const std::string& file
   r.scenario = scenario_skeleton(o, std::filesystem::path(file).stem().string(), "llm-foundry@0.0.4");
   // MPTConfig's defaults (llmfoundry/models/mpt/configuration_mpt.py): GeLU MLP, low-precision
   // LayerNorm, tied embeddings, learned positions, biases, no dropout.
-  r.scenario["model"] = {{"name", std::filesystem::path(file).stem().string()}, {"activation", "gelu"}, {"norm", "layernorm"},
-                         {"tied_embeddings", true}, {"position_embedding", "learned"}, {"bias", true}, {"dropout", false}};
+  r.scenario["model"] = {{"name", std::filesystem::path(file).stem().string()}, {"activation", name_of(Activation::Gelu)}, {"norm", name_of(NormKind::LayerNorm)},
+                         {"tied_embeddings", true}, {"position_embedding", name_of(PositionEmbedding::Learned)}, {"bias", true}, {"dropout", false}};
   walk(root, root, "", r.scenario, r);
   Json& m = r.scenario["model"];
   if (m.contains("heads")) m["kv_heads"] = m["heads"];
@@ -111,7 +111,7 @@ ImportResult import_llm_foundry(const std::string& text, const std::string& file
   m.erase("_expansion");
   Json& p = r.scenario["parallel"];
   if (r.scenario.value("_no_shard", false)) p.erase("fsdp");
-  else if (p.contains("fsdp") && !p["fsdp"].contains("sharding")) p["fsdp"]["sharding"] = "full";  // Composer's default FULL_SHARD
+  else if (p.contains("fsdp") && !p["fsdp"].contains("sharding")) p["fsdp"]["sharding"] = name_of(FsdpSharding::Full);  // Composer's default FULL_SHARD
   r.scenario.erase("_no_shard");
   apply_model_option(r.scenario, o);
   finish_layout(r.scenario, 0);

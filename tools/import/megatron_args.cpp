@@ -83,11 +83,11 @@ const std::map<std::string, Handler>& valued() {
       {"position-embedding-type",
        [](Args& a, const std::string& v) {
          if (v != "rope" && v != "learned_absolute" && v != "none") throw ConfigError("--position-embedding-type: \"" + v + "\" is not modelled");
-         a.m()["position_embedding"] = v == "learned_absolute" ? "learned" : v;
+         a.m()["position_embedding"] = v == "learned_absolute" ? name_of(PositionEmbedding::Learned) : v;
        }},
       {"hidden-dropout", [](Args& a, const std::string& v) { a.sc["_dropout"]["hidden"] = std::stod(v) > 0; }},
       {"attention-dropout", [](Args& a, const std::string& v) { a.sc["_dropout"]["attention"] = std::stod(v) > 0; }},
-      {"normalization", [](Args& a, const std::string& v) { a.m()["norm"] = v == "RMSNorm" ? "rmsnorm" : "layernorm"; }},
+      {"normalization", [](Args& a, const std::string& v) { a.m()["norm"] = name_of(v == "RMSNorm" ? NormKind::RmsNorm : NormKind::LayerNorm); }},
       {"recompute-granularity", [](Args& a, const std::string& v) { a.p()["recompute"] = v; }},
       {"recompute-method",
        [](Args& a, const std::string& v) {
@@ -100,12 +100,12 @@ const std::map<std::string, Handler>& valued() {
          else if (v == "unfused" || v == "local") a.t()["flash_attention"] = false;
          // auto: Transformer Engine's choice, the stack's
        }},
-      {"fp8-format", [](Args& a, const std::string&) { a.t()["dtype"] = "fp8"; }},
+      {"fp8-format", [](Args& a, const std::string&) { a.t()["dtype"] = name_of(Dtype::Fp8); }},
       {"fp8-recipe",
        [](Args& a, const std::string& v) {
-         const std::map<std::string, std::string> r = {{"delayed", "delayed"}, {"tensorwise", "current"}, {"mxfp8", "mxfp8"}};
+         const std::map<std::string, Fp8Recipe> r = {{"delayed", Fp8Recipe::Delayed}, {"tensorwise", Fp8Recipe::Current}, {"mxfp8", Fp8Recipe::Mxfp8}};
          if (!r.count(v)) throw ConfigError("--fp8-recipe: \"" + v + "\" is not modelled (delayed, tensorwise, mxfp8)");
-         a.t()["fp8_recipe"] = r.at(v);
+         a.t()["fp8_recipe"] = name_of(r.at(v));
        }},
   };
   return h;
@@ -113,13 +113,13 @@ const std::map<std::string, Handler>& valued() {
 
 const std::map<std::string, Handler>& flags() {
   static const std::map<std::string, Handler> h = {
-      {"bf16", [](Args& a, const std::string&) { if (!a.t().contains("dtype")) a.t()["dtype"] = "bf16"; }},
-      {"fp16", [](Args& a, const std::string&) { if (!a.t().contains("dtype")) a.t()["dtype"] = "fp16"; }},
-      {"swiglu", [](Args& a, const std::string&) { a.m()["activation"] = "swiglu"; }},
+      {"bf16", [](Args& a, const std::string&) { if (!a.t().contains("dtype")) a.t()["dtype"] = name_of(Dtype::Bf16); }},
+      {"fp16", [](Args& a, const std::string&) { if (!a.t().contains("dtype")) a.t()["dtype"] = name_of(Dtype::Fp16); }},
+      {"swiglu", [](Args& a, const std::string&) { a.m()["activation"] = name_of(Activation::SwiGlu); }},
       {"untie-embeddings-and-output-weights", set_bool("model", "tied_embeddings", false)},
       {"disable-bias-linear", set_bool("model", "bias", false)},
       {"group-query-attention", [](Args&, const std::string&) {}},
-      {"use-rotary-position-embeddings", [](Args& a, const std::string&) { a.m()["position_embedding"] = "rope"; }},
+      {"use-rotary-position-embeddings", [](Args& a, const std::string&) { a.m()["position_embedding"] = name_of(PositionEmbedding::Rope); }},
       {"sequence-parallel", set_bool("parallel", "sequence_parallel", true)},
       {"use-distributed-optimizer", [](Args& a, const std::string&) { a.p()["zero_stage"] = 1; }},
       {"overlap-grad-reduce", set_bool("parallel", "overlap_grad_reduce", true)},
@@ -161,10 +161,10 @@ void finish_megatron_model(ImportResult& r) {
   if (m.contains("heads") && !m.contains("kv_heads")) m["kv_heads"] = m["heads"];
   if (m.contains("hidden") && !m.contains("ffn_hidden")) {
     const std::int64_t h = m["hidden"];
-    m["ffn_hidden"] = m["activation"] == "swiglu" ? (4 * h * 2 / 3) / 64 * 64 : 4 * h;
+    m["ffn_hidden"] = m["activation"] == name_of(Activation::SwiGlu) ? (4 * h * 2 / 3) / 64 * 64 : 4 * h;
     r.notes.push_back("model.ffn_hidden: Megatron's default for the hidden size");
   }
-  if (m["position_embedding"] == "learned" && !m.contains("max_positions") && r.scenario["training"].contains("seq_len"))
+  if (m["position_embedding"] == name_of(PositionEmbedding::Learned) && !m.contains("max_positions") && r.scenario["training"].contains("seq_len"))
     m["max_positions"] = r.scenario["training"]["seq_len"];
   if (!m.contains("vocab")) r.notes.push_back("model.vocab: the tokenizer's size, not on the command line: give --vocab-size or --model");
 }
@@ -176,8 +176,8 @@ ImportResult import_megatron(const std::vector<std::string>& args, const ImportO
   r.scenario = scenario_skeleton(o, "megatron-import", "megatron-core@0.8");
   // Megatron's defaults for a GPT model: GeLU, LayerNorm, tied embeddings, biases, learned
   // positions, dropout 0.1 (megatron/training/arguments.py).
-  r.scenario["model"] = {{"name", "megatron-import"}, {"activation", "gelu"}, {"norm", "layernorm"}, {"tied_embeddings", true},
-                         {"bias", true}, {"position_embedding", "learned"}, {"dropout", true}};
+  r.scenario["model"] = {{"name", "megatron-import"}, {"activation", name_of(Activation::Gelu)}, {"norm", name_of(NormKind::LayerNorm)}, {"tied_embeddings", true},
+                         {"bias", true}, {"position_embedding", name_of(PositionEmbedding::Learned)}, {"dropout", true}};
   Args a{r.scenario, r.notes};
   int skipped = 0;
   for (size_t i = 0; i < args.size(); ++i) {

@@ -42,20 +42,20 @@ bool map_key(const std::string& k, const toml::node& v, Json& sc, std::map<std::
   else if (k == "experimental.context_parallel_degree") p["cp"] = i64();
   else if (k == "experimental.enable_async_tensor_parallel") p["tp_comm_overlap"] = yes();
   else if (k == "training.compile") {
-    if (yes()) t.update({{"norm_impl", "fused"}, {"rope_impl", "fused"}, {"loss_impl", "fused"}});
+    if (yes()) t.update({{"norm_impl", name_of(NormImpl::Fused)}, {"rope_impl", name_of(RopeImpl::Fused)}, {"loss_impl", "fused"}});
     if (yes()) r.notes.push_back("compile = true: the norms, RoPE and the loss as fused (Triton) kernels");
   } else if (k == "training.mixed_precision_param") {
     const std::string d = str();
     if (d != "bfloat16" && d != "float32") return false;
-    t["dtype"] = d == "bfloat16" ? "bf16" : "fp32";
+    t["dtype"] = name_of(d == "bfloat16" ? Dtype::Bf16 : Dtype::Fp32);
   } else if (k == "activation_checkpoint.mode") p["recompute"] = str();
   else if (k == "activation_checkpoint.selective_ac_option") {
     if (str() != "op") return false;  // every N-th layer: not modelled
     deg["selective_op"] = 1;
   } else if (k == "float8.enable_float8_linear") {
-    if (yes()) t.update({{"dtype", "fp8"}, {"fp8_recipe", "current"}});
+    if (yes()) t.update({{"dtype", name_of(Dtype::Fp8)}, {"fp8_recipe", name_of(Fp8Recipe::Current)}});
   } else if (k == "model.norm_type") {
-    if (str() == "fused_rmsnorm") t["norm_impl"] = "fused";
+    if (str() == "fused_rmsnorm") t["norm_impl"] = name_of(NormImpl::Fused);
     else if (str() != "rmsnorm") return false;
   } else if (k == "model.name" || k == "model.flavor") {
     // read with the zoo table below
@@ -76,7 +76,8 @@ void finish_titan_layout(Json& sc, const std::map<std::string, std::int64_t>& de
   const std::int64_t replicate = deg.count("replicate") ? deg.at("replicate") : 1;
   const std::int64_t shard = deg.count("shard") && deg.at("shard") > 0 ? deg.at("shard") : dp / replicate;
   if (replicate * shard != dp) throw ConfigError("data_parallel_replicate_degree x data_parallel_shard_degree != the data-parallel GPUs (" + std::to_string(dp) + ")");
-  if (shard > 1) p["fsdp"] = replicate > 1 ? Json{{"sharding", "hybrid"}, {"shard_group", shard}} : Json{{"sharding", "full"}};
+  if (shard > 1)
+    p["fsdp"] = replicate > 1 ? Json{{"sharding", name_of(FsdpSharding::Hybrid)}, {"shard_group", shard}} : Json{{"sharding", name_of(FsdpSharding::Full)}};
   if (p.value("recompute", "none") == "selective") p["recompute"] = deg.count("selective_op") ? "selective_op" : "selective";
   const std::int64_t batch = deg.count("batch") ? deg.at("batch") : 8;
   sc["training"]["micro_batch"] = batch;
@@ -85,7 +86,7 @@ void finish_titan_layout(Json& sc, const std::map<std::string, std::int64_t>& de
     p["p2p_sync"] = false;
     r.notes.push_back("parallel.p2p_sync false: torch.distributed.pipelining sends without blocking the stage");
   }
-  if (p.value("cp", 1) > 1) p["cp_impl"] = "allgather";
+  if (p.value("cp", 1) > 1) p["cp_impl"] = name_of(CpImpl::AllGather);
 }
 
 }  // namespace

@@ -42,11 +42,6 @@ std::optional<AlgoEstimate> hierarchical_estimate(const AlgoInput& in, NcclProto
 std::optional<AlgoEstimate> direct_estimate(const AlgoInput& in, NcclProto p);
 std::optional<AlgoEstimate> p2p_estimate(const AlgoInput& in, NcclProto p);
 
-struct TunerOverride {
-  std::string algorithm = "auto";  // auto | ring | tree | nvls | hierarchical | direct | p2p
-  std::string protocol = "auto";   // auto | ll | ll128 | simple
-};
-
 // Every enabled candidate, priced (for `parasim collective --all` and the tests).
 std::vector<AlgoEstimate> tuner_candidates(const AlgoInput& in, const TunerOverride& o);
 // NCCL's choice: the first matching profile rule, else the cheapest candidate. Throws

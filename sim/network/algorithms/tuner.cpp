@@ -37,15 +37,15 @@ NcclProtoCost proto_cost(const AlgoInput& in, NcclAlgo a, NcclProto p) {
 std::vector<AlgoEstimate> tuner_candidates(const AlgoInput& in, const TunerOverride& o) {
   std::vector<AlgoEstimate> out;
   for (NcclAlgo a : kAlgos) {
-    if (o.algorithm != "auto" && o.algorithm != nccl_algo_name(a)) continue;
+    if (o.algorithm && *o.algorithm != a) continue;
     // NCCL has no such algorithm (its multi-node all-gather and reduce-scatter are rings; its
     // low-latency all-reduce is the tree): the hierarchical schedule runs only when a scenario
     // asks for it (a framework's own two-level collective), never by NCCL's choice.
-    if (o.algorithm == "auto" && a == NcclAlgo::Hierarchical) continue;
+    if (!o.algorithm && a == NcclAlgo::Hierarchical) continue;
     // Without NCCL tables in the profile only ring/Simple and the direct/p2p paths are priced.
     if (legacy(in) && a != NcclAlgo::Ring && a != NcclAlgo::Direct && a != NcclAlgo::P2p) continue;
     for (NcclProto p : kProtos) {
-      if (o.protocol != "auto" && o.protocol != nccl_proto_name(p)) continue;
+      if (o.protocol && *o.protocol != p) continue;
       if (legacy(in) && p != NcclProto::Simple) continue;
       if (auto e = estimate(in, a, p)) out.push_back(*e);
     }
@@ -54,7 +54,7 @@ std::vector<AlgoEstimate> tuner_candidates(const AlgoInput& in, const TunerOverr
 }
 
 AlgoEstimate tuner_choose(const AlgoInput& in, const TunerOverride& o) {
-  if (!legacy(in) && o.algorithm == "auto" && o.protocol == "auto") {
+  if (!legacy(in) && !o.algorithm && !o.protocol) {
     for (const NcclRule& r : in.tuning->rules) {
       if (r.op != "any" && r.op != coll_op_name(in.op)) continue;
       if (in.nodes < r.min_nodes || in.nodes > r.max_nodes || in.bytes < r.min_bytes || in.bytes > r.max_bytes) continue;
@@ -64,11 +64,11 @@ AlgoEstimate tuner_choose(const AlgoInput& in, const TunerOverride& o) {
   const auto cands = tuner_candidates(in, o);
   if (cands.empty())
     throw ForcedAlgorithmError(
-        std::string("no collective algorithm can run ") + coll_op_name(in.op) + " with algorithm \"" + o.algorithm + "\" and protocol \"" +
-        o.protocol + "\"" +
+        std::string("no collective algorithm can run ") + coll_op_name(in.op) + " with algorithm \"" + override_name(o.algorithm) +
+        "\" and protocol \"" + override_name(o.protocol) + "\"" +
         (legacy(in) ? " (the GPU profile has no network.nccl tables: only ring/simple, direct and p2p)"
-                    : o.algorithm == "tree" || o.algorithm == "nvls"
-                          ? " (NCCL's tree and NVLS run all-reduce only; NCCL too refuses a global NCCL_ALGO=" + o.algorithm +
+                    : o.algorithm == NcclAlgo::Tree || o.algorithm == NcclAlgo::Nvls
+                          ? " (NCCL's tree and NVLS run all-reduce only; NCCL too refuses a global NCCL_ALGO=" + override_name(o.algorithm) +
                                 " for the job's other collectives: \"no algorithm/protocol available\")"
                           : ""));
   return *std::min_element(cands.begin(), cands.end(), [](const AlgoEstimate& a, const AlgoEstimate& b) { return a.time_s < b.time_s; });

@@ -48,10 +48,10 @@ class DdpEngine final : public GradSyncEngine {
     const Sharding& sh = c_.setup.sh;
     const CollOp grad_op = sh.optimizer ? CollOp::ReduceScatter : CollOp::AllReduce;
     if (bucket_ > 0)
-      sync_ops_.push_back(comm(Phase::DpComm, sh.optimizer ? Label("grad reduce-scatter") : Label("grad all-reduce"),
+      sync_ops_.push_back(comm(Phase::DpComm, sh.optimizer ? Label(op_label::kGradReduceScatter) : Label(op_label::kGradAllReduce),
                                c_.setup.dp_spec(layout(), grad_op, bucket_), {after}));
     if (ebucket_ > 0 && sc().parallel.expert_dp() > 1)  // MoE: expert gradients, over the expert-data-parallel group
-      sync_ops_.push_back(comm(Phase::DpComm, sh.optimizer ? Label("expert grad reduce-scatter") : Label("expert grad all-reduce"),
+      sync_ops_.push_back(comm(Phase::DpComm, sh.optimizer ? Label(op_label::kExpertGradReduceScatter) : Label(op_label::kExpertGradAllReduce),
                                layout().edp_group(grad_op, ebucket_), {after}));
     bucket_ = ebucket_ = 0;
   }
@@ -62,7 +62,7 @@ class DdpEngine final : public GradSyncEngine {
   OpId accumulate(double params, OpId after) {
     if (sc().training.grad_accumulation_fusion || params <= 0) return after;
     const double bytes = params * (sc().dtype_bytes() + 2 * (c_.setup.ds_bf16 ? kMasterBytes : c_.setup.sb.grads));
-    return op(Stream::Compute, Phase::Backward, "grad accumulate", c_.setup.in.cost.memory_s(bytes), {after});
+    return op(Stream::Compute, Phase::Backward, op_label::kGradAccumulate, c_.setup.in.cost.memory_s(bytes), {after});
   }
 
   bool sync_here_ = false;

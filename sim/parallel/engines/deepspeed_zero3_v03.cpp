@@ -33,9 +33,9 @@ class DeepSpeedZero3V03Engine final : public FsdpEngine {
     for (int pass = 0; pass < passes; ++pass)
       for (const double t : tensors) {
         const double bytes = t / static_cast<double>(sc().parallel.tp) * sc().fsdp_param_bytes();
-        const OpId ag = comm(Phase::FsdpGather, "param all-gather (one tensor)", c_.setup.dp_spec(layout(), CollOp::AllGather, bytes), d);
+        const OpId ag = comm(Phase::FsdpGather, op_label::kParamAllGatherOneTensor, c_.setup.dp_spec(layout(), CollOp::AllGather, bytes), d);
         if (first_ag < 0) first_ag = ag;
-        d = {op(Stream::Comm, Phase::FsdpGather, "all-gather copy-back (one per rank)", per_rank_copies_s_ + c_.setup.in.cost.memory_s(2 * bytes), {ag})};
+        d = {op(Stream::Comm, Phase::FsdpGather, op_label::kAllGatherCopyBackPerRank, per_rank_copies_s_ + c_.setup.in.cost.memory_s(2 * bytes), {ag})};
       }
     c_.prog.ops[static_cast<size_t>(first_ag)].at_start = {MemCat::GatheredParams, to_bytes(gathered_bytes(lp))};
     return d;
@@ -46,9 +46,9 @@ class DeepSpeedZero3V03Engine final : public FsdpEngine {
     OpId prev = done;
     for (const double t : tensors_of(layer)) {
       const double gbytes = t / static_cast<double>(sc().parallel.tp) * sc().fsdp_reduce_bytes();
-      const OpId cp = op(Stream::Comm, Phase::DpComm, "reduce-scatter copy-in (one per rank)",
+      const OpId cp = op(Stream::Comm, Phase::DpComm, op_label::kReduceScatterCopyInPerRank,
                          per_rank_copies_s_ + c_.setup.in.cost.memory_s(2 * gbytes), {prev});
-      prev = comm(Phase::DpComm, "grad reduce-scatter (one tensor)", c_.setup.dp_spec(layout(), CollOp::ReduceScatter, gbytes), {cp});
+      prev = comm(Phase::DpComm, op_label::kGradReduceScatterOneTensor, c_.setup.dp_spec(layout(), CollOp::ReduceScatter, gbytes), {cp});
       sync_ops_.push_back(prev);
     }
   }

@@ -28,18 +28,18 @@ std::vector<OpId> FsdpEngine::before_layer(Action::Kind k, std::int64_t layer) {
   if (idx >= 0) d.push_back(layer_done_[static_cast<size_t>(idx)]);
   if (c_.setup.offload) {
     const double shard = lp.all / c_.setup.nd * kMasterBytes;
-    d = {op(Stream::Comm, Phase::FsdpGather, "param shard H2D (offload)", shard / c_.setup.pcie_bps, d)};
+    d = {op(Stream::Comm, Phase::FsdpGather, op_label::kParamShardH2D, shard / c_.setup.pcie_bps, d)};
   }
   return gather(k, layer, lp, std::move(d));
 }
 
 std::vector<OpId> FsdpEngine::gather(Action::Kind k, std::int64_t, const LayerParams& lp, std::vector<OpId> d) {
   const Layout& L = layout();
-  OpId ag = comm(Phase::FsdpGather, k == Action::F ? "param all-gather fwd" : "param all-gather bwd",
+  OpId ag = comm(Phase::FsdpGather, k == Action::F ? Label(op_label::kParamAllGatherFwd) : Label(op_label::kParamAllGatherBwd),
                  c_.setup.dp_spec(L, CollOp::AllGather, unit_bytes({lp.all - lp.experts, 0.0})), d);
   c_.prog.ops[static_cast<size_t>(ag)].at_start = {MemCat::GatheredParams, to_bytes(gathered_bytes(lp))};
   if (lp.experts > 0 && sc().parallel.expert_dp() > 1)
-    ag = comm(Phase::FsdpGather, k == Action::F ? "expert param all-gather fwd" : "expert param all-gather bwd",
+    ag = comm(Phase::FsdpGather, k == Action::F ? Label(op_label::kExpertParamAllGatherFwd) : Label(op_label::kExpertParamAllGatherBwd),
               L.edp_group(CollOp::AllGather, unit_bytes({lp.experts, 0.0})), {ag});
   flush_grad_reduce();  // the previous layer's reduce-scatter queues behind this prefetch
   return after_gather(ag, lp);
@@ -48,7 +48,7 @@ std::vector<OpId> FsdpEngine::gather(Action::Kind k, std::int64_t, const LayerPa
 void FsdpEngine::after_layer(Action::Kind k, std::int64_t layer, OpId done) {
   const LayerParams lp = c_.setup.chunk_layer(vs(), layer);
   if (k == Action::F || k == Action::B) {  // W needs no weights
-    const OpId rel = op(Stream::Compute, Phase::Other, "release gathered params", 0, {done});
+    const OpId rel = op(Stream::Compute, Phase::Other, op_label::kReleaseGatheredParams, 0, {done});
     c_.prog.ops[static_cast<size_t>(rel)].at_end = {MemCat::GatheredParams, -to_bytes(gathered_bytes(lp))};
     layer_done_.push_back(rel);
   }
@@ -75,17 +75,17 @@ void FsdpEngine::emit_grad_reduce(const PendingReduce& p) {
   const double gbytes = (lp.all - lp.experts) * sc().fsdp_reduce_bytes();
   const double ebytes = lp.experts * sc().fsdp_reduce_bytes();
   const OpId in_op = reduce_input(p.grad_ready, lp);
-  const OpId rs = comm(Phase::DpComm, "grad reduce-scatter", u.dp_spec(L, CollOp::ReduceScatter, gbytes), {in_op});
+  const OpId rs = comm(Phase::DpComm, op_label::kGradReduceScatter, u.dp_spec(L, CollOp::ReduceScatter, gbytes), {in_op});
   const double unsharded = gbytes * (1.0 - 1.0 / u.nd) + ebytes * (1.0 - 1.0 / static_cast<double>(par.expert_dp()));
   c_.prog.ops[static_cast<size_t>(rs)].at_start = {MemCat::Grads, to_bytes(unsharded)};
   c_.prog.ops[static_cast<size_t>(rs)].at_end = {MemCat::Grads, -to_bytes(unsharded)};
   sync_ops_.push_back(rs);
   if (ebytes > 0 && par.expert_dp() > 1)
-    sync_ops_.push_back(comm(Phase::DpComm, "expert grad reduce-scatter", L.edp_group(CollOp::ReduceScatter, ebytes), {in_op}));
+    sync_ops_.push_back(comm(Phase::DpComm, op_label::kExpertGradReduceScatter, L.edp_group(CollOp::ReduceScatter, ebytes), {in_op}));
   if (u.sh.nd < par.dp * par.cp)  // HSDP: all-reduce the shard across replicas
     sync_ops_.push_back(comm(Phase::DpComm, "grad all-reduce (replicas)", L.dpcp_outer(CollOp::AllReduce, u.sh.nd, gbytes / u.nd), {rs}));
   if (u.offload)  // the reduced shard goes to the host for the CPU optimizer
-    sync_ops_.push_back(op(Stream::Comm, Phase::DpComm, "grad shard D2H (offload)", lp.all / u.nd * kMasterBytes / u.pcie_bps, {sync_ops_.back()}));
+    sync_ops_.push_back(op(Stream::Comm, Phase::DpComm, op_label::kGradShardD2H, lp.all / u.nd * kMasterBytes / u.pcie_bps, {sync_ops_.back()}));
 }
 
 void register_zero3_engine(GradSyncRegistry& r) {

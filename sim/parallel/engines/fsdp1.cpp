@@ -25,14 +25,14 @@ class Fsdp1Engine final : public FsdpEngine {
   std::int64_t backward_prefetch() const override { return backward_post_ ? 0 : prefetch_; }
 
   OpId gradient_ready(OpId done, const LayerParams& lp) override {
-    return op(Stream::Compute, Phase::Backward, "flat gradient concat (FSDP1)", c_.setup.in.cost.memory_s(2 * lp.all * sc().fsdp_param_bytes()),
+    return op(Stream::Compute, Phase::Backward, op_label::kFlatGradConcat, c_.setup.in.cost.memory_s(2 * lp.all * sc().fsdp_param_bytes()),
               {done});
   }
 
   OpId reduce_input(OpId ready, const LayerParams& lp) override {
     const double all_g = reduce_bytes(lp);
     const double cast = sc().fsdp_reduce_dtype() != sc().fsdp_param_dtype() ? lp.all * sc().fsdp_param_bytes() + all_g : 0.0;
-    return op(Stream::Compute, Phase::Other, "gradient cast and pre-divide (FSDP1)", c_.setup.in.cost.memory_s(cast + 2 * all_g), {ready});
+    return op(Stream::Compute, Phase::Other, op_label::kGradCastPreDivide, c_.setup.in.cost.memory_s(cast + 2 * all_g), {ready});
   }
 
  private:

@@ -15,11 +15,11 @@ class Fsdp2Engine final : public FsdpEngine {
 
  protected:
   std::vector<OpId> after_gather(OpId ag, const LayerParams& lp) override {
-    return {op(Stream::Compute, Phase::Other, "all-gather copy-out (FSDP2)", c_.setup.in.cost.memory_s(2 * unit_bytes(lp)), {ag})};
+    return {op(Stream::Compute, Phase::Other, op_label::kAllGatherCopyOut, c_.setup.in.cost.memory_s(2 * unit_bytes(lp)), {ag})};
   }
 
   OpId reduce_input(OpId ready, const LayerParams& lp) override {
-    return op(Stream::Compute, Phase::Other, "reduce-scatter copy-in (FSDP2)", c_.setup.in.cost.memory_s(lp.all * sc().fsdp_param_bytes() + reduce_bytes(lp)),
+    return op(Stream::Compute, Phase::Other, op_label::kReduceScatterCopyIn, c_.setup.in.cost.memory_s(lp.all * sc().fsdp_param_bytes() + reduce_bytes(lp)),
               {ready});
   }
 };
