@@ -330,6 +330,25 @@ Scenario plan_base_scenario(const PlanJob& job, const std::string& data_dir) {
 
 namespace {
 
+// The expected cost of simulating (or lowering) layout `l` of the job (expected_cost).
+double layout_cost(const PlanJob& job, const PlanLayout& l, std::int64_t model_layers) {
+  const Periodicity& periodic = schedule_def(schedule_registry(), l.schedule).periodicity;
+  return expected_cost(job.global_batch / (l.micro_batch * l.dp), fold_points(periodic, l.pp), model_layers, l.pp, l.vpp);
+}
+
+// parallel_for over `todo`'s layouts, the costliest started first (longest-processing-time order,
+// Graham 1969): a batch's threads then finish close together instead of one waiting on a deep
+// pipeline taken last. fn(k) gets the position k in `todo`, so results land where they would in
+// order, whatever the thread count.
+void parallel_costliest_first(const PlanJob& job, const std::vector<PlanLayout>& layouts, const std::vector<std::size_t>& todo,
+                              const EvalOptions& opt, std::int64_t model_layers, const std::function<void(std::size_t)>& fn) {
+  std::vector<std::size_t> by_cost(todo.size());
+  std::vector<double> cost(todo.size());
+  for (std::size_t k = 0; k < todo.size(); ++k) by_cost[k] = k, cost[k] = layout_cost(job, layouts[todo[k]], model_layers);
+  if (opt.jobs > 1) std::stable_sort(by_cost.begin(), by_cost.end(), [&](std::size_t a, std::size_t b) { return cost[a] > cost[b]; });
+  parallel_for(todo.size(), opt.jobs, opt.stop, [&](std::size_t k) { fn(by_cost[k]); });
+}
+
 // One layout parsed by the strict loader, simulated and made a row; a ConfigError as the kind of
 // rule it broke.
 Outcome evaluate_layout(const PlanJob& job, const std::string& data_dir, const Registries& reg, const PlanLayout& layout,
@@ -355,7 +374,9 @@ void simulate_batch(const PlanJob& job, const std::string& data_dir, const Regis
                     const std::vector<std::size_t>& todo, const EvalOptions& opt, const LoadedData& loaded, std::vector<double>& best,
                     Evaluated& ev) {
   std::vector<Outcome> got(todo.size());
-  parallel_for(todo.size(), opt.jobs, opt.stop, [&](std::size_t k) { got[k] = evaluate_layout(job, data_dir, reg, layouts[todo[k]], todo[k], loaded); });
+  const std::int64_t model_layers = loaded.models.at(job.model).layers;
+  parallel_costliest_first(job, layouts, todo, opt, model_layers,
+                           [&](std::size_t k) { got[k] = evaluate_layout(job, data_dir, reg, layouts[todo[k]], todo[k], loaded); });
   for (Outcome& o : got) {
     ++ev.evaluated;
     if (!o.row) {
@@ -377,7 +398,7 @@ std::vector<double> layout_bounds(const PlanJob& job, const std::string& data_di
                                   const std::vector<std::size_t>& which, const EvalOptions& opt, const LoadedData& loaded,
                                   const std::function<double(const Scenario&)>& bound) {
   std::vector<double> out(which.size(), 0.0);
-  parallel_for(which.size(), opt.jobs, opt.stop, [&](std::size_t k) {
+  parallel_costliest_first(job, layouts, which, opt, loaded.models.at(job.model).layers, [&](std::size_t k) {
     try {
       out[k] = bound(parse_scenario(layout_scenario(job, layouts[which[k]]), job.base_file, data_dir, &loaded));
     } catch (const ConfigError&) {
@@ -459,13 +480,7 @@ PlanResult run_plan(const PlanJob& job, const std::string& data_dir, const Regis
   }
   const std::int64_t model_layers = base.model.layers;
   EvalOptions eo = opt;
-  if (eo.distribution && !eo.cost)
-    eo.cost = [&](std::size_t i) {
-      const PlanLayout& l = layouts[i];
-      const Periodicity& periodic = schedule_def(reg.schedules, l.schedule).periodicity;
-      return expected_cost(job.global_batch / (l.micro_batch * l.dp), fold_points(periodic, l.pp), model_layers, l.pp,
-                           l.vpp);
-    };
+  if (eo.distribution && !eo.cost) eo.cost = [&](std::size_t i) { return layout_cost(job, layouts[i], model_layers); };
   res.evaluated = evaluate_all(
       layouts.size(), [&](std::size_t i) { return evaluate_layout(job, data_dir, reg, layouts[i], i, loaded); }, eo);
   rank_rows(res.evaluated.rows, objective);
