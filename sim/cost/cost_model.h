@@ -84,10 +84,10 @@ class CostModel {
   // as gemm_s, but their output tiles are written to HBM at no more than the streaming rate
   // (memory.hbm_gbps x memory.hbm_efficiency). The epilogue rate compute.gemm_epilogue_gbps is fitted
   // to single GEMMs whose outputs (at most 4096 x 4096, 32 MB) stay in L2; the weight gradient of the
-  // local experts writes their whole weights (E/ep x h x f per GEMM: 50 MB to 1.9 GB for the zoo's
-  // layers), which no L2 absorbs. Measured on an H200 (calibrate/measurements/h200-sxm-141g-moe-2026-12-04,
-  // run 3): at 64 tokens per expert those weight gradients write at 2.4-3.8 TB/s beyond their main loop,
-  // not the 8.4 TB/s epilogue rate.
+  // local experts writes their whole weights (E/ep x h x f per GEMM: 13 MB to 1.9 GB in the shapes
+  // measured below, mostly beyond a 50 MB L2). Measured on an H200 (calibrate/measurements/
+  // h200-sxm-141g-moe-2026-12-04, run 3): at 64 tokens per expert those weight gradients write at
+  // 2.4-3.8 TB/s beyond their main loop (1.7-2.4 TB/s with 4 experts), not the 8.4 TB/s epilogue rate.
   double expert_gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1, bool* measured = nullptr,
                        bool sixteen_bit = false) const;
   // A batched GEMM of unfused attention over heads head_dim wide (QK^T, PV, their gradients): as
