@@ -43,6 +43,9 @@ CostModel::CostModel(const Profile& profile, std::string dtype, const std::strin
       attention_peak_(profile.peak_flops(is_low_precision(dtype_) ? "bf16" : dtype_)),
       pace_(slowest_gpu_pace(profile, slowest)) {
   gemm_ = gemm_kernel_model(profile, dtype_);  // fails early if the profile cannot price this dtype
+  expert_gemm_ = gemm_;
+  expert_gemm_.epilogue_bytes_per_s =
+      std::min(gemm_.epilogue_bytes_per_s, profile.hbm_gbps.value * 1e9 * profile.hbm_efficiency.value);
   // A profile without fused attention prices unfused attention only (as GEMMs and memory passes):
   // attention_s then names the missing figures.
   if (attention_kernel != kAttentionDefault || profile.has_fused_attention)
@@ -52,6 +55,12 @@ CostModel::CostModel(const Profile& profile, std::string dtype, const std::strin
 
 double CostModel::gemm16_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, bool* measured) const {
   return sixteen_bit_ ? sixteen_bit_->gemm_s(m, n, k, batch, measured) : gemm_s(m, n, k, batch, measured);
+}
+
+double CostModel::expert_gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, bool* measured,
+                                bool sixteen_bit) const {
+  if (sixteen_bit && sixteen_bit_) return sixteen_bit_->expert_gemm_s(m, n, k, batch, measured, false);
+  return gemm_in_step_s(benchmark_gemm_s(m, n, k, batch, measured, expert_gemm_));
 }
 
 double CostModel::memory_s(double bytes, double class_ratio) const {
@@ -109,6 +118,11 @@ double CostModel::attention_gemm_s(std::int64_t m, std::int64_t n, std::int64_t 
 }
 
 double CostModel::benchmark_gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, bool* measured) const {
+  return benchmark_gemm_s(m, n, k, batch, measured, gemm_);
+}
+
+double CostModel::benchmark_gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, bool* measured,
+                                   const GemmKernelModel& model) const {
   ++lookups_;
   if (measured) *measured = true;
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
@@ -135,7 +149,7 @@ double CostModel::benchmark_gemm_s(std::int64_t m, std::int64_t n, std::int64_t 
   // 2. The kernel model.
   ++fallbacks_;
   if (measured) *measured = false;
-  return gemm_.time_s(p_, static_cast<double>(m), static_cast<double>(n), static_cast<double>(k), static_cast<double>(batch));
+  return model.time_s(p_, static_cast<double>(m), static_cast<double>(n), static_cast<double>(k), static_cast<double>(batch));
 }
 
 double wave_quantisation(const Profile& p, double m, double n, double batch) {

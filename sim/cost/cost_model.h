@@ -80,6 +80,16 @@ class CostModel {
   // transformer layers' linear layers, not the output layer): priced as bf16 when this model's
   // dtype is fp8, else exactly as gemm_s.
   double gemm16_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1, bool* measured = nullptr) const;
+  // An MoE layer's expert GEMMs (`batch` local experts, one grouped GEMM or one GEMM per expert):
+  // as gemm_s, but their output tiles are written to HBM at no more than the streaming rate
+  // (memory.hbm_gbps x memory.hbm_efficiency). The epilogue rate compute.gemm_epilogue_gbps is fitted
+  // to single GEMMs whose outputs (at most 4096 x 4096, 32 MB) stay in L2; the weight gradient of the
+  // local experts writes their whole weights (E/ep x h x f per GEMM: 13 MB to 1.9 GB in the shapes
+  // measured below, mostly beyond a 50 MB L2). Measured on an H200 (calibrate/measurements/
+  // h200-sxm-141g-moe-2026-12-04, run 3): at 64 tokens per expert those weight gradients write at
+  // 2.4-3.8 TB/s beyond their main loop (1.7-2.4 TB/s with 4 experts), not the 8.4 TB/s epilogue rate.
+  double expert_gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1, bool* measured = nullptr,
+                       bool sixteen_bit = false) const;
   // A batched GEMM of unfused attention over heads head_dim wide (QK^T, PV, their gradients): as
   // gemm_s while head_dim is a 16-byte multiple; otherwise every operand holding the head dimension
   // is off 16 bytes, and the GEMM kernel model prices the main loop at
@@ -113,6 +123,9 @@ class CostModel {
  private:
   // A benchmarked GEMM time as a training step runs it: at the sustained clock and the job's pace.
   double gemm_in_step_s(double benchmark_s) const;
+  // benchmark_gemm_s with `model` pricing the shapes no measured point covers.
+  double benchmark_gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, bool* measured,
+                          const GemmKernelModel& model) const;
   const Profile& p_;
   std::string dtype_;
   double peak_;
@@ -120,6 +133,7 @@ class CostModel {
   double pace_;
   const Profile::AttentionKernel* attention_ = nullptr;
   GemmKernelModel gemm_;
+  GemmKernelModel expert_gemm_;  // gemm_ with the output written at no more than the HBM streaming rate
   std::unique_ptr<CostModel> sixteen_bit_;  // the bf16 model beside an fp8 one (gemm16_s)
   mutable std::int64_t fallbacks_ = 0;
   mutable std::int64_t lookups_ = 0;

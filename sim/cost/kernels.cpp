@@ -17,9 +17,11 @@ double class_ratio(const Profile& p, MemClass c) {
 
 namespace {
 // A GEMM kernel: unfused attention's batched GEMMs carry their head dim, an FP8 recipe's 16-bit
-// GEMMs their flag; the rest are plain GEMMs.
+// GEMMs their flag, an MoE layer's expert GEMMs their module (CostModel::expert_gemm_s); the rest are
+// plain GEMMs.
 double gemm_seconds(const CostModel& c, const Kernel& k, bool* measured = nullptr) {
   if (k.head_dim > 0) return c.attention_gemm_s(k.m, k.n, k.k, k.batch, k.head_dim, measured);
+  if (k.module == LayerModule::Experts) return c.expert_gemm_s(k.m, k.n, k.k, k.batch, measured, k.sixteen_bit);
   return k.sixteen_bit ? c.gemm16_s(k.m, k.n, k.k, k.batch, measured) : c.gemm_s(k.m, k.n, k.k, k.batch, measured);
 }
 }  // namespace
