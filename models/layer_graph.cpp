@@ -631,18 +631,27 @@ ModelGraph build_model_graph(const ModelSpec& model, const LayerShape& shape) {
   return mg;
 }
 
-std::vector<std::string> loss_impl_names() {
-  std::vector<std::string> names;
-  for (const auto& l : kLossImpls) names.emplace_back(l.name);
-  return names;
+const ChoiceRegistry<LossImpl>& loss_impls() {
+  static const ChoiceRegistry<LossImpl> registry = [] {
+    ChoiceRegistry<LossImpl> r("loss implementation");
+    r.add({"megatron", "max, subtract, exp, sum and divide passes over the fp32 logits",
+           "Megatron-LM vocab_parallel_cross_entropy on output.float() (the Megatron-LM default)", {LossImpl::Megatron}});
+    r.add({"eager", "F.cross_entropy on fp32 logits: upcast, log_softmax, nll_loss",
+           "PyTorch F.cross_entropy after .float() (torchtitan, Hugging Face)", {LossImpl::Eager}});
+    r.add({"eager16", "F.cross_entropy on the 16-bit logits, no upcast",
+           "NeMo AutoModel MaskedCrossEntropy with fp32_upcast false", {LossImpl::Eager16}});
+    r.add({"fused", "one kernel over the 16-bit logits that also writes their gradient",
+           "Liger-Kernel fused linear cross entropy, Transformer Engine, torch.compile", {LossImpl::Fused}});
+    r.add({"xentropy", "FlashAttention's CrossEntropyLoss on the 16-bit logits (Apex's xentropy kernels)",
+           "flash_attn.losses.cross_entropy; llm-foundry's default", {LossImpl::Xentropy}});
+    return r;
+  }();
+  return registry;
 }
+
+std::string name_of(LossImpl v) { return name_of(loss_impls(), v); }
 
 std::vector<std::string> train_metric_names() { return {std::begin(kTrainMetrics), std::end(kTrainMetrics)}; }
 
-LossImpl loss_impl_from_name(const std::string& name) {
-  for (const auto& l : kLossImpls)
-    if (name == l.name) return l.impl;
-  throw std::invalid_argument("unknown loss implementation \"" + name + "\"");
-}
 
 }  // namespace parasim

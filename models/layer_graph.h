@@ -24,22 +24,9 @@ enum class MemClass : std::uint8_t { Stream, Norm, Activation, Reduction, Cast }
 // Cross-entropy implementations (see add_loss in layer_graph.cpp for their kernels).
 enum class LossImpl : std::uint8_t { Megatron, Eager, Eager16, Fused, Xentropy };
 
-// The names a scenario gives them (training.loss_impl), in the order the parser lists them; the one
-// table both the parser's choice list and loss_impl_from_name read, so a name cannot be accepted
-// by one and priced as another by the other.
-struct LossImplName {
-  const char* name;
-  LossImpl impl;
-};
-inline constexpr LossImplName kLossImpls[] = {{"megatron", LossImpl::Megatron},
-                                             {"eager", LossImpl::Eager},
-                                             {"eager16", LossImpl::Eager16},
-                                             {"fused", LossImpl::Fused},
-                                             {"xentropy", LossImpl::Xentropy}};
-inline constexpr const char* kLossImplDefault = "megatron";
-std::vector<std::string> loss_impl_names();
-// Throws std::invalid_argument for a name not in kLossImpls.
-LossImpl loss_impl_from_name(const std::string& name);
+// The names a scenario gives them (training.loss_impl), parsed once into the enum.
+const ChoiceRegistry<LossImpl>& loss_impls();
+std::string name_of(LossImpl v);
 
 // Training metrics a scenario can name (training.train_metrics), each priced as one cross entropy
 // over the logits without gradients (add_train_metrics in layer_graph.cpp): Composer's

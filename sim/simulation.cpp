@@ -34,7 +34,7 @@ LayerShape layer_shape(const Scenario& sc) {
   sh.eager_rope = sc.training.rope_impl == RopeImpl::Eager;
   sh.eager_dropout_add = sc.training.dropout_add_impl == DropoutAddImpl::Eager;
   sh.mtp_layers = sc.training.mtp_layers;
-  sh.loss = loss_impl_from_name(sc.training.loss_impl);
+  sh.loss = sc.training.loss_impl;
   sh.train_metrics = static_cast<std::int64_t>(sc.training.train_metrics.size());
   return sh;
 }
@@ -219,9 +219,9 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
   const std::string gd = sc.training.gemm_dtype();
   if (p.gemm_max_efficiency.count(gd) && p.gemm_max_efficiency.at(gd).how == "assumed") assumed.insert("gemm_max_efficiency." + gd);
   if (sc.training.flash_attention) {
-    const Profile::AttentionKernel& a = p.attention_kernel(sc.training.attention_kernel);
-    const bool dflt = sc.training.attention_kernel == kAttentionDefault;
-    const std::string k = dflt ? "attention_" : "attention_kernels." + sc.training.attention_kernel + ".";
+    const Profile::AttentionKernel& a = p.attention_kernel(name_of(sc.training.attention_kernel));
+    const bool dflt = sc.training.attention_kernel == AttentionKernel::Flash;
+    const std::string k = dflt ? "attention_" : "attention_kernels." + name_of(sc.training.attention_kernel) + ".";
     // One entry for the kernel's efficiencies and one for its sequence and head-dim overheads.
     for (const auto& f : Profile::kAttentionFigures)
       if ((a.*f.member).how == "assumed")

@@ -27,13 +27,11 @@ struct SimulationOutput {
 enum class Detail { Summary, Partition, Timeline };
 
 // Registries of everything selectable by name, built once by the caller.
+// The built-in registries the simulation reads (each built once: schedule_registry(),
+// pipeline_engines()), so the parser, the lowering, the planner and `parasim list` read one list.
 struct Registries {
-  ScheduleRegistry schedules{"schedule"};
-  PipelineEngineRegistry pipeline_engines{"pipeline engine"};
-  Registries() {
-    register_builtins(schedules);
-    register_pipeline_engines(pipeline_engines);
-  }
+  const ScheduleRegistry& schedules = schedule_registry();
+  const PipelineEngineRegistry& pipeline_engines = parasim::pipeline_engines();
 };
 
 // Every registry whose names a scenario key takes (the schedules, and sim/scenario/choices.h's),

@@ -149,7 +149,7 @@ void print_summary(std::ostream& os, const Scenario& sc, const Result& r, const 
              sc.training.dtype == Dtype::Fp8 && sc.training.fp8_recipe == Fp8Recipe::Nvfp4 ? std::string("nvfp4 (block-scaled FP4 linear layers)")
              : sc.training.dtype == Dtype::Fp8 ? "fp8 (" + name_of(sc.training.fp8_recipe) + " scaling)" : name_of(sc.training.dtype),
              name_of(p.recompute),
-             sc.training.flash_attention ? sc.training.attention_kernel : "unfused");
+             sc.training.flash_attention ? name_of(sc.training.attention_kernel) : std::string("unfused"));
   fmt::print(os, "  {:<22} {}\n", "step time", human_s(r.step_time_s));
   fmt::print(os, "  {:<22} {:.0f} ({:.0f} per GPU)\n", "tokens/s", r.tokens_per_s, r.tokens_per_s / static_cast<double>(sc.cluster.gpus()));
   fmt::print(os, "  {:<22} {:.1f}\n", "TFLOP/s per GPU", r.tflops_per_gpu);

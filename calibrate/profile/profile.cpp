@@ -129,6 +129,24 @@ const Registry<NcclProtoDef>& nccl_protocols() {
   return registry;
 }
 
+const ChoiceRegistry<AttentionKernel>& attention_kernel_kinds() {
+  static const ChoiceRegistry<AttentionKernel> registry = [] {
+    ChoiceRegistry<AttentionKernel> r("attention kernel");
+    r.add({"flash", "FlashAttention-2 class, priced by the profile's attention_fwd/bwd_efficiency",
+           "Dao 2023, FlashAttention-2; PyTorch SDPA flash backend, flash-attn 2.x", {AttentionKernel::Flash}});
+    r.add({"flash3", "FlashAttention-3 (Hopper: warp-specialised, asynchronous TMA and WGMMA)",
+           "Shah et al. 2024, FlashAttention-3; flash-attn 3 (hopper/)", {AttentionKernel::Flash3}});
+    r.add({"cudnn", "cuDNN's fused attention (Transformer Engine's NVTE_FUSED_ATTN backend)",
+           "cuDNN Graph API SDPA; Transformer Engine fused attention", {AttentionKernel::Cudnn}});
+    r.add({"triton", "a Triton fused-attention kernel", "Triton's fused attention (e.g. torch.compile / FlexAttention)",
+           {AttentionKernel::Triton}});
+    return r;
+  }();
+  return registry;
+}
+
+std::string name_of(AttentionKernel v) { return name_of(attention_kernel_kinds(), v); }
+
 TunerOverride nccl_override(const std::string& algorithm, const std::string& protocol, const std::string& where) {
   TunerOverride o;
   if (algorithm != "auto") {
@@ -272,7 +290,7 @@ Profile parse_profile(const Json& j, const std::string& file) {
       if (ak->has(kAttentionDefault))
         ak->fail(kAttentionDefault, std::string("the default kernel is priced by compute.attention_fwd_efficiency and ") +
                                         "compute.attention_bwd_efficiency, not listed here");
-      for (const auto& name : kAttentionKernels) {
+      for (const auto& name : attention_kernel_kinds().names()) {
         if (name == kAttentionDefault || !ak->has(name)) continue;
         const JsonObject k = ak->object(name);
         p.attention_kernels[name] = attention_figures(k, "");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/config/json_reader.h"
+#include "sim/core/choice.h"
 #include "sim/core/registry.h"
 
 namespace parasim {
@@ -17,8 +18,10 @@ namespace parasim {
 // class: the kernel PyTorch SDPA, flash-attn 2.x and most frameworks run).
 inline constexpr const char* kAttentionDefault = "flash";
 // Kernels a scenario may name (training.attention_kernel); a profile prices the default and those
-// listed in its compute.attention_kernels.
-inline const std::vector<std::string> kAttentionKernels = {"flash", "flash3", "cudnn", "triton"};
+// listed in its compute.attention_kernels, keyed by these names.
+enum class AttentionKernel : std::uint8_t { Flash, Flash3, Cudnn, Triton };
+const ChoiceRegistry<AttentionKernel>& attention_kernel_kinds();
+std::string name_of(AttentionKernel v);
 // The head dimension a profile's fused-attention efficiencies are stated at (Profile::AttentionKernel).
 inline constexpr double kAttentionHeadDim = 128;
 // GEMM dtypes of the Transformer Engine low-precision recipes: FP8 (per-tensor scaled), MXFP8 and

@@ -1,5 +1,7 @@
 #include "sim/core/program.h"
 
+#include <stdexcept>
+
 namespace parasim {
 
 const char* stream_name(Stream s) {
@@ -27,7 +29,10 @@ const char* memcat_name(MemCat c) {
 std::int32_t Program::label(const std::string& s, OpRole role) {
   // Labels repeat in regular patterns; search from the back where the recent ones are.
   for (size_t i = labels.size(); i-- > 0 && labels.size() - i <= 64;)
-    if (labels[i] == s && label_roles[i] == role) return static_cast<std::int32_t>(i);
+    if (labels[i] == s) {
+      if (label_roles[i] != role) throw std::logic_error("op label \"" + s + "\" emitted with two roles (sim/parallel/op_labels.h)");
+      return static_cast<std::int32_t>(i);
+    }
   labels.push_back(s);
   label_roles.push_back(role);
   return static_cast<std::int32_t>(labels.size() - 1);

@@ -30,7 +30,7 @@ struct PipelineEngineDef {
 };
 using PipelineEngineRegistry = Registry<PipelineEngineDef>;
 void register_pipeline_engines(PipelineEngineRegistry& r);
-PipelineEngineRegistry pipeline_engines();  // the built-in ones
+const PipelineEngineRegistry& pipeline_engines();  // the built-in ones (built once, read only)
 std::string name_of(PipelineImpl v);
 
 // Each engine file's registration.

@@ -160,7 +160,7 @@ Program lower_pipeline(const LoweringInput& in, const StageOrder& order, bool sp
   add_stage_ranks(in, setup, prog, L);
   reserve_ops(sc, order, prog);
   P2p p2p(in, L);
-  const PipelineEngineRegistry pipe_engines = pipeline_engines();
+  const PipelineEngineRegistry& pipe_engines = pipeline_engines();
   const std::unique_ptr<PipelineEngine> pipe = entry_of(pipe_engines, sc.parallel.pipeline_impl).factory.make(in, em, prog);
   GradSyncRegistry engine_registry("gradient-sync engine");
   register_grad_sync_engines(engine_registry);

@@ -52,10 +52,13 @@ void register_pipeline_engines(PipelineEngineRegistry& r) {
   register_deepspeed_pipeline_engine(r);
 }
 
-PipelineEngineRegistry pipeline_engines() {
-  PipelineEngineRegistry r("pipeline engine");
-  register_pipeline_engines(r);
-  return r;
+const PipelineEngineRegistry& pipeline_engines() {
+  static const PipelineEngineRegistry registry = [] {
+    PipelineEngineRegistry r("pipeline engine");
+    register_pipeline_engines(r);
+    return r;
+  }();
+  return registry;
 }
 
 std::string name_of(PipelineImpl v) { return name_of(pipeline_engines(), v); }

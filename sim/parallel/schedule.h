@@ -1,6 +1,7 @@
 // Lowering a plan to a Program. Each schedule is one file that either returns the per-stage order
 // of forward/backward actions (pipeline schedules, DDP) or lowers the whole step (DataParallel).
-// A new schedule is one new file plus one line in register_builtins().
+// A new schedule is one new file, a value in enum class Schedule (sim/scenario/choices.h) and its
+// entry in register_builtins() (docs/extending.md).
 #pragma once
 #include <functional>
 #include <string>

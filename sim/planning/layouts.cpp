@@ -343,9 +343,12 @@ double layout_cost(const PlanJob& job, const PlanLayout& l, std::int64_t model_l
 void parallel_costliest_first(const PlanJob& job, const std::vector<PlanLayout>& layouts, const std::vector<std::size_t>& todo,
                               const EvalOptions& opt, std::int64_t model_layers, const std::function<void(std::size_t)>& fn) {
   std::vector<std::size_t> by_cost(todo.size());
-  std::vector<double> cost(todo.size());
-  for (std::size_t k = 0; k < todo.size(); ++k) by_cost[k] = k, cost[k] = layout_cost(job, layouts[todo[k]], model_layers);
-  if (opt.jobs > 1) std::stable_sort(by_cost.begin(), by_cost.end(), [&](std::size_t a, std::size_t b) { return cost[a] > cost[b]; });
+  for (std::size_t k = 0; k < todo.size(); ++k) by_cost[k] = k;
+  if (opt.jobs > 1) {
+    std::vector<double> cost(todo.size());
+    for (std::size_t k = 0; k < todo.size(); ++k) cost[k] = layout_cost(job, layouts[todo[k]], model_layers);
+    std::stable_sort(by_cost.begin(), by_cost.end(), [&](std::size_t a, std::size_t b) { return cost[a] > cost[b]; });
+  }
   parallel_for(todo.size(), opt.jobs, opt.stop, [&](std::size_t k) { fn(by_cost[k]); });
 }
 
@@ -373,11 +376,13 @@ Outcome evaluate_layout(const PlanJob& job, const std::string& data_dir, const R
 void simulate_batch(const PlanJob& job, const std::string& data_dir, const Registries& reg, const std::vector<PlanLayout>& layouts,
                     const std::vector<std::size_t>& todo, const EvalOptions& opt, const LoadedData& loaded, std::vector<double>& best,
                     Evaluated& ev) {
-  std::vector<Outcome> got(todo.size());
+  std::vector<std::optional<Outcome>> got(todo.size());  // empty: not run (the search was stopped)
   const std::int64_t model_layers = loaded.models.at(job.model).layers;
   parallel_costliest_first(job, layouts, todo, opt, model_layers,
                            [&](std::size_t k) { got[k] = evaluate_layout(job, data_dir, reg, layouts[todo[k]], todo[k], loaded); });
-  for (Outcome& o : got) {
+  for (std::optional<Outcome>& slot : got) {
+    if (!slot) continue;
+    Outcome& o = *slot;
     ++ev.evaluated;
     if (!o.row) {
       ++ev.skipped[o.skipped];

@@ -1,6 +1,7 @@
 #include "sim/scenario/choices.h"
 
 #include "calibrate/profile/profile.h"
+#include "models/layer_graph.h"
 #include "models/model.h"
 
 namespace parasim {
@@ -267,7 +268,7 @@ NamedChoice::Name tuner_choice() { return {"auto", "NCCL's tuner chooses per col
 
 NamedChoice nccl_algorithm_choice() {
   NamedChoice c{"nccl-algorithms", "/network/algorithm", {tuner_choice()}};
-  const Registry<NcclAlgoDef> algos = nccl_algorithms();
+  const Registry<NcclAlgoDef>& algos = nccl_algorithms();
   for (const auto& e : algos.entries())
     if (e.factory.forcible) c.names.push_back({e.name, e.description, e.reference});
   return c;
@@ -287,6 +288,8 @@ std::vector<NamedChoice> scenario_choices() {
           describe(position_embeddings(), "position-embeddings", "/model/position_embedding"),
           describe(norm_kinds(), "norms", "/model/norm"),
           describe(dtypes(), "dtypes", "/training/dtype"),
+          describe(attention_kernel_kinds(), "attention-kernels", "/training/attention_kernel"),
+          describe(loss_impls(), "loss-impls", "/training/loss_impl"),
           describe(optimizers(), "optimizers", "/training/optimizer"),
           describe(norm_impls(), "norm-impls", "/training/norm_impl"),
           describe(rope_impls(), "rope-impls", "/training/rope_impl"),

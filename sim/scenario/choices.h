@@ -1,9 +1,12 @@
-// The named choices a scenario makes between the frameworks' implementations (whose ZeRO optimizer,
-// whose pipeline engine, FSDP1's backward prefetch, activation recompute): one registry per key,
-// each name with a description and a reference, parsed once at load into the key's enum. The
-// parser's choice list and its "did you mean", the JSON Schema's enums and the reference's types
-// (`parasim docs`) and `parasim list` all read these registries (with the schedule registry,
-// sim/parallel/schedule.h: named_choices in sim/simulation.h gathers them).
+// The names a scenario's keys take: the cluster's fabrics and network model, the training's
+// precision and the frameworks' kernels, the parallel layout's choices between implementations (whose
+// ZeRO optimizer, FSDP's sharding and backward prefetch, recompute, the MoE dispatcher): one
+// registry per key, each name with a description and a reference, parsed once at load into the
+// key's enum (sim/core/choice.h). The parser's choice list and its "did you mean", the JSON Schema's
+// enums and the reference's types (`parasim docs`) and `parasim list` all read these registries
+// (with the schedules', sim/parallel/schedule.h, the model's, models/model.h, the loss's,
+// models/layer_graph.h, and the profile's attention kernels and NCCL names: named_choices in
+// sim/simulation.h gathers them).
 #pragma once
 #include <cstdint>
 #include <stdexcept>

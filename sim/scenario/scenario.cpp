@@ -89,7 +89,7 @@ TrainingSpec parse_training(const JsonObject& o) {
   t.dtype = parse_enum(o, "dtype", dtypes(), Dtype::Bf16);
   t.optimizer = parse_enum(o, "optimizer", optimizers(), Optimizer::Adam);
   t.flash_attention = o.boolean("flash_attention", true);
-  t.attention_kernel = o.choice("attention_kernel", kAttentionKernels, kAttentionDefault);
+  t.attention_kernel = parse_enum(o, "attention_kernel", attention_kernel_kinds(), AttentionKernel::Flash);
   if (!t.flash_attention && o.has("attention_kernel"))
     o.fail("attention_kernel", "names a fused attention kernel, but flash_attention is false (unfused attention)");
   t.fp32_grad_accumulation = o.boolean("fp32_grad_accumulation", false);
@@ -97,7 +97,7 @@ TrainingSpec parse_training(const JsonObject& o) {
   t.norm_impl = parse_enum(o, "norm_impl", norm_impls(), NormImpl::Fused);
   t.rope_impl = parse_enum(o, "rope_impl", rope_impls(), RopeImpl::Fused);
   t.dropout_add_impl = parse_enum(o, "dropout_add_impl", dropout_add_impls(), DropoutAddImpl::Fused);
-  t.loss_impl = o.choice("loss_impl", loss_impl_names(), kLossImplDefault);
+  t.loss_impl = parse_enum(o, "loss_impl", loss_impls(), LossImpl::Megatron);
   t.optimizer_impl = parse_enum(o, "optimizer_impl", optimizer_impls(), OptimizerImpl::Fused);
   if (o.has("train_metrics")) t.train_metrics = o.choice_list("train_metrics", train_metric_names());
   t.mtp_layers = o.integer("mtp_layers", 0, 16, 0);
@@ -345,13 +345,13 @@ void validate(const Scenario& s, const JsonObject& root) {
   if (t.rope_impl == RopeImpl::Eager && s.model.position_embedding != PositionEmbedding::Rope)
     fail("/training/rope_impl", "\"eager\" is the Llama reference rotary embedding; the model's position_embedding is \"" +
                                     name_of(s.model.position_embedding) + "\"");
-  if (t.flash_attention && t.attention_kernel == kAttentionDefault && !s.profile.has_fused_attention)
+  if (t.flash_attention && t.attention_kernel == AttentionKernel::Flash && !s.profile.has_fused_attention)
     fail("/training/flash_attention", "the GPU profile \"" + s.profile.name + "\" (" + s.profile.file +
                                           ") prices no fused attention kernel (FlashAttention needs Ampere or later): set "
                                           "flash_attention false for unfused attention");
-  if (t.flash_attention && t.attention_kernel != kAttentionDefault && !s.profile.attention_kernels.count(t.attention_kernel))
+  if (t.flash_attention && t.attention_kernel != AttentionKernel::Flash && !s.profile.attention_kernels.count(name_of(t.attention_kernel)))
     fail("/training/attention_kernel", "the GPU profile \"" + s.profile.name + "\" (" + s.profile.file +
-                                           ") has no figures for attention kernel \"" + t.attention_kernel +
+                                           ") has no figures for attention kernel \"" + name_of(t.attention_kernel) +
                                            "\" (compute.attention_kernels)");
   for (const auto& [figures, what] : {std::pair{&s.profile.peak_tflops, "peak (compute.peak_tflops."},
                                       std::pair{&s.profile.gemm_max_efficiency, "GEMM efficiency (compute.gemm_max_efficiency."}})
@@ -595,11 +595,11 @@ Json Scenario::resolved() const {
   }
   j["training"] = {{"global_batch", training.global_batch}, {"micro_batch", training.micro_batch}, {"seq_len", training.seq_len},
                    {"dtype", name_of(training.dtype)}, {"optimizer", name_of(training.optimizer)}, {"flash_attention", training.flash_attention},
-                   {"attention_kernel", training.attention_kernel},
+                   {"attention_kernel", name_of(training.attention_kernel)},
                    {"fp32_grad_accumulation", training.fp32_grad_accumulation},
                    {"grad_accumulation_fusion", training.grad_accumulation_fusion},
                    {"norm_impl", name_of(training.norm_impl)}, {"rope_impl", name_of(training.rope_impl)},
-                   {"dropout_add_impl", name_of(training.dropout_add_impl)}, {"loss_impl", training.loss_impl},
+                   {"dropout_add_impl", name_of(training.dropout_add_impl)}, {"loss_impl", name_of(training.loss_impl)},
                    {"optimizer_impl", name_of(training.optimizer_impl)},
                    {"make_vocab_size_divisible_by", training.make_vocab_size_divisible_by}};
   if (training.dtype == Dtype::Fp8) j["training"]["fp8_recipe"] = name_of(training.fp8_recipe);

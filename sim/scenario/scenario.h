@@ -60,7 +60,7 @@ struct TrainingSpec {
   Dtype dtype = Dtype::Bf16;
   Optimizer optimizer = Optimizer::Adam;
   bool flash_attention = true;
-  std::string attention_kernel = "flash";  // fused kernel implementation (kAttentionKernels)
+  AttentionKernel attention_kernel = AttentionKernel::Flash;  // fused kernel implementation (attention_kernel_kinds())
   bool fp32_grad_accumulation = false;  // Megatron main_grads in fp32 (4 bytes per parameter)
   // Whether each microbatch's weight gradient lands in the gradient buffer inside its GEMM
   // (Megatron-LM's --gradient-accumulation-fusion, the default since 2022; Transformer Engine's
@@ -91,7 +91,7 @@ struct TrainingSpec {
   // MaskedCrossEntropy with fp32_upcast false) or "fused" (one kernel over the 16-bit logits that
   // also writes their gradient: Liger-Kernel, Transformer Engine, torch.compile) or "xentropy" (FlashAttention's
   // CrossEntropyLoss on the 16-bit logits, Apex's xentropy kernels: llm-foundry's default).
-  std::string loss_impl = "megatron";
+  LossImpl loss_impl = LossImpl::Megatron;
   // The optimizer step's kernels: "fused" (one multi-tensor kernel: apex/Megatron FusedAdam,
   // torch fused=True) or "unfused" (one elementwise kernel per term of the update: PyTorch's
   // for-loop and foreach AdamW, Composer's DecoupledAdamW). See optimizer_step_bytes.
@@ -144,7 +144,7 @@ struct TrainingSpec {
   }
   // The kernel whose profile figures price attention (unfused attention is priced as GEMMs and
   // reads none; the default kernel stands in for it).
-  std::string priced_attention_kernel() const { return flash_attention ? attention_kernel : kAttentionDefault; }
+  std::string priced_attention_kernel() const { return flash_attention ? name_of(attention_kernel) : kAttentionDefault; }
 };
 
 struct FsdpSpec {
@@ -159,7 +159,7 @@ struct FsdpSpec {
   BackwardPrefetch backward_prefetch = BackwardPrefetch::Pre;
   bool offload = false;
   // FSDP MixedPrecision: the dtype parameters are all-gathered in and the dtype gradients are
-  // reduce-scattered in; "" = the training dtype (bf16 for fp8 training). torchtitan reduces in
+  // reduce-scattered in; none = the training dtype (bf16 for fp8 training). torchtitan reduces in
   // fp32 (mixed_precision_reduce offers only float32).
   std::optional<Dtype> param_dtype;
   std::optional<Dtype> reduce_dtype;

@@ -58,7 +58,7 @@ TEST(Stacks, TheScenarioOverridesTheStackWhichOverridesTheDefaults) {
   j["stack"] = "torchtitan@2024-12";
   j["training"]["loss_impl"] = "fused";
   const Scenario sc = test::scenario_from(j);
-  EXPECT_EQ(sc.training.loss_impl, "fused");       // the scenario's own
+  EXPECT_EQ(sc.training.loss_impl, LossImpl::Fused);       // the scenario's own
   EXPECT_EQ(sc.training.norm_impl, NormImpl::Eager);       // the stack's (RMSNorm model)
   EXPECT_EQ(sc.parallel.fsdp->reduce_dtype, Dtype::Fp32);
   EXPECT_EQ(sc.training.make_vocab_size_divisible_by, 1);  // the stack does not set it: the default
@@ -81,9 +81,9 @@ TEST(Stacks, AValueWhoseConditionFailsKeepsTheDefaultAndSaysWhy) {
   const Scenario mb = test::scenario_from(j);
   EXPECT_EQ(mb.training.fp8_recipe, Fp8Recipe::Delayed);  // "current" applies to fp8 only
   EXPECT_NE(mb.resolved()["_origins"]["training.fp8_recipe"].get<std::string>().find("dtype fp8"), std::string::npos);
-  EXPECT_EQ(mb.training.attention_kernel, "cudnn");  // on H100
+  EXPECT_EQ(mb.training.attention_kernel, AttentionKernel::Cudnn);  // on H100
   j["cluster"]["gpu"] = "a100-sxm4-80g";
-  EXPECT_EQ(test::scenario_from(j).training.attention_kernel, kAttentionDefault);  // Transformer Engine on Ampere
+  EXPECT_EQ(test::scenario_from(j).training.attention_kernel, AttentionKernel::Flash);  // Transformer Engine on Ampere
 }
 
 TEST(Stacks, UnknownNamesAndBadFilesAreConfigErrors) {

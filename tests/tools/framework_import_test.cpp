@@ -132,7 +132,7 @@ TEST(FrameworkImport, LlmFoundryYamlRuns) {
   EXPECT_EQ(sc.training.seq_len, 2048);
   EXPECT_EQ(sc.training.global_batch, 256);
   EXPECT_EQ(sc.training.micro_batch, 16);
-  EXPECT_EQ(sc.training.attention_kernel, "triton");
+  EXPECT_EQ(sc.training.attention_kernel, AttentionKernel::Triton);
   ASSERT_TRUE(sc.parallel.fsdp.has_value());
   EXPECT_EQ(sc.parallel.fsdp->version, 1);  // the stack: Composer's FSDP1
   EXPECT_EQ(sc.parallel.fsdp->backward_prefetch, BackwardPrefetch::Post);

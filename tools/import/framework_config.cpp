@@ -37,7 +37,7 @@ void finish_layout(Json& sc, std::int64_t layers_per_virtual_stage, const std::s
   else if (sc["model"].is_string() && !data_dir.empty())  // a zoo model: its layer count from the zoo
     layers = read_json_file(data_dir + "/models/" + sc["model"].get<std::string>() + ".json").value("layers", std::int64_t{0});
   if (layers_per_virtual_stage > 0 && layers > 0) p["vpp"] = layers / (pp * layers_per_virtual_stage);
-  if (!p.contains("schedule")) p["schedule"] = name_of(p.value("vpp", 1) > 1 ? Schedule::Interleaved : default_schedule(pp));
+  if (!p.contains("schedule")) p["schedule"] = name_of(pp > 1 && p.value("vpp", 1) > 1 ? Schedule::Interleaved : default_schedule(pp));
 }
 
 std::vector<std::string> split_args(const std::string& text) {
