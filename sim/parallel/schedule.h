@@ -60,9 +60,9 @@ struct IdealBubble {
   double (*fraction)(double p, double m, double v) = nullptr;
 };
 struct ScheduleDef {
-  Schedule value;
-  OrderFn order;  // pipeline-style schedules
-  LowerFn lower;  // schedules that lower themselves
+  Schedule value = Schedule::Ddp;
+  OrderFn order{};  // pipeline-style schedules
+  LowerFn lower{};  // schedules that lower themselves
   bool splits_backward = false;  // emits W actions
   Periodicity periodicity{};
   bool pipeline = true;  // needs pp > 1 (false: ddp, dataparallel, which need pp = 1)
