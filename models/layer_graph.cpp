@@ -632,20 +632,17 @@ ModelGraph build_model_graph(const ModelSpec& model, const LayerShape& shape) {
 }
 
 const ChoiceRegistry<LossImpl>& loss_impls() {
-  static const ChoiceRegistry<LossImpl> registry = [] {
-    ChoiceRegistry<LossImpl> r("loss implementation");
-    r.add({"megatron", "max, subtract, exp, sum and divide passes over the fp32 logits",
-           "Megatron-LM vocab_parallel_cross_entropy on output.float() (the Megatron-LM default)", {LossImpl::Megatron}});
-    r.add({"eager", "F.cross_entropy on fp32 logits: upcast, log_softmax, nll_loss",
-           "PyTorch F.cross_entropy after .float() (torchtitan, Hugging Face)", {LossImpl::Eager}});
-    r.add({"eager16", "F.cross_entropy on the 16-bit logits, no upcast",
-           "NeMo AutoModel MaskedCrossEntropy with fp32_upcast false", {LossImpl::Eager16}});
-    r.add({"fused", "one kernel over the 16-bit logits that also writes their gradient",
-           "Liger-Kernel fused linear cross entropy, Transformer Engine, torch.compile", {LossImpl::Fused}});
-    r.add({"xentropy", "FlashAttention's CrossEntropyLoss on the 16-bit logits (Apex's xentropy kernels)",
-           "flash_attn.losses.cross_entropy; llm-foundry's default", {LossImpl::Xentropy}});
-    return r;
-  }();
+  static const ChoiceRegistry<LossImpl> registry("loss implementation", {
+    {"megatron", "max, subtract, exp, sum and divide passes over the fp32 logits",
+     "Megatron-LM vocab_parallel_cross_entropy on output.float() (the Megatron-LM default)", {LossImpl::Megatron}},
+    {"eager", "F.cross_entropy on fp32 logits: upcast, log_softmax, nll_loss",
+     "PyTorch F.cross_entropy after .float() (torchtitan, Hugging Face)", {LossImpl::Eager}},
+    {"eager16", "F.cross_entropy on the 16-bit logits, no upcast",
+     "NeMo AutoModel MaskedCrossEntropy with fp32_upcast false", {LossImpl::Eager16}},
+    {"fused", "one kernel over the 16-bit logits that also writes their gradient",
+     "Liger-Kernel fused linear cross entropy, Transformer Engine, torch.compile", {LossImpl::Fused}},
+    {"xentropy", "FlashAttention's CrossEntropyLoss on the 16-bit logits (Apex's xentropy kernels)",
+     "flash_attn.losses.cross_entropy; llm-foundry's default", {LossImpl::Xentropy}}});
   return registry;
 }
 

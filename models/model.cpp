@@ -254,40 +254,31 @@ void check_hybrid(const JsonObject& o, const ModelSpec& m) {
 }  // namespace
 
 const ChoiceRegistry<Activation>& activations() {
-  static const ChoiceRegistry<Activation> registry = [] {
-    ChoiceRegistry<Activation> r("activation");
-    r.add({"gelu", "GeLU between two matrices (h -> ffn -> h)", "Hendrycks and Gimpel 2016; GPT-2/3, BLOOM, MPT", {Activation::Gelu}});
-    r.add({"swiglu", "SwiGLU: a gated unit over three matrices (gate and up h -> ffn, down ffn -> h)",
-           "Shazeer 2020, 'GLU Variants Improve Transformer'; Llama, Qwen, Mistral", {Activation::SwiGlu}});
-    r.add({"squared_relu", "squared ReLU between two matrices", "So et al. 2021 (Primer); Nemotron-H", {Activation::SquaredRelu}});
-    return r;
-  }();
+  static const ChoiceRegistry<Activation> registry("activation", {
+    {"gelu", "GeLU between two matrices (h -> ffn -> h)", "Hendrycks and Gimpel 2016; GPT-2/3, BLOOM, MPT", {Activation::Gelu}},
+    {"swiglu", "SwiGLU: a gated unit over three matrices (gate and up h -> ffn, down ffn -> h)",
+     "Shazeer 2020, 'GLU Variants Improve Transformer'; Llama, Qwen, Mistral", {Activation::SwiGlu}},
+    {"squared_relu", "squared ReLU between two matrices", "So et al. 2021 (Primer); Nemotron-H", {Activation::SquaredRelu}}});
   return registry;
 }
 
 const ChoiceRegistry<PositionEmbedding>& position_embeddings() {
-  static const ChoiceRegistry<PositionEmbedding> registry = [] {
-    ChoiceRegistry<PositionEmbedding> r("position embedding");
-    r.add({"learned", "a learned table of max_positions rows added to the token embeddings", "Vaswani et al. 2017; GPT-2/3",
-           {PositionEmbedding::Learned}});
-    r.add({"rope", "rotary embeddings applied to queries and keys in every attention layer", "Su et al. 2021 (RoFormer); Llama",
-           {PositionEmbedding::Rope}});
-    r.add({"alibi", "linear biases added to the attention scores inside the attention kernel", "Press et al. 2022; BLOOM, MPT",
-           {PositionEmbedding::Alibi}});
-    r.add({"none", "no position encoding (Mamba-2 layers carry order in their state)", "Nemotron-H (NVIDIA 2025)", {PositionEmbedding::None}});
-    return r;
-  }();
+  static const ChoiceRegistry<PositionEmbedding> registry("position embedding", {
+    {"learned", "a learned table of max_positions rows added to the token embeddings", "Vaswani et al. 2017; GPT-2/3",
+     {PositionEmbedding::Learned}},
+    {"rope", "rotary embeddings applied to queries and keys in every attention layer", "Su et al. 2021 (RoFormer); Llama",
+     {PositionEmbedding::Rope}},
+    {"alibi", "linear biases added to the attention scores inside the attention kernel", "Press et al. 2022; BLOOM, MPT",
+     {PositionEmbedding::Alibi}},
+    {"none", "no position encoding (Mamba-2 layers carry order in their state)", "Nemotron-H (NVIDIA 2025)", {PositionEmbedding::None}}});
   return registry;
 }
 
 const ChoiceRegistry<NormKind>& norm_kinds() {
-  static const ChoiceRegistry<NormKind> registry = [] {
-    ChoiceRegistry<NormKind> r("norm");
-    r.add({"layernorm", "LayerNorm: mean and variance, a scale and a bias (2 x hidden parameters)", "Ba et al. 2016; GPT-3, BLOOM",
-           {NormKind::LayerNorm}});
-    r.add({"rmsnorm", "RMSNorm: root mean square and a scale (hidden parameters)", "Zhang and Sennrich 2019; Llama", {NormKind::RmsNorm}});
-    return r;
-  }();
+  static const ChoiceRegistry<NormKind> registry("norm", {
+    {"layernorm", "LayerNorm: mean and variance, a scale and a bias (2 x hidden parameters)", "Ba et al. 2016; GPT-3, BLOOM",
+     {NormKind::LayerNorm}},
+    {"rmsnorm", "RMSNorm: root mean square and a scale (hidden parameters)", "Zhang and Sennrich 2019; Llama", {NormKind::RmsNorm}}});
   return registry;
 }
 

@@ -101,47 +101,38 @@ double Profile::AttentionKernel::padded_head_dim(double head_dim) const {
 }
 
 const Registry<NcclAlgoDef>& nccl_algorithms() {
-  static const Registry<NcclAlgoDef> registry = [] {
-    Registry<NcclAlgoDef> r("NCCL algorithm");
-    r.add({"ring", "a ring through the group's ranks, one per channel", "NCCL src/device/all_reduce.h runRing; NCCL_ALGO=Ring", {NcclAlgo::Ring}});
-    r.add({"tree", "all-reduce as a reduce up and a broadcast down a double binary tree across nodes, a chain inside each",
-           "Sanders et al. 2009 (two-tree broadcast); NCCL 2.4 trees; NCCL_ALGO=Tree", {NcclAlgo::Tree}});
-    r.add({"nvls", "all-reduce reduced and multicast inside the NVLink switches (NVLink SHARP)", "NCCL 2.17 NVLS; NCCL_ALGO=NVLS",
-           {NcclAlgo::Nvls}});
-    r.add({"hierarchical", "a two-level collective: inside each node, then across nodes, then inside again (a framework's own schedule, never NCCL's choice)",
-           "e.g. Horovod hierarchical all-reduce; priced as its three phases", {NcclAlgo::Hierarchical}});
-    r.add({"direct", "all-to-all as one send and receive per peer", "NCCL ncclAllToAll (grouped ncclSend/ncclRecv)", {NcclAlgo::Direct, false}});
-    r.add({"p2p", "a point-to-point send/receive", "NCCL ncclSend / ncclRecv", {NcclAlgo::P2p, false}});
-    return r;
-  }();
+  static const Registry<NcclAlgoDef> registry("NCCL algorithm", {
+    {"ring", "a ring through the group's ranks, one per channel", "NCCL src/device/all_reduce.h runRing; NCCL_ALGO=Ring", {NcclAlgo::Ring}},
+    {"tree", "all-reduce as a reduce up and a broadcast down a double binary tree across nodes, a chain inside each",
+     "Sanders et al. 2009 (two-tree broadcast); NCCL 2.4 trees; NCCL_ALGO=Tree", {NcclAlgo::Tree}},
+    {"nvls", "all-reduce reduced and multicast inside the NVLink switches (NVLink SHARP)", "NCCL 2.17 NVLS; NCCL_ALGO=NVLS",
+     {NcclAlgo::Nvls}},
+    {"hierarchical", "a two-level collective: inside each node, then across nodes, then inside again (a framework's own schedule, never NCCL's choice)",
+     "e.g. Horovod hierarchical all-reduce; priced as its three phases", {NcclAlgo::Hierarchical}},
+    {"direct", "all-to-all as one send and receive per peer", "NCCL ncclAllToAll (grouped ncclSend/ncclRecv)", {NcclAlgo::Direct, false}},
+    {"p2p", "a point-to-point send/receive", "NCCL ncclSend / ncclRecv", {NcclAlgo::P2p, false}}});
   return registry;
 }
 
 const Registry<NcclProtoDef>& nccl_protocols() {
-  static const Registry<NcclProtoDef> registry = [] {
-    Registry<NcclProtoDef> r("NCCL protocol");
-    r.add({"ll", "low latency: 8-byte stores with an inline flag, half the bandwidth", "NCCL src/device/prims_ll.h; NCCL_PROTO=LL", {NcclProto::LL}});
-    r.add({"ll128", "low latency over 128-byte lines with one flag word each", "NCCL src/device/prims_ll128.h; NCCL_PROTO=LL128", {NcclProto::LL128}});
-    r.add({"simple", "bulk copies with a fence per step: full bandwidth, the highest latency", "NCCL src/device/prims_simple.h; NCCL_PROTO=Simple",
-           {NcclProto::Simple}});
-    return r;
-  }();
+  static const Registry<NcclProtoDef> registry("NCCL protocol", {
+    {"ll", "low latency: 8-byte stores with an inline flag, half the bandwidth", "NCCL src/device/prims_ll.h; NCCL_PROTO=LL", {NcclProto::LL}},
+    {"ll128", "low latency over 128-byte lines with one flag word each", "NCCL src/device/prims_ll128.h; NCCL_PROTO=LL128", {NcclProto::LL128}},
+    {"simple", "bulk copies with a fence per step: full bandwidth, the highest latency", "NCCL src/device/prims_simple.h; NCCL_PROTO=Simple",
+     {NcclProto::Simple}}});
   return registry;
 }
 
 const ChoiceRegistry<AttentionKernel>& attention_kernel_kinds() {
-  static const ChoiceRegistry<AttentionKernel> registry = [] {
-    ChoiceRegistry<AttentionKernel> r("attention kernel");
-    r.add({"flash", "FlashAttention-2 class, priced by the profile's attention_fwd/bwd_efficiency",
-           "Dao 2023, FlashAttention-2; PyTorch SDPA flash backend, flash-attn 2.x", {AttentionKernel::Flash}});
-    r.add({"flash3", "FlashAttention-3 (Hopper: warp-specialised, asynchronous TMA and WGMMA)",
-           "Shah et al. 2024, FlashAttention-3; flash-attn 3 (hopper/)", {AttentionKernel::Flash3}});
-    r.add({"cudnn", "cuDNN's fused attention (Transformer Engine's NVTE_FUSED_ATTN backend)",
-           "cuDNN Graph API SDPA; Transformer Engine fused attention", {AttentionKernel::Cudnn}});
-    r.add({"triton", "a Triton fused-attention kernel", "Triton's fused attention (e.g. torch.compile / FlexAttention)",
-           {AttentionKernel::Triton}});
-    return r;
-  }();
+  static const ChoiceRegistry<AttentionKernel> registry("attention kernel", {
+    {"flash", "FlashAttention-2 class, priced by the profile's attention_fwd/bwd_efficiency",
+     "Dao 2023, FlashAttention-2; PyTorch SDPA flash backend, flash-attn 2.x", {AttentionKernel::Flash}},
+    {"flash3", "FlashAttention-3 (Hopper: warp-specialised, asynchronous TMA and WGMMA)",
+     "Shah et al. 2024, FlashAttention-3; flash-attn 3 (hopper/)", {AttentionKernel::Flash3}},
+    {"cudnn", "cuDNN's fused attention (Transformer Engine's NVTE_FUSED_ATTN backend)",
+     "cuDNN Graph API SDPA; Transformer Engine fused attention", {AttentionKernel::Cudnn}},
+    {"triton", "a Triton fused-attention kernel", "Triton's fused attention (e.g. torch.compile / FlexAttention)",
+     {AttentionKernel::Triton}}});
   return registry;
 }
 

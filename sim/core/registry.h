@@ -2,6 +2,7 @@
 #pragma once
 #include <algorithm>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ class Registry {
   };
 
   explicit Registry(std::string kind) : kind_(std::move(kind)) {}
+
+  Registry(std::string kind, std::initializer_list<Entry> entries) : kind_(std::move(kind)), entries_(entries) {}
 
   void add(Entry e) { entries_.push_back(std::move(e)); }
 

@@ -13,51 +13,39 @@ constexpr std::uint8_t stage(int s) { return static_cast<std::uint8_t>(1u << s);
 // Each description is the phrase the parser's cross-field messages use ("\"deepspeed\" describes
 // <description>, but zero_stage is 0").
 const ChoiceRegistry<IntraNode>& intra_node_kinds() {
-  static const ChoiceRegistry<IntraNode> registry = [] {
-    ChoiceRegistry<IntraNode> r("intra-node fabric");
-    r.add({"nvswitch", "every GPU of a node on NVLink switches at the profile's NVLink rate", "NVIDIA DGX/HGX (NVSwitch)", {IntraNode::NvSwitch}});
-    r.add({"pcie", "GPUs on PCIe switches, no NVLink", "PCIe servers (e.g. 8 x A100 PCIe)", {IntraNode::Pcie}});
-    return r;
-  }();
+  static const ChoiceRegistry<IntraNode> registry("intra-node fabric", {
+    {"nvswitch", "every GPU of a node on NVLink switches at the profile's NVLink rate", "NVIDIA DGX/HGX (NVSwitch)", {IntraNode::NvSwitch}},
+    {"pcie", "GPUs on PCIe switches, no NVLink", "PCIe servers (e.g. 8 x A100 PCIe)", {IntraNode::Pcie}}});
   return registry;
 }
 
 const ChoiceRegistry<InterNode>& inter_node_kinds() {
-  static const ChoiceRegistry<InterNode> registry = [] {
-    ChoiceRegistry<InterNode> r("inter-node fabric");
-    r.add({"fat_tree", "a two-level leaf/spine fabric, each node's NICs on one leaf", "Al-Fares et al. 2008", {InterNode::FatTree}});
-    r.add({"rail_optimized", "NIC i of every node on rail switch i, rails joined by spines",
-           "NVIDIA DGX SuperPOD reference architecture (rail-optimized)", {InterNode::RailOptimized}});
-    r.add({"custom", "the switches and links the scenario lists", "cluster.inter_node.switches / links", {InterNode::Custom}});
-    return r;
-  }();
+  static const ChoiceRegistry<InterNode> registry("inter-node fabric", {
+    {"fat_tree", "a two-level leaf/spine fabric, each node's NICs on one leaf", "Al-Fares et al. 2008", {InterNode::FatTree}},
+    {"rail_optimized", "NIC i of every node on rail switch i, rails joined by spines",
+     "NVIDIA DGX SuperPOD reference architecture (rail-optimized)", {InterNode::RailOptimized}},
+    {"custom", "the switches and links the scenario lists", "cluster.inter_node.switches / links", {InterNode::Custom}}});
   return registry;
 }
 
 const ChoiceRegistry<NetworkKind>& network_kinds() {
-  static const ChoiceRegistry<NetworkKind> registry = [] {
-    ChoiceRegistry<NetworkKind> r("network model");
-    r.add({"analytical", "NCCL's tuner model per collective (alpha-beta with measured points where the profile has them)",
-           "NCCL src/graph/tuning.cc; sim/network/alpha_beta.cpp", {NetworkKind::Analytical}});
-    r.add({"flow", "collectives as flows over the topology graph, sharing its links max-min fairly",
-           "sim/network/flow_network.cpp (Boost.Graph topology)", {NetworkKind::Flow}});
-    return r;
-  }();
+  static const ChoiceRegistry<NetworkKind> registry("network model", {
+    {"analytical", "NCCL's tuner model per collective (alpha-beta with measured points where the profile has them)",
+     "NCCL src/graph/tuning.cc; sim/network/alpha_beta.cpp", {NetworkKind::Analytical}},
+    {"flow", "collectives as flows over the topology graph, sharing its links max-min fairly",
+     "sim/network/flow_network.cpp (Boost.Graph topology)", {NetworkKind::Flow}}});
   return registry;
 }
 
 const ChoiceRegistry<Dtype>& dtypes() {
-  static const ChoiceRegistry<Dtype> registry = [] {
-    ChoiceRegistry<Dtype> r("dtype");
-    r.add({"bf16", "bfloat16 GEMMs, activations and weights; fp32 master weights and optimizer states",
-           "Megatron-LM --bf16; torch.autocast(dtype=torch.bfloat16)", {Dtype::Bf16}});
-    r.add({"fp16", "float16 GEMMs, activations and weights with loss scaling; fp32 master weights and optimizer states",
-           "Megatron-LM --fp16; Micikevicius et al. 2018, 'Mixed Precision Training'", {Dtype::Fp16}});
-    r.add({"fp8", "FP8 GEMM inputs cast from bf16 activations and weights (training.fp8_recipe sets the scaling)",
-           "Transformer Engine fp8_autocast; Megatron-LM --fp8-format", {Dtype::Fp8}});
-    r.add({"fp32", "fp32 throughout: no master copy, 4-byte weights, gradients and activations", "PyTorch default dtype", {Dtype::Fp32}});
-    return r;
-  }();
+  static const ChoiceRegistry<Dtype> registry("dtype", {
+    {"bf16", "bfloat16 GEMMs, activations and weights; fp32 master weights and optimizer states",
+     "Megatron-LM --bf16; torch.autocast(dtype=torch.bfloat16)", {Dtype::Bf16}},
+    {"fp16", "float16 GEMMs, activations and weights with loss scaling; fp32 master weights and optimizer states",
+     "Megatron-LM --fp16; Micikevicius et al. 2018, 'Mixed Precision Training'", {Dtype::Fp16}},
+    {"fp8", "FP8 GEMM inputs cast from bf16 activations and weights (training.fp8_recipe sets the scaling)",
+     "Transformer Engine fp8_autocast; Megatron-LM --fp8-format", {Dtype::Fp8}},
+    {"fp32", "fp32 throughout: no master copy, 4-byte weights, gradients and activations", "PyTorch default dtype", {Dtype::Fp32}}});
   return registry;
 }
 
@@ -72,175 +60,139 @@ const ChoiceRegistry<Dtype>& fsdp_dtypes() {
 }
 
 const ChoiceRegistry<Optimizer>& optimizers() {
-  static const ChoiceRegistry<Optimizer> registry = [] {
-    ChoiceRegistry<Optimizer> r("optimizer");
-    r.add({"adam", "Adam / AdamW: momentum and variance in fp32 (8 bytes per parameter) besides the master copy",
-           "Kingma and Ba 2015; Rajbhandari et al. 2020 (ZeRO), section 3: 12 bytes of optimizer states with the master copy", {Optimizer::Adam}});
-    r.add({"sgd", "SGD with momentum: the momentum in fp32 (4 bytes per parameter) besides the master copy", "torch.optim.SGD(momentum > 0)",
-           {Optimizer::Sgd}});
-    return r;
-  }();
+  static const ChoiceRegistry<Optimizer> registry("optimizer", {
+    {"adam", "Adam / AdamW: momentum and variance in fp32 (8 bytes per parameter) besides the master copy",
+     "Kingma and Ba 2015; Rajbhandari et al. 2020 (ZeRO), section 3: 12 bytes of optimizer states with the master copy", {Optimizer::Adam}},
+    {"sgd", "SGD with momentum: the momentum in fp32 (4 bytes per parameter) besides the master copy", "torch.optim.SGD(momentum > 0)",
+     {Optimizer::Sgd}}});
   return registry;
 }
 
 const ChoiceRegistry<NormImpl>& norm_impls() {
-  static const ChoiceRegistry<NormImpl> registry = [] {
-    ChoiceRegistry<NormImpl> r("norm implementation");
-    r.add({"fused", "one kernel per pass", "Transformer Engine / Apex fused LayerNorm and RMSNorm, Liger, torch.compile", {NormImpl::Fused}});
-    r.add({"two_pass", "one forward kernel; a backward of two kernels, the input gradient and a weight-gradient reduction reading x and dy again",
-           "PyTorch's native LayerNorm / RMSNorm backward; Apex FusedLayerNorm", {NormImpl::TwoPass}});
-    r.add({"eager", "the Llama reference RMSNorm in eager PyTorch: upcast, pow, mean, scale, downcast and weight kernels in fp32",
-           "meta-llama/llama model.py RMSNorm; torchtitan without compile", {NormImpl::Eager}});
-    return r;
-  }();
+  static const ChoiceRegistry<NormImpl> registry("norm implementation", {
+    {"fused", "one kernel per pass", "Transformer Engine / Apex fused LayerNorm and RMSNorm, Liger, torch.compile", {NormImpl::Fused}},
+    {"two_pass", "one forward kernel; a backward of two kernels, the input gradient and a weight-gradient reduction reading x and dy again",
+     "PyTorch's native LayerNorm / RMSNorm backward; Apex FusedLayerNorm", {NormImpl::TwoPass}},
+    {"eager", "the Llama reference RMSNorm in eager PyTorch: upcast, pow, mean, scale, downcast and weight kernels in fp32",
+     "meta-llama/llama model.py RMSNorm; torchtitan without compile", {NormImpl::Eager}}});
   return registry;
 }
 
 const ChoiceRegistry<RopeImpl>& rope_impls() {
-  static const ChoiceRegistry<RopeImpl> registry = [] {
-    ChoiceRegistry<RopeImpl> r("rotary embedding implementation");
-    r.add({"fused", "one kernel per pass", "Megatron-LM --apply-rope-fusion (Transformer Engine fused RoPE)", {RopeImpl::Fused}});
-    r.add({"eager", "the Llama reference rotary embedding: an fp32 complex multiply in eager PyTorch",
-           "meta-llama/llama model.py apply_rotary_emb", {RopeImpl::Eager}});
-    return r;
-  }();
+  static const ChoiceRegistry<RopeImpl> registry("rotary embedding implementation", {
+    {"fused", "one kernel per pass", "Megatron-LM --apply-rope-fusion (Transformer Engine fused RoPE)", {RopeImpl::Fused}},
+    {"eager", "the Llama reference rotary embedding: an fp32 complex multiply in eager PyTorch",
+     "meta-llama/llama model.py apply_rotary_emb", {RopeImpl::Eager}}});
   return registry;
 }
 
 const ChoiceRegistry<DropoutAddImpl>& dropout_add_impls() {
-  static const ChoiceRegistry<DropoutAddImpl> registry = [] {
-    ChoiceRegistry<DropoutAddImpl> r("dropout-add implementation");
-    r.add({"fused", "one kernel reads the branch and the residual and writes the sum and the keep mask",
-           "Megatron-LM bias_dropout_add_fused_train (on unless --no-bias-dropout-fusion)", {DropoutAddImpl::Fused}});
-    r.add({"eager", "nn.Dropout's kernel writes the dropped branch and the mask, then a separate add",
-           "x + self.resid_dropout(b) in eager PyTorch models", {DropoutAddImpl::Eager}});
-    return r;
-  }();
+  static const ChoiceRegistry<DropoutAddImpl> registry("dropout-add implementation", {
+    {"fused", "one kernel reads the branch and the residual and writes the sum and the keep mask",
+     "Megatron-LM bias_dropout_add_fused_train (on unless --no-bias-dropout-fusion)", {DropoutAddImpl::Fused}},
+    {"eager", "nn.Dropout's kernel writes the dropped branch and the mask, then a separate add",
+     "x + self.resid_dropout(b) in eager PyTorch models", {DropoutAddImpl::Eager}}});
   return registry;
 }
 
 const ChoiceRegistry<OptimizerImpl>& optimizer_impls() {
-  static const ChoiceRegistry<OptimizerImpl> registry = [] {
-    ChoiceRegistry<OptimizerImpl> r("optimizer implementation");
-    r.add({"fused", "one multi-tensor kernel per step", "apex / Megatron FusedAdam; torch.optim.AdamW(fused=True)", {OptimizerImpl::Fused}});
-    r.add({"unfused", "one elementwise kernel per term of the update",
-           "torch.optim.AdamW for-loop and foreach paths; Composer DecoupledAdamW (sim/memory/memory_model.cpp optimizer_step_bytes)",
-           {OptimizerImpl::Unfused}});
-    return r;
-  }();
+  static const ChoiceRegistry<OptimizerImpl> registry("optimizer implementation", {
+    {"fused", "one multi-tensor kernel per step", "apex / Megatron FusedAdam; torch.optim.AdamW(fused=True)", {OptimizerImpl::Fused}},
+    {"unfused", "one elementwise kernel per term of the update",
+     "torch.optim.AdamW for-loop and foreach paths; Composer DecoupledAdamW (sim/memory/memory_model.cpp optimizer_step_bytes)",
+     {OptimizerImpl::Unfused}}});
   return registry;
 }
 
 const ChoiceRegistry<Fp8Recipe>& fp8_recipes() {
-  static const ChoiceRegistry<Fp8Recipe> registry = [] {
-    ChoiceRegistry<Fp8Recipe> r("FP8 recipe");
-    r.add({"delayed", "DelayedScaling: scales from an amax history; one cast(+transpose) pass per tensor",
-           "Transformer Engine recipe.DelayedScaling", {Fp8Recipe::Delayed}});
-    r.add({"current", "per-tensor current scaling: an amax pass over the tensor, then the cast",
-           "Transformer Engine Float8CurrentScaling; Megatron-Bridge \"FP8-CS\"", {Fp8Recipe::Current}});
-    r.add({"mxfp8", "MXFP8 block scaling: one E8M0 scale per 32 elements; Blackwell's block-scaled FP8 MMA",
-           "Transformer Engine MXFP8BlockScaling; OCP Microscaling Formats (MX) v1.0", {Fp8Recipe::Mxfp8}});
-    r.add({"nvfp4", "NVFP4 block scaling of the linear layers' GEMMs: FP4 (E2M1) operands, one E4M3 scale per 16 elements",
-           "Transformer Engine NVFP4BlockScaling; Megatron-LM --fp4-recipe nvfp4", {Fp8Recipe::Nvfp4}});
-    return r;
-  }();
+  static const ChoiceRegistry<Fp8Recipe> registry("FP8 recipe", {
+    {"delayed", "DelayedScaling: scales from an amax history; one cast(+transpose) pass per tensor",
+     "Transformer Engine recipe.DelayedScaling", {Fp8Recipe::Delayed}},
+    {"current", "per-tensor current scaling: an amax pass over the tensor, then the cast",
+     "Transformer Engine Float8CurrentScaling; Megatron-Bridge \"FP8-CS\"", {Fp8Recipe::Current}},
+    {"mxfp8", "MXFP8 block scaling: one E8M0 scale per 32 elements; Blackwell's block-scaled FP8 MMA",
+     "Transformer Engine MXFP8BlockScaling; OCP Microscaling Formats (MX) v1.0", {Fp8Recipe::Mxfp8}},
+    {"nvfp4", "NVFP4 block scaling of the linear layers' GEMMs: FP4 (E2M1) operands, one E4M3 scale per 16 elements",
+     "Transformer Engine NVFP4BlockScaling; Megatron-LM --fp4-recipe nvfp4", {Fp8Recipe::Nvfp4}}});
   return registry;
 }
 
 const ChoiceRegistry<CpImpl>& cp_impls() {
-  static const ChoiceRegistry<CpImpl> registry = [] {
-    ChoiceRegistry<CpImpl> r("context-parallel implementation");
-    r.add({"ring", "cp - 1 point-to-point K/V block exchanges overlapped with the attention kernel",
-           "Megatron-Core / Transformer Engine context parallelism (ring attention)", {CpImpl::Ring}});
-    r.add({"allgather", "K and V all-gathered before attention, on the critical path; their gradients reduce-scattered after its backward",
-           "Llama 3 paper section 3.3.2; PyTorch context_parallel with the allgather rotate method", {CpImpl::AllGather}});
-    return r;
-  }();
+  static const ChoiceRegistry<CpImpl> registry("context-parallel implementation", {
+    {"ring", "cp - 1 point-to-point K/V block exchanges overlapped with the attention kernel",
+     "Megatron-Core / Transformer Engine context parallelism (ring attention)", {CpImpl::Ring}},
+    {"allgather", "K and V all-gathered before attention, on the critical path; their gradients reduce-scattered after its backward",
+     "Llama 3 paper section 3.3.2; PyTorch context_parallel with the allgather rotate method", {CpImpl::AllGather}}});
   return registry;
 }
 
 const ChoiceRegistry<FsdpSharding>& fsdp_shardings() {
-  static const ChoiceRegistry<FsdpSharding> registry = [] {
-    ChoiceRegistry<FsdpSharding> r("FSDP sharding strategy");
-    r.add({"full", "parameters, gradients and optimizer states sharded over all data-parallel ranks",
-           "torch.distributed.fsdp ShardingStrategy.FULL_SHARD; fully_shard", {FsdpSharding::Full}});
-    r.add({"hybrid", "full sharding inside groups of shard_group ranks, replicated across groups",
-           "ShardingStrategy.HYBRID_SHARD; fully_shard over a 2-D device mesh (HSDP)", {FsdpSharding::Hybrid}});
-    r.add({"grad_op", "gradients and optimizer states sharded, parameters kept whole after the forward",
-           "ShardingStrategy.SHARD_GRAD_OP (ZeRO-2)", {FsdpSharding::GradOp}});
-    return r;
-  }();
+  static const ChoiceRegistry<FsdpSharding> registry("FSDP sharding strategy", {
+    {"full", "parameters, gradients and optimizer states sharded over all data-parallel ranks",
+     "torch.distributed.fsdp ShardingStrategy.FULL_SHARD; fully_shard", {FsdpSharding::Full}},
+    {"hybrid", "full sharding inside groups of shard_group ranks, replicated across groups",
+     "ShardingStrategy.HYBRID_SHARD; fully_shard over a 2-D device mesh (HSDP)", {FsdpSharding::Hybrid}},
+    {"grad_op", "gradients and optimizer states sharded, parameters kept whole after the forward",
+     "ShardingStrategy.SHARD_GRAD_OP (ZeRO-2)", {FsdpSharding::GradOp}}});
   return registry;
 }
 
 const ChoiceRegistry<ZeroImpl>& zero_impls() {
-  static const ChoiceRegistry<ZeroImpl> registry = [] {
-    ChoiceRegistry<ZeroImpl> r("ZeRO implementation");
-    r.add({"megatron", "Megatron-LM's optimizer (with ZeRO-1, its distributed optimizer)",
-           "megatron/core/optimizer/distrib_optimizer.py: the fp32 gradient shards are views of the reduce buffers", {ZeroImpl::Megatron}});
-    r.add({"deepspeed", "DeepSpeed's ZeRO stage 1/2 optimizer",
-           "deepspeed/runtime/zero/stage_1_and_2.py step(): this rank's 16-bit gradient partition is cast into a new fp32 tensor the "
-           "Adam step reads, then freed",
-           {ZeroImpl::DeepSpeed, static_cast<std::uint8_t>(stage(1) | stage(2))}});
-    r.add({"deepspeed-bf16", "DeepSpeed's BF16 optimizer (ZeRO stage 1)",
-           "deepspeed/runtime/bf16_optimizer.py: gradients accumulated in fp32 buffers", {ZeroImpl::DeepSpeedBf16, stage(1)}});
-    r.add({"deepspeed-0.3", "DeepSpeed 0.3's ZeRO-3 parameter partitioning",
-           "DeepSpeed 0.3 runtime/zero/partition_parameters.py: every parameter tensor all-gathered on its own after "
-           "torch.cuda.synchronize(), list-form all_gather and reduce_scatter (sim/parallel/engines/deepspeed_zero3_v03.cpp)",
-           {ZeroImpl::DeepSpeedV03, stage(3)}});
-    return r;
-  }();
+  static const ChoiceRegistry<ZeroImpl> registry("ZeRO implementation", {
+    {"megatron", "Megatron-LM's optimizer (with ZeRO-1, its distributed optimizer)",
+     "megatron/core/optimizer/distrib_optimizer.py: the fp32 gradient shards are views of the reduce buffers", {ZeroImpl::Megatron}},
+    {"deepspeed", "DeepSpeed's ZeRO stage 1/2 optimizer",
+     "deepspeed/runtime/zero/stage_1_and_2.py step(): this rank's 16-bit gradient partition is cast into a new fp32 tensor the "
+     "Adam step reads, then freed",
+     {ZeroImpl::DeepSpeed, static_cast<std::uint8_t>(stage(1) | stage(2))}},
+    {"deepspeed-bf16", "DeepSpeed's BF16 optimizer (ZeRO stage 1)",
+     "deepspeed/runtime/bf16_optimizer.py: gradients accumulated in fp32 buffers", {ZeroImpl::DeepSpeedBf16, stage(1)}},
+    {"deepspeed-0.3", "DeepSpeed 0.3's ZeRO-3 parameter partitioning",
+     "DeepSpeed 0.3 runtime/zero/partition_parameters.py: every parameter tensor all-gathered on its own after "
+     "torch.cuda.synchronize(), list-form all_gather and reduce_scatter (sim/parallel/engines/deepspeed_zero3_v03.cpp)",
+     {ZeroImpl::DeepSpeedV03, stage(3)}}});
   return registry;
 }
 
 const ChoiceRegistry<BackwardPrefetch>& backward_prefetches() {
-  static const ChoiceRegistry<BackwardPrefetch> registry = [] {
-    ChoiceRegistry<BackwardPrefetch> r("FSDP backward prefetch");
-    r.add({"pre", "the next unit's all-gather is issued before the current unit's gradient computation, overlapping it (FSDP2 always)",
-           "torch.distributed.fsdp BackwardPrefetch.BACKWARD_PRE (PyTorch's default)", {BackwardPrefetch::Pre}});
-    r.add({"post", "the next unit's all-gather is issued after the current unit's gradient computation (FSDP1 only)",
-           "torch.distributed.fsdp BackwardPrefetch.BACKWARD_POST (Composer's default)", {BackwardPrefetch::Post}});
-    return r;
-  }();
+  static const ChoiceRegistry<BackwardPrefetch> registry("FSDP backward prefetch", {
+    {"pre", "the next unit's all-gather is issued before the current unit's gradient computation, overlapping it (FSDP2 always)",
+     "torch.distributed.fsdp BackwardPrefetch.BACKWARD_PRE (PyTorch's default)", {BackwardPrefetch::Pre}},
+    {"post", "the next unit's all-gather is issued after the current unit's gradient computation (FSDP1 only)",
+     "torch.distributed.fsdp BackwardPrefetch.BACKWARD_POST (Composer's default)", {BackwardPrefetch::Post}}});
   return registry;
 }
 
 const ChoiceRegistry<Recompute>& recompute_modes() {
-  static const ChoiceRegistry<Recompute> registry = [] {
-    ChoiceRegistry<Recompute> r("recompute mode");
-    r.add({"none", "every activation the backward reads is kept", "Korthikanti et al. 2022, table 2", {Recompute::None}});
-    r.add({"selective", "the modules of parallel.recompute_modules (default: the attention core) replayed in backward",
-           "Korthikanti et al. 2022, section 5; Megatron-Core --recompute-granularity selective --recompute-modules", {Recompute::Selective}});
-    r.add({"full", "each recomputed layer keeps only its input and replays its forward before its backward",
-           "Megatron-LM --recompute-granularity full (--recompute-method block)", {Recompute::Full}});
-    r.add({"selective_op", "matmul and attention outputs saved except every second matmul of a layer; everything else replayed",
-           "torchtitan activation_checkpoint.mode selective, selective_ac_option \"op\"", {Recompute::SelectiveOp}});
-    return r;
-  }();
+  static const ChoiceRegistry<Recompute> registry("recompute mode", {
+    {"none", "every activation the backward reads is kept", "Korthikanti et al. 2022, table 2", {Recompute::None}},
+    {"selective", "the modules of parallel.recompute_modules (default: the attention core) replayed in backward",
+     "Korthikanti et al. 2022, section 5; Megatron-Core --recompute-granularity selective --recompute-modules", {Recompute::Selective}},
+    {"full", "each recomputed layer keeps only its input and replays its forward before its backward",
+     "Megatron-LM --recompute-granularity full (--recompute-method block)", {Recompute::Full}},
+    {"selective_op", "matmul and attention outputs saved except every second matmul of a layer; everything else replayed",
+     "torchtitan activation_checkpoint.mode selective, selective_ac_option \"op\"", {Recompute::SelectiveOp}}});
   return registry;
 }
 
 // The dispatchers differ in what crosses the wires: a copy per routed expert (NCCL's all-to-all),
 // or one copy per destination rank and one per destination node (DeepEP's and HybridEP's kernels).
 const ChoiceRegistry<MoeDispatcher>& moe_dispatchers() {
-  static const ChoiceRegistry<MoeDispatcher> registry = [] {
-    ChoiceRegistry<MoeDispatcher> r("MoE token dispatcher");
-    r.add({"alltoall", "NCCL all-to-alls carrying one copy of each token per routed expert",
-           "Megatron-Core moe_token_dispatcher_type \"alltoall\" (megatron/core/transformer/moe/token_dispatcher.py, "
-           "MoEAlltoAllTokenDispatcher: permute by expert, then all_to_all)",
-           {MoeDispatcher::AllToAll}});
-    r.add({"deepep", "DeepEP's normal kernels: a token sent once per destination rank over NVLink and once per destination node over "
-                     "RDMA to the same-index GPU, which forwards it over NVLink",
-           "github.com/deepseek-ai/DeepEP README (normal kernels, NVLink-to-RDMA forwarding); Megatron-Core moe_token_dispatcher_type "
-           "\"flex\" with moe_flex_dispatcher_backend \"deepep\" (megatron/core/transformer/moe/fused_a2a.py)",
-           {MoeDispatcher::DeepEp}});
-    r.add({"hybridep", "HybridEP's kernels: a token written once per destination rank in the NVLink domain, sent once per other "
-                       "domain over RDMA to the peer GPU of the same local rank, which forwards it over NVLink",
-           "github.com/deepseek-ai/DeepEP branch hybrid-ep, Hybrid-EP_Implementation.md (sections 4.2 and 8: RDMA buffers of "
-           "tokens x (nodes - 1), peer-GPU RDMA then NVLink); Megatron-Core \"flex\" dispatcher, backend \"hybridep\"",
-           {MoeDispatcher::HybridEp}});
-    return r;
-  }();
+  static const ChoiceRegistry<MoeDispatcher> registry("MoE token dispatcher", {
+    {"alltoall", "NCCL all-to-alls carrying one copy of each token per routed expert",
+     "Megatron-Core moe_token_dispatcher_type \"alltoall\" (megatron/core/transformer/moe/token_dispatcher.py, "
+     "MoEAlltoAllTokenDispatcher: permute by expert, then all_to_all)",
+     {MoeDispatcher::AllToAll}},
+    {"deepep", "DeepEP's normal kernels: a token sent once per destination rank over NVLink and once per destination node over "
+     "RDMA to the same-index GPU, which forwards it over NVLink",
+     "github.com/deepseek-ai/DeepEP README (normal kernels, NVLink-to-RDMA forwarding); Megatron-Core moe_token_dispatcher_type "
+     "\"flex\" with moe_flex_dispatcher_backend \"deepep\" (megatron/core/transformer/moe/fused_a2a.py)",
+     {MoeDispatcher::DeepEp}},
+    {"hybridep", "HybridEP's kernels: a token written once per destination rank in the NVLink domain, sent once per other "
+     "domain over RDMA to the peer GPU of the same local rank, which forwards it over NVLink",
+     "github.com/deepseek-ai/DeepEP branch hybrid-ep, Hybrid-EP_Implementation.md (sections 4.2 and 8: RDMA buffers of "
+     "tokens x (nodes - 1), peer-GPU RDMA then NVLink); Megatron-Core \"flex\" dispatcher, backend \"hybridep\"",
+     {MoeDispatcher::HybridEp}}});
   return registry;
 }
 
