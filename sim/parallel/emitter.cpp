@@ -270,26 +270,39 @@ double Emitter::chunk_floor_ps(std::int32_t stage, std::int32_t chunk, std::int6
   return std::max(0.0, ps - 0.5 * ops);
 }
 
-std::int32_t Emitter::label_id(Label label) {
+namespace {
+
+using LabelSlots = std::vector<std::pair<const char*, std::int32_t>>;
+
+// The slot of `key` in the label table: its own, or the empty one where it would go.
+size_t label_slot(const LabelSlots& slots, const char* key) {
+  const size_t mask = slots.size() - 1;
+  size_t i = (reinterpret_cast<std::uintptr_t>(key) >> 3) * 0x9E3779B97F4A7C15ULL >> 32 & mask;
+  while (slots[i].first && slots[i].first != key) i = (i + 1) & mask;
+  return i;
+}
+
+// A label not yet in the table: added to the program and to the table (grown to stay at most half
+// full). Apart from label_id so that its hit path stays small enough to inline.
+[[gnu::noinline]] std::int32_t new_label(LabelSlots& slots, size_t& used, Program& p, Label label) {
   const char* key = label.c_str();
-  auto slot = [&](const char* k) {
-    const size_t mask = label_slots_.size() - 1;
-    size_t i = (reinterpret_cast<std::uintptr_t>(k) >> 3) * 0x9E3779B97F4A7C15ULL >> 32 & mask;
-    while (label_slots_[i].first && label_slots_[i].first != k) i = (i + 1) & mask;
-    return i;
-  };
-  size_t i = slot(key);
-  if (label_slots_[i].first) return label_slots_[i].second;
-  if (2 * (labels_used_ + 1) > label_slots_.size()) {  // keep the table at most half full
-    auto old = std::move(label_slots_);
-    label_slots_.assign(2 * old.size(), {nullptr, 0});
+  if (2 * (used + 1) > slots.size()) {
+    LabelSlots old = std::move(slots);
+    slots.assign(2 * old.size(), {nullptr, 0});
     for (const auto& e : old)
-      if (e.first) label_slots_[slot(e.first)] = e;
-    i = slot(key);
+      if (e.first) slots[label_slot(slots, e.first)] = e;
   }
-  ++labels_used_;
-  label_slots_[i] = {key, p_.label(key, label.role())};
-  return label_slots_[i].second;
+  ++used;
+  const size_t i = label_slot(slots, key);
+  slots[i] = {key, p.label(key, label.role())};
+  return slots[i].second;
+}
+
+}  // namespace
+
+std::int32_t Emitter::label_id(Label label) {
+  const auto& slot = label_slots_[label_slot(label_slots_, label.c_str())];
+  return slot.first ? slot.second : new_label(label_slots_, labels_used_, p_, label);
 }
 
 OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, Label label, double seconds, Deps deps,
