@@ -126,8 +126,10 @@ bool simulate_folded(const Scenario& sc, const ScheduleRegistry& schedules,
                      const std::function<void(const Scenario&, SimulationOutput&)>& step, SimulationOutput& out) {
   const std::int64_t m = sc.microbatches();
   const double tokens = static_cast<double>(sc.training.global_batch) * static_cast<double>(sc.training.seq_len);
+  FoldPoints f = fold_points(sc, schedules);
+  if (f.simulated() >= m) return false;
   Scenario s = sc;  // one copy for the three points (a Scenario holds its profile and model): with_microbatches' batch set per point
-  for (FoldPoints f = fold_points(sc, schedules); f.simulated() < m; f = f.later()) {
+  for (; f.simulated() < m; f = f.later()) {
     std::array<Result, 3> at;
     std::array<TimePartition, 3> times;
     bool with_times = true;
