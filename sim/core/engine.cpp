@@ -194,8 +194,9 @@ class Run {
                                         (op.at_start.bytes != 0) * kMemAtStart | (op.at_end.bytes != 0) * kMemAtEnd);
     return h;
   }
-  // The flags an op takes from its stream and phase alone (slowable unless it is a collective or
-  // on a shared link: slowable()).
+  // The flags an op takes from its stream and phase alone. kSlowable (the overlap slowdown below):
+  // a compute-stream op outside the communication phases while the profile has a slowdown; hot_of
+  // clears it for a collective or an op on a shared link.
   std::array<std::uint8_t, kStreams * kPhases> kind_flags() const {
     std::array<std::uint8_t, kStreams * kPhases> f{};
     for (int s = 0; s < kStreams; ++s)
@@ -285,7 +286,7 @@ class Run {
   // rank's collective stream is busy (launched, including while it waits for its peers, as an NCCL
   // kernel spins on its SMs), its compute op progresses at 1 / (1 + slowdown) of its own speed.
   // Point-to-point transfers (pipeline sends and receives, context parallel's K/V ring; 1-2 NCCL
-  // channels per peer) do not count. (The op's kSlowable flag: kind_flags() and hot_of().)
+  // channels per peer) do not count. Which ops slow: kSlowable (kind_flags(), hot_of()).
   // The rank's communication stream runs an NCCL collective (context parallel's ring exchange is
   // point-to-point sends and receives, like the pipeline's).
   char collective_running(std::int32_t rank) const {
