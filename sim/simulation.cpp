@@ -126,13 +126,17 @@ bool simulate_folded(const Scenario& sc, const ScheduleRegistry& schedules,
                      const std::function<void(const Scenario&, SimulationOutput&)>& step, SimulationOutput& out) {
   const std::int64_t m = sc.microbatches();
   const double tokens = static_cast<double>(sc.training.global_batch) * static_cast<double>(sc.training.seq_len);
-  for (FoldPoints f = fold_points(sc, schedules); f.simulated() < m; f = f.later()) {
+  FoldPoints f = fold_points(sc, schedules);
+  if (f.simulated() >= m) return false;
+  Scenario s = sc;  // one copy for the three points (a Scenario holds its profile and model): with_microbatches' batch set per point
+  for (; f.simulated() < m; f = f.later()) {
     std::array<Result, 3> at;
     std::array<TimePartition, 3> times;
     bool with_times = true;
     for (int k = 0; k < 3; ++k) {
       SimulationOutput part;
-      step(with_microbatches(sc, f.at(k)), part);
+      s.training.global_batch = f.at(k) * sc.training.micro_batch * sc.parallel.dp;
+      step(s, part);
       at[static_cast<size_t>(k)] = std::move(part.result);
       if (part.partition) times[static_cast<size_t>(k)] = std::move(*part.partition);
       else with_times = false;

@@ -1,10 +1,11 @@
 #include "sim/core/engine.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
-#include <queue>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace parasim {
 
@@ -16,8 +17,64 @@ struct Event {
   OpId op;
   std::uint32_t version;  // stale when the op was rescheduled since
 };
-struct Later {
-  bool operator()(const Event& a, const Event& b) const { return a.t != b.t ? a.t > b.t : a.seq > b.seq; }
+
+// A binary min-heap of events by (time, sequence). The keys are unique, so events come out in the
+// order any priority queue gives. The loop pops an op's end and then, nearly always, pushes the
+// end of the next op on its stream: a popped event stays in place until the next push takes its
+// slot and sifts down once (one sift where a pop and a push make two, each from the root or a leaf).
+class EventQueue {
+ public:
+  bool empty() {
+    settle();
+    return v_.empty();
+  }
+  const Event& top() {
+    settle();
+    return v_.front();
+  }
+  void pop() { hole_ = true; }
+  void push(const Event& e) {
+    if (hole_) {
+      hole_ = false;
+      sift_down(e);
+      return;
+    }
+    size_t i = v_.size();
+    v_.push_back(e);
+    while (i > 0) {
+      const size_t parent = (i - 1) / 2;
+      if (!before(e, v_[parent])) break;
+      v_[i] = v_[parent];
+      i = parent;
+    }
+    v_[i] = e;
+  }
+
+ private:
+  static bool before(const Event& a, const Event& b) { return a.t != b.t ? a.t < b.t : a.seq < b.seq; }
+  // The popped root's slot filled by the last event.
+  void settle() {
+    if (!hole_) return;
+    hole_ = false;
+    const Event last = v_.back();
+    v_.pop_back();
+    if (!v_.empty()) sift_down(last);
+  }
+  // e placed at the root (whose event has left) and moved down to its place.
+  void sift_down(const Event& e) {
+    const size_t n = v_.size();
+    size_t i = 0;
+    for (size_t c = 1; c < n; c = 2 * i + 1) {
+      if (c + 1 < n && before(v_[c + 1], v_[c])) ++c;
+      if (!before(v_[c], e)) break;
+      v_[i] = v_[c];
+      i = c;
+    }
+    v_[i] = e;
+  }
+
+  std::vector<Event> v_;
+  bool hole_ = false;  // v_.front() has been popped
 };
 
 // What the event loop reads and writes of an op, packed in 32 bytes (Op has 112): the loop visits
@@ -49,7 +106,7 @@ class Run {
     tl_.start.assign(n, -1);
     tl_.end.assign(n, -1);
     tl_.memory.resize(nr);
-    hot_.resize(n);
+    hot_.reserve(n);
     // Successor lists and stream queues as arrays cut by offsets: counted, summed, then filled from
     // the last op back so that each list holds its ops in program order.
     succ_begin_.assign(n + 1, 0);
@@ -57,12 +114,13 @@ class Run {
     bool shared = false;
     for (size_t i = 0; i < n; ++i) {
       const Op& op = p.ops[i];
-      if (op.rank < 0 || static_cast<size_t>(op.rank) >= nr) throw std::logic_error("op with invalid rank");
-      hot_[i] = hot_of(op);
+      if (static_cast<std::uint32_t>(op.rank) >= nr) throw std::logic_error("op with invalid rank");
+      const HotOp& h = hot_.emplace_back(hot_of(op));
       shared |= op.shared_link >= 0;
-      ++queue_begin_[hot_[i].queue];
+      ++queue_begin_[h.queue];
+      if (op.deps.empty()) continue;  // most ops: their stream's order is their only dependency
       for (OpId d : op.deps) {
-        if (d < 0 || static_cast<size_t>(d) >= n) throw std::logic_error("op with invalid dependency");
+        if (static_cast<std::uint32_t>(d) >= n) throw std::logic_error("op with invalid dependency");
         ++succ_begin_[static_cast<size_t>(d)];
       }
     }
@@ -71,7 +129,8 @@ class Run {
     succ_.resize(static_cast<size_t>(succ_begin_[n]));
     queue_ops_.resize(n);
     for (size_t i = n; i-- > 0;) {
-      for (OpId d : p.ops[i].deps) succ_[static_cast<size_t>(--succ_begin_[static_cast<size_t>(d)])] = static_cast<OpId>(i);
+      if (const Deps& deps = p.ops[i].deps; !deps.empty())
+        for (OpId d : deps) succ_[static_cast<size_t>(--succ_begin_[static_cast<size_t>(d)])] = static_cast<OpId>(i);
       queue_ops_[static_cast<size_t>(--queue_begin_[hot_[i].queue])] = static_cast<OpId>(i);
     }
     head_.assign(queue_begin_.begin(), queue_begin_.end() - 1);
@@ -109,7 +168,7 @@ class Run {
       }
       if (!dirty_list_.empty()) retime_dirty();
     }
-    for (size_t i = 0; i < p_.ops.size(); ++i) {
+    for (size_t i = 0; ended_ < p_.ops.size() && i < p_.ops.size(); ++i) {  // a deadlock: name the first op never run
       if (tl_.end[i] < 0) {
         const Op& op = p_.ops[i];
         throw std::logic_error("program deadlock: op " + std::to_string(i) + " (" + p_.labels[static_cast<size_t>(op.label)] +
@@ -130,10 +189,25 @@ class Run {
     h.queue = static_cast<std::uint32_t>(static_cast<size_t>(op.rank) * kStreams + static_cast<size_t>(op.stream));
     h.remaining = static_cast<std::int32_t>(op.deps.size());
     h.shared_link = op.shared_link;
-    h.flags = static_cast<std::uint8_t>((op.stream == Stream::Comm ? kCommStream : 0) | (slowable(op) ? kSlowable : 0) |
-                                        (op.phase == Phase::CpComm ? kCpComm : 0) | (op.at_start.bytes != 0 ? kMemAtStart : 0) |
-                                        (op.at_end.bytes != 0 ? kMemAtEnd : 0));
+    const std::uint8_t not_slowable = (op.collective >= 0) | (op.shared_link >= 0) ? kSlowable : 0;
+    h.flags = static_cast<std::uint8_t>((kind_flags_[static_cast<size_t>(op.stream) * kPhases + static_cast<size_t>(op.phase)] & ~not_slowable) |
+                                        (op.at_start.bytes != 0) * kMemAtStart | (op.at_end.bytes != 0) * kMemAtEnd);
     return h;
+  }
+  // The flags an op takes from its stream and phase alone. kSlowable (the overlap slowdown below):
+  // a compute-stream op outside the communication phases while the profile has a slowdown; hot_of
+  // clears it for a collective or an op on a shared link.
+  std::array<std::uint8_t, kStreams * kPhases> kind_flags() const {
+    std::array<std::uint8_t, kStreams * kPhases> f{};
+    for (int s = 0; s < kStreams; ++s)
+      for (int ph = 0; ph < kPhases; ++ph) {
+        const auto st = static_cast<Stream>(s);
+        const auto phase = static_cast<Phase>(ph);
+        f[static_cast<size_t>(s * kPhases + ph)] =
+            static_cast<std::uint8_t>((st == Stream::Comm) * kCommStream | (phase == Phase::CpComm) * kCpComm |
+                                      (slows_ && st == Stream::Compute && !phase_is_comm(phase)) * kSlowable);
+      }
+    return f;
   }
 
   void mem(std::int32_t rank, const MemDelta& d) {
@@ -155,7 +229,7 @@ class Run {
     }
   }
 
-  void schedule(OpId id, Time duration) {
+  [[gnu::always_inline]] void schedule(OpId id, Time duration) {
     const HotOp& op = hot_[static_cast<size_t>(id)];
     tl_.start[static_cast<size_t>(id)] = now_;
     if (op.flags & kMemAtStart) mem(op.rank, p_.ops[static_cast<size_t>(id)].at_start);
@@ -212,11 +286,7 @@ class Run {
   // rank's collective stream is busy (launched, including while it waits for its peers, as an NCCL
   // kernel spins on its SMs), its compute op progresses at 1 / (1 + slowdown) of its own speed.
   // Point-to-point transfers (pipeline sends and receives, context parallel's K/V ring; 1-2 NCCL
-  // channels per peer) do not count.
-  bool slowable(const Op& op) const {
-    return o_.overlap_compute_slowdown > 0.0 && op.stream == Stream::Compute && op.collective < 0 && op.shared_link < 0 &&
-           !phase_is_comm(op.phase);
-  }
+  // channels per peer) do not count. Which ops slow: kSlowable (kind_flags(), hot_of()).
   // The rank's communication stream runs an NCCL collective (context parallel's ring exchange is
   // point-to-point sends and receives, like the pipeline's).
   char collective_running(std::int32_t rank) const {
@@ -302,6 +372,7 @@ class Run {
       share_reschedule(op.rank);
     }
     tl_.end[static_cast<size_t>(id)] = now_;
+    ++ended_;
     if (op.flags & kMemAtEnd) mem(op.rank, p_.ops[static_cast<size_t>(id)].at_end);
     const size_t q = op.queue;
     busy_[q] = 0;
@@ -319,6 +390,8 @@ class Run {
   const Program& p_;
   const EngineOptions& o_;
   const bool has_host_;  // Program::host is given: ops wait for their kernels' issue
+  const bool slows_ = o_.overlap_compute_slowdown > 0.0;  // compute beside a collective runs slower
+  const std::array<std::uint8_t, kStreams * kPhases> kind_flags_ = kind_flags();  // by stream and phase
   Timeline tl_;
   std::vector<std::int32_t> succ_begin_;
   std::vector<OpId> succ_;
@@ -341,8 +414,9 @@ class Run {
   std::vector<char> slowed_rate_;
   std::vector<char> dirty_;
   std::vector<std::int32_t> dirty_list_;
-  std::priority_queue<Event, std::vector<Event>, Later> heap_;
+  EventQueue heap_;
   std::int64_t seq_ = 0;
+  size_t ended_ = 0;  // ops that have ended
   Time now_ = 0;
 };
 

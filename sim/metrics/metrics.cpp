@@ -152,14 +152,18 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
   Time win_lo = step, win_hi = 0;
   std::vector<std::array<Time, kPhases>> phase(nr);
   for (auto& a : phase) a.fill(0);
+  std::vector<double> count(nr);  // real GPUs per simulated rank
+  for (size_t r = 0; r < nr; ++r) count[r] = static_cast<double>(p.ranks[r].count);
+  const Time* starts = t.start.data();
+  const Time* ends = t.end.data();
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const Op& op = p.ops[i];
     const auto r = static_cast<size_t>(op.rank);
-    const std::pair<Time, Time> iv{t.start[i], t.end[i]};
-    const double flops = op.model_flops * static_cast<double>(p.ranks[r].count);
+    const std::pair<Time, Time> iv{starts[i], ends[i]};
+    const double flops = op.model_flops * count[r];
     if (op.phase != Phase::Recompute) model_flops += flops;
     reported_hw_flops += flops;
-    hw_flops += op.hw_flops * static_cast<double>(p.ranks[r].count);
+    hw_flops += op.hw_flops * count[r];
     phase[r][static_cast<size_t>(op.phase)] += iv.second - iv.first;
     ivs[r].add(op, iv);
     if (op.stream == Stream::Compute && pipeline_work(op.phase)) {

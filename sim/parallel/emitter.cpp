@@ -270,39 +270,65 @@ double Emitter::chunk_floor_ps(std::int32_t stage, std::int32_t chunk, std::int6
   return std::max(0.0, ps - 0.5 * ops);
 }
 
-std::int32_t Emitter::label_id(Label label) {
-  const char* key = label.c_str();
-  auto slot = [&](const char* k) {
-    const size_t mask = label_slots_.size() - 1;
-    size_t i = (reinterpret_cast<std::uintptr_t>(k) >> 3) * 0x9E3779B97F4A7C15ULL >> 32 & mask;
-    while (label_slots_[i].first && label_slots_[i].first != k) i = (i + 1) & mask;
-    return i;
-  };
-  size_t i = slot(key);
-  if (label_slots_[i].first) return label_slots_[i].second;
-  if (2 * (labels_used_ + 1) > label_slots_.size()) {  // keep the table at most half full
-    auto old = std::move(label_slots_);
-    label_slots_.assign(2 * old.size(), {nullptr, 0});
-    for (const auto& e : old)
-      if (e.first) label_slots_[slot(e.first)] = e;
-    i = slot(key);
-  }
-  ++labels_used_;
-  label_slots_[i] = {key, p_.label(key, label.role())};
-  return label_slots_[i].second;
+namespace {
+
+using LabelSlots = std::vector<std::pair<const char*, std::int32_t>>;
+
+// The slot of `key` in the label table: its own, or the empty one where it would go.
+size_t label_slot(const LabelSlots& slots, const char* key) {
+  const size_t mask = slots.size() - 1;
+  size_t i = (reinterpret_cast<std::uintptr_t>(key) >> 3) * 0x9E3779B97F4A7C15ULL >> 32 & mask;
+  while (slots[i].first && slots[i].first != key) i = (i + 1) & mask;
+  return i;
 }
 
-OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, Label label, double seconds, Deps deps,
-                 std::int32_t mb, std::int32_t chunk) {
-  Op& o = p_.ops.emplace_back();
+// A label not yet in the table: added to the program and to the table (grown to stay at most half
+// full). Apart from label_id so that its hit path stays small enough to inline.
+[[gnu::noinline]] std::int32_t new_label(LabelSlots& slots, size_t& used, Program& p, Label label) {
+  const char* key = label.c_str();
+  if (2 * (used + 1) > slots.size()) {
+    LabelSlots old = std::move(slots);
+    slots.assign(2 * old.size(), {nullptr, 0});
+    for (const auto& e : old)
+      if (e.first) slots[label_slot(slots, e.first)] = e;
+  }
+  ++used;
+  const size_t i = label_slot(slots, key);
+  slots[i] = {key, p.label(key, label.role())};
+  return slots[i].second;
+}
+
+}  // namespace
+
+std::int32_t Emitter::label_id(Label label) {
+  const auto& slot = label_slots_[label_slot(label_slots_, label.c_str())];
+  return slot.first ? slot.second : new_label(label_slots_, labels_used_, p_, label);
+}
+
+namespace {
+
+// An op appended to the program, taking `deps` whole (left empty): Emitter::op's body, inlined into
+// the blocks' ops of forward(), backward() and weight_grad() (most of a lowering's ops), which so
+// skip a call and two moves of their dependencies.
+[[gnu::always_inline]] inline Op& append_op(Program& p, std::int32_t rank, Stream s, Phase ph, std::int32_t label, double seconds,
+                                            Deps& deps, std::int32_t mb, std::int32_t chunk) {
+  Op& o = p.ops.emplace_back();
   o.rank = rank;
   o.stream = s;
   o.phase = ph;
-  o.label = label_id(label);
+  o.label = label;
   o.duration = seconds_to_time(seconds);
   o.deps = std::move(deps);
   o.microbatch = mb;
   o.chunk = chunk;
+  return o;
+}
+
+}  // namespace
+
+OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, Label label, double seconds, Deps deps,
+                 std::int32_t mb, std::int32_t chunk) {
+  append_op(p_, rank, s, ph, label_id(label), seconds, deps, mb, chunk);
   return static_cast<OpId>(p_.ops.size() - 1);
 }
 
@@ -318,10 +344,8 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
                                 bool last, Deps deps, const PreHook& pre, const LayerHook& post) {
   Range r;
   auto add = [&](Phase ph, Label label, double s, double flops, Bytes alloc, MemCat cat, double hw = -1) {
-    Deps d = std::move(deps);
-    deps.clear();
-    const OpId id = op(rank, Stream::Compute, ph, label, s, std::move(d), mb, chunk);
-    Op& o = p_.ops[static_cast<size_t>(id)];
+    const auto id = static_cast<OpId>(p_.ops.size());
+    Op& o = append_op(p_, rank, Stream::Compute, ph, label_id(label), s, deps, mb, chunk);
     o.model_flops = flops;
     o.hw_flops = hw < 0 ? flops : hw;
     o.at_start = {cat, alloc};
@@ -408,10 +432,8 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
                                  bool last, bool split, Deps deps, const PreHook& pre, const LayerHook& post) {
   Range r;
   auto add = [&](Phase ph, Label label, double s, double flops, double hw, MemDelta start, MemDelta end) {
-    Deps d = std::move(deps);
-    deps.clear();
-    const OpId id = op(rank, Stream::Compute, ph, label, s, std::move(d), mb, chunk);
-    Op& o = p_.ops[static_cast<size_t>(id)];
+    const auto id = static_cast<OpId>(p_.ops.size());
+    Op& o = append_op(p_, rank, Stream::Compute, ph, label_id(label), s, deps, mb, chunk);
     o.model_flops = flops;
     o.hw_flops = hw;
     o.at_start = start;
@@ -490,10 +512,8 @@ Emitter::Range Emitter::weight_grad(std::int32_t rank, std::int32_t mb, std::int
                                     Deps deps, const LayerHook& post) {
   Range r;
   auto add = [&](Label label, double s, double flops, double hw, MemDelta end) {
-    Deps d = std::move(deps);
-    deps.clear();
-    const OpId id = op(rank, Stream::Compute, Phase::WeightGrad, label, s, std::move(d), mb, chunk);
-    Op& o = p_.ops[static_cast<size_t>(id)];
+    const auto id = static_cast<OpId>(p_.ops.size());
+    Op& o = append_op(p_, rank, Stream::Compute, Phase::WeightGrad, label_id(label), s, deps, mb, chunk);
     o.model_flops = flops;
     o.hw_flops = hw;
     o.at_end = end;
