@@ -189,7 +189,7 @@ class Run {
     h.queue = static_cast<std::uint32_t>(static_cast<size_t>(op.rank) * kStreams + static_cast<size_t>(op.stream));
     h.remaining = static_cast<std::int32_t>(op.deps.size());
     h.shared_link = op.shared_link;
-    const std::uint8_t not_slowable = (op.collective >= 0) | (op.shared_link >= 0) ? kSlowable : 0;
+    const std::uint8_t not_slowable = ((op.collective >= 0) || (op.shared_link >= 0)) ? kSlowable : 0;
     h.flags = static_cast<std::uint8_t>((kind_flags_[static_cast<size_t>(op.stream) * kPhases + static_cast<size_t>(op.phase)] & ~not_slowable) |
                                         (op.at_start.bytes != 0) * kMemAtStart | (op.at_end.bytes != 0) * kMemAtEnd);
     return h;
