@@ -302,6 +302,8 @@ Kernel launched(Kernel k, std::int64_t launches) {
 // combine (sort_chunks_by_idxs: make_chunk_sort_map and sort_chunks_by_map, one backward each);
 // GroupedLinear issues one cuBLAS GEMM per local expert on Hopper (TransformerEngine
 // cpp_extensions/gemm.py general_grouped_gemm), and bias_swiglu one kernel each way.
+// Not counted: the routing bookkeeping around them (tokens-per-expert sums, their all-gather and
+// device-to-host copy, the aux loss's scaling), one launch or none each.
 // Eager PyTorch (tools/scripts/torch_moe_bench.py MoE.forward, grouped experts and index_add
 // unpermute; the kernels per layer in calibrate/measurements/h200-sxm-141g-moe-2026-12-04/run1/
 // train.json kernels[]): router = fp32 cast, softmax, topk (gatherTopK and bitonicSortKVInPlace),
