@@ -103,6 +103,7 @@ void layer_kernels::add_gemm_bwd(Block& b, const Kernel& f) {
     k.ffn = f.ffn;
     k.sixteen_bit = f.sixteen_bit;
     k.batch = f.batch;
+    k.launches = f.launches;
     k.flops *= static_cast<double>(f.batch);
     k.model_flops *= static_cast<double>(f.batch);
     b.kernels.push_back(std::move(k));
@@ -240,6 +241,15 @@ void add_loss(Block& fwd, Block& bwd, double elems, double e, LossImpl impl) {
   }
   for (const auto& [step, bytes] : f) fwd.kernels.push_back(mem(std::string("cross_entropy.") + step, bytes * elems, false, cast_class(step)));
   for (const auto& [step, bytes] : b) bwd.kernels.push_back(mem(std::string("cross_entropy.bwd.") + step, bytes * elems, true, cast_class(step)));
+  // F.cross_entropy's nll_loss is a kernel of its own in forward (nll_loss_forward_reduce_cuda_kernel_2d)
+  // and in backward after the zero fill (nll_loss_backward_reduce_cuda_kernel_2d): priced with no
+  // bytes of their own (one element per row), launched all the same.
+  if (impl == LossImpl::Eager || impl == LossImpl::Eager16) {
+    for (Kernel& k : fwd.kernels)
+      if (k.name == "cross_entropy.log_softmax") k.launches = 2;
+    for (Kernel& k : bwd.kernels)
+      if (k.name == "cross_entropy.bwd.zero_fill") k.launches = 2;
+  }
 }
 
 // Training metrics over `elems` e-byte logits, after the microbatch's backward and without
@@ -274,6 +284,58 @@ void add_ffn_bwd(Block& b, const Kernel& up, const Kernel& down, const std::stri
   b.kernels.push_back(tagged(up.module, mem(act + ".bwd", (glu ? 5 : 3) * ffb, true, MemClass::Activation), FfnStep::Activation));
   if (bias) b.kernels.push_back(bias_grad(up, up_rows, static_cast<double>(up.n), e));
   add_gemm_bwd(b, up);
+}
+
+Kernel launched(Kernel k, std::int64_t launches) {
+  k.launches = launches;
+  return k;
+}
+
+// Real kernels behind an MoE layer's priced kernels (Kernel::launches), per microbatch.
+// Megatron-Core with Transformer Engine (moe_router_fusion, moe_permute_fusion, TEGroupedMLP; the
+// all-to-all dispatcher): the router's TE fused top-k (fused_topk_with_score_function), aux-loss
+// scores and aux loss, each with its backward (megatron/core/transformer/moe/router.py
+// TopKRouter.routing, moe_utils.py); permute = make_row_id_map's three Triton passes and the
+// permute kernel, unpermute one kernel, one each backward (TransformerEngine
+// pytorch/triton/permutation.py); with expert parallelism over several local experts the
+// dispatcher also sorts the received chunks by expert after the dispatch and back before the
+// combine (sort_chunks_by_idxs: make_chunk_sort_map and sort_chunks_by_map, one backward each);
+// GroupedLinear issues one cuBLAS GEMM per local expert on Hopper (TransformerEngine
+// cpp_extensions/gemm.py general_grouped_gemm), and bias_swiglu one kernel each way.
+// Not counted: the routing bookkeeping around them (tokens-per-expert sums, their all-gather and
+// device-to-host copy, the aux loss's scaling), one launch or none each.
+// Eager PyTorch (tools/scripts/torch_moe_bench.py MoE.forward, grouped experts and index_add
+// unpermute; the kernels per layer in calibrate/measurements/h200-sxm-141g-moe-2026-12-04/run1/
+// train.json kernels[]): router = fp32 cast, softmax, topk (gatherTopK and bitonicSortKVInPlace),
+// the aux loss's zeros, ones, scatter_add_, divide, mean, two multiplies and a sum (12); its
+// backward = the aux loss's three elementwise gradients, softmax backward, topk's zero fill and
+// scatter, the two score gradients added, the cast back and the router input's gradient added (9);
+// permute = a stable argsort (cub radix sort: histogram, exclusive sum, five onesweep passes and
+// the index arange, 8), idx // k, bincount (histogram, min, max and the copy of its max to the
+// host), counts.tolist(), the padded-offset tensor's copy to the GPU, arange, two index gathers,
+// an add, the zero-filled padded buffer, index_select and index_copy (22); its backward an
+// index_select and index_add into zeros (3); unpermute = index_select, the routing weights' gather
+// and cast, the weighting multiply, zeros and index_add (6); its backward = index_select, the
+// multiply's two gradients and the weights' row sum, the cast back, the gather's index_put
+// (zeros, a radix sort of 8, the accumulate kernel), index_add into zeros (17); each
+// torch._grouped_mm two kernels (prepare_grouped_gemm_data and the CUTLASS grouped GEMM), and
+// before the first the offsets' cumsum, int cast and the group sizes' copy (3); silu and multiply
+// forward (2), backward the two products, silu's backward and the gate/up concatenation (4).
+struct MoeLaunches {
+  std::int64_t router = 3, router_bwd = 3, permute = 4, permute_bwd = 1, unpermute = 1, unpermute_bwd = 1;
+  std::int64_t expert_gemm = 1, expert_offsets = 0, activation = 1, activation_bwd = 1;
+};
+MoeLaunches moe_launches(const LayerShape& sh, std::int64_t local_experts) {
+  if (sh.eager_launches) return {12, 9, 22, 3, 6, 17, 2, 3, 2, 4};
+  MoeLaunches l;
+  l.expert_gemm = local_experts;
+  if (sh.ep > 1 && local_experts > 1) {
+    l.permute += 2;
+    l.unpermute += 2;
+    l.permute_bwd += 1;
+    l.unpermute_bwd += 1;
+  }
+  return l;
 }
 
 // The MLP block of a mixture-of-experts layer on one rank, as Megatron-Core runs it with the
@@ -311,16 +373,21 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   Kernel router = tagged(LayerModule::Router, gemm("router", T_r, E, h));
   router.sixteen_bit = true;
   mf.kernels.push_back(router);
-  mf.kernels.push_back(tagged(LayerModule::Router, mem("router.softmax_topk", (e + 8) * Tr * Ed)));
-  mf.kernels.push_back(tagged(LayerModule::TokenDispatch, mem("moe.permute", 2 * copies * hd * e)));
-  const Kernel fc1 = tagged(LayerModule::Experts, grouped_gemm(glu ? "experts.gate_up" : "experts.up", local_experts, per_expert, (glu ? 2 : 1) * ff, h),
-                        FfnStep::Up);
-  const Kernel fc2 = tagged(LayerModule::Experts, grouped_gemm("experts.down", local_experts, per_expert, h, ff), FfnStep::Down);
+  const MoeLaunches ml = moe_launches(sh, local_experts);
+  mf.kernels.push_back(launched(tagged(LayerModule::Router, mem("router.softmax_topk", (e + 8) * Tr * Ed)), ml.router));
+  mf.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.permute", 2 * copies * hd * e)), ml.permute));
+  Kernel fc1 = tagged(LayerModule::Experts, grouped_gemm(glu ? "experts.gate_up" : "experts.up", local_experts, per_expert, (glu ? 2 : 1) * ff, h),
+                      FfnStep::Up);
+  Kernel fc2 = tagged(LayerModule::Experts, grouped_gemm("experts.down", local_experts, per_expert, h, ff), FfnStep::Down);
+  fc1.launches = fc2.launches = ml.expert_gemm;
   const double rows = static_cast<double>(per_expert * local_experts);
   const double ffb = rows * static_cast<double>(ff) * e;
   const std::string act_name = glu ? "experts.swiglu" : "experts.gelu";
+  const size_t up_at = mf.kernels.size();
   add_ffn_fwd(mf, fc1, fc2, act_name, glu, ffb);
-  mf.kernels.push_back(tagged(LayerModule::TokenDispatch, mem("moe.unpermute", (kd + 1) * Tr * hd * e)));
+  mf.kernels[up_at].launches += ml.expert_offsets;
+  mf.kernels[up_at + 1].launches = ml.activation;
+  mf.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.unpermute", (kd + 1) * Tr * hd * e)), ml.unpermute));
   // Shared experts: one dense MLP (all shared experts fused, width S split like the experts over
   // etp) on the same T_r tokens beside the routed ones, its output added to theirs.
   const std::int64_t S = m.moe->shared_expert_ffn_hidden / sh.etp;
@@ -338,11 +405,14 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   Block& mb = g.mlp_bwd;
   mb.kernels.push_back(mem("residual2.bwd", 3 * act, true));
   if (m.dropout) mb.kernels.push_back(mem("dropout2.bwd", drop_b, true));
-  mb.kernels.push_back(tagged(LayerModule::TokenDispatch, mem("moe.unpermute.bwd", (1 + 2 * kd) * Tr * hd * e, true)));
+  mb.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.unpermute.bwd", (1 + 2 * kd) * Tr * hd * e, true)), ml.unpermute_bwd));
+  const size_t bwd_from = mb.kernels.size();
   add_ffn_bwd(mb, fc1, fc2, act_name, glu, ffb, m.bias, rows, rows, hd, e);
+  for (size_t i = bwd_from; i < mb.kernels.size(); ++i)
+    if (mb.kernels[i].ffn == FfnStep::Activation) mb.kernels[i].launches = ml.activation_bwd;
   if (S > 0) add_ffn_bwd(mb, sfc1, sfc2, sact_name, glu, sffb, m.bias, Tr, Tr, hd, e);
-  mb.kernels.push_back(tagged(LayerModule::TokenDispatch, mem("moe.permute.bwd", (kd + 1) * Tr * hd * e, true)));
-  mb.kernels.push_back(tagged(LayerModule::Router, mem("router.softmax_topk.bwd", (e + 8) * Tr * Ed, true)));
+  mb.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.permute.bwd", (kd + 1) * Tr * hd * e, true)), ml.permute_bwd));
+  mb.kernels.push_back(launched(tagged(LayerModule::Router, mem("router.softmax_topk.bwd", (e + 8) * Tr * Ed, true)), ml.router_bwd));
   add_gemm_bwd(mb, router);
   add_norm(mb, "norm2", act_elems, e, sh, true, LayerModule::BlockNorm);
   fp8_linears = {fc1, fc2};
@@ -360,6 +430,10 @@ double fp8_cast_bytes(Fp8Recipe recipe) {
   }
   return 2 + 1 + 1;  // delayed
 }
+
+std::int64_t fp8_quantize_launches(Fp8Recipe recipe) { return recipe == Fp8Recipe::Current ? 4 : 1; }
+
+bool fp8_grouped_quantize_fused(Fp8Recipe recipe) { return recipe == Fp8Recipe::Delayed || recipe == Fp8Recipe::Nvfp4; }
 
 double fp8_saved_input_bytes(Fp8Recipe recipe) {
   if (recipe == Fp8Recipe::Mxfp8) return 1 + 1.0 / 32;
@@ -423,6 +497,8 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     k_elems = q_elems;
   } else {
     in_proj.push_back({tagged(LayerModule::QkvProj, gemm("qkv", T, (q + 2 * kv) / t, h)), "", 0});
+    // Eager modules (torch_moe_bench.py Block): separate q and kv nn.Linear GEMMs.
+    if (sh.eager_launches) in_proj.back().gemm.launches = 2;
   }
   for (const Proj& pr : in_proj) {
     af.kernels.push_back(pr.gemm);
@@ -477,8 +553,11 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     af.kernels.push_back(tagged(LayerModule::CoreAttn, mem("softmax", 3 * 2 * b * heads_local * sq * s_kv * e)));
     af.kernels.push_back(pv);
   }
-  const Kernel proj = tagged(LayerModule::AttnOut, gemm("attn_out", T, h, m.attn_out_dim() / t));
+  Kernel proj = tagged(LayerModule::AttnOut, gemm("attn_out", T, h, m.attn_out_dim() / t));
+  // Eager: the attention output's transpose(1, 2).reshape is a copy kernel before the GEMM.
+  if (sh.eager_launches) proj.launches = 2;
   af.kernels.push_back(proj);
+  if (sh.eager_launches) proj.launches = 1;  // its gradients: one GEMM each
   // [T, h] elements on this rank outside the TP region (T/t of them with sequence parallel).
   const double elems = act / e;
   const double drop_f = m.dropout ? kDropoutMaskBytes * elems : 0.0;
@@ -498,6 +577,9 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     ba.backward = true;
     ba.model_flops = 2 * attn.model_flops;
     ba.flops = 2.5 * attn.flops;  // recomputes QK^T: five matmuls against two in forward
+    // PyTorch's FlashAttention-2 backward (SDPA): flash_bwd_dot_do_o, flash_bwd_dq_dk_dv and
+    // flash_bwd_convert_dq, one each per layer in the H200 step's profile.
+    if (sh.eager_launches) ba.launches = 3;
     ab.kernels.push_back(ba);
   } else {
     // Each batched GEMM C[m,n] = A[m,k] B[k,n] has two backward GEMMs: dA = dC B^T [m,k] over n
@@ -531,6 +613,8 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     if (!it->norm.empty()) add_norm(ab, it->norm, it->norm_elems, e, sh, true, it->gemm.module);
     if (m.bias) ab.kernels.push_back(bias_grad(it->gemm, Td, static_cast<double>(it->gemm.n), e));
     add_gemm_bwd(ab, it->gemm);
+    // Eager q and kv Linears: autograd adds their two input gradients.
+    if (sh.eager_launches && it->gemm.launches > 1) ab.kernels[ab.kernels.size() - 2].launches += 1;
   }
   add_norm(ab, "norm1", act_elems, e, sh, true, LayerModule::BlockNorm);
 
@@ -617,8 +701,10 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     if (sh.mtp_layers > 0) linears.emplace_back(&g.mtp_fwd, &g.mtp_bwd, eh);
     for (const auto& [fwd, bwd, k] : linears) {
       const std::int64_t rows = k.m * k.batch;
-      fwd->kernels.push_back(fp8_cast(k, ".fp8_cast", rows, k.k, false, sh.fp8_cast_bytes));     // input x [M, K]
-      bwd->kernels.push_back(fp8_cast(k, ".fp8_cast.bwd", rows, k.n, true, sh.fp8_cast_bytes));  // grad y [M, N]
+      // A grouped GEMM quantizes each expert's rows apart unless the recipe has a fused kernel.
+      const std::int64_t n = sh.fp8_quantize_launches * (sh.fp8_grouped_quantize_fused ? 1 : k.batch);
+      fwd->kernels.push_back(launched(fp8_cast(k, ".fp8_cast", rows, k.k, false, sh.fp8_cast_bytes), n));     // input x [M, K]
+      bwd->kernels.push_back(launched(fp8_cast(k, ".fp8_cast.bwd", rows, k.n, true, sh.fp8_cast_bytes), n));  // grad y [M, N]
     }
   }
   return g;

@@ -83,6 +83,10 @@ struct Kernel {
   LayerModule module = LayerModule::None;
   FfnStep ffn = FfnStep::None;
   GemmGrad grad = GemmGrad::None;
+  // The real kernels the framework launches for this priced kernel (the host thread issues each:
+  // sim/host_launch.h), set where the kernel is built from LayerShape::eager_launches and the FP8
+  // recipe; the sources are named there (models/layer_graph.cpp).
+  std::int64_t launches = 1;
 };
 
 struct Block {
@@ -131,6 +135,13 @@ struct LayerShape {
   std::int64_t train_metrics = 0;
   // Multi-token prediction modules after the last layer (TrainingSpec::mtp_layers).
   std::int64_t mtp_layers = 0;
+  // Kernel launches (Kernel::launches): eager PyTorch modules (TrainingSpec::launch_impl "eager")
+  // rather than Megatron-Core with Transformer Engine's; the launches of one FP8 quantization of a
+  // tensor (fp8_quantize_launches()), and whether a grouped GEMM's per-expert inputs are quantized
+  // by one fused kernel (fp8_grouped_quantize_fused()) or one quantization per expert.
+  bool eager_launches = false;
+  std::int64_t fp8_quantize_launches = 1;
+  bool fp8_grouped_quantize_fused = true;
 };
 
 // HBM bytes per element of quantizing one 16-bit GEMM operand to FP8 with its transpose (the
@@ -152,6 +163,20 @@ double fp8_cast_bytes(Fp8Recipe recipe);
 // gradient: 1 for FP8, MXFP8 adds a 1-byte scale per 32 elements, NVFP4 0.5 B and one 1-byte
 // scale per 16 elements.
 double fp8_saved_input_bytes(Fp8Recipe recipe);
+// Kernels Transformer Engine launches to quantize one 16-bit tensor (with its transpose) to FP8:
+//   delayed: one cast_transpose kernel (the amax is reduced inside it, the scale from history).
+//   current: four (TransformerEngine pytorch/csrc/quantizer.cpp Float8CurrentScalingQuantizer::
+//            quantize_impl, common/recipe/current_scaling.cu): zero_amax_kernel and the amax
+//            reduction (nvte_compute_amax), compute_scale_from_amax_kernel, then the cast.
+//   mxfp8:   one (the cast computes each block's scale in-register).
+//   nvfp4:   not counted from the code: one.
+std::int64_t fp8_quantize_launches(Fp8Recipe recipe);
+// Whether GroupedLinear quantizes its experts' inputs in one kernel (TransformerEngine
+// pytorch/csrc/extensions/cast.cpp split_quantize): delayed scaling through the fused
+// nvte_multi_cast_transpose (multi_tensor_quantize_impl: "only have fused kernel for FP8 delayed
+// scaling"), NVFP4 through its fused split quantize; current scaling and MXFP8 quantize each
+// expert's split with its own quantizer.
+bool fp8_grouped_quantize_fused(Fp8Recipe recipe);
 
 struct LayerGraph {
   LayerShape shape;

@@ -47,7 +47,7 @@ std::int64_t block_launches(const Block& b, const std::vector<LayerModule>& grap
       continue;
     }
     graph_open = false;
-    n += k.kind == KernelKind::Gemm && k.module == LayerModule::Experts ? k.batch : 1;
+    n += k.launches;
   }
   return n;
 }
@@ -71,6 +71,17 @@ std::int64_t role_launches(OpRole role, const LayerGraph& g, const std::vector<L
     case OpRole::RecomputeFwd: return n(g.attn_fwd) + n(g.mlp_fwd);
     default: return 1;
   }
+}
+
+// Eager PyTorch's MoE layer copies its token counts per expert to the host (counts.tolist(), as
+// the grouped GEMM's group sizes; tools/scripts/torch_moe_bench.py MoE.forward) after the router,
+// so the host waits for the GPU before issuing the experts: taken as a wait before the MLP block.
+bool eager_moe_sync(const ModelGraph& g) {
+  for (const LayerGraph& k : g.kinds)
+    if (k.shape.eager_launches &&
+        std::any_of(k.mlp_fwd.kernels.begin(), k.mlp_fwd.kernels.end(), [](const Kernel& x) { return x.module == LayerModule::TokenDispatch; }))
+      return true;
+  return false;
 }
 
 }  // namespace
@@ -101,7 +112,7 @@ HostLaunch host_launch_model(const Program& p, const ModelGraph& g, Time per_lau
   h.sync_before.assign(p.labels.size(), 0);
   for (size_t l = 0; l < p.labels.size(); ++l) {
     for (const LayerGraph& k : g.kinds) h.launches[l] = std::max(h.launches[l], role_launches(p.label_roles[l], k, graphed));
-    h.sync_before[l] = p.label_roles[l] == OpRole::EpAllToAllFwd;
+    h.sync_before[l] = p.label_roles[l] == OpRole::EpAllToAllFwd || (p.label_roles[l] == OpRole::MlpFwd && eager_moe_sync(g));
   }
   return h;
 }

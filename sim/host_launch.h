@@ -31,9 +31,10 @@ struct HostLaunch {
 // stream gets the gate as a dependency, so that its end is known when the op is ready.
 void add_host_issue(Program& p, const HostLaunch& h);
 
-// Kernels the host launches for one block: one per kernel, an expert GEMM once per local expert
-// (Transformer Engine's GroupedLinear issues one cuBLAS GEMM per expert on Hopper), and the kernels
-// of a CUDA-graphed part (consecutive kernels of the `graphed` modules) as one graph launch.
+// Kernels the host launches for one block: each kernel's real launches (Kernel::launches: an
+// expert GEMM once per local expert under Transformer Engine, an FP8 quantization's amax, scale
+// and cast kernels, ...), and the kernels of a CUDA-graphed part (consecutive kernels of the
+// `graphed` modules) as one graph launch.
 std::int64_t block_launches(const Block& b, const std::vector<LayerModule>& graphed);
 
 // The host model of a lowered program: `per_launch` per kernel, each label's kernels from the
@@ -41,7 +42,8 @@ std::int64_t block_launches(const Block& b, const std::vector<LayerModule>& grap
 // a sync point before each MoE layer's forward all-to-all (Megatron-Core's dropless token
 // dispatcher with expert parallelism copies the token counts to the host and waits for them
 // before the all-to-all: megatron/core/transformer/moe/token_dispatcher.py, cuda_sync_point
-// "before_ep_alltoall").
+// "before_ep_alltoall"), and with eager PyTorch modules (LayerShape::eager_launches) before each
+// MoE layer's MLP block (its token counts copied to the host for the grouped GEMM's group sizes).
 // Each rank's host time to issue its kernels (seconds): launches x per_launch over its ops.
 std::vector<double> host_issue_s(const Program& p, const HostLaunch& h);
 

@@ -36,10 +36,18 @@ LayerShape layer_shape(const Scenario& sc) {
   sh.mtp_layers = sc.training.mtp_layers;
   sh.loss = sc.training.loss_impl;
   sh.train_metrics = static_cast<std::int64_t>(sc.training.train_metrics.size());
+  sh.eager_launches = sc.training.launch_impl == LaunchImpl::Eager;
+  sh.fp8_quantize_launches = fp8_quantize_launches(sc.training.fp8_recipe);
+  sh.fp8_grouped_quantize_fused = fp8_grouped_quantize_fused(sc.training.fp8_recipe);
   return sh;
 }
 
 namespace {
+
+// The host thread is modelled with a launch cost, unless the whole step is one CUDA graph.
+bool host_modelled(const Scenario& s) {
+  return s.training.host_launch_us > 0 && s.training.cuda_graph_impl != CudaGraphImpl::FullIteration;
+}
 
 // The scenario's layer graphs, kernel prices and network, built once and handed to `fn` (a folded
 // step and a bound lower several programs from them).
@@ -59,7 +67,7 @@ Program lower_step(const Scenario& s, const Registries& reg, const LoweringInput
                    bool memory_curve = true) {
   try {
     Program p = lower(reg.schedules, in);
-    if (s.training.host_launch_us > 0)
+    if (host_modelled(s))
       add_host_issue(p, host_launch_model(p, in.layers, seconds_to_time(s.training.host_launch_us * 1e-6), graphed_modules(s.training.cuda_graph_scope)));
     if (run) {
       EngineOptions eo;
@@ -174,7 +182,7 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
     pace = cost.pace();
     const auto step = [&](const Scenario& s, SimulationOutput& o) {
       simulate_step(s, reg, layers.kinds.front(), layers, cost, net, detail, o);
-      if (s.training.host_launch_us > 0) host_note = host_launch_note(s, o.program, layers);
+      if (host_modelled(s)) host_note = host_launch_note(s, o.program, layers);
       if (detail == Detail::Partition) o.partition = partition_time(o.program, o.timeline, o.result);
       if (lookups < 0) lookups = cost.lookups(), fallbacks = cost.fallbacks();
     };

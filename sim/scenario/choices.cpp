@@ -196,6 +196,38 @@ const ChoiceRegistry<MoeDispatcher>& moe_dispatchers() {
   return registry;
 }
 
+const ChoiceRegistry<LaunchImpl>& launch_impls() {
+  static const ChoiceRegistry<LaunchImpl> registry = [] {
+    ChoiceRegistry<LaunchImpl> r("kernel launch implementation");
+    r.add({"megatron-te",
+           "Megatron-Core with Transformer Engine's modules: one cuBLAS GEMM per local expert, per-tensor FP8 quantize kernels, "
+           "TE's fused router and permutation kernels",
+           "Megatron-LM megatron/core/transformer/moe (TEGroupedMLP, moe_router_fusion, moe_permute_fusion); TransformerEngine "
+           "pytorch/csrc/quantizer.cpp, cpp_extensions/gemm.py general_grouped_gemm, triton/permutation.py",
+           {LaunchImpl::MegatronTe}});
+    r.add({"eager", "eager PyTorch modules: torch.topk router, argsort and index kernels to permute, torch._grouped_mm experts",
+           "tools/scripts/torch_moe_bench.py (our H200 MoE steps); the kernels counted in "
+           "calibrate/measurements/h200-sxm-141g-moe-2026-12-04/run1/train.json",
+           {LaunchImpl::Eager}});
+    return r;
+  }();
+  return registry;
+}
+
+const ChoiceRegistry<CudaGraphImpl>& cuda_graph_impls() {
+  static const ChoiceRegistry<CudaGraphImpl> registry = [] {
+    ChoiceRegistry<CudaGraphImpl> r("CUDA graph implementation");
+    r.add({"transformer_engine", "the parts of each layer in cuda_graph_scope run as CUDA graphs, one launch each (none: no graphs)",
+           "Megatron-Core cuda_graph_impl \"transformer_engine\" (or \"none\" with an empty scope)", {CudaGraphImpl::TransformerEngine}});
+    r.add({"full_iteration", "the whole forward-backward step is captured as one CUDA graph: no per-kernel host cost",
+           "Megatron-Core cuda_graph_impl \"full_iteration\" (Megatron-Bridge performance presets, e.g. "
+           "QWEN3_30B_A3B_PRETRAIN_CONFIG_GB300_FP8_MX_V1)",
+           {CudaGraphImpl::FullIteration}});
+    return r;
+  }();
+  return registry;
+}
+
 std::string name_of(IntraNode v) { return name_of(intra_node_kinds(), v); }
 std::string name_of(InterNode v) { return name_of(inter_node_kinds(), v); }
 std::string name_of(NetworkKind v) { return name_of(network_kinds(), v); }
@@ -212,6 +244,8 @@ std::string name_of(ZeroImpl v) { return name_of(zero_impls(), v); }
 std::string name_of(BackwardPrefetch v) { return name_of(backward_prefetches(), v); }
 std::string name_of(Recompute v) { return name_of(recompute_modes(), v); }
 std::string name_of(MoeDispatcher v) { return name_of(moe_dispatchers(), v); }
+std::string name_of(LaunchImpl v) { return name_of(launch_impls(), v); }
+std::string name_of(CudaGraphImpl v) { return name_of(cuda_graph_impls(), v); }
 
 
 namespace {
@@ -248,6 +282,8 @@ std::vector<NamedChoice> scenario_choices() {
           describe(dropout_add_impls(), "dropout-add-impls", "/training/dropout_add_impl"),
           describe(optimizer_impls(), "optimizer-impls", "/training/optimizer_impl"),
           describe(fp8_recipes(), "fp8-recipes", "/training/fp8_recipe"),
+          describe(launch_impls(), "launch-impls", "/training/launch_impl"),
+          describe(cuda_graph_impls(), "cuda-graph-impls", "/training/cuda_graph_impl"),
           describe(cp_impls(), "cp-impls", "/parallel/cp_impl"),
           describe(fsdp_shardings(), "fsdp-shardings", "/parallel/fsdp/sharding"),
           describe(fsdp_dtypes(), "fsdp-dtypes", "/parallel/fsdp/param_dtype"),

@@ -56,6 +56,14 @@ std::string name_of(Schedule v);  // sim/parallel/registry.cpp
 // parallel.moe_dispatcher: how a mixture-of-experts layer's tokens reach their experts' ranks
 // (traffic per rank pair: sim/parallel/moe_dispatch.h).
 enum class MoeDispatcher : std::uint8_t { AllToAll, DeepEp, HybridEp };
+// training.launch_impl: which framework's modules issue the kernels, for the number of real kernel
+// launches behind each priced kernel (models/layer_graph.h Kernel::launches; the host thread of
+// sim/host_launch.h): Megatron-Core with Transformer Engine's modules, or eager PyTorch modules.
+enum class LaunchImpl : std::uint8_t { MegatronTe, Eager };
+// training.cuda_graph_impl: Megatron-Core's cuda_graph_impl. TransformerEngine: the parts of each
+// layer named by cuda_graph_scope are CUDA graphs (none with an empty scope); FullIteration: the
+// whole forward-backward step is one graph, so the host issues no kernel of it one by one.
+enum class CudaGraphImpl : std::uint8_t { TransformerEngine, FullIteration };
 
 const ChoiceRegistry<IntraNode>& intra_node_kinds();
 const ChoiceRegistry<InterNode>& inter_node_kinds();
@@ -74,6 +82,8 @@ const ChoiceRegistry<ZeroImpl>& zero_impls();
 const ChoiceRegistry<BackwardPrefetch>& backward_prefetches();
 const ChoiceRegistry<Recompute>& recompute_modes();
 const ChoiceRegistry<MoeDispatcher>& moe_dispatchers();
+const ChoiceRegistry<LaunchImpl>& launch_impls();
+const ChoiceRegistry<CudaGraphImpl>& cuda_graph_impls();
 
 std::string name_of(IntraNode v);
 std::string name_of(InterNode v);
@@ -91,6 +101,8 @@ std::string name_of(ZeroImpl v);
 std::string name_of(BackwardPrefetch v);
 std::string name_of(Recompute v);
 std::string name_of(MoeDispatcher v);
+std::string name_of(LaunchImpl v);
+std::string name_of(CudaGraphImpl v);
 
 // This file's registries and the NCCL ones (calibrate/profile/profile.h), described.
 std::vector<NamedChoice> scenario_choices();

@@ -103,6 +103,10 @@ TrainingSpec parse_training(const JsonObject& o) {
   t.mtp_layers = o.integer("mtp_layers", 0, 16, 0);
   t.host_launch_us = o.number("host_launch_us", 0, 1e4, 0);
   if (o.has("cuda_graph_scope")) t.cuda_graph_scope = o.choice_list("cuda_graph_scope", {"attn", "moe_router", "moe_preprocess"});
+  t.cuda_graph_impl = parse_enum(o, "cuda_graph_impl", cuda_graph_impls(), CudaGraphImpl::TransformerEngine);
+  if (t.cuda_graph_impl == CudaGraphImpl::FullIteration && !t.cuda_graph_scope.empty())
+    o.fail("cuda_graph_scope", "must be empty with cuda_graph_impl \"full_iteration\" (the whole step is one graph)");
+  t.launch_impl = parse_enum(o, "launch_impl", launch_impls(), LaunchImpl::MegatronTe);
   t.make_vocab_size_divisible_by = o.integer("make_vocab_size_divisible_by", 1, 1 << 20, 1);
   t.fp8_recipe = parse_enum(o, "fp8_recipe", fp8_recipes(), Fp8Recipe::Delayed);
   if (t.dtype != Dtype::Fp8 && o.has("fp8_recipe"))
@@ -607,6 +611,8 @@ Json Scenario::resolved() const {
   if (!training.train_metrics.empty()) j["training"]["train_metrics"] = training.train_metrics;
   if (training.host_launch_us > 0) j["training"]["host_launch_us"] = training.host_launch_us;
   if (!training.cuda_graph_scope.empty()) j["training"]["cuda_graph_scope"] = training.cuda_graph_scope;
+  if (training.cuda_graph_impl != CudaGraphImpl::TransformerEngine) j["training"]["cuda_graph_impl"] = name_of(training.cuda_graph_impl);
+  if (training.launch_impl != LaunchImpl::MegatronTe) j["training"]["launch_impl"] = name_of(training.launch_impl);
   Json pj = {{"dp", parallel.dp}, {"tp", parallel.tp}, {"pp", parallel.pp}, {"vpp", parallel.vpp}, {"cp", parallel.cp},
              {"cp_impl", name_of(parallel.cp_impl)}, {"ep", parallel.ep}, {"etp", parallel.expert_tp()},
              {"schedule", name_of(parallel.schedule)}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", name_of(parallel.recompute)},

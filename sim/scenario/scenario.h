@@ -116,6 +116,13 @@ struct TrainingSpec {
   // "transformer_engine": "attn", "moe_router", "moe_preprocess"), each issued by one launch.
   double host_launch_us = 0;
   std::vector<std::string> cuda_graph_scope;
+  // Megatron-Core's cuda_graph_impl: "full_iteration" captures the whole forward-backward step as
+  // one CUDA graph, so no kernel of it costs the host a launch (cuda_graph_scope must be empty).
+  CudaGraphImpl cuda_graph_impl = CudaGraphImpl::TransformerEngine;
+  // Whose modules issue the kernels: how many real launches each priced kernel stands for
+  // (models/layer_graph.h Kernel::launches), and, for eager PyTorch's MoE layer, the host's wait
+  // for the token counts before the experts.
+  LaunchImpl launch_impl = LaunchImpl::MegatronTe;
   // Megatron-LM pads the vocabulary of its embedding and output layers to a multiple of this
   // times tp (--make-vocab-size-divisible-by, default 128 there; _vocab_size_with_padding), so
   // each tensor-parallel shard of the logits has an aligned width. 1 (the default here) keeps

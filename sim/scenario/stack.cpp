@@ -22,6 +22,8 @@ const std::vector<StackField>& stack_fields() {
       {"training.train_metrics", "metrics the training loop evaluates on every microbatch's logits"},
       {"training.host_launch_us", "host time per kernel launch (the CPU thread that issues kernels)"},
       {"training.cuda_graph_scope", "parts of each layer run as CUDA graphs"},
+      {"training.cuda_graph_impl", "CUDA graphs per layer part, or the whole step as one graph"},
+      {"training.launch_impl", "whose modules issue the kernels (the real launches behind each priced kernel)"},
       {"training.make_vocab_size_divisible_by", "vocabulary padded to a multiple of this times tp"},
       {"training.fp8_recipe", "what \"fp8\" means: the FP8 scaling recipe"},
       {"parallel.zero_impl", "whose ZeRO optimizer (`parasim list zero-impls`)"},
