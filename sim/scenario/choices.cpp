@@ -197,34 +197,28 @@ const ChoiceRegistry<MoeDispatcher>& moe_dispatchers() {
 }
 
 const ChoiceRegistry<LaunchImpl>& launch_impls() {
-  static const ChoiceRegistry<LaunchImpl> registry = [] {
-    ChoiceRegistry<LaunchImpl> r("kernel launch implementation");
-    r.add({"megatron-te",
-           "Megatron-Core with Transformer Engine's modules: one cuBLAS GEMM per local expert, per-tensor FP8 quantize kernels, "
-           "TE's fused router and permutation kernels",
-           "Megatron-LM megatron/core/transformer/moe (TEGroupedMLP, moe_router_fusion, moe_permute_fusion); TransformerEngine "
-           "pytorch/csrc/quantizer.cpp, cpp_extensions/gemm.py general_grouped_gemm, triton/permutation.py",
-           {LaunchImpl::MegatronTe}});
-    r.add({"eager", "eager PyTorch modules: torch.topk router, argsort and index kernels to permute, torch._grouped_mm experts",
-           "tools/scripts/torch_moe_bench.py (our H200 MoE steps); the kernels counted in "
-           "calibrate/measurements/h200-sxm-141g-moe-2026-12-04/run1/train.json",
-           {LaunchImpl::Eager}});
-    return r;
-  }();
+  static const ChoiceRegistry<LaunchImpl> registry("kernel launch implementation", {
+    {"megatron-te",
+     "Megatron-Core with Transformer Engine's modules: one cuBLAS GEMM per local expert, per-tensor FP8 quantize kernels, "
+     "TE's fused router and permutation kernels",
+     "Megatron-LM megatron/core/transformer/moe (TEGroupedMLP, moe_router_fusion, moe_permute_fusion); TransformerEngine "
+     "pytorch/csrc/quantizer.cpp, cpp_extensions/gemm.py general_grouped_gemm, triton/permutation.py",
+     {LaunchImpl::MegatronTe}},
+    {"eager", "eager PyTorch modules: torch.topk router, argsort and index kernels to permute, torch._grouped_mm experts",
+     "tools/scripts/torch_moe_bench.py (our H200 MoE steps); the kernels counted in "
+     "calibrate/measurements/h200-sxm-141g-moe-2026-12-04/run1/train.json",
+     {LaunchImpl::Eager}}});
   return registry;
 }
 
 const ChoiceRegistry<CudaGraphImpl>& cuda_graph_impls() {
-  static const ChoiceRegistry<CudaGraphImpl> registry = [] {
-    ChoiceRegistry<CudaGraphImpl> r("CUDA graph implementation");
-    r.add({"transformer_engine", "the parts of each layer in cuda_graph_scope run as CUDA graphs, one launch each (none: no graphs)",
-           "Megatron-Core cuda_graph_impl \"transformer_engine\" (or \"none\" with an empty scope)", {CudaGraphImpl::TransformerEngine}});
-    r.add({"full_iteration", "the whole forward-backward step is captured as one CUDA graph: no per-kernel host cost",
-           "Megatron-Core cuda_graph_impl \"full_iteration\" (Megatron-Bridge performance presets, e.g. "
-           "QWEN3_30B_A3B_PRETRAIN_CONFIG_GB300_FP8_MX_V1)",
-           {CudaGraphImpl::FullIteration}});
-    return r;
-  }();
+  static const ChoiceRegistry<CudaGraphImpl> registry("CUDA graph implementation", {
+    {"transformer_engine", "the parts of each layer in cuda_graph_scope run as CUDA graphs, one launch each (none: no graphs)",
+     "Megatron-Core cuda_graph_impl \"transformer_engine\" (or \"none\" with an empty scope)", {CudaGraphImpl::TransformerEngine}},
+    {"full_iteration", "the whole forward-backward step is captured as one CUDA graph: no per-kernel host cost",
+     "Megatron-Core cuda_graph_impl \"full_iteration\" (Megatron-Bridge performance presets, e.g. "
+     "QWEN3_30B_A3B_PRETRAIN_CONFIG_GB300_FP8_MX_V1)",
+     {CudaGraphImpl::FullIteration}}});
   return registry;
 }
 
@@ -246,7 +240,6 @@ std::string name_of(Recompute v) { return name_of(recompute_modes(), v); }
 std::string name_of(MoeDispatcher v) { return name_of(moe_dispatchers(), v); }
 std::string name_of(LaunchImpl v) { return name_of(launch_impls(), v); }
 std::string name_of(CudaGraphImpl v) { return name_of(cuda_graph_impls(), v); }
-
 
 namespace {
 NamedChoice::Name tuner_choice() { return {"auto", "NCCL's tuner chooses per collective and size", "NCCL src/graph/tuning.cc"}; }
