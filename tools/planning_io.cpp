@@ -12,8 +12,8 @@ namespace parasim {
 namespace {
 // A signal handler can reach only static storage: the one flag of the process's Ctrl-C.
 std::atomic<bool> g_interrupted{false};
-using Handler = void (*)(int);
-Handler g_previous = SIG_DFL;
+using SignalHandler = void (*)(int);
+SignalHandler g_previous = SIG_DFL;
 extern "C" void on_sigint(int) {
   g_interrupted.store(true);
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process

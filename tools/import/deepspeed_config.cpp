@@ -10,7 +10,7 @@ namespace parasim {
 namespace {
 
 // Keys with no effect on a step's time or memory (logging, schedules, clipping, checkpoints).
-const std::set<std::string>& no_effect() {
+const std::set<std::string>& deepspeed_no_effect() {
   static const std::set<std::string> s = {"steps_per_print", "wall_clock_breakdown", "scheduler", "gradient_clipping", "prescale_gradients",
                                           "tensorboard", "wandb", "csv_monitor", "flops_profiler", "comms_logger", "dump_state",
                                           "checkpoint", "data_efficiency", "seed", "zero_allow_untested_optimizer", "$comment"};
@@ -64,7 +64,7 @@ ImportResult import_deepspeed(const Json& c, const std::string& file, const Impo
       const std::string type = v.value("type", "");
       if (type == "SGD") t["optimizer"] = "sgd";
       else if (type != "Adam" && type != "AdamW") r.unmapped.push_back("optimizer.type " + type);
-    } else if (!no_effect().count(k)) r.unmapped.push_back(k);
+    } else if (!deepspeed_no_effect().count(k)) r.unmapped.push_back(k);
   }
   finish_layout(r.scenario, 0);
   const std::int64_t dp = r.scenario["parallel"]["dp"];

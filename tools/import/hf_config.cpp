@@ -13,7 +13,7 @@ namespace {
 const std::set<std::string> kLlamaLike = {"llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe"};
 
 // Keys that describe weights, tokens or numerics, not the model's shape or cost.
-const std::set<std::string> kNoEffect = {
+const std::set<std::string> kHfNoEffect = {
     "architectures", "model_type", "torch_dtype", "dtype", "transformers_version", "bos_token_id", "eos_token_id", "pad_token_id",
     "initializer_range", "rms_norm_eps", "layer_norm_epsilon", "rope_theta", "rope_scaling", "use_cache", "attention_dropout",
     "pretraining_tp", "max_window_layers", "use_sliding_window", "sliding_window", "output_router_logits", "router_aux_loss_coef",
@@ -74,7 +74,7 @@ ImportResult import_hf_config(const Json& c, const std::string& file) {
   r.scenario.update(m);
   r.scenario["source"] = "Hugging Face config.json (" + std::filesystem::path(file).filename().string() + "), read by parasim import hf-config";
   for (const auto& [k, v] : c.items())
-    if (!read.count(k) && !kNoEffect.count(k)) r.unmapped.push_back(k);
+    if (!read.count(k) && !kHfNoEffect.count(k)) r.unmapped.push_back(k);
   return r;
 }
 

@@ -11,7 +11,7 @@ namespace parasim {
 
 namespace {
 
-const std::set<std::string> kNoEffect = {
+const std::set<std::string> kFoundryNoEffect = {
     "data_local", "data_remote", "run_name", "global_seed", "seed", "tokenizer", "train_loader", "eval_loader", "scheduler",
     "algorithms", "max_duration", "eval_interval", "eval_first", "eval_subset_num_batches", "device_eval_batch_size",
     "progress_bar", "log_to_console", "console_log_interval", "callbacks", "loggers", "save_folder", "save_interval",
@@ -72,14 +72,14 @@ bool map_key(const std::string& k, const std::string& s, Json& sc) {
     if (s != "BACKWARD_PRE" && s != "BACKWARD_POST") return false;
     p["fsdp"]["backward_prefetch"] = s == "BACKWARD_PRE" ? "pre" : "post";
   } else if (k == "fsdp_config.activation_cpu_offload") return s == "false";
-  else return kNoEffect.count(k) > 0;
+  else return kFoundryNoEffect.count(k) > 0;
   return true;
 }
 
 void walk(const YAML::Node& root, const YAML::Node& node, const std::string& prefix, Json& sc, ImportResult& r) {
   for (const auto& kv : node) {
     const std::string k = prefix + kv.first.as<std::string>();
-    if (kNoEffect.count(k)) continue;
+    if (kFoundryNoEffect.count(k)) continue;
     if (kv.second.IsMap() && (k == "model" || k == "fsdp_config" || k == "optimizer" || k == "model.attn_config")) {
       walk(root, kv.second, k + ".", sc, r);
     } else if (!kv.second.IsScalar() || !map_key(k, scalar(root, kv.second), sc)) {

@@ -19,7 +19,7 @@ struct Args {
   Json& p() { return sc["parallel"]; }
   Json& m() { return sc["model"]; }
 };
-using Handler = std::function<void(Args&, const std::string&)>;
+using ArgHandler = std::function<void(Args&, const std::string&)>;
 
 std::int64_t to_int(const std::string& opt, const std::string& v) {
   try {
@@ -31,16 +31,16 @@ std::int64_t to_int(const std::string& opt, const std::string& v) {
   throw ConfigError(opt + ": expected an integer, got \"" + v + "\"");
 }
 
-Handler set_int(const char* section, const char* key) {
+ArgHandler set_int(const char* section, const char* key) {
   return [=](Args& a, const std::string& v) { a.sc[section][key] = to_int(std::string("--") + key, v); };
 }
-Handler set_bool(const char* section, const char* key, bool value) {
+ArgHandler set_bool(const char* section, const char* key, bool value) {
   return [=](Args& a, const std::string&) { a.sc[section][key] = value; };
 }
 
 // Options that take a value (the others are flags).
-const std::map<std::string, Handler>& valued() {
-  static const std::map<std::string, Handler> h = {
+const std::map<std::string, ArgHandler>& valued() {
+  static const std::map<std::string, ArgHandler> h = {
       {"num-layers", set_int("model", "layers")},
       {"hidden-size", set_int("model", "hidden")},
       {"num-attention-heads", set_int("model", "heads")},
@@ -111,8 +111,8 @@ const std::map<std::string, Handler>& valued() {
   return h;
 }
 
-const std::map<std::string, Handler>& flags() {
-  static const std::map<std::string, Handler> h = {
+const std::map<std::string, ArgHandler>& flags() {
+  static const std::map<std::string, ArgHandler> h = {
       {"bf16", [](Args& a, const std::string&) { if (!a.t().contains("dtype")) a.t()["dtype"] = name_of(Dtype::Bf16); }},
       {"fp16", [](Args& a, const std::string&) { if (!a.t().contains("dtype")) a.t()["dtype"] = name_of(Dtype::Fp16); }},
       {"swiglu", [](Args& a, const std::string&) { a.m()["activation"] = name_of(Activation::SwiGlu); }},
@@ -136,7 +136,7 @@ const std::map<std::string, Handler>& flags() {
 }
 
 // Options that set nothing a training step's time or memory depends on.
-const std::set<std::string>& no_effect() {
+const std::set<std::string>& megatron_no_effect() {
   static const std::set<std::string> s = {
       "lr", "min-lr", "lr-decay-style", "lr-warmup-iters", "lr-warmup-fraction", "lr-decay-iters", "lr-decay-samples", "weight-decay",
       "clip-grad", "adam-beta1", "adam-beta2", "adam-eps", "init-method-std", "seed", "train-iters", "train-samples", "eval-iters",
@@ -194,7 +194,7 @@ ImportResult import_megatron(const std::vector<std::string>& args, const ImportO
       f->second(a, "");
     } else {
       if (next_is_value) ++i;
-      if (no_effect().count(opt)) ++skipped;
+      if (megatron_no_effect().count(opt)) ++skipped;
       else r.unmapped.push_back("--" + opt);
     }
   }

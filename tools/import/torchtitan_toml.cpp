@@ -14,7 +14,7 @@ namespace parasim {
 namespace {
 
 // [section].key entries with no effect on a step's time or memory.
-const std::set<std::string> kNoEffect = {
+const std::set<std::string> kTitanNoEffect = {
     "job.dump_folder", "job.description", "job.use_for_integration_test", "job.print_args", "model.tokenizer_path",
     "optimizer.lr", "optimizer.eps", "optimizer.fused", "training.warmup_steps", "training.max_norm", "training.steps",
     "training.dataset", "training.dataset_path", "training.seed", "training.deterministic", "training.gc_freq",
@@ -63,7 +63,7 @@ bool map_key(const std::string& k, const toml::node& v, Json& sc, std::map<std::
     if (str() != "AdamW" && str() != "Adam") return false;
   } else {
     return k.starts_with("profiling.") || k.starts_with("metrics.") || k.starts_with("checkpoint.") || k.starts_with("comm.") ||
-           kNoEffect.count(k);
+           kTitanNoEffect.count(k);
   }
   return true;
 }
