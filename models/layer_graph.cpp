@@ -326,7 +326,9 @@ struct MoeLaunches {
   std::int64_t expert_gemm = 1, expert_offsets = 0, activation = 1, activation_bwd = 1;
 };
 MoeLaunches moe_launches(const LayerShape& sh, std::int64_t local_experts) {
-  if (sh.eager_launches) return {12, 9, 22, 3, 6, 17, 2, 3, 2, 4};
+  if (sh.eager_launches)
+    return {.router = 12, .router_bwd = 9, .permute = 22, .permute_bwd = 3, .unpermute = 6, .unpermute_bwd = 17,
+            .expert_gemm = 2, .expert_offsets = 3, .activation = 2, .activation_bwd = 4};
   MoeLaunches l;
   l.expert_gemm = local_experts;
   if (sh.ep > 1 && local_experts > 1) {
@@ -553,11 +555,10 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     af.kernels.push_back(tagged(LayerModule::CoreAttn, mem("softmax", 3 * 2 * b * heads_local * sq * s_kv * e)));
     af.kernels.push_back(pv);
   }
-  Kernel proj = tagged(LayerModule::AttnOut, gemm("attn_out", T, h, m.attn_out_dim() / t));
-  // Eager: the attention output's transpose(1, 2).reshape is a copy kernel before the GEMM.
-  if (sh.eager_launches) proj.launches = 2;
-  af.kernels.push_back(proj);
-  if (sh.eager_launches) proj.launches = 1;  // its gradients: one GEMM each
+  const Kernel proj = tagged(LayerModule::AttnOut, gemm("attn_out", T, h, m.attn_out_dim() / t));
+  // Eager: the attention output's transpose(1, 2).reshape is a copy kernel before the GEMM (its
+  // gradients, built from `proj` below, are one GEMM each).
+  af.kernels.push_back(sh.eager_launches ? launched(proj, 2) : proj);
   // [T, h] elements on this rank outside the TP region (T/t of them with sequence parallel).
   const double elems = act / e;
   const double drop_f = m.dropout ? kDropoutMaskBytes * elems : 0.0;
