@@ -94,14 +94,16 @@ std::vector<double> host_issue_s(const Program& p, const HostLaunch& h) {
   return s;
 }
 
-std::vector<LayerModule> graphed_modules(const std::vector<std::string>& scopes) {
+std::vector<LayerModule> graphed_modules(const std::vector<CudaGraphScope>& scopes) {
   std::vector<LayerModule> m;
-  for (const std::string& s : scopes) {
-    if (s == "attn")
-      m.insert(m.end(), {LayerModule::QkvProj, LayerModule::MlaProj, LayerModule::MlaUpProj, LayerModule::QkNorm, LayerModule::Rope,
-                         LayerModule::MlaQkConcat, LayerModule::CoreAttn, LayerModule::FusedAttn, LayerModule::AttnOut});
-    if (s == "moe_router") m.push_back(LayerModule::Router);
-  }
+  for (CudaGraphScope s : scopes) switch (s) {
+      case CudaGraphScope::Attn:
+        m.insert(m.end(), {LayerModule::QkvProj, LayerModule::MlaProj, LayerModule::MlaUpProj, LayerModule::QkNorm, LayerModule::Rope,
+                           LayerModule::MlaQkConcat, LayerModule::CoreAttn, LayerModule::FusedAttn, LayerModule::AttnOut});
+        break;
+      case CudaGraphScope::MoeRouter: m.push_back(LayerModule::Router); break;
+      case CudaGraphScope::MoePreprocess: break;  // no kernel of it priced apart
+    }
   return m;
 }
 

@@ -15,6 +15,7 @@
 
 #include "models/layer_graph.h"
 #include "sim/core/program.h"
+#include "sim/scenario/choices.h"
 
 namespace parasim {
 
@@ -50,7 +51,7 @@ std::vector<double> host_issue_s(const Program& p, const HostLaunch& h);
 // The layer modules Megatron-Core's CUDA-graph scopes capture (TransformerLayer with
 // cuda_graph_impl "transformer_engine"): "attn" the attention submodule, "moe_router" the router;
 // "moe_preprocess" the dispatcher's routing-map preprocessing, which has no kernel priced apart.
-std::vector<LayerModule> graphed_modules(const std::vector<std::string>& scopes);
+std::vector<LayerModule> graphed_modules(const std::vector<CudaGraphScope>& scopes);
 
 HostLaunch host_launch_model(const Program& p, const ModelGraph& g, Time per_launch, const std::vector<LayerModule>& graphed);
 

@@ -4,8 +4,11 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <functional>
 #include <initializer_list>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <typeinfo>
 #include <utility>
@@ -35,14 +38,45 @@ inline std::string scenario_error(const Json& j) {
   return "(no error)";
 }
 
-// The parasim binary's standard output (stderr dropped) and exit status for `args`.
-inline std::pair<int, std::string> cli_stdout(const std::string& args) {
-  FILE* f = popen((std::string(PARASIM_BINARY) + " " + args + " 2>/dev/null").c_str(), "r");
+// A shell command's exit status and standard output (its standard error merged in, or dropped).
+struct Ran {
+  int code;
+  std::string out;
+};
+inline Ran run_shell(const std::string& command, bool merge_stderr = true) {
+  FILE* f = popen((command + (merge_stderr ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
   std::string out;
   std::array<char, 4096> buf{};
   while (size_t n = fread(buf.data(), 1, buf.size(), f)) out.append(buf.data(), n);
   const int st = pclose(f);
   return {WEXITSTATUS(st), out};
+}
+// The parasim binary run with `args`.
+inline Ran run_cli(const std::string& args, bool merge_stderr = true) { return run_shell(std::string(PARASIM_BINARY) + " " + args, merge_stderr); }
+// The parasim binary's standard output (stderr dropped) and exit status for `args`.
+inline std::pair<int, std::string> cli_stdout(const std::string& args) {
+  const Ran r = run_cli(args, false);
+  return {r.code, r.out};
+}
+
+// A whole file's text ("" when it cannot be read), and a file of `text` in the test's temporary directory.
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+inline std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// The kernel of a block named `name` (a std::runtime_error when there is none).
+inline const Kernel& kernel_named(const Block& b, const std::string& name) {
+  for (const auto& k : b.kernels)
+    if (k.name == name) return k;
+  throw std::runtime_error("no kernel " + name);
 }
 
 // A small valid scenario to modify in tests.

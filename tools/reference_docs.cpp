@@ -23,15 +23,19 @@ std::string section_of(const std::string& pointer) {
   return second == std::string::npos ? "" : pointer.substr(1, second - 1);
 }
 
-// The registry names a "choice" key takes; a std::logic_error when the key table and the registries
-// disagree on which keys take names.
+// The registry names a "choice" key (one name) or a "choices" key (an array of names) takes; a
+// std::logic_error when the key table and the registries disagree on which keys take names.
 const NamedChoice* choice_of(const ScenarioKey& k, const std::vector<NamedChoice>& choices) {
   const NamedChoice* found = nullptr;
   for (const NamedChoice& c : choices)
     if (c.pointer == k.pointer) found = &c;
-  if ((found != nullptr) != (std::string(k.type) == "choice"))
+  const std::string type = k.type;
+  if ((found != nullptr) != (type == "choice" || type == "choices"))
     throw std::logic_error(std::string("sim/scenario/scenario_keys.cpp: ") + k.pointer + " has type \"" + k.type + "\"" +
                            (found ? ", but a registry names its values" : ", but no registry names its values"));
+  if (found && found->many != (type == "choices"))
+    throw std::logic_error(std::string("sim/scenario/scenario_keys.cpp: ") + k.pointer + " has type \"" + k.type + "\", but its registry's key takes " +
+                           (found->many ? "an array of names" : "one name"));
   return found;
 }
 
@@ -40,7 +44,7 @@ std::string type_text(const ScenarioKey& k, const std::vector<NamedChoice>& choi
   if (!c) return k.type;
   std::string t;
   for (const auto& n : c->names) t += (t.empty() ? "\"" : " | \"") + n.name + "\"";
-  return t;
+  return c->many ? "array of " + t : t;
 }
 
 // The one-line description the schema carries: meaning, default and framework option.
@@ -129,7 +133,7 @@ Json scenario_schema_with_descriptions(Json schema, const std::vector<NamedChoic
     }
     if (!node) throw ConfigError(std::string("schemas/scenario.schema.json: has no place for the declared key ") + k.pointer);
     (*node)["description"] = schema_description(k);
-    if (const NamedChoice* c = choice_of(k, choices)) (*node)["enum"] = c->name_list();
+    if (const NamedChoice* c = choice_of(k, choices)) (c->many ? (*node)["items"] : *node)["enum"] = c->name_list();
   }
   std::set<std::string> in_schema;
   schema_pointers(schema, schema, "", in_schema, 0);

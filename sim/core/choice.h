@@ -47,6 +47,15 @@ E parse_enum(const JsonObject& o, const std::string& key, const ChoiceRegistry<E
   return parse_choice(o, key, r, def).factory.value;
 }
 
+// The registry values an array key of `o` names, in its order (each once); an unknown name is a
+// ConfigError naming the element's JSON pointer.
+template <class E>
+std::vector<E> parse_enum_list(const JsonObject& o, const std::string& key, const ChoiceRegistry<E>& r) {
+  std::vector<E> out;
+  for (const std::string& n : o.choice_list(key, r.names())) out.push_back(r.find(n)->factory.value);
+  return out;
+}
+
 // One kind of name a scenario key takes, as `parasim list`, the docs and the schema show it.
 struct NamedChoice {
   std::string list;     // `parasim list <list>`
@@ -55,12 +64,19 @@ struct NamedChoice {
     std::string name, description, reference;
   };
   std::vector<Name> names;
+  bool many = false;  // the key takes an array of the names (each at most once), not one name
   std::vector<std::string> name_list() const;
 };
 template <class F>
 NamedChoice describe(const Registry<F>& r, std::string list, std::string pointer) {
   NamedChoice c{std::move(list), std::move(pointer), {}};
   for (const auto& e : r.entries()) c.names.push_back({e.name, e.description, e.reference});
+  return c;
+}
+template <class F>
+NamedChoice describe_many(const Registry<F>& r, std::string list, std::string pointer) {
+  NamedChoice c = describe(r, std::move(list), std::move(pointer));
+  c.many = true;
   return c;
 }
 }  // namespace parasim

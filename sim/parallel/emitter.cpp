@@ -90,10 +90,10 @@ Layout make_layout(const Scenario& s) {
   l.ep = s.parallel.ep;
   l.etp = s.model.moe ? s.parallel.expert_tp() : 1;
   std::int64_t stride = 1;
-  for (const auto& d : s.parallel.order) {
-    std::int64_t& st = d == "tp" ? l.s_tp : d == "cp" ? l.s_cp : d == "dp" ? l.s_dp : l.s_pp;
-    st = stride;
-    stride *= d == "tp" ? l.tp : d == "cp" ? l.cp : d == "dp" ? l.dp : l.pp;
+  for (ParallelDim d : s.parallel.order) {
+    const bool tp = d == ParallelDim::Tp, cp = d == ParallelDim::Cp, dp = d == ParallelDim::Dp;
+    (tp ? l.s_tp : cp ? l.s_cp : dp ? l.s_dp : l.s_pp) = stride;
+    stride *= tp ? l.tp : cp ? l.cp : dp ? l.dp : l.pp;
   }
   return l;
 }

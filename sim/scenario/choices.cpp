@@ -222,6 +222,18 @@ const ChoiceRegistry<CudaGraphImpl>& cuda_graph_impls() {
   return registry;
 }
 
+const ChoiceRegistry<CudaGraphScope>& cuda_graph_scopes() {
+  static const ChoiceRegistry<CudaGraphScope> registry("CUDA graph scope", {
+    {"attn", "the attention submodule of each layer (its norm, projections, attention and output projection)",
+     "Megatron-Core CudaGraphScope.attn (megatron/core/transformer/enums.py; TransformerLayer with cuda_graph_impl "
+     "\"transformer_engine\")", {CudaGraphScope::Attn}},
+    {"moe_router", "an MoE layer's router (its GEMM, top-k and aux-loss kernels)",
+     "Megatron-Core CudaGraphScope.moe_router", {CudaGraphScope::MoeRouter}},
+    {"moe_preprocess", "the token dispatcher's routing-map preprocessing before the all-to-all (needs moe_router; no kernel priced apart)",
+     "Megatron-Core CudaGraphScope.moe_preprocess", {CudaGraphScope::MoePreprocess}}});
+  return registry;
+}
+
 std::string name_of(IntraNode v) { return name_of(intra_node_kinds(), v); }
 std::string name_of(InterNode v) { return name_of(inter_node_kinds(), v); }
 std::string name_of(NetworkKind v) { return name_of(network_kinds(), v); }
@@ -240,6 +252,7 @@ std::string name_of(Recompute v) { return name_of(recompute_modes(), v); }
 std::string name_of(MoeDispatcher v) { return name_of(moe_dispatchers(), v); }
 std::string name_of(LaunchImpl v) { return name_of(launch_impls(), v); }
 std::string name_of(CudaGraphImpl v) { return name_of(cuda_graph_impls(), v); }
+std::string name_of(CudaGraphScope v) { return name_of(cuda_graph_scopes(), v); }
 
 namespace {
 NamedChoice::Name tuner_choice() { return {"auto", "NCCL's tuner chooses per collective and size", "NCCL src/graph/tuning.cc"}; }
@@ -277,6 +290,7 @@ std::vector<NamedChoice> scenario_choices() {
           describe(fp8_recipes(), "fp8-recipes", "/training/fp8_recipe"),
           describe(launch_impls(), "launch-impls", "/training/launch_impl"),
           describe(cuda_graph_impls(), "cuda-graph-impls", "/training/cuda_graph_impl"),
+          describe_many(cuda_graph_scopes(), "cuda-graph-scopes", "/training/cuda_graph_scope"),
           describe(cp_impls(), "cp-impls", "/parallel/cp_impl"),
           describe(fsdp_shardings(), "fsdp-shardings", "/parallel/fsdp/sharding"),
           describe(fsdp_dtypes(), "fsdp-dtypes", "/parallel/fsdp/param_dtype"),

@@ -64,6 +64,9 @@ enum class LaunchImpl : std::uint8_t { MegatronTe, Eager };
 // layer named by cuda_graph_scope are CUDA graphs (none with an empty scope); FullIteration: the
 // whole forward-backward step is one graph, so the host issues no kernel of it one by one.
 enum class CudaGraphImpl : std::uint8_t { TransformerEngine, FullIteration };
+// training.cuda_graph_scope: the parts of each layer Megatron-Core captures as CUDA graphs with
+// cuda_graph_impl "transformer_engine" (the layer modules of each: sim/host_launch.cpp graphed_modules).
+enum class CudaGraphScope : std::uint8_t { Attn, MoeRouter, MoePreprocess };
 
 const ChoiceRegistry<IntraNode>& intra_node_kinds();
 const ChoiceRegistry<InterNode>& inter_node_kinds();
@@ -84,6 +87,7 @@ const ChoiceRegistry<Recompute>& recompute_modes();
 const ChoiceRegistry<MoeDispatcher>& moe_dispatchers();
 const ChoiceRegistry<LaunchImpl>& launch_impls();
 const ChoiceRegistry<CudaGraphImpl>& cuda_graph_impls();
+const ChoiceRegistry<CudaGraphScope>& cuda_graph_scopes();
 
 std::string name_of(IntraNode v);
 std::string name_of(InterNode v);
@@ -103,6 +107,7 @@ std::string name_of(Recompute v);
 std::string name_of(MoeDispatcher v);
 std::string name_of(LaunchImpl v);
 std::string name_of(CudaGraphImpl v);
+std::string name_of(CudaGraphScope v);
 
 // This file's registries and the NCCL ones (calibrate/profile/profile.h), described.
 std::vector<NamedChoice> scenario_choices();

@@ -15,6 +15,16 @@
 
 namespace parasim {
 
+const char* name_of(ParallelDim d) {
+  switch (d) {
+    case ParallelDim::Tp: return "tp";
+    case ParallelDim::Cp: return "cp";
+    case ParallelDim::Dp: return "dp";
+    case ParallelDim::Pp: return "pp";
+  }
+  return "?";
+}
+
 namespace {
 
 std::string itos(std::int64_t v) { return std::to_string(v); }
@@ -102,7 +112,7 @@ TrainingSpec parse_training(const JsonObject& o) {
   if (o.has("train_metrics")) t.train_metrics = o.choice_list("train_metrics", train_metric_names());
   t.mtp_layers = o.integer("mtp_layers", 0, 16, 0);
   t.host_launch_us = o.number("host_launch_us", 0, 1e4, 0);
-  if (o.has("cuda_graph_scope")) t.cuda_graph_scope = o.choice_list("cuda_graph_scope", {"attn", "moe_router", "moe_preprocess"});
+  if (o.has("cuda_graph_scope")) t.cuda_graph_scope = parse_enum_list(o, "cuda_graph_scope", cuda_graph_scopes());
   t.cuda_graph_impl = parse_enum(o, "cuda_graph_impl", cuda_graph_impls(), CudaGraphImpl::TransformerEngine);
   if (t.cuda_graph_impl == CudaGraphImpl::FullIteration && !t.cuda_graph_scope.empty())
     o.fail("cuda_graph_scope", "must be empty with cuda_graph_impl \"full_iteration\" (the whole step is one graph)");
@@ -113,6 +123,23 @@ TrainingSpec parse_training(const JsonObject& o) {
     o.fail("fp8_recipe", "applies to dtype \"fp8\" only (dtype is \"" + name_of(t.dtype) + "\")");
   o.finish();
   return t;
+}
+
+// parallel.order ("tp-cp-dp-pp"): each dimension once, joined by '-'; false otherwise.
+bool parse_order(const std::string& text, std::array<ParallelDim, 4>& order) {
+  size_t start = 0, n = 0;
+  unsigned seen = 0;
+  for (; n < order.size(); ++n) {
+    const size_t dash = text.find('-', start);
+    const std::string d = text.substr(start, dash == std::string::npos ? std::string::npos : dash - start);
+    const auto it = std::find_if(kMegatronOrder.begin(), kMegatronOrder.end(), [&](ParallelDim x) { return d == name_of(x); });
+    if (it == kMegatronOrder.end() || (seen >> static_cast<unsigned>(*it) & 1U)) return false;
+    seen |= 1U << static_cast<unsigned>(*it);
+    order[n] = *it;
+    if (dash == std::string::npos) return n + 1 == order.size();
+    start = dash + 1;
+  }
+  return false;
 }
 
 ParallelSpec parse_parallel(const JsonObject& o) {
@@ -165,19 +192,8 @@ ParallelSpec parse_parallel(const JsonObject& o) {
   p.bucket_mb = o.number("bucket_mb", 0.001, 1e6, 25);
   if (o.has("order")) {
     const std::string ord = o.str("order");
-    std::vector<std::string> dims;
-    size_t start = 0;
-    while (start <= ord.size()) {
-      const size_t dash = ord.find('-', start);
-      dims.push_back(ord.substr(start, dash == std::string::npos ? std::string::npos : dash - start));
-      if (dash == std::string::npos) break;
-      start = dash + 1;
-    }
-    std::vector<std::string> sorted = dims;
-    std::sort(sorted.begin(), sorted.end());
-    if (sorted != std::vector<std::string>{"cp", "dp", "pp", "tp"})
+    if (!parse_order(ord, p.order))
       o.fail("order", "expected the four dimensions tp, cp, dp, pp once each, innermost first, joined by '-' (e.g. \"tp-cp-dp-pp\"), got \"" + ord + "\"");
-    p.order = dims;
   }
   p.tp_comm_overlap = o.boolean("tp_comm_overlap", false);
   p.ep_comm_overlap = o.boolean("ep_comm_overlap", false);
@@ -302,7 +318,7 @@ void validate(const Scenario& s, const JsonObject& root) {
     if (p.ep_comm_overlap && p.ep == 1) fail(par + "/ep_comm_overlap", "needs expert parallelism (ep > 1)");
     if (p.ep > 1 && p.schedule == Schedule::DataParallel)
       fail(par + "/ep", "expert parallelism needs a Megatron-style schedule (ddp or a pipeline schedule), not \"dataparallel\"");
-    if (p.ep > 1 && p.order != std::vector<std::string>{"tp", "cp", "dp", "pp"})
+    if (p.ep > 1 && p.order != kMegatronOrder)
       fail(par + "/order", "expert parallelism is modelled with Megatron's default rank order tp-cp-dp-pp");
   }
   if (t.seq_len % p.cp != 0) fail(par + "/cp", "seq_len (" + itos(t.seq_len) + ") must be divisible by cp (" + itos(p.cp) + ")");
@@ -610,7 +626,7 @@ Json Scenario::resolved() const {
   if (training.mtp_layers > 0) j["training"]["mtp_layers"] = training.mtp_layers;
   if (!training.train_metrics.empty()) j["training"]["train_metrics"] = training.train_metrics;
   if (training.host_launch_us > 0) j["training"]["host_launch_us"] = training.host_launch_us;
-  if (!training.cuda_graph_scope.empty()) j["training"]["cuda_graph_scope"] = training.cuda_graph_scope;
+  for (CudaGraphScope g : training.cuda_graph_scope) j["training"]["cuda_graph_scope"].push_back(name_of(g));
   if (training.cuda_graph_impl != CudaGraphImpl::TransformerEngine) j["training"]["cuda_graph_impl"] = name_of(training.cuda_graph_impl);
   if (training.launch_impl != LaunchImpl::MegatronTe) j["training"]["launch_impl"] = name_of(training.launch_impl);
   Json pj = {{"dp", parallel.dp}, {"tp", parallel.tp}, {"pp", parallel.pp}, {"vpp", parallel.vpp}, {"cp", parallel.cp},
@@ -623,7 +639,7 @@ Json Scenario::resolved() const {
              {"pipeline_impl", name_of(parallel.pipeline_impl)}};
   {
     std::string ord;
-    for (const auto& d : parallel.order) ord += (ord.empty() ? "" : "-") + d;
+    for (ParallelDim d : parallel.order) ord += (ord.empty() ? "" : "-") + std::string(name_of(d));
     pj["order"] = ord;
   }
   if (parallel.recompute_num_layers >= 0) pj["recompute_num_layers"] = parallel.recompute_num_layers;

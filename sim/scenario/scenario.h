@@ -2,6 +2,7 @@
 // cross-field), immutable after. Contract v1: every key is declared in scenario_keys.cpp and
 // documented in docs/scenario-reference.md.
 #pragma once
+#include <array>
 #include <map>
 #include <optional>
 #include <string>
@@ -16,6 +17,11 @@
 #include "sim/scenario/stack.h"
 
 namespace parasim {
+
+// A dimension of the rank grid, as parallel.order names it ("tp", "cp", "dp", "pp").
+enum class ParallelDim : std::uint8_t { Tp, Cp, Dp, Pp };
+inline constexpr std::array<ParallelDim, 4> kMegatronOrder = {ParallelDim::Tp, ParallelDim::Cp, ParallelDim::Dp, ParallelDim::Pp};
+const char* name_of(ParallelDim d);
 
 // inter_node.kind = "custom": fabric switches and links listed in the scenario. Link endpoints are
 // switch names or "node<i>.nic<j>"; capacities in GB/s per direction (line rate; the profile's
@@ -115,7 +121,7 @@ struct TrainingSpec {
   // framework runs as CUDA graphs (Megatron-Core's cuda_graph_scope with cuda_graph_impl
   // "transformer_engine": "attn", "moe_router", "moe_preprocess"), each issued by one launch.
   double host_launch_us = 0;
-  std::vector<std::string> cuda_graph_scope;
+  std::vector<CudaGraphScope> cuda_graph_scope;
   // Megatron-Core's cuda_graph_impl: "full_iteration" captures the whole forward-backward step as
   // one CUDA graph, so no kernel of it costs the host a launch (cuda_graph_scope must be empty).
   CudaGraphImpl cuda_graph_impl = CudaGraphImpl::TransformerEngine;
@@ -243,7 +249,7 @@ struct ParallelSpec {
   // "deepspeed" with pp > 1 (its PipelineEngine reduces after the last backward).
   bool overlap_grad_reduce = true;
   // Rank order, innermost (consecutive ranks) first: Megatron's default keeps TP inside a node.
-  std::vector<std::string> order = {"tp", "cp", "dp", "pp"};
+  std::array<ParallelDim, 4> order = kMegatronOrder;
   // Megatron/Transformer Engine comm-GEMM overlap: TP all-gather / reduce-scatter (or all-reduce)
   // hidden behind the block's GEMMs instead of sitting on the critical path.
   bool tp_comm_overlap = false;

@@ -134,7 +134,7 @@ const std::vector<ScenarioKey>& scenario_keys() {
       {"/training/mtp_layers", "integer in [0, 16]", "0", "Multi-token prediction layers.", "Megatron `--mtp-num-layers`"},
       {"/training/host_launch_us", "number in [0, 10000]", "0",
        "Host time per kernel launch, microseconds: the CPU thread that issues the kernels (0: not modelled).", "none (framework and host CPU)"},
-      {"/training/cuda_graph_scope", "array of \"attn\" | \"moe_router\" | \"moe_preprocess\"", "none",
+      {"/training/cuda_graph_scope", "choices", "none",
        "Parts of each layer run as CUDA graphs, one launch each (with host_launch_us).", "Megatron `--cuda-graph-scope` with `--cuda-graph-impl transformer_engine`"},
       {"/training/cuda_graph_impl", "choice", "\"transformer_engine\"",
        "CUDA graphs over parts of each layer (cuda_graph_scope), or the whole step as one graph (no per-kernel host cost).",

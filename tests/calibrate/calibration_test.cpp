@@ -276,20 +276,9 @@ TEST(MeasuredProfile, AttentionHeadPairSetsTheUnalignedAttentionRatio) {
             0.01);
 }
 
-// Runs a shell command; returns its stdout and stderr, and its exit code in *code.
-[[maybe_unused]] std::string run_capture(const std::string& cmd, int* code) {
-  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[512];
-  while (size_t n = fread(buf, 1, sizeof buf, f)) out.append(buf, n);
-  *code = WEXITSTATUS(pclose(f));
-  return out;
-}
-
 TEST(Harness, BuildsWithCudaAndFailsCleanlyWithoutAGpu) {
 #ifdef PARASIM_CALIBRATE_BINARY
-  int code = 0;
-  const std::string out = run_capture(std::string(PARASIM_CALIBRATE_BINARY) + " --base h100-sxm5-80g -o " + ::testing::TempDir() + "never-written.json", &code);
+  const auto [code, out] = test::run_shell(std::string(PARASIM_CALIBRATE_BINARY) + " --base h100-sxm5-80g -o " + ::testing::TempDir() + "never-written.json");
   if (code == 0) GTEST_SKIP() << "a GPU is present: the harness ran";
   EXPECT_EQ(code, 2);
   EXPECT_NE(out.find("parasim-calibrate: error: "), std::string::npos) << out;
@@ -303,8 +292,7 @@ TEST(Harness, MpiModeAbortsEveryRankCleanlyWithoutAGpu) {
 #if defined(PARASIM_CALIBRATE_BINARY) && defined(PARASIM_MPIEXEC)
   const std::string cmd = std::string(PARASIM_MPIEXEC) + " --allow-run-as-root --oversubscribe -np 2 " + PARASIM_CALIBRATE_BINARY +
                           " --mpi --base h100-sxm5-80g -o " + ::testing::TempDir() + "never-written-mpi.json";
-  int code = 0;
-  const std::string out = run_capture(cmd, &code);
+  const auto [code, out] = test::run_shell(cmd);
   if (code == 0) GTEST_SKIP() << "GPUs are present: the MPI sweep ran";
   EXPECT_NE(code, 0);
   EXPECT_NE(out.find("parasim-calibrate: rank "), std::string::npos) << out;

@@ -99,11 +99,11 @@ TEST(HostLaunch, BlockLaunchesCountExpertGemmsAndGraphReplays) {
                kernel(LayerModule::TokenDispatch), kernel(LayerModule::Experts, KernelKind::Gemm, 16),
                kernel(LayerModule::Experts), kernel(LayerModule::Experts, KernelKind::Gemm, 16)};
   EXPECT_EQ(block_launches(b, {}), 1 + 2 + 1 + 16 + 1 + 16);
-  EXPECT_EQ(block_launches(b, graphed_modules({"moe_router"})), 1 + 1 + 1 + 16 + 1 + 16);
+  EXPECT_EQ(block_launches(b, graphed_modules({CudaGraphScope::MoeRouter})), 1 + 1 + 1 + 16 + 1 + 16);
   // A block entirely inside one graph is one launch.
   Block a;
   a.kernels = {kernel(LayerModule::QkvProj, KernelKind::Gemm), kernel(LayerModule::FusedAttn), kernel(LayerModule::AttnOut, KernelKind::Gemm)};
-  EXPECT_EQ(block_launches(a, graphed_modules({"attn"})), 1);
+  EXPECT_EQ(block_launches(a, graphed_modules({CudaGraphScope::Attn})), 1);
 }
 
 // Megatron-Core with Transformer Engine: a grouped expert GEMM is one cuBLAS GEMM per local

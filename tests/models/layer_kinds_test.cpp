@@ -13,16 +13,13 @@
 namespace parasim {
 namespace {
 
+using test::kernel_named;
+
 double gemm_flops(const Block& b) {
   double f = 0;
   for (const auto& k : b.kernels)
     if (k.kind == KernelKind::Gemm) f += k.flops;
   return f;
-}
-const Kernel& kernel(const Block& b, const std::string& name) {
-  for (const auto& k : b.kernels)
-    if (k.name == name) return k;
-  throw std::runtime_error("no kernel " + name);
 }
 
 TEST(LayerKinds, EachLayersKindFollowsTheModel) {
@@ -84,7 +81,7 @@ TEST(LayerKinds, MlaAttentionFlopsFollowItsDimensions) {
   for (const LayerGraph& k : g.kinds) {
     EXPECT_NEAR(gemm_flops(k.attn_fwd), 2 * T * weights, 1.0);
     EXPECT_NEAR(gemm_flops(k.attn_bwd), 4 * T * weights, 1.0);
-    const Kernel& a = kernel(k.attn_fwd, "attention");
+    const Kernel& a = kernel_named(k.attn_fwd, "attention");
     EXPECT_DOUBLE_EQ(a.model_flops, 2 * T * T * 128 * (192 + 128));  // QK^T over 192, PV over 128
     EXPECT_DOUBLE_EQ(a.flops, 0.5 * a.model_flops);                    // causal
     EXPECT_EQ(a.head_dim, 192);
@@ -108,11 +105,11 @@ TEST(LayerKinds, SlidingWindowAttentionComputesItsBand) {
   const LayerGraph& win = g.layer(0);
   const LayerGraph& full = g.layer(1);
   const double s = 8192, w = 128, heads = 64, d = 64, b = 2;
-  const Kernel& aw = kernel(win.attn_fwd, "attention");
+  const Kernel& aw = kernel_named(win.attn_fwd, "attention");
   EXPECT_DOUBLE_EQ(aw.model_flops, 2 * b * heads * s * w * (d + d));
   EXPECT_NEAR(aw.flops, 2 * b * heads * (w * s - w * (w - 1) / 2) * (d + d), 1e-3 * aw.flops);
   EXPECT_EQ(aw.seq, 128);
-  const Kernel& af = kernel(full.attn_fwd, "attention");
+  const Kernel& af = kernel_named(full.attn_fwd, "attention");
   EXPECT_DOUBLE_EQ(af.flops, 0.5 * 2 * b * heads * s * s * (d + d));
   EXPECT_NEAR(gemm_flops(win.attn_fwd), gemm_flops(full.attn_fwd), 1e-6);
   EXPECT_NEAR(gemm_flops(win.mlp_fwd), gemm_flops(full.mlp_fwd), 1e-6);

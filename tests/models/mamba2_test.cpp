@@ -14,11 +14,8 @@
 namespace parasim {
 namespace {
 
-const Kernel& kernel(const Block& b, const std::string& name) {
-  for (const auto& k : b.kernels)
-    if (k.name == name) return k;
-  throw std::runtime_error("no kernel " + name);
-}
+using test::kernel_named;
+
 
 // The graph of layer i's kind at micro batch 1, seq `seq`, tp `tp`.
 LayerGraph layer_graph(const ModelSpec& m, std::int64_t i, std::int64_t seq, std::int64_t tp) {
@@ -89,12 +86,12 @@ TEST(Mamba2, FlopsScaleLinearlyWithSequenceUnlikeAttention) {
   const LayerGraph a = layer_graph(m, 0, 4096, 1), b = layer_graph(m, 0, 8192, 1);
   EXPECT_NEAR(b.attn_fwd.flops() / a.attn_fwd.flops(), 2.0, 1e-12);
   EXPECT_NEAR(b.attn_bwd.flops() / a.attn_bwd.flops(), 2.0, 1e-12);
-  EXPECT_NEAR(kernel(b.attn_fwd, "mamba.ssd_scan").bytes / kernel(a.attn_fwd, "mamba.ssd_scan").bytes, 2.0, 1e-12);
-  EXPECT_NEAR(kernel(b.attn_bwd, "mamba.ssd_scan.bwd").bytes / kernel(a.attn_bwd, "mamba.ssd_scan.bwd").bytes, 2.0, 1e-12);
+  EXPECT_NEAR(kernel_named(b.attn_fwd, "mamba.ssd_scan").bytes / kernel_named(a.attn_fwd, "mamba.ssd_scan").bytes, 2.0, 1e-12);
+  EXPECT_NEAR(kernel_named(b.attn_bwd, "mamba.ssd_scan.bwd").bytes / kernel_named(a.attn_bwd, "mamba.ssd_scan.bwd").bytes, 2.0, 1e-12);
   const LayerGraph qa = layer_graph(m, 7, 4096, 1), qb = layer_graph(m, 7, 8192, 1);
   EXPECT_GT(qb.attn_fwd.flops() / qa.attn_fwd.flops(), 2.1);
   // Megatron's MFU count of the scan, 7 tokens d_inner d_state, is what the forward reports.
-  EXPECT_DOUBLE_EQ(kernel(b.attn_fwd, "mamba.ssd_scan").model_flops, 7.0 * 8192 * 8192 * 128);
+  EXPECT_DOUBLE_EQ(kernel_named(b.attn_fwd, "mamba.ssd_scan").model_flops, 7.0 * 8192 * 8192 * 128);
 }
 
 // What a Mamba-2 layer keeps for backward grows linearly with the sequence (no score matrix, even
@@ -143,9 +140,9 @@ TEST(Mamba2, TensorParallelHalvesTheMixerPerRank) {
   const ModelSpec m = load_zoo_model(test::data_dir(), "nemotron-h-8b", "test");
   const LayerGraph one = layer_graph(m, 0, 8192, 1), two = layer_graph(m, 0, 8192, 2);
   for (const char* name : {"mamba.in_proj", "mamba.out_proj", "mamba.ssd_scan"})
-    EXPECT_DOUBLE_EQ(kernel(two.attn_fwd, name).flops, kernel(one.attn_fwd, name).flops / 2) << name;
+    EXPECT_DOUBLE_EQ(kernel_named(two.attn_fwd, name).flops, kernel_named(one.attn_fwd, name).flops / 2) << name;
   // in_proj: 8192 tokens x (2 x 8192 + 2 x 8 x 128 + 128) / 2 columns x 4096.
-  EXPECT_DOUBLE_EQ(kernel(two.attn_fwd, "mamba.in_proj").flops, 2.0 * 8192 * 9280 * 4096);
+  EXPECT_DOUBLE_EQ(kernel_named(two.attn_fwd, "mamba.in_proj").flops, 2.0 * 8192 * 9280 * 4096);
   // The mixer keeps the block's tensor-parallel collectives; a Mamba-2 layer has no MLP block and
   // an MLP layer no attention block, nor their collectives.
   EXPECT_TRUE(two.attn_tp_comm);

@@ -16,12 +16,6 @@
 namespace parasim {
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string mutate_text(const std::string& text, std::mt19937_64& rng) {
   std::vector<std::string> lines;
@@ -59,7 +53,7 @@ TEST(Fuzz, MutatedNcclTestsLogsFailCleanlyOrImportFinitely) {
   test::FuzzTally t;
   for (int i = 0; i < 1500 && !HasFailure(); ++i) {
     const std::string& seed = seeds[rng() % seeds.size()];
-    const std::string text = mutate_text(read_text(test::test_data("nccl-tests/" + seed)), rng);
+    const std::string text = mutate_text(test::slurp(test::test_data("nccl-tests/" + seed)), rng);
     test::fuzz_case(t, {"fuzz.log"}, text, [&](bool&) {
       const NcclTestsLog log = parse_nccl_tests_any(text, "fuzz.log");
       for (const auto& r : log.rows) ASSERT_TRUE(std::isfinite(r.bytes) && r.bytes > 0 && std::isfinite(r.time_s) && r.time_s > 0);

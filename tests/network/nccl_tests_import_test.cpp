@@ -14,12 +14,7 @@
 namespace parasim {
 namespace {
 
-std::string slurp(const std::string& rel) {
-  std::ifstream in(test::test_data("nccl-tests/" + rel));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string nccl_table(const std::string& rel) { return test::slurp(test::test_data("nccl-tests/" + rel)); }
 
 // The ConfigError message `f` throws, or "(no error)".
 std::string config_error(const std::function<void()>& f) {
@@ -32,15 +27,15 @@ std::string config_error(const std::function<void()>& f) {
 }
 
 std::string error_of(const std::string& rel) {
-  return config_error([&] { parse_nccl_tests(slurp(rel), rel); });
+  return config_error([&] { parse_nccl_tests(nccl_table(rel), rel); });
 }
 
 std::string json_error_of(const std::string& rel) {
-  return config_error([&] { parse_nccl_tests_any(slurp(rel), rel); });
+  return config_error([&] { parse_nccl_tests_any(nccl_table(rel), rel); });
 }
 
 TEST(NcclTestsImport, ParsesJsonOutputWithContext) {
-  const NcclTestsLog log = parse_nccl_tests_any(slurp("all_reduce_2node.json"), "all_reduce_2node.json");
+  const NcclTestsLog log = parse_nccl_tests_any(nccl_table("all_reduce_2node.json"), "all_reduce_2node.json");
   EXPECT_EQ(log.op, "all_reduce");
   EXPECT_EQ(log.ranks, 16);
   EXPECT_EQ(log.nodes, 2);
@@ -51,7 +46,7 @@ TEST(NcclTestsImport, ParsesJsonOutputWithContext) {
   EXPECT_DOUBLE_EQ(log.rows.back().time_s, 10875.3e-6);
   for (const auto& r : log.rows) EXPECT_NEAR(r.busbw_gbps / r.algbw_gbps, 2.0 * 15 / 16, 0.01);
   // Same result whichever parser the content picks.
-  EXPECT_EQ(parse_nccl_tests_any(slurp("all_reduce_8gpu.txt"), "x").ranks, 8);
+  EXPECT_EQ(parse_nccl_tests_any(nccl_table("all_reduce_8gpu.txt"), "x").ranks, 8);
 }
 
 TEST(NcclTestsImport, BadJsonFilesGiveClearErrors) {
@@ -63,7 +58,7 @@ TEST(NcclTestsImport, BadJsonFilesGiveClearErrors) {
 }
 
 TEST(NcclTestsImport, ParsesSingleNodeLogWithContext) {
-  const NcclTestsLog log = parse_nccl_tests(slurp("all_reduce_8gpu.txt"), "all_reduce_8gpu.txt");
+  const NcclTestsLog log = parse_nccl_tests(nccl_table("all_reduce_8gpu.txt"), "all_reduce_8gpu.txt");
   EXPECT_EQ(log.op, "all_reduce");
   EXPECT_EQ(log.ranks, 8);
   EXPECT_EQ(log.nodes, 1);
@@ -78,7 +73,7 @@ TEST(NcclTestsImport, ParsesSingleNodeLogWithContext) {
 
 TEST(NcclTestsImport, CountsHostsAsNodesAndTakesOpFromOverride) {
   EXPECT_EQ(error_of("all_gather_2node.txt"), "all_gather_2node.txt: cannot tell which collective this is; pass --op");
-  const NcclTestsLog log = parse_nccl_tests(slurp("all_gather_2node.txt"), "ag", "all_gather");
+  const NcclTestsLog log = parse_nccl_tests(nccl_table("all_gather_2node.txt"), "ag", "all_gather");
   EXPECT_EQ(log.ranks, 4);
   EXPECT_EQ(log.nodes, 2);
   EXPECT_EQ(log.rows.size(), 3u);
@@ -87,7 +82,7 @@ TEST(NcclTestsImport, CountsHostsAsNodesAndTakesOpFromOverride) {
 TEST(NcclTestsImport, BadFilesGiveClearErrors) {
   // reduce_perf (found by fuzz_nccl_tests: "all_+reduce_perf" read as reduce_perf was imported, and
   // the merged profile then failed to load: profiles hold no "reduce" points).
-  std::string reduce = slurp("all_reduce_8gpu.txt");
+  std::string reduce = nccl_table("all_reduce_8gpu.txt");
   reduce.replace(reduce.find("all_reduce_perf"), 15, "reduce_perf");
   const std::string reduce_error = config_error([&] { parse_nccl_tests(reduce, "reduce.txt"); });
   EXPECT_NE(reduce_error.find("reduce.txt: unknown collective \"reduce\""), std::string::npos) << reduce_error;
@@ -97,7 +92,7 @@ TEST(NcclTestsImport, BadFilesGiveClearErrors) {
             "wrong_results.txt:5: the run reported 3 wrong results at 1048576 bytes; refusing to import it");
   // A size no profile can hold (found by the importer fuzz test: it imported, then the merged
   // profile failed to load).
-  std::string text = slurp("all_reduce_8gpu.txt");
+  std::string text = nccl_table("all_reduce_8gpu.txt");
   text.replace(text.find("     1048576        262144"), 25, "       1e308        262144");
   EXPECT_EQ(config_error([&] { parse_nccl_tests(text, "big.txt"); }),
             "big.txt:18: size 1e308 bytes or time 4.01e-05 s outside what a profile holds ([1, 1e+15] bytes, [1e-12, 1e+06] s)");
@@ -106,7 +101,7 @@ TEST(NcclTestsImport, BadFilesGiveClearErrors) {
 TEST(NcclTestsImport, MergeReplacesSameGroupAndResultLoads) {
   Json prof = read_json_file(test::data_dir() + "/calibrate/profiles/h100-sxm5-80g.json");
   const size_t before = prof["network"]["collective_points"].size();
-  const NcclTestsLog log = parse_nccl_tests(slurp("all_reduce_8gpu.txt"), "all_reduce_8gpu.txt");
+  const NcclTestsLog log = parse_nccl_tests(nccl_table("all_reduce_8gpu.txt"), "all_reduce_8gpu.txt");
   const auto notes = merge_nccl_tests(prof, log);
   // The shipped H100 profile's 20 imported 8-GPU all-reduce points are replaced by the 6 new ones.
   EXPECT_EQ(prof["network"]["collective_points"].size(), before - 20 + 6);
@@ -119,7 +114,7 @@ TEST(NcclTestsImport, MergeReplacesSameGroupAndResultLoads) {
 
 TEST(NcclTestsImport, ImportedMultiNodePointsPriceTheSameGroupShape) {
   Json prof = read_json_file(test::data_dir() + "/calibrate/profiles/h100-sxm5-80g.json");
-  const NcclTestsLog log = parse_nccl_tests_any(slurp("all_reduce_2node.json"), "all_reduce_2node.json");
+  const NcclTestsLog log = parse_nccl_tests_any(nccl_table("all_reduce_2node.json"), "all_reduce_2node.json");
   merge_nccl_tests(prof, log);
   const Profile p = parse_profile(prof, "merged.json");
   ClusterSpec c;
@@ -162,7 +157,7 @@ TEST(NcclTestsImport, ImpossibleBandwidthAgainstTheProfilesLinksIsRefused) {
             "m_busbw_impossible.txt:18: 1.07374e+09 bytes in 0.001 us moves 9.395e+08 GB/s through each GPU's links, above the 450 "
             "GB/s per direction of profile h100-sxm5-80g (network.nvlink_gbps); no GPU moves data that fast: a wrong size or time?");
   // The shipped sample's fastest row (1 GiB in 3893.5 us: 241 GB/s per GPU) is below the link rate.
-  const NcclTestsLog ok = parse_nccl_tests(slurp("all_reduce_8gpu.txt"), "all_reduce_8gpu.txt");
+  const NcclTestsLog ok = parse_nccl_tests(nccl_table("all_reduce_8gpu.txt"), "all_reduce_8gpu.txt");
   EXPECT_NO_THROW(check_nccl_tests_log(ok, load_profile(test::data_dir(), "h100-sxm5-80g", "test")));
 }
 
@@ -181,11 +176,11 @@ TEST(NcclTestsImport, LogOfAnotherGpuThanTheProfileIsRefused) {
 }
 
 TEST(NcclTestsImport, OpOptionContradictingTheLogIsRefused) {
-  const std::string gather = config_error([&] { parse_nccl_tests(slurp("all_reduce_8gpu.txt"), "ar.txt", "all_gather"); });
+  const std::string gather = config_error([&] { parse_nccl_tests(nccl_table("all_reduce_8gpu.txt"), "ar.txt", "all_gather"); });
   EXPECT_NE(gather.find("--op all_gather contradicts the log, which ran all_reduce_perf"), std::string::npos) << gather;
   // The same op in either spelling is no contradiction.
-  EXPECT_EQ(parse_nccl_tests(slurp("all_reduce_8gpu.txt"), "ar.txt", "all_reduce").op, "all_reduce");
-  Json j = Json::parse(slurp("all_reduce_2node.json"));
+  EXPECT_EQ(parse_nccl_tests(nccl_table("all_reduce_8gpu.txt"), "ar.txt", "all_reduce").op, "all_reduce");
+  Json j = Json::parse(nccl_table("all_reduce_2node.json"));
   j["args"][0] = "/opt/nccl-tests/build/alltoall_perf";
   EXPECT_EQ(parse_nccl_tests_json(j.dump(), "a2a.json", "all_to_all").op, "all_to_all");
   const std::string a2a = config_error([&] { parse_nccl_tests_json(j.dump(), "a2a.json", "all_reduce"); });
@@ -194,7 +189,7 @@ TEST(NcclTestsImport, OpOptionContradictingTheLogIsRefused) {
 
 TEST(NcclTestsImport, JsonLogWithARepeatedDeviceListIsRefused) {
   // The devices list twice over read as 32 ranks; a process (host and pid) listed twice is damage.
-  Json j = Json::parse(slurp("all_reduce_2node.json"));
+  Json j = Json::parse(nccl_table("all_reduce_2node.json"));
   Json& dev = j["config"]["devices"];
   const size_t n = dev.size();
   for (size_t i = 0; i < n; ++i) dev.push_back(dev[i]);
@@ -204,7 +199,7 @@ TEST(NcclTestsImport, JsonLogWithARepeatedDeviceListIsRefused) {
 }
 
 TEST(NcclTestsImport, RanksOnDifferentGpusAreRefused) {
-  std::string text = slurp("all_reduce_8gpu.txt");
+  std::string text = nccl_table("all_reduce_8gpu.txt");
   const auto at = text.rfind("NVIDIA H100 80GB HBM3");
   text.replace(at, 21, "NVIDIA A100-SXM4-80GB");
   const std::string mixed = config_error([&] { parse_nccl_tests(text, "mixed.txt"); });

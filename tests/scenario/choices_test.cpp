@@ -43,12 +43,14 @@ const Json* schema_node(const Json& root, const std::string& pointer) {
   return deref(node);
 }
 
-// The parser's answer to `name` at `pointer` of a small valid scenario ("(no error)" when it loads).
-std::string parse_with(const std::string& pointer, const std::string& name) {
+// The parser's answer to `name` at `c`'s key of a small valid scenario, alone in an array where the
+// key takes several ("(no error)" when it loads).
+std::string parse_with(const NamedChoice& c, const std::string& name) {
+  const std::string& pointer = c.pointer;
   Json j = test::base_scenario();
   if (pointer.starts_with("/model/"))  // the zoo model written inline, so its keys can be set
     j["model"] = read_json_file(test::data_dir() + "/models/" + j["model"].get<std::string>() + ".json");
-  j[Json::json_pointer(pointer)] = name;
+  j[Json::json_pointer(pointer)] = c.many ? Json::array({name}) : Json(name);
   return test::scenario_error(j);
 }
 
@@ -61,10 +63,10 @@ TEST(Choices, EveryRegisteredNameIsParsedListedAndInTheSchema) {
     ASSERT_FALSE(c.names.empty()) << c.list;
     // The name check passes (a cross-field check may still refuse it in this small scenario).
     for (const auto& n : c.names)
-      EXPECT_EQ(parse_with(c.pointer, n.name).find("expected one of"), std::string::npos) << c.pointer << " " << n.name;
+      EXPECT_EQ(parse_with(c, n.name).find("expected one of"), std::string::npos) << c.pointer << " " << n.name;
     const Json* node = schema_node(schema, c.pointer);
     ASSERT_NE(node, nullptr) << c.pointer;
-    EXPECT_EQ((*node)["enum"].get<std::vector<std::string>>(), c.name_list()) << c.pointer;
+    EXPECT_EQ((c.many ? (*node)["items"] : *node)["enum"].get<std::vector<std::string>>(), c.name_list()) << c.pointer;
     const auto [code, out] = test::cli_stdout("list " + c.list + " --json");
     ASSERT_EQ(code, 0) << c.list;
     std::vector<std::string> listed;
@@ -77,8 +79,8 @@ TEST(Choices, EveryRegisteredNameIsParsedListedAndInTheSchema) {
 TEST(Choices, AMisspeltNameGetsTheRegisteredOne) {
   for (const NamedChoice& c : named_choices(Registries{}))
     for (const auto& n : c.names) {
-      const std::string err = parse_with(c.pointer, n.name + "x");
-      EXPECT_NE(err.find(c.pointer + ": expected one of"), std::string::npos) << err;
+      const std::string err = parse_with(c, n.name + "x");
+      EXPECT_NE(err.find(c.pointer + (c.many ? "/0" : "") + ": expected one of"), std::string::npos) << err;
       EXPECT_NE(err.find("did you mean \"" + n.name + "\"?"), std::string::npos) << err;
       for (const auto& other : c.names) EXPECT_NE(err.find("\"" + other.name + "\""), std::string::npos) << err;
     }

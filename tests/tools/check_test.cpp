@@ -17,17 +17,8 @@
 namespace parasim {
 namespace {
 
-struct Ran {
-  int code;
-  std::string out;
-};
-Ran cli(const std::string& args) {
-  FILE* f = popen((std::string(PARASIM_BINARY) + " " + args + " 2>&1").c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), f)) out.append(buf.data(), n);
-  return {WEXITSTATUS(pclose(f)), out};
-}
+using test::Ran;
+using test::run_cli;
 
 const std::string kScenario = "scenarios/ddp-gpt-1.7b-8xa100.json";
 
@@ -55,16 +46,16 @@ TEST(Check, PassWithinToleranceFailOutside) {
   tight.default_tolerance = 0.01;
   EXPECT_FALSE(check_run(run, Registries{}, tight).pass);
 
-  EXPECT_EQ(cli("check " + path).code, 0);
-  const Ran r = cli("check --tolerance 0.01 " + path);
+  EXPECT_EQ(run_cli("check " + path).code, 0);
+  const Ran r = run_cli("check --tolerance 0.01 " + path);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("FAIL"), std::string::npos);
   EXPECT_NE(r.out.find("0 passed, 1 failed"), std::string::npos);
-  EXPECT_EQ(cli("check --tolerance 0.2 --tolerance-for step_time_s=0.01 " + path).code, 1);
+  EXPECT_EQ(run_cli("check --tolerance 0.2 --tolerance-for step_time_s=0.01 " + path).code, 1);
 }
 
 TEST(Check, JsonOutputHasSignedAndAbsoluteError) {
-  const Ran r = cli("check --json " + measured_relative_to_prediction("slower20", 1.2));
+  const Ran r = run_cli("check --json " + measured_relative_to_prediction("slower20", 1.2));
   ASSERT_EQ(r.code, 1);  // 1/1.2 - 1 = -16.7 % is outside 10 %
   const Json j = Json::parse(r.out);
   const auto& c = j["runs"][0]["comparisons"][0];
@@ -75,16 +66,16 @@ TEST(Check, JsonOutputHasSignedAndAbsoluteError) {
 
 TEST(Check, BadFilesExitTwoWithClearErrors) {
   const std::string d = test::test_data("measured/");
-  Ran r = cli("check " + d + "no_figures.json");
+  Ran r = run_cli("check " + d + "no_figures.json");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("/measured: no measured figure"), std::string::npos) << r.out;
-  r = cli("check " + d + "bad_flops.json");
+  r = run_cli("check " + d + "bad_flops.json");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("/measured/tflops_per_gpu/flops: expected one of \"model\", \"hardware\""), std::string::npos) << r.out;
-  r = cli("check " + d + "not_json.json");
+  r = run_cli("check " + d + "not_json.json");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("not valid JSON"), std::string::npos) << r.out;
-  r = cli("check " + d + "missing.json");
+  r = run_cli("check " + d + "missing.json");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("cannot open file"), std::string::npos) << r.out;
 }
@@ -99,7 +90,7 @@ TEST(Check, AMissingScenarioFileIsToldFromTheMeasuredRun) {
     const std::string path = ::testing::TempDir() + file;
     std::ofstream(path) << Json{{"schema", "parasim.measured/1"}, {"scenario", scenario},
                                 {"measured", {{"step_time_s", 1.0}}}, {"source", {{"title", "test"}}}}.dump();
-    const Ran r = cli("check " + path);
+    const Ran r = run_cli("check " + path);
     EXPECT_EQ(r.code, 2) << file;
     EXPECT_NE(r.out.find(path + ": /scenario: the scenario file it names: "), std::string::npos) << r.out;
     EXPECT_NE(r.out.find(why), std::string::npos) << r.out;
@@ -108,9 +99,9 @@ TEST(Check, AMissingScenarioFileIsToldFromTheMeasuredRun) {
 
 TEST(Check, FarOffRunFailsAndOomVerdictIsCompared) {
   const std::string d = test::test_data("measured/");
-  EXPECT_EQ(cli("check " + d + "far_off.json").code, 1);
+  EXPECT_EQ(run_cli("check " + d + "far_off.json").code, 1);
   // The shipped DDP example fits in memory; a run claiming OOM disagrees with the prediction.
-  const Ran r = cli("check " + d + "oom_claimed.json");
+  const Ran r = run_cli("check " + d + "oom_claimed.json");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("out of memory"), std::string::npos);
 }
@@ -127,9 +118,9 @@ TEST(Validate, RatchetsFailOnTheirOwnMape) {
             {"measured", {{"step_time_s", r.step_time_s}, {"peak_mem_gib", {{"value", 1.5 * r.peak_mem_gib}, {"read", "nvidia-smi"}}}}},
             {"source", {{"title", "test"}}}};
   std::ofstream(dir + "/ratchet.json") << j.dump();
-  Ran out = cli("validate " + dir + " --max-throughput-mape 0.01 --max-memory-mape 0.5 -o " + dir + "/report.md --force");
+  Ran out = run_cli("validate " + dir + " --max-throughput-mape 0.01 --max-memory-mape 0.5 -o " + dir + "/report.md --force");
   EXPECT_EQ(out.code, 0) << out.out;
-  out = cli("validate " + dir + " --max-throughput-mape 0.01 --max-memory-mape 0.3 -o " + dir + "/report.md --force");
+  out = run_cli("validate " + dir + " --max-throughput-mape 0.01 --max-memory-mape 0.3 -o " + dir + "/report.md --force");
   EXPECT_EQ(out.code, 1) << out.out;
   EXPECT_NE(out.out.find("FAIL: peak-memory MAPE 33.33% is above the ratchet 30.00%"), std::string::npos) << out.out;
   EXPECT_EQ(out.out.find("FAIL: throughput"), std::string::npos) << out.out;
@@ -140,7 +131,7 @@ TEST(Validate, RatchetsFailOnTheirOwnMape) {
     return std::string(std::istreambuf_iterator<char>(in), {});
   };
   EXPECT_NE(slurp(dir + "/report.md").find("## Error attribution"), std::string::npos);
-  ASSERT_EQ(cli("validate " + dir + " --no-attribution -o " + dir + "/plain.md --force").code, 0);
+  ASSERT_EQ(run_cli("validate " + dir + " --no-attribution -o " + dir + "/plain.md --force").code, 0);
   EXPECT_EQ(slurp(dir + "/plain.md").find("## Error attribution"), std::string::npos);
   // Runs are also grouped by job size (the GPU count a step waits on): this one run in its bucket.
   const std::string plain = slurp(dir + "/plain.md");
@@ -149,7 +140,7 @@ TEST(Validate, RatchetsFailOnTheirOwnMape) {
   const auto table = plain.find("### By job size");
   ASSERT_NE(table, std::string::npos);
   EXPECT_NE(plain.find("| " + bucket + " | 1 | 0.0% |", table), std::string::npos) << plain.substr(table, 400);
-  ASSERT_EQ(cli("validate " + dir + " --json -o " + dir + "/report.json --force").code, 0);
+  ASSERT_EQ(run_cli("validate " + dir + " --json -o " + dir + "/report.json --force").code, 0);
   const Json rep = read_json_file(dir + "/report.json");
   for (const char* by : {"by_source", "by_gpu"}) {
     ASSERT_EQ(rep["attribution"][by].size(), 2u) << by;  // the run's group, then all runs
@@ -179,18 +170,18 @@ TEST(Validate, ARunThatRanFitInMemory) {
   Json j = {{"schema", "parasim.measured/1"}, {"id", "ran"}, {"scenario", scenario}, {"measured", {{"step_time_s", fits.step_time_s}}},
             {"source", {{"title", "test"}}}};
   std::ofstream(dir + "/ran.json") << j.dump();
-  Ran out = cli("check " + dir + "/ran.json --tolerance 10");
+  Ran out = run_cli("check " + dir + "/ran.json --tolerance 10");
   EXPECT_EQ(out.code, 1) << out.out;
   EXPECT_NE(out.out.find("no (ran)"), std::string::npos) << out.out;
-  out = cli("validate " + dir + " --no-attribution --max-oom-disagreements 1 -o " + dir + "/report.md --force");
+  out = run_cli("validate " + dir + " --no-attribution --max-oom-disagreements 1 -o " + dir + "/report.md --force");
   EXPECT_EQ(out.code, 0) << out.out;
-  out = cli("validate " + dir + " --no-attribution --max-oom-disagreements 0 -o " + dir + "/report.md --force");
+  out = run_cli("validate " + dir + " --no-attribution --max-oom-disagreements 0 -o " + dir + "/report.md --force");
   EXPECT_EQ(out.code, 1) << out.out;
   EXPECT_NE(out.out.find("FAIL: 1 of 1 out-of-memory verdicts disagree; the ratchet allows 0"), std::string::npos) << out.out;
   // The same run at the micro batch that fits agrees.
   j["scenario"] = read_json_file(test::data_dir() + "/" + kScenario);
   std::ofstream(dir + "/ran.json") << j.dump();
-  EXPECT_EQ(cli("validate " + dir + " --no-attribution --max-oom-disagreements 0 -o " + dir + "/report.md --force").code, 0);
+  EXPECT_EQ(run_cli("validate " + dir + " --no-attribution --max-oom-disagreements 0 -o " + dir + "/report.md --force").code, 0);
 }
 
 // A report of runs from three sources with the given ln(measured / predicted step) each, of model
@@ -274,16 +265,16 @@ TEST(Validate, ModelErrorFileRoundTripsAndIsCheckedByValidate) {
                                             {"measured", {{"step_time_s", 1.2 * r.step_time_s}}}, {"source", {{"title", "t"}}}}
                                            .dump();
   const std::string file = dir + "/" + kModelErrorFile;
-  ASSERT_EQ(cli("validate " + runs + " --no-attribution --write-model-error " + file + " -o " + runs + "/r.md --force").code, 0);
+  ASSERT_EQ(run_cli("validate " + runs + " --no-attribution --write-model-error " + file + " -o " + runs + "/r.md --force").code, 0);
   const ModelErrorBands written = read_model_error(file);
   EXPECT_NEAR(written.all.p10, std::log(1.2), 1e-6);
   EXPECT_NEAR(written.classes.at("dense").p90, std::log(1.2), 1e-6);
-  EXPECT_EQ(cli("validate " + runs + " --no-attribution --check-model-error " + file + " -o " + runs + "/r.md --force").code, 0);
+  EXPECT_EQ(run_cli("validate " + runs + " --no-attribution --check-model-error " + file + " -o " + runs + "/r.md --force").code, 0);
   std::ofstream(runs + "/run.json") << Json{{"schema", "parasim.measured/1"}, {"id", "run"},
                                             {"scenario", read_json_file(test::data_dir() + "/" + kScenario)},
                                             {"measured", {{"step_time_s", 1.5 * r.step_time_s}}}, {"source", {{"title", "t"}}}}
                                            .dump();
-  const Ran stale = cli("validate " + runs + " --no-attribution --check-model-error " + file + " -o " + runs + "/r.md --force");
+  const Ran stale = run_cli("validate " + runs + " --no-attribution --check-model-error " + file + " -o " + runs + "/r.md --force");
   EXPECT_EQ(stale.code, 1) << stale.out;
   EXPECT_NE(stale.out.find("regenerate it with"), std::string::npos) << stale.out;
 }

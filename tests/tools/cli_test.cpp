@@ -18,31 +18,13 @@
 namespace parasim {
 namespace {
 
-struct Ran {
-  int code;
-  std::string out;
-};
-
-Ran run_shell(const std::string& command) {
-  const std::string cmd = command + " 2>&1";
-  FILE* f = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), f)) out.append(buf.data(), n);
-  const int st = pclose(f);
-  return {WEXITSTATUS(st), out};
-}
-
-Ran run(const std::string& args) { return run_shell(std::string(PARASIM_BINARY) + " " + args); }
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
-  std::ofstream(path) << text;
-  return path;
-}
+using test::Ran;
+using test::run_cli;
+using test::run_shell;
+using test::write_temp;
 
 TEST(Cli, DefaultScenarioRuns) {
-  const Ran r = run("run " + test::data_dir() + "/scenarios/default.json");
+  const Ran r = run_cli("run " + test::data_dir() + "/scenarios/default.json");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("step time"), std::string::npos);
   EXPECT_NE(r.out.find("peak VRAM per GPU"), std::string::npos);
@@ -51,7 +33,7 @@ TEST(Cli, DefaultScenarioRuns) {
 TEST(Cli, IntervalSaysWhenThePointLiesOutside) {
   // The H100 GEMM efficiency is the best-shape MAMF, the top of its published range: the default
   // scenario's point prediction is faster than every sampled one, and the output says why.
-  const Ran r = run("run " + test::data_dir() + "/scenarios/default.json --interval 4");
+  const Ran r = run_cli("run " + test::data_dir() + "/scenarios/default.json --interval 4");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("step time interval (p10..p90, 4 samples"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("lies below the interval"), std::string::npos) << r.out;
@@ -60,7 +42,7 @@ TEST(Cli, IntervalSaysWhenThePointLiesOutside) {
 TEST(Cli, RunStatesTheModelErrorOfTheScenariosModelClass) {
   const ModelErrorBands bands = read_model_error(test::data_dir() + "/" + kModelErrorFile);
   const ModelErrorBand& moe = bands.classes.at("moe");
-  const Ran r = run("run " + test::data_dir() + "/scenarios/moe-qwen3-30b-a3b-16xh100-fp8.json");
+  const Ran r = run_cli("run " + test::data_dir() + "/scenarios/moe-qwen3-30b-a3b-16xh100-fp8.json");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find(fmt::format("parasim's error on {} published runs of moe models: their steps took {:.2f}x to {:.2f}x",
                                    moe.log_ratios.size(), std::exp(moe.p10), std::exp(moe.p90))),
@@ -74,7 +56,7 @@ TEST(Cli, IntervalTakesTheModelErrorBandOfTheScenariosModelClass) {
   const ModelErrorBands bands = read_model_error(test::data_dir() + "/" + kModelErrorFile);
   for (const auto& [file, cls] : {std::pair{"scenarios/moe-qwen3-30b-a3b-16xh100-fp8.json", "moe"},
                                   std::pair{"scenarios/default.json", "dense"}}) {
-    const Ran r = run("run --json --interval 2 " + test::data_dir() + "/" + file);
+    const Ran r = run_cli("run --json --interval 2 " + test::data_dir() + "/" + file);
     ASSERT_EQ(r.code, 0) << r.out;
     const Json j = Json::parse(r.out);
     EXPECT_EQ(j["model_error"]["model_class"], cls) << file;
@@ -89,20 +71,20 @@ TEST(Cli, BadScenarioExitsTwoWithPointer) {
   const std::string path = write_temp("bad.json", R"({"schema": "parasim.scenario/1", "name": "x", "model": "llama2-7b",
     "cluster": {"gpu": "h100-sxm5-80g", "nodes": 1, "gpus_per_node": 8},
     "training": {"global_batch": 8, "seq_len": 2048}, "parallel": {"dp": 8, "schedul": "ddp"}})");
-  const Ran r = run("run " + path);
+  const Ran r = run_cli("run " + path);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("/parallel/schedul: unknown key; did you mean \"schedule\"?"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("terminate"), std::string::npos);
 }
 
 TEST(Cli, NotJsonExitsTwo) {
-  const Ran r = run("run " + write_temp("garbage.json", "{not json"));
+  const Ran r = run_cli("run " + write_temp("garbage.json", "{not json"));
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("not valid JSON"), std::string::npos);
 }
 
 TEST(Cli, JsonOutputFollowsContract) {
-  const Ran r = run("run --json " + test::data_dir() + "/scenarios/default.json");
+  const Ran r = run_cli("run --json " + test::data_dir() + "/scenarios/default.json");
   ASSERT_EQ(r.code, 0);
   const Json j = Json::parse(r.out);
   EXPECT_EQ(j["schema"], "parasim.result/1");
@@ -117,14 +99,14 @@ TEST(Cli, RunOnAMeasuredRunShowsItsMeasurementBesideThePrediction) {
   // `run` on a parasim.measured/1 file simulates its scenario and prints each measured figure with
   // the prediction and the error, the same numbers `check` compares (here an H200 step of our own).
   const std::string file = test::data_dir() + "/scenarios/measured/own-h200-sxm-141g-2026-11-30-mpt-1b.json";
-  const Ran text = run("run " + file);
+  const Ran text = run_cli("run " + file);
   EXPECT_EQ(text.code, 0) << text.out;
   EXPECT_NE(text.out.find("measured (parasim device measurement"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("tokens_per_s_per_gpu"), std::string::npos) << text.out;
-  const Ran js = run("run --json " + file);
+  const Ran js = run_cli("run --json " + file);
   ASSERT_EQ(js.code, 0) << js.out;
   const Json j = Json::parse(js.out);
-  const Ran chk = run("check --json " + file);
+  const Ran chk = run_cli("check --json " + file);
   const Json c = Json::parse(chk.out);
   ASSERT_EQ(j["measured"]["figures"].size(), c["runs"][0]["comparisons"].size());
   for (size_t i = 0; i < j["measured"]["figures"].size(); ++i) {
@@ -136,7 +118,7 @@ TEST(Cli, RunOnAMeasuredRunShowsItsMeasurementBesideThePrediction) {
   }
   EXPECT_DOUBLE_EQ(j["step_time_s"].get<double>(), j["measured"]["figures"][0]["predicted"].get<double>());
   // A measured run whose scenario is broken names the measured file and the path inside it.
-  const Ran bad = run("run " + write_temp("bad-measured.json", R"({"schema": "parasim.measured/1", "id": "x", "scenario": 3,
+  const Ran bad = run_cli("run " + write_temp("bad-measured.json", R"({"schema": "parasim.measured/1", "id": "x", "scenario": 3,
     "measured": {"step_time_s": 1.0}})"));
   EXPECT_EQ(bad.code, 2) << bad.out;
   EXPECT_NE(bad.out.find("bad-measured.json: /scenario: expected an inline scenario object or a path to one"), std::string::npos)
@@ -151,7 +133,7 @@ TEST(Cli, KernelTableAddsUpToTheSimulatedComputeTime) {
     "cluster": {"gpu": "a100-sxm4-80g", "nodes": 1, "gpus_per_node": 1},
     "training": {"global_batch": 4, "micro_batch": 2, "seq_len": 1024},
     "parallel": {"dp": 1, "schedule": "ddp", "recompute": "none"}})");
-  const Ran r = run("run --json --kernels " + path);
+  const Ran r = run_cli("run --json --kernels " + path);
   ASSERT_EQ(r.code, 0) << r.out;
   const Json j = Json::parse(r.out);
   ASSERT_TRUE(j.contains("kernels"));
@@ -167,7 +149,7 @@ TEST(Cli, KernelTableAddsUpToTheSimulatedComputeTime) {
   }
   EXPECT_NEAR(fwd / j["breakdown"]["forward_s"].get<double>(), 1.0, 1e-9);
   EXPECT_NEAR(bwd / j["breakdown"]["backward_s"].get<double>(), 1.0, 1e-9);
-  const Ran text = run("run --kernels " + path);
+  const Ran text = run_cli("run --kernels " + path);
   EXPECT_NE(text.out.find("attention fwd  qkv"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("one layer, forward + backward:"), std::string::npos) << text.out;
 }
@@ -175,7 +157,7 @@ TEST(Cli, KernelTableAddsUpToTheSimulatedComputeTime) {
 TEST(Cli, TraceIsChromeTraceFormat) {
   const std::string trace = ::testing::TempDir() + "t.trace.json";
   std::remove(trace.c_str());
-  ASSERT_EQ(run("run --trace " + trace + " " + test::data_dir() + "/scenarios/default.json").code, 0);
+  ASSERT_EQ(run_cli("run --trace " + trace + " " + test::data_dir() + "/scenarios/default.json").code, 0);
   const Json j = read_json_file(trace);
   ASSERT_TRUE(j.contains("traceEvents"));
   bool span = false, counter = false;
@@ -197,7 +179,7 @@ TEST(Cli, TraceOfAFoldedStepHasEveryMicrobatchOrIsRefused) {
   const std::string path = write_temp("folded.json", j.dump());
   const std::string trace = ::testing::TempDir() + "folded.trace.json";
   std::remove(trace.c_str());
-  ASSERT_EQ(run("run --trace " + trace + " " + path).code, 0);
+  ASSERT_EQ(run_cli("run --trace " + trace + " " + path).code, 0);
   int last = -1;
   const Json events = read_json_file(trace)["traceEvents"];
   for (const auto& e : events)
@@ -208,7 +190,7 @@ TEST(Cli, TraceOfAFoldedStepHasEveryMicrobatchOrIsRefused) {
   for (const char* repro : {"repro/405b_mb4096.json", "repro/405b_mb65536.json"}) {
     const std::string big = ::testing::TempDir() + "big.trace.json";
     std::remove(big.c_str());
-    const Ran r = run("run --trace " + big + " " + test::test_data(repro));
+    const Ran r = run_cli("run --trace " + big + " " + test::test_data(repro));
     EXPECT_EQ(r.code, 2) << repro;
     EXPECT_NE(r.out.find("over the cap of 1024 MiB (--trace-max-mib)"), std::string::npos) << r.out;
     EXPECT_FALSE(std::filesystem::exists(big)) << repro;
@@ -221,24 +203,24 @@ TEST(Cli, ScenarioOutputsTraceIsWrittenBesideTheScenario) {
   const std::string path = write_temp("with-trace.json", j.dump());
   const std::string trace = ::testing::TempDir() + "from-scenario.trace.json";
   std::remove(trace.c_str());
-  ASSERT_EQ(run("run " + path).code, 0);
+  ASSERT_EQ(run_cli("run " + path).code, 0);
   EXPECT_TRUE(read_json_file(trace).contains("traceEvents"));
 }
 
 TEST(Cli, ListAndVersionAndHelp) {
-  const Ran s = run("list schedules");
+  const Ran s = run_cli("list schedules");
   EXPECT_EQ(s.code, 0);
   for (const char* n : {"dataparallel", "ddp", "naive", "gpipe", "1f1b", "interleaved", "zb-h1"})
     EXPECT_NE(s.out.find(n), std::string::npos) << n;
-  EXPECT_EQ(run("list models").code, 0);
-  const Ran g = run("list gpus");
+  EXPECT_EQ(run_cli("list models").code, 0);
+  const Ran g = run_cli("list gpus");
   EXPECT_EQ(g.code, 0);
   // Each profile's dense peaks, the low-precision ones where the GPU has them (GB300: FP4 15 PFLOP/s).
   EXPECT_NE(g.out.find("gb300-nvl72-288g"), std::string::npos) << g.out;
   EXPECT_NE(g.out.find("bf16   2500 TFLOP/s  fp8 5000  mxfp8 5000  nvfp4 15000"), std::string::npos) << g.out;
   EXPECT_NE(g.out.find("bf16    989 TFLOP/s  fp8 1979  (datasheet)"), std::string::npos) << g.out;
-  EXPECT_NE(run("--version").out.find("parasim"), std::string::npos);
-  EXPECT_EQ(run("run --help").code, 0);
+  EXPECT_NE(run_cli("--version").out.find("parasim"), std::string::npos);
+  EXPECT_EQ(run_cli("run --help").code, 0);
 }
 
 }  // namespace
@@ -251,15 +233,15 @@ TEST(Cli, ImportNcclTestsWritesProfileAndRefusesToOverwrite) {
   const std::string out = ::testing::TempDir() + "imported-h100.json";
   std::remove(out.c_str());
   const std::string cmd = "import nccl-tests " + test::test_data("nccl-tests/all_reduce_8gpu.txt") + " --gpu h100-sxm5-80g -o " + out;
-  const Ran a = run(cmd);
+  const Ran a = run_cli(cmd);
   ASSERT_EQ(a.code, 0) << a.out;
   EXPECT_NE(a.out.find("added 6 all_reduce points"), std::string::npos) << a.out;
   const Profile p = load_profile(test::data_dir(), out, "test");
   EXPECT_EQ(p.name, "imported-h100");
-  const Ran b = run(cmd);
+  const Ran b = run_cli(cmd);
   EXPECT_EQ(b.code, 2);
   EXPECT_NE(b.out.find("exists; refusing to overwrite"), std::string::npos);
-  const Ran c = run("collective --gpu " + out + " --ranks 8 --bytes 1GiB");
+  const Ran c = run_cli("collective --gpu " + out + " --ranks 8 --bytes 1GiB");
   EXPECT_EQ(c.code, 0);
   EXPECT_NE(c.out.find("3894 us"), std::string::npos) << c.out;
 }
@@ -270,7 +252,7 @@ TEST(Cli, ImportGemmTableReproducesTheShippedFitsAndNamesBadRows) {
   const std::string out = ::testing::TempDir() + "b200-fitted.json";
   std::remove(out.c_str());
   const std::string cmd = "import gemm-table " + test::test_data("xla_sm100_matmul.json") + " --gpu b200-sxm-180g -o " + out;
-  const Ran a = run(cmd);
+  const Ran a = run_cli(cmd);
   ASSERT_EQ(a.code, 0) << a.out;
   EXPECT_NE(a.out.find("fit over 95 rows, mean error 6.0 %"), std::string::npos) << a.out;
   EXPECT_NE(a.out.find("total time -11.5 %"), std::string::npos) << a.out;
@@ -280,12 +262,12 @@ TEST(Cli, ImportGemmTableReproducesTheShippedFitsAndNamesBadRows) {
   EXPECT_NEAR(fitted.gemm_epilogue_gbps.value, shipped.gemm_epilogue_gbps.value, 1e-9);
   EXPECT_EQ(fitted.gemm_fixed_us.how, "fitted");
   EXPECT_NE(fitted.gemm_fixed_us.source.find("OpenXLA GPU cost model"), std::string::npos) << fitted.gemm_fixed_us.source;
-  EXPECT_EQ(run(cmd).code, 2);  // refuses to overwrite
+  EXPECT_EQ(run_cli(cmd).code, 2);  // refuses to overwrite
   // Bad tables: file, JSON pointer and what was expected.
   const Json good = read_json_file(test::test_data("xla_sm100_matmul.json"));
   auto error_of = [&](const Json& t) {
     const std::string path = write_temp("table.json", t.dump());
-    const Ran r = run("import gemm-table " + path + " --gpu b200-sxm-180g -o " + ::testing::TempDir() + "x.json --force");
+    const Ran r = run_cli("import gemm-table " + path + " --gpu b200-sxm-180g -o " + ::testing::TempDir() + "x.json --force");
     EXPECT_EQ(r.code, 2) << r.out;
     EXPECT_EQ(r.out.rfind("error: " + path + ": ", 0), 0u) << r.out;  // names the file
     return r.out.substr(r.out.find("table.json: ") + 12);
@@ -308,17 +290,17 @@ TEST(Cli, ImportGemmTableReproducesTheShippedFitsAndNamesBadRows) {
 }
 
 TEST(Cli, TopologyAndCollectiveCommands) {
-  const Ran t = run("topology --dump-routes " + test::data_dir() + "/scenarios/default.json");
+  const Ran t = run_cli("topology --dump-routes " + test::data_dir() + "/scenarios/default.json");
   EXPECT_EQ(t.code, 0);
   EXPECT_NE(t.out.find("64 GPUs"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("gpu 0 -> gpu 63"), std::string::npos);
-  EXPECT_EQ(run("topology --dot " + test::data_dir() + "/scenarios/default.json").out.rfind("digraph", 0), 0u);
-  const Ran c = run("collective --gpu a100-sxm4-80g --op all_gather --ranks 16 --bytes 256MB --network flow");
+  EXPECT_EQ(run_cli("topology --dot " + test::data_dir() + "/scenarios/default.json").out.rfind("digraph", 0), 0u);
+  const Ran c = run_cli("collective --gpu a100-sxm4-80g --op all_gather --ranks 16 --bytes 256MB --network flow");
   EXPECT_EQ(c.code, 0) << c.out;
   EXPECT_NE(c.out.find("busbw"), std::string::npos);
-  EXPECT_EQ(run("collective --gpu a100-sxm4-80g --bytes 12XB").code, 2);
+  EXPECT_EQ(run_cli("collective --gpu a100-sxm4-80g --bytes 12XB").code, 2);
   // Nothing to move: no bandwidth figure, not "nan".
-  const Ran z = run("collective --gpu h100-sxm5-80g --op send_recv --ranks 2 --bytes 0");
+  const Ran z = run_cli("collective --gpu h100-sxm5-80g --op send_recv --ranks 2 --bytes 0");
   EXPECT_EQ(z.code, 0) << z.out;
   EXPECT_NE(z.out.find("algbw   n/a"), std::string::npos) << z.out;
   EXPECT_EQ(z.out.find("nan"), std::string::npos) << z.out;
@@ -331,23 +313,23 @@ namespace parasim {
 namespace {
 
 TEST(Cli, ProfileShowAndDiff) {
-  const Ran s = run("profile show a100-sxm4-80g");
+  const Ran s = run_cli("profile show a100-sxm4-80g");
   EXPECT_EQ(s.code, 0);
   EXPECT_NE(s.out.find("[published]"), std::string::npos);
   EXPECT_NE(s.out.find("[datasheet]"), std::string::npos);
-  const Ran d = run("profile diff a100-sxm4-80g a100-sxm4-40g");
+  const Ran d = run_cli("profile diff a100-sxm4-80g a100-sxm4-40g");
   EXPECT_EQ(d.code, 0);
   EXPECT_NE(d.out.find("hbm_gbps"), std::string::npos);
   EXPECT_NE(d.out.find("-23.7%"), std::string::npos) << d.out;  // 1555 vs 2039 GB/s
   // The epilogue rate follows the HBM bandwidth (assumed from the H100 fit's ratio).
   EXPECT_NE(d.out.find("gemm_epilogue_gbps"), std::string::npos) << d.out;
   EXPECT_NE(d.out.find("2 figures differ"), std::string::npos) << d.out;
-  EXPECT_EQ(run("profile show a100-sxm4-8g").code, 2);
+  EXPECT_EQ(run_cli("profile show a100-sxm4-8g").code, 2);
   // Figures only one side has are listed too (FlashAttention-3 is priced for Hopper only).
-  const Ran h = run("profile diff a100-sxm4-80g h100-sxm5-80g");
+  const Ran h = run_cli("profile diff a100-sxm4-80g h100-sxm5-80g");
   EXPECT_EQ(h.code, 0);
   EXPECT_NE(h.out.find("attention_kernels.flash3.fwd_efficiency"), std::string::npos) << h.out;
-  EXPECT_NE(run("profile show a100-sxm4-80g").out.find("attention_kernels.triton.bwd_efficiency"), std::string::npos);
+  EXPECT_NE(run_cli("profile show a100-sxm4-80g").out.find("attention_kernels.triton.bwd_efficiency"), std::string::npos);
 }
 
 }  // namespace
@@ -358,7 +340,7 @@ TEST(Cli, ProfileShowAndDiff) {
 namespace parasim {
 namespace {
 
-Ran sh(const std::string& script) {
+Ran bash_script(const std::string& script) {
   // One file per call and process: ctest runs the tests of this file in parallel processes.
   static int calls = 0;
   const std::string path = write_temp("script-" + std::to_string(::getpid()) + "-" + std::to_string(++calls) + ".sh", "parasim() { '" + std::string(PARASIM_BINARY) + "' \"$@\"; }\n" + script + "\n");
@@ -367,14 +349,14 @@ Ran sh(const std::string& script) {
 
 TEST(Cli, ScenarioIsReadOnceFromPipesStdinAndFifos) {
   const std::string f = test::data_dir() + "/scenarios/ddp-gpt-1.7b-8xa100.json";
-  const Ran file = run("run --json " + f);
+  const Ran file = run_cli("run --json " + f);
   ASSERT_EQ(file.code, 0) << file.out;
   const double step = Json::parse(file.out)["step_time_s"].get<double>();
   const std::string fifo = ::testing::TempDir() + "scenario.fifo";
   std::remove(fifo.c_str());
   for (const std::string& how : {"parasim run --json - < '" + f + "'", "parasim run --json <(cat '" + f + "')",
                                  "mkfifo '" + fifo + "'; cat '" + f + "' > '" + fifo + "' & parasim run --json '" + fifo + "'"}) {
-    const Ran r = sh(how);
+    const Ran r = bash_script(how);
     ASSERT_EQ(r.code, 0) << how << "\n" << r.out;
     EXPECT_EQ(Json::parse(r.out)["step_time_s"].get<double>(), step) << how;
   }
@@ -386,18 +368,18 @@ TEST(Cli, FullDiskLeavesNoTraceAndExitsTwo) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string f = test::data_dir() + "/scenarios/ddp-gpt-1.7b-8xa100.json";
-  Ran r = sh("trap '' XFSZ; ulimit -f 1; parasim run '" + f + "' --trace '" + dir + "/t.json'");
+  Ran r = bash_script("trap '' XFSZ; ulimit -f 1; parasim run '" + f + "' --trace '" + dir + "/t.json'");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("--trace " + dir + "/t.json: write failed (File too large); nothing was written"), std::string::npos) << r.out;
   EXPECT_TRUE(std::filesystem::is_empty(dir));  // neither the trace nor its temporary file
   // An existing trace survives a failed overwrite.
   std::ofstream(dir + "/t.json") << "old";
-  r = sh("trap '' XFSZ; ulimit -f 1; parasim run '" + f + "' --trace '" + dir + "/t.json' --force");
+  r = bash_script("trap '' XFSZ; ulimit -f 1; parasim run '" + f + "' --trace '" + dir + "/t.json' --force");
   EXPECT_EQ(r.code, 2) << r.out;
   std::ifstream in(dir + "/t.json");
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "old");
   // The same for stdout: the JSON cut short is an error, not exit 0.
-  r = sh("trap '' XFSZ; ulimit -f 1; parasim run --json '" + f + "' > '" + dir + "/out.json'");
+  r = bash_script("trap '' XFSZ; ulimit -f 1; parasim run --json '" + f + "' > '" + dir + "/out.json'");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("standard output: write failed"), std::string::npos) << r.out;
 }
@@ -412,18 +394,18 @@ TEST(Cli, ProfilePathInAScenarioIsRelativeToTheScenarioFile) {
   Json j = read_json_file(test::data_dir() + "/scenarios/ddp-gpt-1.7b-8xa100.json");
   j["cluster"]["gpu"] = "profiles/mine.json";
   std::ofstream(dir + "/s.json") << j.dump();
-  const Ran r = sh("cd / && parasim run '" + dir + "/s.json'");
+  const Ran r = bash_script("cd / && parasim run '" + dir + "/s.json'");
   EXPECT_EQ(r.code, 0) << r.out;
 }
 
 TEST(Cli, UserStringsCannotCutMessagesOrDriveTheTerminal) {
   // raw_escaped_nul_in_gpu.json: "h100-sxm5-80g\u0000junk" no longer ends the message at the NUL.
-  Ran r = run("run " + test::test_data("repro/raw_escaped_nul_in_gpu.json"));
+  Ran r = run_cli("run " + test::test_data("repro/raw_escaped_nul_in_gpu.json"));
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("unknown GPU profile \"h100-sxm5-80g\\u0000junk\""), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Profiles: "), std::string::npos) << r.out;
   // name_ansi.json: escape sequences and a bidi override in the name are shown escaped.
-  r = run("run " + test::test_data("repro/name_ansi.json"));
+  r = run_cli("run " + test::test_data("repro/name_ansi.json"));
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
   EXPECT_EQ(r.out.find("\xe2\x80\xae"), std::string::npos);
@@ -434,12 +416,12 @@ TEST(Cli, ComponentFiguresAreJudgedOnlyWithTheirOwnTolerance) {
   // comp_compute_5x.json: component compute time 1.0 s measured, ~0.19 s predicted (-80 %); it was
   // printed "pass" under the default tolerance it was never judged against.
   const std::string f = test::test_data("repro/comp_compute_5x.json");
-  Ran r = run("check " + f);
+  Ran r = run_cli("check " + f);
   EXPECT_EQ(r.code, 0) << r.out;
   const auto line = r.out.substr(r.out.find("component.compute_s"));
   EXPECT_EQ(line.substr(0, line.find('\n')).find("pass"), std::string::npos) << r.out;
   EXPECT_NE(line.find("not judged"), std::string::npos) << r.out;
-  r = run("check " + f + " --tolerance-for component.compute_s=0.5");
+  r = run_cli("check " + f + " --tolerance-for component.compute_s=0.5");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("FAIL"), std::string::npos) << r.out;
 }
@@ -454,32 +436,32 @@ std::string default_with(const std::string& name, const std::function<void(Json&
 TEST(Cli, FailOnOomExitsOneWhenARankDoesNotFit) {
   // Four sequences of 8,192 tokens per microbatch: Llama 3 70B's activations no longer fit in 80 GB.
   const std::string oom = default_with("oom.json", [](Json& j) { j["training"]["micro_batch"] = 4; });
-  const Ran plain = run("run " + oom);
+  const Ran plain = run_cli("run " + oom);
   EXPECT_EQ(plain.code, 0) << plain.out;
   EXPECT_NE(plain.out.find("OUT OF MEMORY"), std::string::npos) << plain.out;
-  EXPECT_EQ(run("run --fail-on-oom " + oom).code, 1);
-  EXPECT_EQ(run("run --fail-on-oom " + test::data_dir() + "/scenarios/default.json").code, 0);
+  EXPECT_EQ(run_cli("run --fail-on-oom " + oom).code, 1);
+  EXPECT_EQ(run_cli("run --fail-on-oom " + test::data_dir() + "/scenarios/default.json").code, 0);
 }
 
 TEST(Cli, LayoutWarnings) {
   // Micro batch 2 peaks at about 75.6 of 79.6 GiB: it fits, with 5 % headroom.
-  const Ran tight = run("run " + default_with("tight.json", [](Json& j) { j["training"]["micro_batch"] = 2; }));
+  const Ran tight = run_cli("run " + default_with("tight.json", [](Json& j) { j["training"]["micro_batch"] = 2; }));
   EXPECT_EQ(tight.code, 0) << tight.out;
   EXPECT_NE(tight.out.find("tight fit"), std::string::npos) << tight.out;
   // TP 8 over nodes of 4 GPUs.
-  const Ran span = run("run " + default_with("span.json", [](Json& j) {
+  const Ran span = run_cli("run " + default_with("span.json", [](Json& j) {
                          j["cluster"]["nodes"] = 16;
                          j["cluster"]["gpus_per_node"] = 4;
                        }));
   EXPECT_EQ(span.code, 0) << span.out;
   EXPECT_NE(span.out.find("tensor parallelism spans nodes"), std::string::npos) << span.out;
-  const Ran ok = run("run " + test::data_dir() + "/scenarios/default.json");
+  const Ran ok = run_cli("run " + test::data_dir() + "/scenarios/default.json");
   EXPECT_EQ(ok.out.find("tight fit"), std::string::npos);
   EXPECT_EQ(ok.out.find("spans nodes"), std::string::npos);
 }
 
 TEST(Cli, SummaryStatesTheIdealBubbleAndATimePartition) {
-  const Ran r = run("run " + test::data_dir() + "/scenarios/default.json");
+  const Ran r = run_cli("run " + test::data_dir() + "/scenarios/default.json");
   // Interleaved, p 4, v 5, m 64: (p-1)/(v*m+p-1) = 3/323 = 0.9 %.
   EXPECT_NE(r.out.find("ideal (p-1)/(v*m+p-1) = 0.9 %"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("100.0 %"), std::string::npos) << r.out;  // the step line of the partition
@@ -489,7 +471,7 @@ TEST(Cli, SummaryStatesTheIdealBubbleAndATimePartition) {
 TEST(Cli, ALongFoldedStepIsPartitionedFromItsFoldPoints) {
   // 4,096 microbatches of Llama 3.1 405B (4.9 M ops) are folded onto the steady state; where the time
   // went is folded with it (each line on the line through the three points), not simulated whole.
-  const Ran r = run("run " + test::test_data("repro/405b_mb4096.json"));
+  const Ran r = run_cli("run " + test::test_data("repro/405b_mb4096.json"));
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("the lines sum to the step"), std::string::npos) << r.out;
 }
@@ -497,13 +479,13 @@ TEST(Cli, ALongFoldedStepIsPartitionedFromItsFoldPoints) {
 TEST(Cli, AShortFoldedStepIsPartitioned) {
   // Qwen3 30B-A3B's 64 microbatches fold (three points from its fill cost 9): the summary
   // partitions the step.
-  const Ran r = run("run " + test::data_dir() + "/scenarios/moe-qwen3-30b-a3b-16xh100-fp8.json");
+  const Ran r = run_cli("run " + test::data_dir() + "/scenarios/moe-qwen3-30b-a3b-16xh100-fp8.json");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("the lines sum to the step"), std::string::npos) << r.out;
 }
 
 TEST(Cli, CollectiveJsonIsTheTerminalAnswer) {
-  const Ran j = run("collective --gpu h100-sxm5-80g --op all_gather --ranks 16 --bytes 256MiB --json");
+  const Ran j = run_cli("collective --gpu h100-sxm5-80g --op all_gather --ranks 16 --bytes 256MiB --json");
   ASSERT_EQ(j.code, 0) << j.out;
   const Json a = Json::parse(j.out);
   EXPECT_EQ(a["schema"], "parasim.collective/1");
@@ -511,12 +493,12 @@ TEST(Cli, CollectiveJsonIsTheTerminalAnswer) {
   EXPECT_DOUBLE_EQ(a["bytes"].get<double>(), 256.0 * 1024 * 1024);
   // algbw is bytes over time, as the terminal prints it.
   EXPECT_NEAR(a["algbw_gbps"].get<double>(), a["bytes"].get<double>() / a["time_s"].get<double>() / 1e9, 1e-9);
-  const Ran t = run("collective --gpu h100-sxm5-80g --op all_gather --ranks 16 --bytes 256MiB");
+  const Ran t = run_cli("collective --gpu h100-sxm5-80g --op all_gather --ranks 16 --bytes 256MiB");
   EXPECT_NE(t.out.find(fmt::format("algbw   {:.2f} GB/s", a["algbw_gbps"].get<double>())), std::string::npos) << t.out;
 }
 
 TEST(Cli, MissingDataDirectoryNamesThePath) {
-  const Ran r = run("--data-dir /nonexistent-parasim list gpus");
+  const Ran r = run_cli("--data-dir /nonexistent-parasim list gpus");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("/nonexistent-parasim (--data-dir)"), std::string::npos) << r.out;
 }

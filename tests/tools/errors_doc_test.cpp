@@ -16,7 +16,7 @@
 namespace parasim {
 namespace {
 
-struct Row {
+struct DocRow {
   int line = 0;
   std::string command, message;
   int exit = -1;
@@ -44,9 +44,9 @@ std::vector<std::string> cells(const std::string& line) {
   return out;
 }
 
-std::vector<Row> rows_of(const std::string& path) {
+std::vector<DocRow> rows_of(const std::string& path) {
   std::ifstream in(path);
-  std::vector<Row> rows;
+  std::vector<DocRow> rows;
   int n = 0;
   for (std::string line; std::getline(in, line);) {
     ++n;
@@ -67,19 +67,15 @@ std::string subst(std::string s, const std::string& tmp) {
 }
 
 TEST(ErrorsDoc, EveryExampleGivesItsMessageAndExitCode) {
-  const std::vector<Row> rows = rows_of(test::data_dir() + "/docs/errors.md");
+  const std::vector<DocRow> rows = rows_of(test::data_dir() + "/docs/errors.md");
   ASSERT_GT(rows.size(), 40u);
   for (size_t i = 0; i < rows.size(); ++i) {
-    const Row& r = rows[i];
+    const DocRow& r = rows[i];
     const std::string tmp = ::testing::TempDir() + "errors_doc/" + std::to_string(i);
     std::filesystem::remove_all(tmp);
     std::filesystem::create_directories(tmp);
     std::ofstream(tmp + "/.cmd.sh") << "parasim() { '" << PARASIM_BINARY << "' \"$@\"; }\ncd '" << tmp << "'\n" << subst(r.command, tmp) << "\n";
-    FILE* f = popen(("bash '" + tmp + "/.cmd.sh' 2>&1").c_str(), "r");
-    std::string out;
-    std::array<char, 4096> buf{};
-    while (size_t k = fread(buf.data(), 1, buf.size(), f)) out.append(buf.data(), k);
-    const int code = WEXITSTATUS(pclose(f));
+    const auto [code, out] = test::run_shell("bash '" + tmp + "/.cmd.sh'");
     EXPECT_EQ(code, r.exit) << "docs/errors.md:" << r.line << ": " << r.command << "\n" << out;
     EXPECT_NE(out.find(subst(r.message, tmp)), std::string::npos) << "docs/errors.md:" << r.line << ": " << r.command << "\n" << out;
   }

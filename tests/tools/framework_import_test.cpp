@@ -13,12 +13,7 @@
 namespace parasim {
 namespace {
 
-std::string text(const std::string& rel) {
-  std::ifstream in(test::test_data("frameworks/" + rel));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string text(const std::string& rel) { return test::slurp(test::test_data("frameworks/" + rel)); }
 
 ImportOptions on(const std::string& gpu, std::int64_t nodes, const std::string& model = "") {
   ImportOptions o;

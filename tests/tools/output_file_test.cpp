@@ -5,10 +5,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "../test_util.h"
 #include "tools/output_file.h"
 
 namespace parasim {
 namespace {
+
+using test::slurp;
 
 namespace fs = std::filesystem;
 
@@ -19,12 +22,6 @@ std::string fresh_dir(const std::string& name) {
   return d;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 size_t entries(const std::string& dir) { return static_cast<size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator())); }
 

@@ -27,12 +27,7 @@ TEST(Progress, NoRateYetGivesNoEta) {
 TEST(Progress, NothingWhenStderrIsNotATerminal) {
   // check over two measured runs with stderr into the same pipe as stdout: no \r, no ETA.
   const std::string m = test::test_data("measured/components.json");
-  const std::string cmd = std::string(PARASIM_BINARY) + " check " + m + " " + m + " 2>&1";
-  FILE* f = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), f)) out.append(buf.data(), n);
-  pclose(f);
+  const std::string out = test::run_cli("check " + m + " " + m).out;
   EXPECT_FALSE(out.empty());
   EXPECT_EQ(out.find('\r'), std::string::npos) << out;
   EXPECT_EQ(out.find("ETA"), std::string::npos) << out;

@@ -14,6 +14,8 @@
 namespace parasim {
 namespace {
 
+using test::slurp;
+
 std::string capture(const std::string& cmd) {
   FILE* f = popen(cmd.c_str(), "r");
   std::string out;
@@ -25,12 +27,6 @@ std::string capture(const std::string& cmd) {
 
 bool have_chromium() { return std::system("command -v chromium >/dev/null 2>&1") == 0; }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // Loads the page headless; returns the DOM and puts the browser's log in `log`.
 std::string load(const std::string& html, std::string& log) {

@@ -14,27 +14,9 @@
 namespace parasim {
 namespace {
 
-struct Ran {
-  int code;
-  std::string out;
-};
-
-Ran sh(const std::string& args, bool merge_stderr = true) {
-  const std::string cmd = std::string(PARASIM_BINARY) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
-  FILE* f = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), f)) out.append(buf.data(), n);
-  const int st = pclose(f);
-  return {WEXITSTATUS(st), out};
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::Ran;
+using test::run_cli;
+using test::slurp;
 
 std::string tmp(const std::string& name) { return ::testing::TempDir() + name; }
 std::string scenario(const std::string& name) { return test::data_dir() + "/scenarios/" + name; }
@@ -47,7 +29,7 @@ size_t count(const std::string& s, const std::string& what) {
 
 TEST(Report, ScenarioHtmlIsSelfContainedWithCharts) {
   const std::string out = tmp("default.html");
-  const Ran r = sh("report " + scenario("default.json") + " -o " + out);
+  const Ran r = run_cli("report " + scenario("default.json") + " -o " + out);
   ASSERT_EQ(r.code, 0) << r.out;
   const std::string html = slurp(out);
   EXPECT_EQ(count(html, "<svg"), 4u);  // Gantt, memory curve, memory breakdown at the peak, where the time goes
@@ -62,7 +44,7 @@ TEST(Report, ScenarioHtmlIsSelfContainedWithCharts) {
 
 TEST(Report, MarkdownCarriesTheSameTables) {
   const std::string md = tmp("default.md");
-  ASSERT_EQ(sh("report " + scenario("default.json") + " -o " + md).code, 0);
+  ASSERT_EQ(run_cli("report " + scenario("default.json") + " -o " + md).code, 0);
   const std::string text = slurp(md);
   for (const char* h : {"## Prediction", "## The step, per pipeline stage and stream", "## Memory per GPU over the step", "## Where the time goes"})
     EXPECT_NE(text.find(h), std::string::npos) << h;
@@ -71,7 +53,7 @@ TEST(Report, MarkdownCarriesTheSameTables) {
 
 // A Result carries its resolved scenario, so a report of it simulates the same step again.
 TEST(Report, ResultIsSimulatedAgainFromItsScenario) {
-  const Ran run = sh("run --json --tokens 1e10 " + scenario("default.json"), false);
+  const Ran run = run_cli("run --json --tokens 1e10 " + scenario("default.json"), false);
   ASSERT_EQ(run.code, 0);
   const Json result = Json::parse(run.out);
   ASSERT_TRUE(result.contains("resolved_scenario"));
@@ -79,7 +61,7 @@ TEST(Report, ResultIsSimulatedAgainFromItsScenario) {
   EXPECT_DOUBLE_EQ(simulate(again, Registries{}).result.step_time_s, result["step_time_s"].get<double>());
   const std::string in = tmp("result.json"), md = tmp("result.md");
   std::ofstream(in) << run.out;
-  const Ran r = sh("report " + in + " -o " + md);
+  const Ran r = run_cli("report " + in + " -o " + md);
   ASSERT_EQ(r.code, 0) << r.out;
   const std::string text = slurp(md);
   EXPECT_NE(text.find("re-simulated from the scenario in the Result"), std::string::npos);
@@ -89,8 +71,8 @@ TEST(Report, ResultIsSimulatedAgainFromItsScenario) {
 
 TEST(Report, SweepAndPlanDrawThroughputAndCurve) {
   const std::string sweep = tmp("sweep.html"), plan = tmp("plan.html");
-  ASSERT_EQ(sh("report " + test::test_data("report/sweep.json") + " -o " + sweep).code, 0);
-  ASSERT_EQ(sh("report " + test::test_data("report/plan.json") + " -o " + plan).code, 0);
+  ASSERT_EQ(run_cli("report " + test::test_data("report/sweep.json") + " -o " + sweep).code, 0);
+  ASSERT_EQ(run_cli("report " + test::test_data("report/plan.json") + " -o " + plan).code, 0);
   const std::string s = slurp(sweep), p = slurp(plan);
   const Json doc = read_json_file(test::test_data("report/sweep.json"));
   size_t ok = 0, bad = 0;
@@ -115,7 +97,7 @@ TEST(Report, OneGpuCountDrawsThroughputAgainstMemory) {
   const std::string in = tmp("plan512.json"), out = tmp("plan512.html");
   std::ofstream(in) << doc.dump();
   std::filesystem::remove(out);
-  ASSERT_EQ(sh("report " + in + " -o " + out).code, 0);
+  ASSERT_EQ(run_cli("report " + in + " -o " + out).code, 0);
   const std::string h = slurp(out);
   EXPECT_NE(h.find("throughput against peak memory per GPU"), std::string::npos);
   EXPECT_NE(h.find("capacity " + std::to_string(std::lround(rows[0]["capacity_gib"].get<double>())) + " GiB"), std::string::npos);
@@ -138,19 +120,19 @@ TEST(Report, BadInputExitsTwoAndWritesNothing) {
   std::filesystem::remove(out);
   const std::string unknown = tmp("unknown.json");
   std::ofstream(unknown) << R"({"schema": "parasim.other/1"})";
-  Ran r = sh("report " + unknown + " -o " + out);
+  Ran r = run_cli("report " + unknown + " -o " + out);
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("/schema"), std::string::npos) << r.out;
   const std::string badrows = tmp("badrows.json");
   std::ofstream(badrows) << R"({"schema": "parasim.sweep/1", "rows": [{"gpus": "many"}]})";
-  r = sh("report " + badrows + " -o " + out);
+  r = run_cli("report " + badrows + " -o " + out);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("/rows/0/gpus"), std::string::npos) << r.out;
-  r = sh("report " + scenario("default.json") + " -o " + tmp("report.txt"));
+  r = run_cli("report " + scenario("default.json") + " -o " + tmp("report.txt"));
   EXPECT_EQ(r.code, 2);
   const std::string noscenario = tmp("old_result.json");
   std::ofstream(noscenario) << R"({"schema": "parasim.result/1", "step_time_s": 1})";
-  r = sh("report " + noscenario + " -o " + out);
+  r = run_cli("report " + noscenario + " -o " + out);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("/resolved_scenario"), std::string::npos) << r.out;
   EXPECT_FALSE(std::filesystem::exists(out));
@@ -159,7 +141,7 @@ TEST(Report, BadInputExitsTwoAndWritesNothing) {
 // Thousands of ops per rank stay drawable: rectangles are merged below a pixel and capped per lane.
 TEST(Report, LargeStepsAreAggregated) {
   const std::string out = tmp("large.html");
-  const Ran r = sh("report " + scenario("interleaved-gpt3-175b-1024xa100.json") + " -o " + out);
+  const Ran r = run_cli("report " + scenario("interleaved-gpt3-175b-1024xa100.json") + " -o " + out);
   ASSERT_EQ(r.code, 0) << r.out;
   const std::string html = slurp(out);
   EXPECT_LT(html.size(), 4'000'000u);
@@ -170,10 +152,10 @@ TEST(Report, LargeStepsAreAggregated) {
 }
 
 TEST(TimeToTrain, RunPrintsItUnderTheSummaryAndInJson) {
-  const Ran text = sh("run " + scenario("default.json") + " --tokens 1e11 --price-per-gpu-hour 2");
+  const Ran text = run_cli("run " + scenario("default.json") + " --tokens 1e11 --price-per-gpu-hour 2");
   ASSERT_EQ(text.code, 0) << text.out;
   EXPECT_NE(text.out.find("time to train 1e+11 tokens"), std::string::npos) << text.out;
-  const Ran js = sh("run --json " + scenario("default.json") + " --tokens 1e11 --price-per-gpu-hour 2 --failures-per-gpu-hour 0 "
+  const Ran js = run_cli("run --json " + scenario("default.json") + " --tokens 1e11 --price-per-gpu-hour 2 --failures-per-gpu-hour 0 "
                     "--planned-per-day 0",
                     false);
   ASSERT_EQ(js.code, 0);
@@ -187,8 +169,8 @@ TEST(TimeToTrain, RunPrintsItUnderTheSummaryAndInJson) {
 }
 
 TEST(TimeToTrain, BadOverrideExitsNonZero) {
-  EXPECT_NE(sh("run " + scenario("default.json") + " --tokens 1e9 --checkpoint sometimes").code, 0);
-  EXPECT_NE(sh("run " + scenario("default.json") + " --tokens -5").code, 0);
+  EXPECT_NE(run_cli("run " + scenario("default.json") + " --tokens 1e9 --checkpoint sometimes").code, 0);
+  EXPECT_NE(run_cli("run " + scenario("default.json") + " --tokens -5").code, 0);
 }
 
 }  // namespace
