@@ -306,15 +306,17 @@ double step_lower_bound_s(const Scenario& sc, const Registries& reg) {
   const std::int64_t g = fold_points(sc, reg.schedules).spacing;
   double bound = 0;
   with_pricing(sc, nullptr, [&](const ModelGraph& layers, const CostModel& cost, const NetworkModel& net) {
+    if (m <= 2 * g) {
+      const LoweringInput in{sc, layers.kinds.front(), layers, cost, net};
+      for (const double w : compute_work_s(lower_step(sc, reg, in))) bound = std::max(bound, w);
+      return;
+    }
+    Scenario s = sc;  // one copy for the two points (a Scenario holds its profile and model), its batch set per point
     const auto work = [&](std::int64_t k) {
-      const Scenario s = k == m ? sc : with_microbatches(sc, k);
+      s.training.global_batch = k * sc.training.micro_batch * sc.parallel.dp;
       const LoweringInput in{s, layers.kinds.front(), layers, cost, net};
       return compute_work_s(lower_step(s, reg, in));
     };
-    if (m <= 2 * g) {
-      for (const double w : work(m)) bound = std::max(bound, w);
-      return;
-    }
     const std::vector<double> one = work(g), two = work(2 * g);
     const double groups = static_cast<double>(m - g) / static_cast<double>(g);
     for (size_t r = 0; r < one.size() && r < two.size(); ++r) bound = std::max(bound, one[r] + groups * (two[r] - one[r]));

@@ -29,20 +29,27 @@ inline Time round_half_up(double x) {
   return t;
 }
 
+// The range errors of seconds_to_time and to_bytes, out of line: their string building kept the two
+// from being inlined into the lowering, which converts every op's duration and memory.
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_time_range(double s) {
+  throw RangeError("one operation would take " + std::to_string(s) + " s of simulated time, past the simulator's " +
+                   std::to_string(static_cast<double>(kMaxTime) / static_cast<double>(kPicosPerSecond)) +
+                   " s range (is the sequence, batch or model that large?)");
+}
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_bytes_range(double b) {
+  throw RangeError("a memory size of " + std::to_string(b) + " bytes is past the simulator's range (is the model or batch that large?)");
+}
+
 inline Time seconds_to_time(double s) {
   if (!(s >= 0.0)) return 0;
   const double ps = s * static_cast<double>(kPicosPerSecond);
-  if (!(ps < static_cast<double>(kMaxTime)))
-    throw RangeError("one operation would take " + std::to_string(s) + " s of simulated time, past the simulator's " +
-                     std::to_string(static_cast<double>(kMaxTime) / static_cast<double>(kPicosPerSecond)) +
-                     " s range (is the sequence, batch or model that large?)");
+  if (!(ps < static_cast<double>(kMaxTime))) throw_time_range(s);
   return round_half_up(ps);
 }
 // A byte count from a double, refusing what int64 cannot hold (8 EiB: a model or batch that large
 // is an input beyond the simulator's range, not a cast with undefined behaviour).
 inline Bytes to_bytes(double b) {
-  if (!(std::abs(b) < 9.2e18))
-    throw RangeError("a memory size of " + std::to_string(b) + " bytes is past the simulator's range (is the model or batch that large?)");
+  if (!(std::abs(b) < 9.2e18)) throw_bytes_range(b);
   return static_cast<Bytes>(b);
 }
 inline double time_to_seconds(Time t) { return static_cast<double>(t) / static_cast<double>(kPicosPerSecond); }

@@ -22,6 +22,21 @@ void merge(Intervals& iv) {
   iv.resize(n);
 }
 
+// The first interval of b from j on that ends after s; b merged, so its ends rise. A galloping
+// search: one step where a's intervals fall between neighbours of b, O(log gap) across the long
+// runs of compute intervals between two of a rank's sparse communication intervals.
+size_t first_ending_after(const Intervals& b, size_t j, Time s) {
+  if (j >= b.size() || b[j].second > s) return j;
+  size_t at = j, step = 1;  // b[at] ends at or before s
+  while (at + step < b.size() && b[at + step].second <= s) {
+    at += step;
+    step *= 2;
+  }
+  const auto first = b.begin() + static_cast<std::ptrdiff_t>(at + 1);
+  const auto last = b.begin() + static_cast<std::ptrdiff_t>(std::min(at + step, b.size()));
+  return static_cast<size_t>(std::upper_bound(first, last, s, [](Time v, const std::pair<Time, Time>& x) { return v < x.second; }) - b.begin());
+}
+
 // Length of (a \ b) within [lo, hi); both merged.
 double minus_length(const Intervals& a, const Intervals& b, Time lo, Time hi) {
   double total = 0;
@@ -30,7 +45,7 @@ double minus_length(const Intervals& a, const Intervals& b, Time lo, Time hi) {
     Time s = std::max(x.first, lo), e = std::min(x.second, hi);
     if (e <= s) continue;
     Time covered = 0;
-    while (j < b.size() && b[j].second <= s) ++j;
+    j = first_ending_after(b, j, s);
     for (size_t k = j; k < b.size() && b[k].first < e; ++k)
       covered += std::min(e, b[k].second) - std::max(s, b[k].first);
     total += static_cast<double>(e - s - covered);

@@ -332,11 +332,20 @@ OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, Label label, double seco
   return static_cast<OpId>(p_.ops.size() - 1);
 }
 
+Emitter::PricedComm Emitter::price(const CollectiveSpec& spec) const {
+  const std::int64_t rpn = std::max<std::int64_t>(1, std::min(spec.ranks_per_node, spec.ranks));
+  return {in_.network.time_s(spec), spec.ranks > rpn};
+}
+
 OpId Emitter::comm_op(std::int32_t rank, Stream s, Phase ph, Label label, const CollectiveSpec& spec,
                       Deps deps, std::int32_t mb, std::int32_t chunk) {
-  const OpId id = op(rank, s, ph, label, in_.network.time_s(spec), std::move(deps), mb, chunk);
-  const std::int64_t rpn = std::max<std::int64_t>(1, std::min(spec.ranks_per_node, spec.ranks));
-  if (spec.ranks > rpn) p_.ops[static_cast<size_t>(id)].shared_link = 0;
+  return comm_op(rank, s, ph, label, price(spec), std::move(deps), mb, chunk);
+}
+
+OpId Emitter::comm_op(std::int32_t rank, Stream s, Phase ph, Label label, const PricedComm& priced, Deps deps,
+                      std::int32_t mb, std::int32_t chunk) {
+  const OpId id = op(rank, s, ph, label, priced.seconds, std::move(deps), mb, chunk);
+  if (priced.shared_link) p_.ops[static_cast<size_t>(id)].shared_link = 0;
   return id;
 }
 

@@ -130,6 +130,16 @@ class Emitter {
   // sharing in the engine): DP gradient sync and PP activations then slow each other down.
   OpId comm_op(std::int32_t rank, Stream s, Phase ph, Label label, const CollectiveSpec& spec,
                Deps deps, std::int32_t mb = -1, std::int32_t chunk = -1);
+  // A transfer's time from the network model and whether it crosses nodes (then it shares the
+  // rank's NICs), for a transfer that repeats: priced once, emitted many times (a stage's
+  // pipeline sends, one per microbatch and chunk).
+  struct PricedComm {
+    double seconds = 0;
+    bool shared_link = false;
+  };
+  PricedComm price(const CollectiveSpec& spec) const;
+  OpId comm_op(std::int32_t rank, Stream s, Phase ph, Label label, const PricedComm& priced, Deps deps,
+               std::int32_t mb = -1, std::int32_t chunk = -1);
 
   // Compute-stream picoseconds that one microbatch's forward and backward of a stage's chunk emit
   // at least, less half a picosecond per op for rounding: each layer's attention and MLP blocks

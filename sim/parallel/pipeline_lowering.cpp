@@ -7,6 +7,7 @@
 // Symmetry folding: one simulated rank per pipeline stage stands for its tp*cp*dp peers, which do
 // identical work; their collectives are costed for the full group by the network model.
 #include <memory>
+#include <optional>
 
 #include "sim/parallel/grad_sync_engine.h"
 #include "sim/parallel/pipeline_engine.h"
@@ -58,6 +59,7 @@ void reserve_ops(const Scenario& sc, const StageOrder& order, Program& prog) {
 }
 
 // The p2p sends of every virtual stage and microbatch, and each action's first op, wired at the end.
+// Each stage's two sends are priced at their first use (one op per microbatch and chunk repeats them).
 struct P2p {
   P2p(const LoweringInput& in, const Layout& L) {
     const auto p = static_cast<std::int32_t>(in.scenario.parallel.pp);
@@ -69,6 +71,8 @@ struct P2p {
       send_next.push_back(L.pp_p2p(bytes, s, (s + 1) % p));
       send_prev.push_back(L.pp_p2p(bytes, s, (s + p - 1) % p));
     }
+    priced_next.resize(send_next.size());
+    priced_prev.resize(send_prev.size());
     fsend.assign(static_cast<size_t>(nvs), std::vector<OpId>(m, -1));
     bsend = ffirst = bfirst = fsend;
   }
@@ -82,7 +86,15 @@ struct P2p {
       }
   }
   std::int32_t nvs = 1;
+  // Stage si's send to the next (previous) stage, priced once.
+  const Emitter::PricedComm& next(const Emitter& em, size_t si) { return priced(em, send_next[si], priced_next[si]); }
+  const Emitter::PricedComm& prev(const Emitter& em, size_t si) { return priced(em, send_prev[si], priced_prev[si]); }
+  static const Emitter::PricedComm& priced(const Emitter& em, const CollectiveSpec& spec, std::optional<Emitter::PricedComm>& slot) {
+    if (!slot) slot = em.price(spec);
+    return *slot;
+  }
   std::vector<CollectiveSpec> send_next, send_prev;
+  std::vector<std::optional<Emitter::PricedComm>> priced_next, priced_prev;
   std::vector<std::vector<OpId>> fsend, bsend, ffirst, bfirst;
 };
 
@@ -122,7 +134,7 @@ class StageDriver {
       if (!last) {
         pipe_.output_sent(s_, a, r.last);
         last_send_ = p2p_.fsend[i][j] =
-            em_.comm_op(s_, Stream::P2P, Phase::PpComm, "pp send activations", p2p_.send_next[si], {r.last}, a.microbatch, a.chunk);
+            em_.comm_op(s_, Stream::P2P, Phase::PpComm, "pp send activations", p2p_.next(em_, si), {r.last}, a.microbatch, a.chunk);
       }
     } else if (a.kind == Action::B) {
       const auto r = em_.backward(s_, a.microbatch, a.chunk, layers, first, last, split_, after_send, pre, post);
@@ -130,7 +142,7 @@ class StageDriver {
       p2p_.bfirst[i][j] = r.first;
       if (!first)
         last_send_ = p2p_.bsend[i][j] =
-            em_.comm_op(s_, Stream::P2P, Phase::PpComm, "pp send gradients", p2p_.send_prev[si], {r.last}, a.microbatch, a.chunk);
+            em_.comm_op(s_, Stream::P2P, Phase::PpComm, "pp send gradients", p2p_.prev(em_, si), {r.last}, a.microbatch, a.chunk);
       engine_.after_chunk(Action::B, r.last, first, last);
     } else {
       const auto r = em_.weight_grad(s_, a.microbatch, a.chunk, layers, last, {}, post);

@@ -115,15 +115,23 @@ const std::vector<PlanRule>& plan_rules() {
   return rules;
 }
 
+ModelParams model_params(const ModelSpec& m) {
+  ModelParams p;
+  p.total = count_params(m).total();
+  for (std::int64_t i = 0; i < m.layers; ++i) p.experts += expert_params(m, i);
+  return p;
+}
+
 double memory_lower_bound(const Scenario& base, const PlanLayout& l, const ScheduleRegistry& schedules) {
+  return memory_lower_bound(base, l, schedules, model_params(base.model));
+}
+
+double memory_lower_bound(const Scenario& base, const PlanLayout& l, const ScheduleRegistry& schedules, const ModelParams& params) {
   const ModelSpec& m = base.model;
-  const ParamCount pc = count_params(m);
-  double experts = 0;
-  for (std::int64_t i = 0; i < m.layers; ++i) experts += expert_params(m, i);
   const double pp = static_cast<double>(l.pp);
-  const double dense = (pc.total() - experts) / (static_cast<double>(l.tp) * pp);
+  const double dense = (params.total - params.experts) / (static_cast<double>(l.tp) * pp);
   const std::int64_t etp = l.etp > 0 ? l.etp : l.tp;
-  const double local_experts = experts / (static_cast<double>(l.ep * etp) * pp);
+  const double local_experts = params.experts / (static_cast<double>(l.ep * etp) * pp);
   const StateBytesPerParam sb = state_bytes(base.training.dtype, base.training.optimizer, base.training.fp32_grad_accumulation);
   const std::int64_t zero = l.sharding == PlanSharding::Zero1 ? 1 : 0;
   const std::optional<FsdpSharding> fsdp = l.sharding == PlanSharding::Fsdp ? std::optional(FsdpSharding::Full) : std::nullopt;
@@ -165,6 +173,7 @@ class Enumerator {
     eps_ = m_.moe ? divisors(m_.moe->experts, job.gpus) : std::vector<std::int64_t>{1};
     etps_ = m_.moe ? 2 : 1;
     capacity_ = base.profile.device.memory_bytes * (1.0 - job.headroom);
+    params_ = model_params(base.model);
     per_node_ = base.cluster.gpus_per_node;
   }
 
@@ -291,7 +300,7 @@ class Enumerator {
   }
 
   void keep(const PlanLayout& l) {
-    const double bound = memory_lower_bound(base_, l, schedules_);
+    const double bound = memory_lower_bound(base_, l, schedules_, params_);
     if (bound > capacity_) {
       ++out_.pruned[fmt::format("memory: lower bound above {:.0f} % of the GPU's memory", 100 * (1 - job_.headroom))];
       if (out_.memory_pruned_sample.size() < 64) out_.memory_pruned_sample.push_back(l);
@@ -308,6 +317,7 @@ class Enumerator {
   std::vector<std::int64_t> sizes_, mbs_, eps_;
   std::int64_t etps_ = 1, per_node_ = 8;
   double capacity_ = 0;
+  ModelParams params_;  // the model's parameters, for every candidate's memory bound
   Enumeration out_;
 };
 

@@ -76,6 +76,14 @@ Enumeration enumerate_layouts(const PlanJob& job, const Scenario& base);
 // memory model's ZeRO / FSDP sharding) plus the runtime's reserve plus the stored activations of
 // the first stage's microbatches in flight (1F1B and ZB-H1: min(pp, microbatches); otherwise one).
 double memory_lower_bound(const Scenario& base, const PlanLayout& l, const ScheduleRegistry& schedules);
+// The model's parameters and expert parameters, which the bound needs and which are the same for
+// every layout of a job (an enumeration counts them once, not once per candidate).
+struct ModelParams {
+  double total = 0;
+  double experts = 0;
+};
+ModelParams model_params(const ModelSpec& m);
+double memory_lower_bound(const Scenario& base, const PlanLayout& l, const ScheduleRegistry& schedules, const ModelParams& params);
 
 // The job's model and GPU loaded once, with a placeholder data-parallel layout (what the
 // enumeration reads: model, profile, dtypes).
