@@ -136,14 +136,14 @@ bool simulate_folded(const Scenario& sc, const ScheduleRegistry& schedules,
   const double tokens = static_cast<double>(sc.training.global_batch) * static_cast<double>(sc.training.seq_len);
   FoldPoints f = fold_points(sc, schedules);
   if (f.simulated() >= m) return false;
-  Scenario s = sc;  // one copy for the three points (a Scenario holds its profile and model): with_microbatches' batch set per point
+  Scenario s = sc;  // one copy for the three points (a Scenario holds its profile and model): its batch set per point (set_microbatches)
   for (; f.simulated() < m; f = f.later()) {
     std::array<Result, 3> at;
     std::array<TimePartition, 3> times;
     bool with_times = true;
     for (int k = 0; k < 3; ++k) {
       SimulationOutput part;
-      s.training.global_batch = f.at(k) * sc.training.micro_batch * sc.parallel.dp;
+      set_microbatches(s, f.at(k));
       step(s, part);
       at[static_cast<size_t>(k)] = std::move(part.result);
       if (part.partition) times[static_cast<size_t>(k)] = std::move(*part.partition);
@@ -313,7 +313,7 @@ double step_lower_bound_s(const Scenario& sc, const Registries& reg) {
     }
     Scenario s = sc;  // one copy for the two points (a Scenario holds its profile and model), its batch set per point
     const auto work = [&](std::int64_t k) {
-      s.training.global_batch = k * sc.training.micro_batch * sc.parallel.dp;
+      set_microbatches(s, k);
       const LoweringInput in{s, layers.kinds.front(), layers, cost, net};
       return compute_work_s(lower_step(s, reg, in));
     };

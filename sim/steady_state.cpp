@@ -125,9 +125,11 @@ FoldPoints fold_points(const Scenario& sc, const ScheduleRegistry& schedules) {
   return fold_points(def.periodicity, sc.parallel.pp);
 }
 
+void set_microbatches(Scenario& s, std::int64_t m) { s.training.global_batch = m * s.training.micro_batch * s.parallel.dp; }
+
 Scenario with_microbatches(const Scenario& sc, std::int64_t m) {
   Scenario s = sc;
-  s.training.global_batch = m * sc.training.micro_batch * sc.parallel.dp;
+  set_microbatches(s, m);
   return s;
 }
 
