@@ -260,14 +260,26 @@ std::int32_t Emitter::kind_at(std::int32_t stage, std::int32_t chunk, std::int64
 }
 
 double Emitter::chunk_floor_ps(std::int32_t stage, std::int32_t chunk, std::int64_t layers) const {
-  double ps = 0, ops = 0;
+  double s = 0, ops = 0;
   for (std::int64_t l = 0; l < layers; ++l) {
     const BlockTimes& t = times_[static_cast<size_t>(kind_at(stage, chunk, l))];
-    const double replay = recomputed(l) ? t.attn_f + t.mlp_f : 0.0;  // part of the "recompute fwd" op
-    ps += (t.attn_f + t.mlp_f + t.attn_b + t.mlp_b + replay) * static_cast<double>(kPicosPerSecond);
-    ops += 7;  // at most: two forward, one replay, two backward and two weight-gradient ops (split)
+    // The communication forward() and backward() put on the compute stream in every layer: the
+    // tensor-parallel all-reduces (or reduce-scatters) of each block, the expert all-to-alls and
+    // context parallel's K/V all-gather and reduce-scatter.
+    const double tp_f = t.tp_comm_f * ((t.attn_tp_comm ? 1 : 0) + (t.mlp_tp_comm ? 1 : 0));
+    const double tp_b = t.tp_comm_b * ((t.attn_tp_comm ? 1 : 0) + (t.mlp_tp_comm ? 1 : 0));
+    const double fwd = t.attn_f + t.mlp_f + tp_f + t.ep_comm_f + t.cp_gather_f;
+    const double replay = recomputed(l) ? fwd : 0.0;  // the "recompute fwd" op
+    s += fwd + replay + t.attn_b + t.mlp_b + tp_b + t.ep_comm_b + t.cp_scatter_b;
+    ops += 14;  // at most: six forward, one replay, six backward and one weight-gradient op (split)
   }
-  return std::max(0.0, ps - 0.5 * ops);
+  // The embedding on the first virtual stage, the output layer on the last (forward, backward and
+  // its weight gradient when split).
+  const ParallelSpec& par = in_.scenario.parallel;
+  if (stage == 0 && chunk == 0) s += ends().embed_f + ends().embed_b;
+  if (stage == par.pp - 1 && chunk == par.vpp - 1) s += ends().head_f + ends().head_b;
+  ops += 5;
+  return std::max(0.0, s * static_cast<double>(kPicosPerSecond) - 0.5 * ops);
 }
 
 namespace {

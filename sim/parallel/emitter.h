@@ -142,10 +142,12 @@ class Emitter {
                std::int32_t mb = -1, std::int32_t chunk = -1);
 
   // Compute-stream picoseconds that one microbatch's forward and backward of a stage's chunk emit
-  // at least, less half a picosecond per op for rounding: each layer's attention and MLP blocks
-  // and the forward full recompute replays (the ops forward(), backward() and weight_grad() emit
-  // for every microbatch); the communication, embedding, head and the schedule's ops are left
-  // out. A planner's bound without lowering (step_floor_s).
+  // at least, less half a picosecond per op for rounding: each layer's attention and MLP blocks,
+  // the communication they put on the compute stream (tensor-parallel, expert all-to-all, context
+  // parallel's all-gather), the forward full recompute replays, and the embedding and output layer
+  // on the first and last virtual stages (the ops forward(), backward() and weight_grad() emit for
+  // every microbatch); the schedule's and the gradient sync's ops are left out. A planner's bound
+  // without lowering (step_floor_s).
   double chunk_floor_ps(std::int32_t stage, std::int32_t chunk, std::int64_t layers) const;
 
   // Whether layer l of a chunk replays its forward in backward (full recompute).
