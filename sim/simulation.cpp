@@ -285,20 +285,30 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
   return out;
 }
 
-double step_floor_s(const Scenario& sc) {
+double step_floor_s(const Scenario& sc, const Registries& reg) {
+  const ScheduleDef& def = schedule_def(reg.schedules, sc.parallel.schedule);
+  const auto m = static_cast<double>(sc.microbatches());
   double busiest = 0;
   with_pricing(sc, nullptr, [&](const ModelGraph& layers, const CostModel& cost, const NetworkModel& net) {
     Program unused;
     const LoweringInput in{sc, layers.kinds.front(), layers, cost, net};
     const Emitter em(in, unused);
     const ParallelSpec& par = sc.parallel;
+    // head: the first chunk's forward of one microbatch on the stages before (a stage's first
+    // action waits for it); tail: their backward of one microbatch, which follows the stage's last
+    // action where that is a first-chunk backward (every schedule that does not split it;
+    // tests/core/step_bound_test.cpp checks each schedule's order).
+    double head = 0, tail = 0;
     for (std::int32_t stage = 0; stage < par.pp; ++stage) {
-      double ps = 0;
-      for (std::int32_t chunk = 0; chunk < par.vpp; ++chunk) ps += em.chunk_floor_ps(stage, chunk, sc.layers_in_chunk(stage, chunk));
-      busiest = std::max(busiest, ps);
+      double work = 0;
+      for (std::int32_t chunk = 0; chunk < par.vpp; ++chunk) work += em.chunk_floor(stage, chunk, sc.layers_in_chunk(stage, chunk)).total();
+      busiest = std::max(busiest, head + m * work + (def.splits_backward ? 0.0 : tail));
+      const Emitter::ChunkFloor first = em.chunk_floor(stage, 0, sc.layers_in_chunk(stage, 0));
+      head += first.fwd_ps;
+      tail += first.bwd_ps;
     }
   });
-  return busiest * static_cast<double>(sc.microbatches()) / static_cast<double>(kPicosPerSecond);
+  return busiest / static_cast<double>(kPicosPerSecond);
 }
 
 double step_lower_bound_s(const Scenario& sc, const Registries& reg) {

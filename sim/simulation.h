@@ -51,10 +51,15 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
 // is read from the programs of one and of two of the schedule's groups of microbatches and
 // extended to the step's count. A planner skips a layout whose bound passes the best steps found.
 double step_lower_bound_s(const Scenario& sc, const Registries& reg);
-// A looser bound without lowering (about a tenth of step_lower_bound_s's cost on deep pipelines):
-// the busiest stage's layer blocks, forward and backward with full recompute's replay, times the
-// microbatches (Emitter::chunk_floor_ps); never above step_lower_bound_s. A planner refines the
-// layouts whose floor is near the best steps found with step_lower_bound_s.
-double step_floor_s(const Scenario& sc);
+// A bound without lowering (about a tenth of step_lower_bound_s's cost on deep pipelines): per
+// stage, its layer blocks' compute-stream work, forward and backward with full recompute's
+// replay, times the microbatches (Emitter::chunk_floor), after the earlier stages' forward of one
+// microbatch (its first action waits for them) and before their backward of one (where its last
+// action is a first-chunk backward: not under a schedule that splits the backward). It leaves out
+// the pipeline's sends, the gradient sync and the optimizer, so it stays at or below the simulated
+// step; it counts the pipeline's fill and drain, which step_lower_bound_s does not, so either may
+// be the larger. A planner refines the layouts whose floor is near the best steps found with
+// step_lower_bound_s, and takes the larger of the two.
+double step_floor_s(const Scenario& sc, const Registries& reg);
 
 }  // namespace parasim

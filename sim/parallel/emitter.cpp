@@ -259,27 +259,33 @@ std::int32_t Emitter::kind_at(std::int32_t stage, std::int32_t chunk, std::int64
   return in_.layers.kind_of[static_cast<size_t>(chunk_first_[static_cast<size_t>(vs)] + l)];
 }
 
-double Emitter::chunk_floor_ps(std::int32_t stage, std::int32_t chunk, std::int64_t layers) const {
-  double s = 0, ops = 0;
+Emitter::ChunkFloor Emitter::chunk_floor(std::int32_t stage, std::int32_t chunk, std::int64_t layers) const {
+  double f = 0, b = 0;
   for (std::int64_t l = 0; l < layers; ++l) {
     const BlockTimes& t = times_[static_cast<size_t>(kind_at(stage, chunk, l))];
     // The communication forward() and backward() put on the compute stream in every layer: the
     // tensor-parallel all-reduces (or reduce-scatters) of each block, the expert all-to-alls and
     // context parallel's K/V all-gather and reduce-scatter.
-    const double tp_f = t.tp_comm_f * ((t.attn_tp_comm ? 1 : 0) + (t.mlp_tp_comm ? 1 : 0));
-    const double tp_b = t.tp_comm_b * ((t.attn_tp_comm ? 1 : 0) + (t.mlp_tp_comm ? 1 : 0));
-    const double fwd = t.attn_f + t.mlp_f + tp_f + t.ep_comm_f + t.cp_gather_f;
-    const double replay = recomputed(l) ? fwd : 0.0;  // the "recompute fwd" op
-    s += fwd + replay + t.attn_b + t.mlp_b + tp_b + t.ep_comm_b + t.cp_scatter_b;
-    ops += 14;  // at most: six forward, one replay, six backward and one weight-gradient op (split)
+    const double blocks_tp = (t.attn_tp_comm ? 1 : 0) + (t.mlp_tp_comm ? 1 : 0);
+    const double fwd = t.attn_f + t.mlp_f + blocks_tp * t.tp_comm_f + t.ep_comm_f + t.cp_gather_f;
+    f += fwd;
+    b += (recomputed(l) ? fwd : 0.0) + t.attn_b + t.mlp_b + blocks_tp * t.tp_comm_b + t.ep_comm_b + t.cp_scatter_b;
   }
-  // The embedding on the first virtual stage, the output layer on the last (forward, backward and
-  // its weight gradient when split).
+  // The embedding on the first virtual stage, the output layer on the last.
   const ParallelSpec& par = in_.scenario.parallel;
-  if (stage == 0 && chunk == 0) s += ends().embed_f + ends().embed_b;
-  if (stage == par.pp - 1 && chunk == par.vpp - 1) s += ends().head_f + ends().head_b;
-  ops += 5;
-  return std::max(0.0, s * static_cast<double>(kPicosPerSecond) - 0.5 * ops);
+  if (stage == 0 && chunk == 0) {
+    f += ends().embed_f;
+    b += ends().embed_b;
+  }
+  if (stage == par.pp - 1 && chunk == par.vpp - 1) {
+    f += ends().head_f;
+    b += ends().head_b;
+  }
+  // Half a picosecond per op for rounding, at most: per layer six forward ops, and a replay, six
+  // backward and a weight-gradient op (split); two and three for the embedding and output layer.
+  const auto ps = [](double seconds, double ops) { return std::max(0.0, seconds * static_cast<double>(kPicosPerSecond) - 0.5 * ops); };
+  const auto n = static_cast<double>(layers);
+  return {ps(f, 6 * n + 2), ps(b, 8 * n + 3)};
 }
 
 namespace {

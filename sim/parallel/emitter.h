@@ -144,11 +144,15 @@ class Emitter {
   // Compute-stream picoseconds that one microbatch's forward and backward of a stage's chunk emit
   // at least, less half a picosecond per op for rounding: each layer's attention and MLP blocks,
   // the communication they put on the compute stream (tensor-parallel, expert all-to-all, context
-  // parallel's all-gather), the forward full recompute replays, and the embedding and output layer
-  // on the first and last virtual stages (the ops forward(), backward() and weight_grad() emit for
-  // every microbatch); the schedule's and the gradient sync's ops are left out. A planner's bound
-  // without lowering (step_floor_s).
-  double chunk_floor_ps(std::int32_t stage, std::int32_t chunk, std::int64_t layers) const;
+  // parallel's all-gather), the full recompute replays (in the backward), and the embedding and
+  // output layer on the first and last virtual stages (the ops forward(), backward() and
+  // weight_grad() emit for every microbatch); the schedule's and the gradient sync's ops are left
+  // out. A planner's bound without lowering (step_floor_s).
+  struct ChunkFloor {
+    double fwd_ps = 0, bwd_ps = 0;
+    double total() const { return fwd_ps + bwd_ps; }
+  };
+  ChunkFloor chunk_floor(std::int32_t stage, std::int32_t chunk, std::int64_t layers) const;
 
   // Whether layer l of a chunk replays its forward in backward (full recompute).
   bool recomputes(std::int64_t l) const { return recomputed(l); }

@@ -434,7 +434,7 @@ Evaluated bound_search(const PlanJob& job, const std::string& data_dir, const Re
                        const EvalOptions& opt, const LoadedData& loaded) {
   std::vector<std::size_t> order(layouts.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  const std::vector<double> floors = layout_bounds(job, data_dir, layouts, order, opt, loaded, [](const Scenario& sc) { return step_floor_s(sc); });
+  const std::vector<double> floors = layout_bounds(job, data_dir, layouts, order, opt, loaded, [&](const Scenario& sc) { return step_floor_s(sc, reg); });
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return floors[a] < floors[b]; });
   using Refined = std::pair<double, std::size_t>;  // (bound, layout), the lowest first
   std::priority_queue<Refined, std::vector<Refined>, std::greater<>> refined;

@@ -161,6 +161,26 @@ TEST(Plan, BoundSearchFindsTheExhaustiveBestRows) {
   }
 }
 
+// The bounds the search skips by hold for every layout of a job (1F1B, interleaved, ZB-H1, DDP;
+// recompute, tensor, context and sequence parallel): floor and lowered bound at or below the step.
+TEST(Plan, BoundsNeverPassTheStepOfAnyLayout) {
+  const PlanJob job = small_job(16, false);
+  const Registries reg;
+  const Enumeration en = enumerate_layouts(job, base_of(job));
+  ASSERT_GE(en.layouts.size(), 20u);
+  int floors_above_bound = 0;
+  for (const PlanLayout& l : en.layouts) {
+    const Scenario sc = parse_scenario(layout_scenario(job, l), job.base_file, test::data_dir());
+    const double step = simulate(sc, reg).result.step_time_s;
+    const double floor = step_floor_s(sc, reg), bound = step_lower_bound_s(sc, reg);
+    EXPECT_LE(floor, step * (1 + 1e-9)) << layout_scenario(job, l)["parallel"].dump();
+    EXPECT_LE(bound, step * (1 + 1e-9)) << layout_scenario(job, l)["parallel"].dump();
+    floors_above_bound += floor > bound;
+  }
+  // The floor counts the pipeline's fill and drain, which the lowered bound leaves out.
+  EXPECT_GT(floors_above_bound, 0);
+}
+
 // The same rows whatever the thread count: the batches simulated do not depend on it.
 TEST(Plan, BoundSearchIsTheSameOnOneThreadAndTwo) {
   PlanJob job = small_job(8, false);
