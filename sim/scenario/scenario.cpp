@@ -522,8 +522,10 @@ Scenario parse_scenario(const Json& given, const std::string& file, const std::s
   // A profile path (not a shipped profile's name) is relative to the scenario file.
   const bool gpu_is_path = s.cluster.gpu.find('/') != std::string::npos || s.cluster.gpu.ends_with(".json");
   const Profile* known_gpu = loaded && !gpu_is_path ? find_loaded(loaded->profiles, s.cluster.gpu) : nullptr;
-  s.profile = known_gpu ? *known_gpu
-                        : load_profile(data_dir, gpu_is_path ? relative_to_file(file, s.cluster.gpu) : s.cluster.gpu, file + ": /cluster/gpu");
+  // Two statements, not a conditional: a conditional of a const lvalue and a prvalue is a const
+  // prvalue, which copies the profile twice (a plan parses a scenario per layout).
+  if (known_gpu) s.profile = *known_gpu;
+  else s.profile = load_profile(data_dir, gpu_is_path ? relative_to_file(file, s.cluster.gpu) : s.cluster.gpu, file + ": /cluster/gpu");
   if (s.profile.gpu_speed_spread.value > 0) {
     const auto drawn = loaded ? loaded->expected_max_draws.find(s.cluster.gpus()) : std::map<std::int64_t, double>::const_iterator{};
     s.slowest_gpu.draw = loaded && drawn != loaded->expected_max_draws.end() ? drawn->second : expected_max_standard_normal(s.cluster.gpus());
