@@ -94,16 +94,17 @@ constexpr double kDropoutMaskBytes = 1;
 // A batched (grouped) GEMM's gradients are batched the same way.
 }  // namespace
 
-void layer_kernels::add_gemm_bwd(Block& b, const Kernel& f) {
+void layer_kernels::add_gemm_bwd(Block& b, const Kernel& f, std::int64_t input_grad_adds) {
   Kernel dgrad = gemm(f.name + ".dgrad", f.m, f.k, f.n, true), wgrad = gemm(f.name + ".wgrad", f.k, f.n, f.m, true);
   dgrad.grad = GemmGrad::Input;
   wgrad.grad = GemmGrad::Weight;
+  dgrad.launches = f.launches + input_grad_adds;
+  wgrad.launches = f.launches;
   for (Kernel k : {dgrad, wgrad}) {
     k.module = f.module;
     k.ffn = f.ffn;
     k.sixteen_bit = f.sixteen_bit;
     k.batch = f.batch;
-    k.launches = f.launches;
     k.flops *= static_cast<double>(f.batch);
     k.model_flops *= static_cast<double>(f.batch);
     b.kernels.push_back(std::move(k));
@@ -205,10 +206,28 @@ void add_rope(Block& b, const std::string& tensor, double elems, double e, bool 
 //   for its max and once for the sum of exponentials and writes one fp32 loss and log-sum-exp per
 //   row: 2e; the backward kernel reads the saved logits and writes a new 16-bit gradient: 2e.
 // With fp32 activations (e = 4) the casts are no-ops and are not listed.
-using Steps = std::vector<std::pair<const char*, double>>;
+// `k` standing for `launches` kernels launched (Kernel::launches).
+Kernel launched(Kernel k, std::int64_t launches) {
+  k.launches = launches;
+  return k;
+}
+
+// One priced kernel of the loss: its name, bytes per logit, and the kernels launched for it
+// (Kernel::launches).
+struct Step {
+  const char* name;
+  double bytes;
+  std::int64_t launches = 1;
+};
+using Steps = std::vector<Step>;
+// F.cross_entropy's nll_loss is a kernel of its own in forward (nll_loss_forward_reduce_cuda_kernel_2d)
+// and in backward after the zero fill (nll_loss_backward_reduce_cuda_kernel_2d): priced with no
+// bytes of their own (one element per row) beside log_softmax's forward and the zero fill,
+// launched all the same.
+constexpr std::int64_t kWithNllLoss = 2;
 // Eager F.cross_entropy's forward over fp32 logits (log_softmax's three row passes, 16 B per
 // element; nll_loss reads one element per row); the upcast from e-byte logits is added by the caller.
-const Steps kEagerCrossEntropyFwd = {{"log_softmax", 16}};
+const Steps kEagerCrossEntropyFwd = {{"log_softmax", 16, kWithNllLoss}};
 
 void add_loss(Block& fwd, Block& bwd, double elems, double e, LossImpl impl) {
   const bool cast = e != 4.0;
@@ -220,11 +239,11 @@ void add_loss(Block& fwd, Block& bwd, double elems, double e, LossImpl impl) {
       break;
     case LossImpl::Eager:
       f = kEagerCrossEntropyFwd;
-      b = {{"zero_fill", 4}, {"log_softmax", 16}};
+      b = {{"zero_fill", 4, kWithNllLoss}, {"log_softmax", 16}};
       break;
     case LossImpl::Eager16:
-      f = {{"log_softmax", 4 * e}};
-      b = {{"zero_fill", e}, {"log_softmax", 4 * e}};
+      f = {{"log_softmax", 4 * e, kWithNllLoss}};
+      b = {{"zero_fill", e, kWithNllLoss}, {"log_softmax", 4 * e}};
       break;
     case LossImpl::Fused:
       fwd.kernels.push_back(mem("cross_entropy", 3 * e * elems));
@@ -239,17 +258,10 @@ void add_loss(Block& fwd, Block& bwd, double elems, double e, LossImpl impl) {
     f.insert(f.begin(), {"upcast", e + 4});
     b.push_back({"downcast", 4 + e});
   }
-  for (const auto& [step, bytes] : f) fwd.kernels.push_back(mem(std::string("cross_entropy.") + step, bytes * elems, false, cast_class(step)));
-  for (const auto& [step, bytes] : b) bwd.kernels.push_back(mem(std::string("cross_entropy.bwd.") + step, bytes * elems, true, cast_class(step)));
-  // F.cross_entropy's nll_loss is a kernel of its own in forward (nll_loss_forward_reduce_cuda_kernel_2d)
-  // and in backward after the zero fill (nll_loss_backward_reduce_cuda_kernel_2d): priced with no
-  // bytes of their own (one element per row), launched all the same.
-  if (impl == LossImpl::Eager || impl == LossImpl::Eager16) {
-    for (Kernel& k : fwd.kernels)
-      if (k.name == "cross_entropy.log_softmax") k.launches = 2;
-    for (Kernel& k : bwd.kernels)
-      if (k.name == "cross_entropy.bwd.zero_fill") k.launches = 2;
-  }
+  for (const Step& k : f)
+    fwd.kernels.push_back(launched(mem(std::string("cross_entropy.") + k.name, k.bytes * elems, false, cast_class(k.name)), k.launches));
+  for (const Step& k : b)
+    bwd.kernels.push_back(launched(mem(std::string("cross_entropy.bwd.") + k.name, k.bytes * elems, true, cast_class(k.name)), k.launches));
 }
 
 // Training metrics over `elems` e-byte logits, after the microbatch's backward and without
@@ -264,7 +276,8 @@ void add_train_metrics(Block& b, double elems, double e, std::int64_t n) {
   Steps f = kEagerCrossEntropyFwd;
   if (e != 4.0) f.insert(f.begin(), {"upcast", e + 4});
   for (std::int64_t i = 0; i < n; ++i)
-    for (const auto& [step, bytes] : f) b.kernels.push_back(mem(std::string("train_metric.") + step, bytes * elems, false, cast_class(step)));
+    for (const Step& k : f)
+      b.kernels.push_back(launched(mem(std::string("train_metric.") + k.name, k.bytes * elems, false, cast_class(k.name)), k.launches));
 }
 
 
@@ -272,24 +285,23 @@ void add_train_metrics(Block& b, double elems, double e, std::int64_t n) {
 // SwiGLU), the activation over its output (ffb bytes per pass: GeLU and squared ReLU read and write, 2; SwiGLU reads
 // gate and up and writes, 3; backward 3 and 5), down (fc2). Backward: down's bias gradient (over
 // down_rows tokens) and GEMMs, the activation's backward, up's bias gradient (over up_rows) and GEMMs.
-void add_ffn_fwd(Block& f, const Kernel& up, const Kernel& down, const std::string& act, bool glu, double ffb) {
+// act_launches: the kernels the activation stands for (Kernel::launches).
+void add_ffn_fwd(Block& f, const Kernel& up, const Kernel& down, const std::string& act, bool glu, double ffb,
+                 std::int64_t act_launches = 1) {
   f.kernels.push_back(up);
-  f.kernels.push_back(tagged(up.module, mem(act, (glu ? 3 : 2) * ffb, false, MemClass::Activation), FfnStep::Activation));
+  f.kernels.push_back(launched(tagged(up.module, mem(act, (glu ? 3 : 2) * ffb, false, MemClass::Activation), FfnStep::Activation), act_launches));
   f.kernels.push_back(down);
 }
 void add_ffn_bwd(Block& b, const Kernel& up, const Kernel& down, const std::string& act, bool glu, double ffb, bool bias,
-                 double down_rows, double up_rows, double h, double e) {
+                 double down_rows, double up_rows, double h, double e, std::int64_t act_launches = 1) {
   if (bias) b.kernels.push_back(bias_grad(down, down_rows, h, e));
   add_gemm_bwd(b, down);
-  b.kernels.push_back(tagged(up.module, mem(act + ".bwd", (glu ? 5 : 3) * ffb, true, MemClass::Activation), FfnStep::Activation));
+  b.kernels.push_back(
+      launched(tagged(up.module, mem(act + ".bwd", (glu ? 5 : 3) * ffb, true, MemClass::Activation), FfnStep::Activation), act_launches));
   if (bias) b.kernels.push_back(bias_grad(up, up_rows, static_cast<double>(up.n), e));
   add_gemm_bwd(b, up);
 }
 
-Kernel launched(Kernel k, std::int64_t launches) {
-  k.launches = launches;
-  return k;
-}
 
 // Real kernels behind an MoE layer's priced kernels (Kernel::launches), per microbatch.
 // Megatron-Core with Transformer Engine (moe_router_fusion, moe_permute_fusion, TEGroupedMLP; the
@@ -385,10 +397,8 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   const double rows = static_cast<double>(per_expert * local_experts);
   const double ffb = rows * static_cast<double>(ff) * e;
   const std::string act_name = glu ? "experts.swiglu" : "experts.gelu";
-  const size_t up_at = mf.kernels.size();
-  add_ffn_fwd(mf, fc1, fc2, act_name, glu, ffb);
-  mf.kernels[up_at].launches += ml.expert_offsets;
-  mf.kernels[up_at + 1].launches = ml.activation;
+  // The forward's fc1 also launches the expert offsets' kernels (its backward GEMMs do not).
+  add_ffn_fwd(mf, launched(fc1, ml.expert_gemm + ml.expert_offsets), fc2, act_name, glu, ffb, ml.activation);
   mf.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.unpermute", (kd + 1) * Tr * hd * e)), ml.unpermute));
   // Shared experts: one dense MLP (all shared experts fused, width S split like the experts over
   // etp) on the same T_r tokens beside the routed ones, its output added to theirs.
@@ -408,10 +418,7 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   mb.kernels.push_back(mem("residual2.bwd", 3 * act, true));
   if (m.dropout) mb.kernels.push_back(mem("dropout2.bwd", drop_b, true));
   mb.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.unpermute.bwd", (1 + 2 * kd) * Tr * hd * e, true)), ml.unpermute_bwd));
-  const size_t bwd_from = mb.kernels.size();
-  add_ffn_bwd(mb, fc1, fc2, act_name, glu, ffb, m.bias, rows, rows, hd, e);
-  for (size_t i = bwd_from; i < mb.kernels.size(); ++i)
-    if (mb.kernels[i].ffn == FfnStep::Activation) mb.kernels[i].launches = ml.activation_bwd;
+  add_ffn_bwd(mb, fc1, fc2, act_name, glu, ffb, m.bias, rows, rows, hd, e, ml.activation_bwd);
   if (S > 0) add_ffn_bwd(mb, sfc1, sfc2, sact_name, glu, sffb, m.bias, Tr, Tr, hd, e);
   mb.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.permute.bwd", (kd + 1) * Tr * hd * e, true)), ml.permute_bwd));
   mb.kernels.push_back(launched(tagged(LayerModule::Router, mem("router.softmax_topk.bwd", (e + 8) * Tr * Ed, true)), ml.router_bwd));
@@ -613,9 +620,8 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   for (auto it = in_proj.rbegin(); it != in_proj.rend(); ++it) {
     if (!it->norm.empty()) add_norm(ab, it->norm, it->norm_elems, e, sh, true, it->gemm.module);
     if (m.bias) ab.kernels.push_back(bias_grad(it->gemm, Td, static_cast<double>(it->gemm.n), e));
-    add_gemm_bwd(ab, it->gemm);
-    // Eager q and kv Linears: autograd adds their two input gradients.
-    if (sh.eager_launches && it->gemm.launches > 1) ab.kernels[ab.kernels.size() - 2].launches += 1;
+    // Eager q and kv Linears (one priced GEMM launched twice): autograd adds their two input gradients.
+    add_gemm_bwd(ab, it->gemm, sh.eager_launches && it->gemm.launches > 1 ? 1 : 0);
   }
   add_norm(ab, "norm1", act_elems, e, sh, true, LayerModule::BlockNorm);
 

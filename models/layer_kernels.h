@@ -21,8 +21,9 @@ Kernel tagged(LayerModule m, Kernel k, FfnStep f = FfnStep::None);
 // LayerShape::eager_dropout_add nn.Dropout's kernel (reads the branch, writes it and the mask:
 // 2 act + drop_f) before a plain add (3 act), 2 act more than fused.
 void add_residual(Block& f, const std::string& name, double act, double drop_f, const LayerShape& sh);
-// The data- and weight-gradient GEMMs of forward GEMM f.
-void add_gemm_bwd(Block& b, const Kernel& f);
+// The data- and weight-gradient GEMMs of forward GEMM f; the data gradient launches
+// `input_grad_adds` kernels more than f (autograd adding the input gradients of GEMMs f stands for).
+void add_gemm_bwd(Block& b, const Kernel& f, std::int64_t input_grad_adds = 0);
 // A norm over `elems` activations of e bytes: fused, or the eager reference code's kernels
 // (LayerShape::eager_norm), with a two-pass backward where the shape says so.
 void add_norm(Block& b, const std::string& name, double elems, double e, const LayerShape& sh, bool bwd,

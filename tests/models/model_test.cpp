@@ -328,35 +328,48 @@ TEST(LayerGraph, CrossEntropyTrafficPerImplementation) {
   sh.micro_batch = 2;
   sh.tp = 2;
   const double logits = 8192.0 * static_cast<double>(m.vocab / 2);
-  auto loss_bytes = [&](const Block& b) {
+  auto loss_bytes = [&](const Block& b, const std::string& prefix = "cross_entropy") {
     double bytes = 0;
     std::size_t kernels = 0;
+    std::int64_t launches = 0;
     for (const Kernel& k : b.kernels)
-      if (k.name.rfind("cross_entropy", 0) == 0) {
+      if (k.name.rfind(prefix, 0) == 0) {
         bytes += k.bytes;
         ++kernels;
+        launches += k.launches;
       }
-    return std::pair{bytes / logits, kernels};
+    return std::tuple{bytes / logits, kernels, launches};
   };
-  const std::vector<std::tuple<LossImpl, double, double, std::size_t, std::size_t>> want = {
-      {LossImpl::Megatron, 38, 14, 6, 2}, {LossImpl::Eager, 22, 26, 2, 3}, {LossImpl::Eager16, 8, 10, 1, 2},
-      {LossImpl::Fused, 6, 4, 1, 1},
-      {LossImpl::Xentropy, 4, 4, 1, 1}};
-  for (const auto& [impl, fwd, bwd, nf, nb] : want) {
+  // Bytes per logit, priced kernels and launched kernels, forward and backward: eager
+  // F.cross_entropy launches nll_loss beside log_softmax in forward and after the zero fill in
+  // backward (PyTorch's nll_loss_forward / nll_loss_backward kernels), priced with them.
+  const std::vector<std::tuple<LossImpl, double, double, std::size_t, std::size_t, std::int64_t, std::int64_t>> want = {
+      {LossImpl::Megatron, 38, 14, 6, 2, 6, 2}, {LossImpl::Eager, 22, 26, 2, 3, 3, 4}, {LossImpl::Eager16, 8, 10, 1, 2, 2, 3},
+      {LossImpl::Fused, 6, 4, 1, 1, 1, 1},
+      {LossImpl::Xentropy, 4, 4, 1, 1, 1, 1}};
+  for (const auto& [impl, fwd, bwd, nf, nb, lf, lb] : want) {
     sh.loss = impl;
     const LayerGraph g = build_layer_graph(m, sh);
-    EXPECT_NEAR(loss_bytes(g.head_fwd).first, fwd, 1e-9);
-    EXPECT_NEAR(loss_bytes(g.head_bwd).first, bwd, 1e-9);
-    EXPECT_EQ(loss_bytes(g.head_fwd).second, nf);
-    EXPECT_EQ(loss_bytes(g.head_bwd).second, nb);
+    EXPECT_NEAR(std::get<0>(loss_bytes(g.head_fwd)), fwd, 1e-9);
+    EXPECT_NEAR(std::get<0>(loss_bytes(g.head_bwd)), bwd, 1e-9);
+    EXPECT_EQ(std::get<1>(loss_bytes(g.head_fwd)), nf);
+    EXPECT_EQ(std::get<1>(loss_bytes(g.head_bwd)), nb);
+    EXPECT_EQ(std::get<2>(loss_bytes(g.head_fwd)), lf);
+    EXPECT_EQ(std::get<2>(loss_bytes(g.head_bwd)), lb);
     const double saved = activation_bytes(m, sh, Recompute::None).head - 2.0 * 8192 * static_cast<double>(m.hidden);
     EXPECT_NEAR(saved / logits, impl == LossImpl::Fused || impl == LossImpl::Xentropy || impl == LossImpl::Eager16 ? 2.0 : 4.0, 1e-9);
   }
+  // Composer's training metrics: each an eager cross entropy's forward with its upcast.
+  sh.train_metrics = 2;
+  const LayerGraph metrics = build_layer_graph(m, sh);
+  EXPECT_NEAR(std::get<0>(loss_bytes(metrics.metrics, "train_metric")), 2 * 22.0, 1e-9);
+  EXPECT_EQ(std::get<2>(loss_bytes(metrics.metrics, "train_metric")), 2 * 3);
+  sh.train_metrics = 0;
   sh.loss = LossImpl::Megatron;
   sh.dtype_bytes = 4;
   const LayerGraph fp32 = build_layer_graph(m, sh);
-  EXPECT_NEAR(loss_bytes(fp32.head_fwd).first, 32, 1e-9);
-  EXPECT_NEAR(loss_bytes(fp32.head_bwd).first, 8, 1e-9);
+  EXPECT_NEAR(std::get<0>(loss_bytes(fp32.head_fwd)), 32, 1e-9);
+  EXPECT_NEAR(std::get<0>(loss_bytes(fp32.head_bwd)), 8, 1e-9);
 }
 
 // The per-tensor list sums to the per-layer count for every zoo model and one MoE model.
