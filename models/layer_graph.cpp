@@ -124,7 +124,6 @@ Kernel grouped_gemm(const std::string& name, std::int64_t batch, std::int64_t m,
   return g;
 }
 
-
 // RMSNorm over `elems` activations of `e` bytes. Fused (Apex, Transformer Engine, Liger,
 // torch.compile): one kernel, forward reads x and writes y, backward reads x and dy and writes dx.
 // Eager (the Llama reference code, `self._norm(x.float()).type_as(x) * self.weight` with
@@ -167,6 +166,12 @@ namespace {
 
 using layer_kernels::add_norm;
 
+// `k` standing for `launches` kernels launched (Kernel::launches).
+Kernel launched(Kernel k, std::int64_t launches) {
+  k.launches = launches;
+  return k;
+}
+
 // RoPE on `elems` query or key elements. Fused: one kernel reading and writing them. Eager (the Llama
 // reference apply_rotary_emb: view_as_complex(x.float()) * freqs_cis, view_as_real, type_as(x)):
 // upcast e+4, complex multiply 8 (the [s, d/2] complex table is negligible), downcast 4+e bytes per
@@ -206,12 +211,6 @@ void add_rope(Block& b, const std::string& tensor, double elems, double e, bool 
 //   for its max and once for the sum of exponentials and writes one fp32 loss and log-sum-exp per
 //   row: 2e; the backward kernel reads the saved logits and writes a new 16-bit gradient: 2e.
 // With fp32 activations (e = 4) the casts are no-ops and are not listed.
-// `k` standing for `launches` kernels launched (Kernel::launches).
-Kernel launched(Kernel k, std::int64_t launches) {
-  k.launches = launches;
-  return k;
-}
-
 // One priced kernel of the loss: its name, bytes per logit, and the kernels launched for it
 // (Kernel::launches).
 struct Step {
@@ -280,7 +279,6 @@ void add_train_metrics(Block& b, double elems, double e, std::int64_t n) {
       b.kernels.push_back(launched(mem(std::string("train_metric.") + k.name, k.bytes * elems, false, cast_class(k.name)), k.launches));
 }
 
-
 // The two-GEMM feed-forward chain a dense MLP and the experts share: up (fc1, gate and up fused for
 // SwiGLU), the activation over its output (ffb bytes per pass: GeLU and squared ReLU read and write, 2; SwiGLU reads
 // gate and up and writes, 3; backward 3 and 5), down (fc2). Backward: down's bias gradient (over
@@ -301,7 +299,6 @@ void add_ffn_bwd(Block& b, const Kernel& up, const Kernel& down, const std::stri
   if (bias) b.kernels.push_back(bias_grad(up, up_rows, static_cast<double>(up.n), e));
   add_gemm_bwd(b, up);
 }
-
 
 // Real kernels behind an MoE layer's priced kernels (Kernel::launches), per microbatch.
 // Megatron-Core with Transformer Engine (moe_router_fusion, moe_permute_fusion, TEGroupedMLP; the
@@ -742,6 +739,5 @@ const ChoiceRegistry<LossImpl>& loss_impls() {
 std::string name_of(LossImpl v) { return name_of(loss_impls(), v); }
 
 std::vector<std::string> train_metric_names() { return {std::begin(kTrainMetrics), std::end(kTrainMetrics)}; }
-
 
 }  // namespace parasim

@@ -69,6 +69,7 @@ std::int64_t role_launches(OpRole role, const LayerGraph& g, const std::vector<L
     case OpRole::MtpFwd: return n(g.mtp_fwd);
     case OpRole::MtpBwd: return n(g.mtp_bwd);
     case OpRole::RecomputeFwd: return n(g.attn_fwd) + n(g.mlp_fwd);
+    case OpRole::TrainMetrics: return n(g.metrics);
     default: return 1;
   }
 }

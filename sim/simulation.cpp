@@ -298,12 +298,20 @@ double step_floor_s(const Scenario& sc, const Registries& reg) {
     // action waits for it); tail: their backward of one microbatch, which follows the stage's last
     // action where that is a first-chunk backward (every schedule that does not split it;
     // tests/core/step_bound_test.cpp checks each schedule's order).
+    // Only for schedules the registry gives as stage orders (a schedule that lowers itself
+    // promises neither; DataParallel has one stage).
+    const bool ordered = static_cast<bool>(def.order);
     double head = 0, tail = 0;
     for (std::int32_t stage = 0; stage < par.pp; ++stage) {
+      Emitter::ChunkFloor first;
       double work = 0;
-      for (std::int32_t chunk = 0; chunk < par.vpp; ++chunk) work += em.chunk_floor(stage, chunk, sc.layers_in_chunk(stage, chunk)).total();
+      for (std::int32_t chunk = 0; chunk < par.vpp; ++chunk) {
+        const Emitter::ChunkFloor c = em.chunk_floor(stage, chunk, sc.layers_in_chunk(stage, chunk));
+        if (chunk == 0) first = c;
+        work += c.total();
+      }
       busiest = std::max(busiest, head + m * work + (def.splits_backward ? 0.0 : tail));
-      const Emitter::ChunkFloor first = em.chunk_floor(stage, 0, sc.layers_in_chunk(stage, 0));
+      if (!ordered) continue;
       head += first.fwd_ps;
       tail += first.bwd_ps;
     }

@@ -263,13 +263,9 @@ Emitter::ChunkFloor Emitter::chunk_floor(std::int32_t stage, std::int32_t chunk,
   double f = 0, b = 0;
   for (std::int64_t l = 0; l < layers; ++l) {
     const BlockTimes& t = times_[static_cast<size_t>(kind_at(stage, chunk, l))];
-    // The communication forward() and backward() put on the compute stream in every layer: the
-    // tensor-parallel all-reduces (or reduce-scatters) of each block, the expert all-to-alls and
-    // context parallel's K/V all-gather and reduce-scatter.
-    const double blocks_tp = (t.attn_tp_comm ? 1 : 0) + (t.mlp_tp_comm ? 1 : 0);
-    const double fwd = t.attn_f + t.mlp_f + blocks_tp * t.tp_comm_f + t.ep_comm_f + t.cp_gather_f;
+    const double fwd = t.forward_s();
     f += fwd;
-    b += (recomputed(l) ? fwd : 0.0) + t.attn_b + t.mlp_b + blocks_tp * t.tp_comm_b + t.ep_comm_b + t.cp_scatter_b;
+    b += (recomputed(l) ? fwd : 0.0) + t.attn_b + t.mlp_b + t.backward_comm_s();
   }
   // The embedding on the first virtual stage, the output layer on the last.
   const ParallelSpec& par = in_.scenario.parallel;
@@ -503,8 +499,7 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
     const Bytes extra_working = to_bytes(this->extra_working(l, k));
     if (recomputed(l)) {
       // A replay's FLOPs count for HFU and reported hardware FLOPs, not for MFU (metrics.cpp).
-      const double tp = ((t.attn_tp_comm ? 1 : 0) + (t.mlp_tp_comm ? 1 : 0)) * t.tp_comm_f;
-      add(Phase::Recompute, op_label::kRecomputeFwd, t.attn_f + t.mlp_f + tp + t.ep_comm_f + t.cp_gather_f, t.attn_f_flops + t.mlp_f_flops,
+      add(Phase::Recompute, op_label::kRecomputeFwd, t.forward_s(), t.attn_f_flops + t.mlp_f_flops,
           t.attn_f_hw + t.mlp_f_hw, {MemCat::Activations, extra_working}, none);
     } else if (op_sac_) {
       add(Phase::Recompute, "recompute (op SAC)", t.op_sac_recompute, t.op_sac_flops, t.op_sac_hw, {MemCat::Activations, extra_working}, none);

@@ -41,6 +41,15 @@ struct BlockTimes {
   // cp_impl "allgather", per layer on the critical path: the K/V all-gather before attention (and
   // before its replay under full recompute) and the K/V-gradient reduce-scatter after its backward.
   double cp_gather_f = 0, cp_scatter_b = 0;
+
+  // A layer's forward on the compute stream, the ops forward() emits: both blocks, their
+  // critical-path tensor-parallel communication, the expert all-to-all and context parallel's
+  // K/V all-gather; full recompute replays it as one op.
+  double forward_s() const {
+    return attn_f + mlp_f + ((attn_tp_comm ? 1 : 0) + (mlp_tp_comm ? 1 : 0)) * tp_comm_f + ep_comm_f + cp_gather_f;
+  }
+  // The communication backward() puts on the compute stream beside the blocks' attn_b + mlp_b.
+  double backward_comm_s() const { return ((attn_tp_comm ? 1 : 0) + (mlp_tp_comm ? 1 : 0)) * tp_comm_b + ep_comm_b + cp_scatter_b; }
 };
 // The block times of one kind of layer (g: one of in.layers.kinds).
 BlockTimes block_times(const LoweringInput& in, const LayerGraph& g);
@@ -143,8 +152,8 @@ class Emitter {
 
   // Compute-stream picoseconds that one microbatch's forward and backward of a stage's chunk emit
   // at least, less half a picosecond per op for rounding: each layer's attention and MLP blocks,
-  // the communication they put on the compute stream (tensor-parallel, expert all-to-all, context
-  // parallel's all-gather), the full recompute replays (in the backward), and the embedding and
+  // the communication they put on the compute stream (BlockTimes::forward_s, backward_comm_s), the
+  // full recompute replays (in the backward), and the embedding and
   // output layer on the first and last virtual stages (the ops forward(), backward() and
   // weight_grad() emit for every microbatch); the schedule's and the gradient sync's ops are left
   // out. A planner's bound without lowering (step_floor_s).

@@ -425,8 +425,9 @@ std::vector<double> layout_bounds(const PlanJob& job, const std::string& data_di
 
 // The search for the best job.search_top layouts, in two levels of bounds. Every layout gets its
 // floor (step_floor_s, no lowering); in the order of the floors, a batch at a time, layouts get
-// the tighter bound from lowering (step_lower_bound_s); a layout is simulated once its bound is
-// the lowest of all (every unrefined floor included), until the lowest bound left is above the
+// the bound from lowering (step_lower_bound_s) and keep the larger of the two (the floor counts
+// the pipeline's fill and drain, the lowered bound every op of the busiest compute stream); a
+// layout is simulated once its bound is the lowest of all (every unrefined floor included), until the lowest bound left is above the
 // search_top-th best step that fits. A skipped layout's step is at least its bound, so above that
 // step: the best search_top rows are those of the exhaustive search, and so are their figures.
 // Batches are fixed, so what is simulated does not depend on the thread count.
