@@ -297,9 +297,9 @@ double step_floor_s(const Scenario& sc, const Registries& reg) {
     // head: the first chunk's forward of one microbatch on the stages before (a stage's first
     // action waits for it); tail: their backward of one microbatch, which follows the stage's last
     // action where that is a first-chunk backward (every schedule that does not split it;
-    // tests/core/step_bound_test.cpp checks each schedule's order).
-    // Only for schedules the registry gives as stage orders (a schedule that lowers itself
-    // promises neither; DataParallel has one stage).
+    // tests/core/step_bound_test.cpp checks each schedule's order). Only for schedules the
+    // registry gives as stage orders: one that lowers itself promises neither (DataParallel has
+    // one stage).
     const bool ordered = static_cast<bool>(def.order);
     double head = 0, tail = 0;
     for (std::int32_t stage = 0; stage < par.pp; ++stage) {

@@ -45,11 +45,11 @@ struct BlockTimes {
   // A layer's forward on the compute stream, the ops forward() emits: both blocks, their
   // critical-path tensor-parallel communication, the expert all-to-all and context parallel's
   // K/V all-gather; full recompute replays it as one op.
-  double forward_s() const {
-    return attn_f + mlp_f + ((attn_tp_comm ? 1 : 0) + (mlp_tp_comm ? 1 : 0)) * tp_comm_f + ep_comm_f + cp_gather_f;
-  }
+  double forward_s() const { return attn_f + mlp_f + tp_blocks() * tp_comm_f + ep_comm_f + cp_gather_f; }
   // The communication backward() puts on the compute stream beside the blocks' attn_b + mlp_b.
-  double backward_comm_s() const { return ((attn_tp_comm ? 1 : 0) + (mlp_tp_comm ? 1 : 0)) * tp_comm_b + ep_comm_b + cp_scatter_b; }
+  double backward_comm_s() const { return tp_blocks() * tp_comm_b + ep_comm_b + cp_scatter_b; }
+  // The blocks with tensor-parallel communication of their own (attention, MLP).
+  int tp_blocks() const { return (attn_tp_comm ? 1 : 0) + (mlp_tp_comm ? 1 : 0); }
 };
 // The block times of one kind of layer (g: one of in.layers.kinds).
 BlockTimes block_times(const LoweringInput& in, const LayerGraph& g);
@@ -152,11 +152,11 @@ class Emitter {
 
   // Compute-stream picoseconds that one microbatch's forward and backward of a stage's chunk emit
   // at least, less half a picosecond per op for rounding: each layer's attention and MLP blocks,
-  // the communication they put on the compute stream (BlockTimes::forward_s, backward_comm_s), the
-  // full recompute replays (in the backward), and the embedding and
-  // output layer on the first and last virtual stages (the ops forward(), backward() and
-  // weight_grad() emit for every microbatch); the schedule's and the gradient sync's ops are left
-  // out. A planner's bound without lowering (step_floor_s).
+  // the communication they put on the compute stream (BlockTimes::forward_s, backward_comm_s),
+  // the full recompute replays (in the backward), and the embedding and output layer on the first
+  // and last virtual stages (the ops forward(), backward() and weight_grad() emit for every
+  // microbatch); the schedule's and the gradient sync's ops are left out. A planner's bound
+  // without lowering (step_floor_s).
   struct ChunkFloor {
     double fwd_ps = 0, bwd_ps = 0;
     double total() const { return fwd_ps + bwd_ps; }
