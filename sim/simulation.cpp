@@ -116,7 +116,9 @@ std::string host_launch_note(const Scenario& sc, const Program& p, const ModelGr
 // memory curve only for a Timeline.
 void simulate_step(const Scenario& s, const Registries& reg, const LayerGraph& graph, const ModelGraph& layers,
                    const CostModel& cost, const NetworkModel& net, Detail detail, SimulationOutput& out) {
-  const LoweringInput in{s, graph, layers, cost, net};
+  // A layer's ops as one fused op, except where the ops are read one by one: a trace, the host's
+  // issue of each op's kernels.
+  const LoweringInput in{s, graph, layers, cost, net, detail != Detail::Timeline && !host_modelled(s)};
   out.program = lower_step(s, reg, in, &out.timeline, detail == Detail::Timeline);
   MetricsInput mi;
   mi.scenario = s.name;

@@ -95,7 +95,7 @@ static_assert(sizeof(HotOp) == 32);
 // Where an op stands with its rank's host thread (Program::host): not yet asked, a wake-up pending
 // at its issue time, issued.
 enum HostState : char { kHostUnchecked = 0, kHostWaiting = 1, kHostIssued = 2 };
-enum HotFlag : std::uint8_t { kCommStream = 1, kSlowable = 2, kCpComm = 4, kMemAtStart = 8, kMemAtEnd = 16 };
+enum HotFlag : std::uint8_t { kCommStream = 1, kSlowable = 2, kCpComm = 4, kMemAtStart = 8, kMemAtEnd = 16, kFused = 32 };
 
 class Run {
  public:
@@ -103,6 +103,8 @@ class Run {
     const size_t n = p.ops.size();
     const size_t nr = p.ranks.size();
     if (has_host_ && p.host.size() != n) throw std::logic_error("host issue times not one per op");
+    if (has_host_ && p.fused_ops > 0) throw std::logic_error("fused ops under the host launch model");
+    if (p.fused_ops > 0) fused_time_.assign(n, -1);
     tl_.start.assign(n, -1);
     tl_.end.assign(n, -1);
     tl_.memory.resize(nr);
@@ -117,6 +119,7 @@ class Run {
       if (static_cast<std::uint32_t>(op.rank) >= nr) throw std::logic_error("op with invalid rank");
       const HotOp& h = hot_.emplace_back(hot_of(op));
       shared |= op.shared_link >= 0;
+      if (op.seg_count > 0) fused_at(i, op);
       ++queue_begin_[h.queue];
       if (op.deps.empty()) continue;  // most ops: their stream's order is their only dependency
       for (OpId d : op.deps) {
@@ -145,6 +148,10 @@ class Run {
     slowed_work_.assign(nr, 0.0);
     slowed_last_.assign(nr, 0);
     slowed_rate_.assign(nr, 0);
+    if (p.fused_ops > 0) {
+      tl_.seg_end.assign(static_cast<size_t>(p.fused_segments), -1);
+      fused_.assign(nr, {});
+    }
     dirty_.assign(nr, 0);
     for (size_t r = 0; r < nr; ++r)
       for (int c = 0; c < kMemCats; ++c)
@@ -192,6 +199,7 @@ class Run {
     const std::uint8_t not_slowable = ((op.collective >= 0) || (op.shared_link >= 0)) ? kSlowable : 0;
     h.flags = static_cast<std::uint8_t>((kind_flags_[static_cast<size_t>(op.stream) * kPhases + static_cast<size_t>(op.phase)] & ~not_slowable) |
                                         (op.at_start.bytes != 0) * kMemAtStart | (op.at_end.bytes != 0) * kMemAtEnd);
+    if (op.seg_count > 0) h.flags = static_cast<std::uint8_t>((h.flags & ~kSlowable) | kFused);  // its segments say (fused_plan)
     return h;
   }
   // The flags an op takes from its stream and phase alone. kSlowable (the overlap slowdown below):
@@ -233,6 +241,10 @@ class Run {
     const HotOp& op = hot_[static_cast<size_t>(id)];
     tl_.start[static_cast<size_t>(id)] = now_;
     if (op.flags & kMemAtStart) mem(op.rank, p_.ops[static_cast<size_t>(id)].at_start);
+    if (op.flags & kFused) {
+      fused_start(id);
+      return;
+    }
     ++tl_.events;
     if (op.shared_link >= 0) {
       share_update(op.rank);  // account progress so far at the old sharing level
@@ -255,10 +267,12 @@ class Run {
 
   // now + duration, refusing to pass kMaxTime (integer picoseconds must not overflow).
   Time end_time(Time duration) const {
-    if (duration > kMaxTime - now_)
-      throw RangeError("the simulated step passes " + std::to_string(static_cast<double>(kMaxTime) / static_cast<double>(kPicosPerSecond)) +
-                       " s, the simulator's range (is the sequence, batch or model that large?)");
+    if (duration > kMaxTime - now_) past_range();
     return now_ + duration;
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void past_range() const {
+    throw RangeError("the simulated step passes " + std::to_string(static_cast<double>(kMaxTime) / static_cast<double>(kPicosPerSecond)) +
+                     " s, the simulator's range (is the sequence, batch or model that large?)");
   }
 
   // Processor sharing on a rank's shared link: progress of every active op since the last change.
@@ -311,6 +325,7 @@ class Run {
       dirty_[r] = 0;
       const OpId id = slowed_op_[r];
       const char slow = collective_running(rank);
+      if (!fused_.empty() && fused_[r].op >= 0 && slow != fused_[r].rate) fused_retime(rank, slow);
       if (id < 0 || slow == slowed_rate_[r]) continue;
       const double elapsed = static_cast<double>(now_ - slowed_last_[r]);
       slowed_work_[r] = std::max(0.0, slowed_work_[r] - (slowed_rate_[r] ? elapsed / (1.0 + o_.overlap_compute_slowdown) : elapsed));
@@ -373,6 +388,7 @@ class Run {
     }
     tl_.end[static_cast<size_t>(id)] = now_;
     ++ended_;
+    if (op.flags & kFused) fused_[static_cast<size_t>(op.rank)].op = -1;
     if (op.flags & kMemAtEnd) mem(op.rank, p_.ops[static_cast<size_t>(id)].at_end);
     const size_t q = op.queue;
     busy_[q] = 0;
@@ -385,6 +401,72 @@ class Run {
       if (--h.remaining == 0) try_start(h.queue);
     }
     try_start(q);
+  }
+
+  // A fused op (Program::segments) runs its segments back to back, each timed as the op it stands
+  // for: a segment outside the communication phases under the overlap slowdown stretches while
+  // the rank's collective stream is busy, rounded per segment. One event at its end: the segments'
+  // ends are planned at its start from the rate then, and planned again from the running segment
+  // on whenever the rate changes (fused_retime), as the engine re-times a slowed op.
+  struct Fused {
+    OpId op = -1;     // the rank's running fused op
+    char rate = 0;    // whether its segments now run slowed
+    std::int32_t at = 0;  // its running segment (the first not known to have ended)
+    Time last = 0;    // when that segment's work was last accounted (its start, or a change of rate)
+    double work = 0;  // its standalone work left then, picoseconds
+  };
+  void fused_at(size_t i, const Op& op) {
+    fused_time_[i] = fused_next_;
+    fused_next_ += op.seg_count;
+  }
+  bool seg_slowable(const Segment& s) const { return slows_ && !phase_is_comm(s.phase); }
+  // Plans the segments' ends from the running one on and schedules the op's end there.
+  void fused_plan(std::int32_t rank) {
+    const Fused& f = fused_[static_cast<size_t>(rank)];
+    const Op& op = p_.ops[static_cast<size_t>(f.op)];
+    Time* ends = tl_.seg_end.data() + fused_time_[static_cast<size_t>(f.op)];
+    const Segment* seg = p_.segments.data() + op.seg_first;
+    Time t = f.last;
+    for (std::int32_t i = f.at; i < op.seg_count; ++i) {
+      const Time d = seg_slowable(seg[i]) ? scaled(i == f.at ? f.work : static_cast<double>(seg[i].duration), f.rate) : seg[i].duration;
+      if (d > kMaxTime - t) past_range();
+      t += d;
+      ends[i] = t;
+    }
+    heap_.push({t, seq_++, f.op, ++hot_[static_cast<size_t>(f.op)].version});
+  }
+  void fused_start(OpId id) {
+    const HotOp& h = hot_[static_cast<size_t>(id)];
+    Fused& f = fused_[static_cast<size_t>(h.rank)];
+    const Op& op = p_.ops[static_cast<size_t>(id)];
+    tl_.events += op.seg_count;
+    f = {id, slows_ ? collective_running(h.rank) : char{0}, 0, now_, static_cast<double>(p_.segments[static_cast<size_t>(op.seg_first)].duration)};
+    fused_plan(h.rank);
+  }
+  // The rank's collective stream started or stopped under a fused op: the segments that have ended
+  // by now are left as planned (one ending now counts as ended), the running one's work accounted
+  // as retime_dirty accounts a slowed op's, and the rest planned at the new rate.
+  void fused_retime(std::int32_t rank, char slow) {
+    Fused& f = fused_[static_cast<size_t>(rank)];
+    const Op& op = p_.ops[static_cast<size_t>(f.op)];
+    const Time* ends = tl_.seg_end.data() + fused_time_[static_cast<size_t>(f.op)];
+    const Segment* seg = p_.segments.data() + op.seg_first;
+    if (ends[op.seg_count - 1] <= now_) {
+      f.rate = slow;  // its last segment ends now: the op ends as planned
+      return;
+    }
+    while (ends[f.at] <= now_) {
+      f.last = ends[f.at];
+      ++f.at;
+      f.work = static_cast<double>(seg[f.at].duration);
+    }
+    if (seg_slowable(seg[f.at])) {
+      const double elapsed = static_cast<double>(now_ - f.last);
+      f.work = std::max(0.0, f.work - (f.rate ? elapsed / (1.0 + o_.overlap_compute_slowdown) : elapsed));
+      f.last = now_;
+    }
+    f.rate = slow;
+    fused_plan(rank);
   }
 
   const Program& p_;
@@ -414,6 +496,9 @@ class Run {
   std::vector<char> slowed_rate_;
   std::vector<char> dirty_;
   std::vector<std::int32_t> dirty_list_;
+  std::vector<Fused> fused_;               // per rank (sized when the program has fused ops)
+  std::vector<std::int32_t> fused_time_;   // per op: where its segments' ends start in Timeline::seg_end
+  std::int32_t fused_next_ = 0;
   EventQueue heap_;
   std::int64_t seq_ = 0;
   size_t ended_ = 0;  // ops that have ended

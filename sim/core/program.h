@@ -55,7 +55,11 @@ struct Op {
   // the same rank's resource share it equally (processor sharing): k of them each progress at
   // 1/k of their standalone speed, so their durations stretch while they overlap.
   std::int8_t shared_link = -1;
+  // A fused op (LoweringInput::fuse): seg_count > 0 segments, Program::segments[seg_first ..), run
+  // back to back on the compute stream as the ops they stand for would run.
+  std::uint8_t seg_count = 0;
   std::int32_t label = 0;        // index into Program::labels
+  std::int32_t seg_first = -1;
   Time duration = 0;
   double model_flops = 0;        // FLOPs in the model-FLOPs convention (MFU; on Recompute ops: the replay's)
   double hw_flops = 0;           // FLOPs actually executed
@@ -99,6 +103,20 @@ enum class OpRole : std::uint8_t {
   ExpertGradAllReduce, ExpertGradReduceScatter, ExpertParamAllGatherFwd, ExpertParamAllGatherBwd,
 };
 
+// One op of a fused op: ops of a layer that only follow one another on the compute stream (its
+// blocks and the communication they put there), with nothing else depending on them or they on
+// anything, and memory changing only at the first's start and the last's end. The engine times each
+// as the op it stands for (its own rounding under the overlap slowdown); the metrics read each with
+// its phase and FLOPs. A lowering emits a layer's segments once per kind of layer and refers to
+// them from every microbatch's fused op.
+struct Segment {
+  Time duration = 0;
+  double model_flops = 0;
+  double hw_flops = 0;
+  std::int32_t label = 0;
+  Phase phase = Phase::Other;
+};
+
 struct Program {
   std::vector<SimRank> ranks;
   std::vector<Op> ops;
@@ -106,6 +124,12 @@ struct Program {
   std::vector<std::string> labels;
   std::vector<OpRole> label_roles;  // one per label
   std::vector<HostIssue> host;  // one per op when the host launch path is modelled, else empty
+  std::vector<Segment> segments;  // of the fused ops (Op::seg_first), shared by the fused ops of one kind of layer
+  std::int64_t fused_segments = 0;  // the fused ops' segments, counted once per fused op
+  std::int64_t fused_ops = 0;
+
+  // The ops the program stands for: a fused op counts its segments.
+  std::int64_t op_count() const { return static_cast<std::int64_t>(ops.size()) - fused_ops + fused_segments; }
 
   OpId add(Op op) {
     ops.push_back(std::move(op));

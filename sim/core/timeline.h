@@ -23,6 +23,9 @@ struct RankMemory {
 struct Timeline {
   std::vector<Time> start;    // per op: when it began executing (after any rendezvous)
   std::vector<Time> end;      // per op
+  // The end of each fused op's segments, the fused ops' in program order (a segment starts where
+  // the one before it ends, the first at its op's start).
+  std::vector<Time> seg_end;
   std::vector<RankMemory> memory;  // per simulated rank
   Time makespan = 0;
   std::int64_t events = 0;

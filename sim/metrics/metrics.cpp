@@ -111,15 +111,15 @@ struct RankIntervals {
   IntervalSet compute_work;  // compute stream, communication phases left out
   std::array<IntervalSet, kKinds> comm_kind;  // communication streams, by kind
   std::array<double, kKinds> on_compute{};  // seconds of each kind's communication run on the compute stream
-  void add(const Op& op, std::pair<Time, Time> iv) {
-    const int k = kind_of(op.phase);
-    if (op.stream == Stream::Compute) {
+  void add(Stream stream, Phase phase, std::pair<Time, Time> iv) {
+    const int k = kind_of(phase);
+    if (stream == Stream::Compute) {
       compute.add(iv);
       if (k < 0) compute_work.add(iv);
       else on_compute[static_cast<size_t>(k)] += time_to_seconds(iv.second - iv.first);
-    } else if (op.stream != Stream::Copy) {
+    } else if (stream != Stream::Copy) {
       comm.add(iv);
-      if (op.stream == Stream::Comm) own_comm.add(iv);
+      if (stream == Stream::Comm) own_comm.add(iv);
       if (k >= 0) comm_kind[static_cast<size_t>(k)].add(iv);
     }
   }
@@ -157,7 +157,7 @@ double union_length(Intervals iv, Time lo, Time hi) {
 Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline& t) {
   Result res;
   res.scenario = in.scenario;
-  res.ops = static_cast<std::int64_t>(p.ops.size());
+  res.ops = p.op_count();
   res.events = t.events;
   const Time step = t.makespan;
   res.step_time_s = time_to_seconds(step);
@@ -169,21 +169,34 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
   for (auto& a : phase) a.fill(0);
   std::vector<double> count(nr);  // real GPUs per simulated rank
   for (size_t r = 0; r < nr; ++r) count[r] = static_cast<double>(p.ranks[r].count);
+  // Each op, and each segment of a fused op as the op it stands for, in program order (the FLOPs'
+  // sums in one order).
+  const auto visit = [&](size_t r, Stream stream, Phase ph, double op_model_flops, double op_hw_flops, std::pair<Time, Time> iv) {
+    const double flops = op_model_flops * count[r];
+    if (ph != Phase::Recompute) model_flops += flops;
+    reported_hw_flops += flops;
+    hw_flops += op_hw_flops * count[r];
+    phase[r][static_cast<size_t>(ph)] += iv.second - iv.first;
+    ivs[r].add(stream, ph, iv);
+    if (stream == Stream::Compute && pipeline_work(ph)) {
+      win_lo = std::min(win_lo, iv.first);
+      win_hi = std::max(win_hi, iv.second);
+    }
+  };
   const Time* starts = t.start.data();
   const Time* ends = t.end.data();
+  const Time* seg_ends = t.seg_end.data();
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const Op& op = p.ops[i];
     const auto r = static_cast<size_t>(op.rank);
-    const std::pair<Time, Time> iv{starts[i], ends[i]};
-    const double flops = op.model_flops * count[r];
-    if (op.phase != Phase::Recompute) model_flops += flops;
-    reported_hw_flops += flops;
-    hw_flops += op.hw_flops * count[r];
-    phase[r][static_cast<size_t>(op.phase)] += iv.second - iv.first;
-    ivs[r].add(op, iv);
-    if (op.stream == Stream::Compute && pipeline_work(op.phase)) {
-      win_lo = std::min(win_lo, iv.first);
-      win_hi = std::max(win_hi, iv.second);
+    if (op.seg_count == 0) {
+      visit(r, op.stream, op.phase, op.model_flops, op.hw_flops, {starts[i], ends[i]});
+      continue;
+    }
+    Time from = starts[i];
+    for (const Segment* s = p.segments.data() + op.seg_first; s != p.segments.data() + op.seg_first + op.seg_count; ++s) {
+      visit(r, Stream::Compute, s->phase, s->model_flops, s->hw_flops, {from, *seg_ends});
+      from = *seg_ends++;
     }
   }
   for (RankIntervals& r : ivs) r.merge_all();

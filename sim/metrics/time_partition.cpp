@@ -7,13 +7,26 @@ TimePartition partition_time(const Program& p, const Timeline& t, const Result& 
   double gpus = 0;
   for (const SimRank& sr : p.ranks) gpus += static_cast<double>(sr.count);
   if (gpus <= 0) return out;
+  // Each op, and each segment of a fused op as the op it stands for, in program order.
+  const auto add = [&](const Op& op, Stream stream, Phase phase, Time start, Time end) {
+    if (end <= start) return;
+    const double w = static_cast<double>(p.ranks[static_cast<size_t>(op.rank)].count) / gpus;
+    const double s = time_to_seconds(end - start) * w;
+    auto& into = stream == Stream::Compute ? out.compute_stream_s : out.other_streams_s;
+    into[std::string(phase_name(phase)) + "_s"] += s;
+  };
+  const Time* seg_end = t.seg_end.data();
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const Op& op = p.ops[i];
-    if (t.end[i] <= t.start[i]) continue;
-    const double w = static_cast<double>(p.ranks[static_cast<size_t>(op.rank)].count) / gpus;
-    const double s = time_to_seconds(t.end[i] - t.start[i]) * w;
-    auto& into = op.stream == Stream::Compute ? out.compute_stream_s : out.other_streams_s;
-    into[std::string(phase_name(op.phase)) + "_s"] += s;
+    if (op.seg_count == 0) {
+      add(op, op.stream, op.phase, t.start[i], t.end[i]);
+      continue;
+    }
+    Time from = t.start[i];
+    for (std::int32_t k = 0; k < op.seg_count; ++k) {
+      add(op, Stream::Compute, p.segments[static_cast<size_t>(op.seg_first + k)].phase, from, *seg_end);
+      from = *seg_end++;
+    }
   }
   out.exposed_s = r.breakdown.count("comm_exposed_s") ? r.breakdown.at("comm_exposed_s") : 0.0;
   out.idle_s = r.breakdown.count("idle_s") ? r.breakdown.at("idle_s") : 0.0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 
 #include "sim/cost/kernels.h"
 #include "sim/parallel/comm_overlap.h"
@@ -363,6 +364,63 @@ OpId Emitter::comm_op(std::int32_t rank, Stream s, Phase ph, Label label, const 
   return id;
 }
 
+bool Emitter::LayerOps::fusible() const {
+  if (n < 2) return false;
+  for (int i = 0; i < n; ++i)
+    if ((i > 0 && ops[static_cast<size_t>(i)].start.bytes != 0) || (i + 1 < n && ops[static_cast<size_t>(i)].end.bytes != 0)) return false;
+  return true;
+}
+
+OpId Emitter::fused_op(std::int32_t rank, std::int32_t mb, std::int32_t chunk, const LayerOps& ops, size_t key, Deps& deps) {
+  if (templates_.size() <= key) templates_.resize(key + 1);
+  Template& tpl = templates_[key];
+  if (tpl.count == 0) {
+    tpl.first = static_cast<std::int32_t>(p_.segments.size());
+    tpl.count = ops.n;
+    tpl.label = label_id(ops.ops[0].label);
+    for (int i = 0; i < ops.n; ++i) {
+      const SegOp& s = ops.ops[static_cast<size_t>(i)];
+      p_.segments.push_back({seconds_to_time(s.seconds), s.flops, s.hw, label_id(s.label), s.phase});
+      tpl.duration += p_.segments.back().duration;
+    }
+  } else if (tpl.count != ops.n) {
+    throw std::logic_error("a layer's ops differ from the fused op of its kind");
+  }
+  const auto id = static_cast<OpId>(p_.ops.size());
+  Op& o = append_op(p_, rank, Stream::Compute, ops.ops[0].phase, tpl.label, 0.0, deps, mb, chunk);
+  o.duration = tpl.duration;
+  o.seg_first = tpl.first;
+  o.seg_count = static_cast<std::uint8_t>(ops.n);
+  o.at_start = ops.ops[0].start;
+  o.at_end = ops.ops[static_cast<size_t>(ops.n - 1)].end;
+  ++p_.fused_ops;
+  p_.fused_segments += ops.n;
+  return id;
+}
+
+template <class Between>
+void Emitter::emit_layer(std::int32_t rank, std::int32_t mb, std::int32_t chunk, const LayerOps& ops, size_t key, Deps& deps,
+                         Range& r, Between&& between) {
+  if (key != kNoTemplate && ops.fusible()) {
+    const OpId id = fused_op(rank, mb, chunk, ops, key, deps);
+    if (r.first < 0) r.first = id;
+    r.last = id;
+    return;
+  }
+  for (int i = 0; i < ops.n; ++i) {
+    if (i == ops.between) between();
+    const SegOp& s = ops.ops[static_cast<size_t>(i)];
+    const auto id = static_cast<OpId>(p_.ops.size());
+    Op& o = append_op(p_, rank, Stream::Compute, s.phase, label_id(s.label), s.seconds, deps, mb, chunk);
+    o.model_flops = s.flops;
+    o.hw_flops = s.hw;
+    o.at_start = s.start;
+    o.at_end = s.end;
+    if (r.first < 0) r.first = id;
+    r.last = id;
+  }
+}
+
 Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool first,
                                 bool last, Deps deps, const PreHook& pre, const LayerHook& post) {
   Range r;
@@ -388,12 +446,14 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
     OpId cp_op = -1;
     if (t.cp_comm_f > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, op_label::kCpKvRingFwd, t.cp_comm_f, r.last >= 0 ? Deps{r.last} : deps, mb, chunk);
     if (t.cp_gather_f > 0) add(Phase::CpComm, op_label::kCpKvAllGather, t.cp_gather_f, 0, 0, MemCat::Activations);
-    add(Phase::Forward, op_label::kAttnFwd, t.attn_f, t.attn_f_flops, to_bytes(stored(l, k)), MemCat::Activations, t.attn_f_hw);
-    if (t.tp_comm_f > 0 && t.attn_tp_comm) add(Phase::TpComm, op_label::kTpCommFwd, t.tp_comm_f, 0, 0, MemCat::Activations);
-    if (cp_op >= 0) deps.push_back(cp_op);
-    add(Phase::Forward, op_label::kMlpFwd, t.mlp_f, t.mlp_f_flops, 0, MemCat::Activations, t.mlp_f_hw);
-    if (t.ep_comm_f > 0) add(Phase::EpComm, op_label::kEpAllToAllFwd, t.ep_comm_f, 0, 0, MemCat::Activations);
-    if (t.tp_comm_f > 0 && t.mlp_tp_comm) add(Phase::TpComm, op_label::kTpCommFwd, t.tp_comm_f, 0, 0, MemCat::Activations);
+    LayerOps ops;
+    layer_forward(t, to_bytes(stored(l, k)), ops);
+    // The ring's K/V exchange runs beside attention and the MLP waits for it: a dependency inside
+    // the layer, so the layer's ops stay apart.
+    emit_layer(rank, mb, chunk, ops, cp_op < 0 ? template_key(k, Action::F, l, false) : kNoTemplate, deps, r,
+               [&] {
+                 if (cp_op >= 0) deps.push_back(cp_op);
+               });
     if (post) post(Action::F, l, r.last);
     if (l < offload_layers_)
       offloads.push_back(op(rank, Stream::Copy, Phase::Offload, "activation offload D2H", stored(l, k) / host_bps_, {r.last}, mb, chunk));
@@ -412,6 +472,47 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
   if (last)
     add(Phase::Forward, op_label::kHeadFwd, ends().head_f, ends().head_f_flops, to_bytes(ends_act().head), MemCat::Activations, ends().head_f_hw);
   return r;
+}
+
+void Emitter::layer_forward(const BlockTimes& t, Bytes stored, LayerOps& ops) const {
+  const MemDelta none{MemCat::Activations, 0}, end{};
+  ops.add({Phase::Forward, op_label::kAttnFwd, t.attn_f, t.attn_f_flops, t.attn_f_hw, {MemCat::Activations, stored}, end});
+  if (t.tp_comm_f > 0 && t.attn_tp_comm) ops.add({Phase::TpComm, op_label::kTpCommFwd, t.tp_comm_f, 0, 0, none, end});
+  ops.between = ops.n;
+  ops.add({Phase::Forward, op_label::kMlpFwd, t.mlp_f, t.mlp_f_flops, t.mlp_f_hw, none, end});
+  if (t.ep_comm_f > 0) ops.add({Phase::EpComm, op_label::kEpAllToAllFwd, t.ep_comm_f, 0, 0, none, end});
+  if (t.tp_comm_f > 0 && t.mlp_tp_comm) ops.add({Phase::TpComm, op_label::kTpCommFwd, t.tp_comm_f, 0, 0, none, end});
+}
+
+void Emitter::layer_backward(const BlockTimes& t, std::int64_t l, std::int32_t k, bool split, LayerOps& ops) const {
+  const MemDelta none{};
+  const double w_attn = split ? t.attn_w : 0, w_mlp = split ? t.mlp_w : 0;
+  const Bytes extra_working = to_bytes(this->extra_working(l, k));
+  if (recomputed(l)) {
+    // A replay's FLOPs count for HFU and reported hardware FLOPs, not for MFU (metrics.cpp).
+    ops.add({Phase::Recompute, op_label::kRecomputeFwd, t.forward_s(), t.attn_f_flops + t.mlp_f_flops, t.attn_f_hw + t.mlp_f_hw,
+             {MemCat::Activations, extra_working}, none});
+  } else if (op_sac_) {
+    ops.add({Phase::Recompute, "recompute (op SAC)", t.op_sac_recompute, t.op_sac_flops, t.op_sac_hw, {MemCat::Activations, extra_working}, none});
+  } else if (t.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == Recompute::Selective) {
+    ops.add({Phase::Recompute, "recompute (selective)", t.attn_recompute_selective, t.selective_recompute_flops, t.selective_recompute_flops,
+             none, none});
+  }
+  if (t.tp_comm_b > 0 && t.mlp_tp_comm) ops.add({Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none});
+  if (t.ep_comm_b > 0) ops.add({Phase::EpComm, "ep all-to-all bwd", t.ep_comm_b, 0, 0, none, none});
+  const double mlp_share = 2 * (t.mlp_b - w_mlp) / std::max(t.mlp_b, 1e-30);
+  ops.add({Phase::Backward, op_label::kMlpBwd, t.mlp_b - w_mlp, t.mlp_f_flops * mlp_share, t.mlp_f_hw * mlp_share, none, none});
+  ops.between = ops.n;
+  if (t.tp_comm_b > 0 && t.attn_tp_comm) ops.add({Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none});
+  const double attn_share = 2 * (t.attn_b - w_attn) / std::max(t.attn_b, 1e-30);
+  const MemDelta free_act{MemCat::Activations, -(to_bytes(stored(l, k)) + extra_working)};
+  ops.add({Phase::Backward, op_label::kAttnBwd, t.attn_b - w_attn, t.attn_f_flops * attn_share, t.attn_f_hw * attn_share, none,
+           split ? MemDelta{MemCat::Activations, -extra_working} : free_act});
+}
+
+size_t Emitter::template_key(std::int32_t k, Action::Kind kind, std::int64_t l, bool split) const {
+  if (!in_.fuse) return kNoTemplate;
+  return static_cast<size_t>(k) * 8 + (kind == Action::F ? 0 : 1 + (recomputed(l) ? 2 : 0) + (split ? 4 : 0));
 }
 
 void Emitter::mtp_forward(const AddOp& add) const {
@@ -482,7 +583,6 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
   for (std::int64_t l = layers - 1; l >= 0; --l) {
     const std::int32_t k = kind(rank, chunk, l);
     const BlockTimes& t = times_[static_cast<size_t>(k)];
-    const double w_attn = split ? t.attn_w : 0, w_mlp = split ? t.mlp_w : 0;
     if (pre) {
       auto extra = pre(Action::B, l);
       deps.append(extra.data(), extra.data() + extra.size());
@@ -496,27 +596,15 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
       reloads[static_cast<size_t>(g)] = h;
     }
     if (l < offload_layers_) deps.push_back(reloads[static_cast<size_t>(l)]);
-    const Bytes extra_working = to_bytes(this->extra_working(l, k));
-    if (recomputed(l)) {
-      // A replay's FLOPs count for HFU and reported hardware FLOPs, not for MFU (metrics.cpp).
-      add(Phase::Recompute, op_label::kRecomputeFwd, t.forward_s(), t.attn_f_flops + t.mlp_f_flops,
-          t.attn_f_hw + t.mlp_f_hw, {MemCat::Activations, extra_working}, none);
-    } else if (op_sac_) {
-      add(Phase::Recompute, "recompute (op SAC)", t.op_sac_recompute, t.op_sac_flops, t.op_sac_hw, {MemCat::Activations, extra_working}, none);
-    } else if (t.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == Recompute::Selective) {
-      add(Phase::Recompute, "recompute (selective)", t.attn_recompute_selective, t.selective_recompute_flops, t.selective_recompute_flops,
-          none, none);
-    }
-    if (t.tp_comm_b > 0 && t.mlp_tp_comm) add(Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none);
-    if (t.ep_comm_b > 0) add(Phase::EpComm, "ep all-to-all bwd", t.ep_comm_b, 0, 0, none, none);
-    const double mlp_share = 2 * (t.mlp_b - w_mlp) / std::max(t.mlp_b, 1e-30);
-    add(Phase::Backward, op_label::kMlpBwd, t.mlp_b - w_mlp, t.mlp_f_flops * mlp_share, t.mlp_f_hw * mlp_share, none, none);
+    LayerOps ops;
+    layer_backward(t, l, k, split, ops);
+    // The ring's K/V-gradient exchange starts after the MLP's backward and attention's backward
+    // waits for it: the layer's ops stay apart.
     OpId cp_op = -1;
-    if (t.cp_comm_b > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, op_label::kCpKvRingBwd, t.cp_comm_b, {r.last}, mb, chunk);
-    if (t.tp_comm_b > 0 && t.attn_tp_comm) add(Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none);
-    const double attn_share = 2 * (t.attn_b - w_attn) / std::max(t.attn_b, 1e-30);
-    const MemDelta free_act{MemCat::Activations, -(to_bytes(stored(l, k)) + extra_working)};
-    const OpId id = add(Phase::Backward, op_label::kAttnBwd, t.attn_b - w_attn, t.attn_f_flops * attn_share, t.attn_f_hw * attn_share, none, split ? MemDelta{MemCat::Activations, -extra_working} : free_act);
+    emit_layer(rank, mb, chunk, ops, t.cp_comm_b > 0 ? kNoTemplate : template_key(k, Action::B, l, split), deps, r, [&] {
+      if (t.cp_comm_b > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, op_label::kCpKvRingBwd, t.cp_comm_b, {r.last}, mb, chunk);
+    });
+    const OpId id = r.last;
     if (cp_op >= 0) p_.ops[static_cast<size_t>(id)].deps.push_back(cp_op);
     if (t.cp_scatter_b > 0) add(Phase::CpComm, op_label::kCpDkvReduceScatter, t.cp_scatter_b, 0, 0, none, none);
     if (post) post(Action::B, l, id);

@@ -4,6 +4,7 @@
 // Shared by every schedule so that a new one only decides the order of actions.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <map>
 #include <string>
@@ -163,6 +164,24 @@ class Emitter {
   };
   ChunkFloor chunk_floor(std::int32_t stage, std::int32_t chunk, std::int64_t layers) const;
 
+  // One layer's ops on the compute stream, in order: its blocks and the communication they put
+  // there (layer_forward, layer_backward), each with its memory change; `between`: where context
+  // parallel's ring exchange comes in (an op on another stream, or a dependency). Emitted as ops,
+  // or, with LoweringInput::fuse, as one fused op where memory changes only at its ends.
+  struct SegOp {
+    Phase phase = Phase::Other;
+    Label label = "";
+    double seconds = 0, flops = 0, hw = 0;
+    MemDelta start, end;
+  };
+  struct LayerOps {
+    std::array<SegOp, 8> ops;
+    int n = 0;
+    int between = -1;
+    void add(const SegOp& o) { ops[static_cast<size_t>(n++)] = o; }
+    bool fusible() const;
+  };
+
   // Whether layer l of a chunk replays its forward in backward (full recompute).
   bool recomputes(std::int64_t l) const { return recomputed(l); }
   const Layout& layout() const { return layout_; }
@@ -190,6 +209,21 @@ class Emitter {
   }
   std::int32_t kind_at(std::int32_t stage, std::int32_t chunk, std::int64_t l) const;
   std::vector<std::int64_t> chunk_first_;
+  void layer_forward(const BlockTimes& t, Bytes stored, LayerOps& ops) const;
+  void layer_backward(const BlockTimes& t, std::int64_t l, std::int32_t k, bool split, LayerOps& ops) const;
+  // Fused ops: each kind of layer's forward and backward segments emitted once (Program::segments)
+  // and referred to by every microbatch's fused op, by template_key (kNoTemplate: not fused).
+  static constexpr size_t kNoTemplate = static_cast<size_t>(-1);
+  size_t template_key(std::int32_t k, Action::Kind kind, std::int64_t l, bool split) const;
+  struct Template {
+    std::int32_t first = 0, count = 0, label = 0;
+    Time duration = 0;
+  };
+  std::vector<Template> templates_;
+  OpId fused_op(std::int32_t rank, std::int32_t mb, std::int32_t chunk, const LayerOps& ops, size_t key, Deps& deps);
+  template <class Between>
+  void emit_layer(std::int32_t rank, std::int32_t mb, std::int32_t chunk, const LayerOps& ops, size_t key, Deps& deps, Range& r,
+                  Between&& between);
   // Multi-token prediction on the last virtual stage (TrainingSpec::mtp_layers): each module's
   // input kernels, a transformer layer of the last layer's kind, and its prediction through the
   // output layer; in backward the reverse. `add` emits one compute op (label, seconds, model

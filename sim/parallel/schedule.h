@@ -23,6 +23,10 @@ struct LoweringInput {
   const ModelGraph& layers;  // every kind of layer, and each layer's
   const CostModel& cost;
   const NetworkModel& network;
+  // Emit each layer's forward and backward on the compute stream as one fused op where nothing
+  // else hangs between its ops (Program::segments): the same step, fewer ops. Only where no one
+  // reads the program op by op (a trace, the host launch model).
+  bool fuse = false;
 };
 
 // One unit of pipeline work on a stage: forward, backward (input and weight gradients), or with

@@ -163,7 +163,7 @@ TEST(Mamba2, ScheduleRunsEachLayerAsItsOneBlock) {
   j["parallel"] = {{"dp", 4}, {"tp", 2}, {"pp", 1}, {"schedule", "ddp"}};
   const Scenario sc = test::scenario_from(j);
   const Registries reg;
-  const SimulationOutput out = simulate(sc, reg);
+  const SimulationOutput out = simulate(sc, reg, nullptr, Detail::Timeline);  // op by op: a timeline's program is not fused
   int tp_fwd = 0, tp_bwd = 0;
   for (const Op& o : out.program.ops) {
     if (o.rank != 0) continue;

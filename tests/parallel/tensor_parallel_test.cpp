@@ -143,11 +143,12 @@ TEST(ContextParallel, AllGatherExposesTheGatherAndKeepsTheGatheredKv) {
   EXPECT_NEAR(extra, 7.0 * kv_local, 1e-6 * kv_local);
   EXPECT_GT(ag.result.ranks[0].peak_mem_gib, ring.result.ranks[0].peak_mem_gib);
 
-  // Full recompute replays the gather before the layer's forward replay.
+  // Full recompute replays the gather before the layer's forward replay (the program op by op: a
+  // timeline's, whose layers are not fused).
   j["parallel"]["recompute"] = "full";
-  const auto ag_full = simulate(test::scenario_from(j), Registries{});
+  const auto ag_full = simulate(test::scenario_from(j), Registries{}, nullptr, Detail::Timeline);
   j["parallel"]["cp_impl"] = "ring";
-  const auto ring_full = simulate(test::scenario_from(j), Registries{});
+  const auto ring_full = simulate(test::scenario_from(j), Registries{}, nullptr, Detail::Timeline);
   const auto replay = [](const SimulationOutput& o) {
     double s = 0;
     for (const Op& op : o.program.ops)
