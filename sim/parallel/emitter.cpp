@@ -371,38 +371,52 @@ bool Emitter::LayerOps::fusible() const {
   return true;
 }
 
-OpId Emitter::fused_op(std::int32_t rank, std::int32_t mb, std::int32_t chunk, const LayerOps& ops, size_t key, Deps& deps) {
+const Emitter::Template* Emitter::make_template(size_t key, const LayerOps& ops) {
   if (templates_.size() <= key) templates_.resize(key + 1);
   Template& tpl = templates_[key];
-  if (tpl.count == 0) {
-    tpl.first = static_cast<std::int32_t>(p_.segments.size());
-    tpl.count = ops.n;
-    tpl.label = label_id(ops.ops[0].label);
-    for (int i = 0; i < ops.n; ++i) {
-      const SegOp& s = ops.ops[static_cast<size_t>(i)];
-      p_.segments.push_back({seconds_to_time(s.seconds), s.flops, s.hw, label_id(s.label), s.phase});
-      tpl.duration += p_.segments.back().duration;
-    }
-  } else if (tpl.count != ops.n) {
-    throw std::logic_error("a layer's ops differ from the fused op of its kind");
+  tpl.made = true;
+  if (!ops.fusible()) return nullptr;
+  tpl.first = static_cast<std::int32_t>(p_.segments.size());
+  tpl.count = ops.n;
+  tpl.label = label_id(ops.ops[0].label);
+  tpl.phase = ops.ops[0].phase;
+  tpl.at_start = ops.ops[0].start;
+  tpl.at_end = ops.ops[static_cast<size_t>(ops.n - 1)].end;
+  for (int i = 0; i < ops.n; ++i) {
+    const SegOp& s = ops.ops[static_cast<size_t>(i)];
+    p_.segments.push_back({seconds_to_time(s.seconds), s.flops, s.hw, label_id(s.label), s.phase});
+    tpl.duration += p_.segments.back().duration;
   }
+  return &tpl;
+}
+
+OpId Emitter::fused_op(std::int32_t rank, std::int32_t mb, std::int32_t chunk, const Template& tpl, Deps& deps) {
   const auto id = static_cast<OpId>(p_.ops.size());
-  Op& o = append_op(p_, rank, Stream::Compute, ops.ops[0].phase, tpl.label, 0.0, deps, mb, chunk);
+  Op& o = append_op(p_, rank, Stream::Compute, tpl.phase, tpl.label, 0.0, deps, mb, chunk);
   o.duration = tpl.duration;
   o.seg_first = tpl.first;
-  o.seg_count = static_cast<std::uint8_t>(ops.n);
-  o.at_start = ops.ops[0].start;
-  o.at_end = ops.ops[static_cast<size_t>(ops.n - 1)].end;
+  o.seg_count = static_cast<std::uint8_t>(tpl.count);
+  o.at_start = tpl.at_start;
+  o.at_end = tpl.at_end;
   ++p_.fused_ops;
-  p_.fused_segments += ops.n;
+  p_.fused_segments += tpl.count;
   return id;
 }
 
-template <class Between>
-void Emitter::emit_layer(std::int32_t rank, std::int32_t mb, std::int32_t chunk, const LayerOps& ops, size_t key, Deps& deps,
-                         Range& r, Between&& between) {
-  if (key != kNoTemplate && ops.fusible()) {
-    const OpId id = fused_op(rank, mb, chunk, ops, key, deps);
+template <class Build, class Between>
+void Emitter::emit_layer(std::int32_t rank, std::int32_t mb, std::int32_t chunk, size_t key, Deps& deps, Range& r, Build&& build,
+                         Between&& between) {
+  const Template* tpl = key < templates_.size() && templates_[key].made ? &templates_[key] : nullptr;
+  if (tpl && tpl->count > 0) {  // the layer's ops are those of the first layer of its key
+    const OpId id = fused_op(rank, mb, chunk, *tpl, deps);
+    if (r.first < 0) r.first = id;
+    r.last = id;
+    return;
+  }
+  LayerOps ops;
+  build(ops);
+  if (key != kNoTemplate && !tpl && (tpl = make_template(key, ops))) {
+    const OpId id = fused_op(rank, mb, chunk, *tpl, deps);
     if (r.first < 0) r.first = id;
     r.last = id;
     return;
@@ -446,11 +460,10 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
     OpId cp_op = -1;
     if (t.cp_comm_f > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, op_label::kCpKvRingFwd, t.cp_comm_f, r.last >= 0 ? Deps{r.last} : deps, mb, chunk);
     if (t.cp_gather_f > 0) add(Phase::CpComm, op_label::kCpKvAllGather, t.cp_gather_f, 0, 0, MemCat::Activations);
-    LayerOps ops;
-    layer_forward(t, to_bytes(stored(l, k)), ops);
     // The ring's K/V exchange runs beside attention and the MLP waits for it: a dependency inside
     // the layer, so the layer's ops stay apart.
-    emit_layer(rank, mb, chunk, ops, cp_op < 0 ? template_key(k, Action::F, l, false) : kNoTemplate, deps, r,
+    emit_layer(rank, mb, chunk, cp_op < 0 ? template_key(k, Action::F, l, false) : kNoTemplate, deps, r,
+               [&](LayerOps& ops) { layer_forward(t, to_bytes(stored(l, k)), ops); },
                [&] {
                  if (cp_op >= 0) deps.push_back(cp_op);
                });
@@ -512,7 +525,7 @@ void Emitter::layer_backward(const BlockTimes& t, std::int64_t l, std::int32_t k
 
 size_t Emitter::template_key(std::int32_t k, Action::Kind kind, std::int64_t l, bool split) const {
   if (!in_.fuse) return kNoTemplate;
-  return static_cast<size_t>(k) * 8 + (kind == Action::F ? 0 : 1 + (recomputed(l) ? 2 : 0) + (split ? 4 : 0));
+  return static_cast<size_t>(k) * 8 + (kind == Action::F ? 0 : 1) + (recomputed(l) ? 2 : 0) + (split ? 4 : 0);
 }
 
 void Emitter::mtp_forward(const AddOp& add) const {
@@ -596,12 +609,11 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
       reloads[static_cast<size_t>(g)] = h;
     }
     if (l < offload_layers_) deps.push_back(reloads[static_cast<size_t>(l)]);
-    LayerOps ops;
-    layer_backward(t, l, k, split, ops);
     // The ring's K/V-gradient exchange starts after the MLP's backward and attention's backward
     // waits for it: the layer's ops stay apart.
     OpId cp_op = -1;
-    emit_layer(rank, mb, chunk, ops, t.cp_comm_b > 0 ? kNoTemplate : template_key(k, Action::B, l, split), deps, r, [&] {
+    emit_layer(rank, mb, chunk, t.cp_comm_b > 0 ? kNoTemplate : template_key(k, Action::B, l, split), deps, r,
+               [&](LayerOps& ops) { layer_backward(t, l, k, split, ops); }, [&] {
       if (t.cp_comm_b > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, op_label::kCpKvRingBwd, t.cp_comm_b, {r.last}, mb, chunk);
     });
     const OpId id = r.last;

@@ -211,18 +211,26 @@ class Emitter {
   std::vector<std::int64_t> chunk_first_;
   void layer_forward(const BlockTimes& t, Bytes stored, LayerOps& ops) const;
   void layer_backward(const BlockTimes& t, std::int64_t l, std::int32_t k, bool split, LayerOps& ops) const;
-  // Fused ops: each kind of layer's forward and backward segments emitted once (Program::segments)
-  // and referred to by every microbatch's fused op, by template_key (kNoTemplate: not fused).
+  // Fused ops: a layer's ops depend only on its kind, its pass, whether it replays its forward and
+  // whether the weight gradients are split off (template_key; kNoTemplate: never fused). The first
+  // layer of a key emits its segments once (Program::segments) and every later one refers to them,
+  // its ops not built again (tests/core/fused_ops_test.cpp checks every shipped step against its
+  // ops built one by one).
   static constexpr size_t kNoTemplate = static_cast<size_t>(-1);
   size_t template_key(std::int32_t k, Action::Kind kind, std::int64_t l, bool split) const;
   struct Template {
+    bool made = false;  // count 0 once made: the layer's ops do not fuse (memory changing inside)
     std::int32_t first = 0, count = 0, label = 0;
+    Phase phase = Phase::Other;
     Time duration = 0;
+    MemDelta at_start, at_end;
   };
   std::vector<Template> templates_;
-  OpId fused_op(std::int32_t rank, std::int32_t mb, std::int32_t chunk, const LayerOps& ops, size_t key, Deps& deps);
-  template <class Between>
-  void emit_layer(std::int32_t rank, std::int32_t mb, std::int32_t chunk, const LayerOps& ops, size_t key, Deps& deps, Range& r,
+  const Template* make_template(size_t key, const LayerOps& ops);
+  OpId fused_op(std::int32_t rank, std::int32_t mb, std::int32_t chunk, const Template& tpl, Deps& deps);
+  // One layer's ops: built (`build`) and emitted, or its key's fused op.
+  template <class Build, class Between>
+  void emit_layer(std::int32_t rank, std::int32_t mb, std::int32_t chunk, size_t key, Deps& deps, Range& r, Build&& build,
                   Between&& between);
   // Multi-token prediction on the last virtual stage (TrainingSpec::mtp_layers): each module's
   // input kernels, a transformer layer of the last layer's kind, and its prediction through the

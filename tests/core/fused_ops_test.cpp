@@ -121,6 +121,36 @@ TEST(FusedOps, TheOverlapSlowdownStretchesEachSegmentAsItsOp) {
   }
 }
 
+// Every way a layer's ops can differ (partial full recompute, selective and op-level recompute,
+// split weight gradients, interleaved chunks, context parallelism that hangs an op inside the layer
+// or before it, offloaded activations, experts, a hybrid model's kinds of layer, FSDP): the same step.
+TEST(FusedOps, EveryKindOfLayerGivesTheStepOfItsOps) {
+  const std::vector<std::pair<const char*, Json>> variants = {
+      {"partial recompute", {{"parallel", {{"recompute_num_layers", 5}}}}},
+      {"selective", {{"parallel", {{"recompute", "selective"}}}}},
+      {"op SAC", {{"parallel", {{"recompute", "selective_op"}}}}},
+      {"no recompute", {{"parallel", {{"recompute", "none"}}}}},
+      {"zero bubble", {{"parallel", {{"schedule", "zb-h1"}}}}},
+      {"interleaved", {{"parallel", {{"schedule", "interleaved"}, {"vpp", 2}}}}},
+      {"cp ring", {{"parallel", {{"cp", 2}, {"dp", 1}}}}},
+      {"cp all-gather", {{"parallel", {{"cp", 2}, {"dp", 1}, {"cp_impl", "allgather"}}}}},
+      {"offload", {{"parallel", {{"recompute", "none"}, {"pp", 1}, {"dp", 4}, {"schedule", "ddp"}, {"activation_offload_layers", 4}}}}},
+      {"experts", {{"model", "mixtral-8x7b"}, {"parallel", {{"ep", 2}, {"recompute", "selective"}}}}},
+      {"hybrid", {{"model", "nemotron-h-8b"}, {"parallel", {{"recompute", "none"}}}}},
+      {"fsdp", {{"parallel", {{"tp", 1}, {"dp", 16}, {"schedule", "ddp"}, {"pp", 1}, {"fsdp", {{"version", 2}}}, {"recompute", "full"}}}}},
+  };
+  for (const auto& [name, patch] : variants) {
+    Json j = pipeline_job();
+    j.merge_patch(patch);
+    const Scenario sc = test::scenario_from(j);
+    const Step fused = whole_step(sc, true);
+    expect_same_step(fused, whole_step(sc, false), name);
+    if (std::string(name) != "cp ring") {
+      EXPECT_GT(fused.program.fused_ops, 0) << name;
+    }
+  }
+}
+
 // A trace and the host launch model read the program op by op: nothing fused there.
 TEST(FusedOps, ATimelineAndTheHostModelKeepEveryOp) {
   Json j = pipeline_job();
