@@ -414,6 +414,7 @@ class Run {
     std::int32_t at = 0;  // its running segment (the first not known to have ended)
     Time last = 0;    // when that segment's work was last accounted (its start, or a change of rate)
     double work = 0;  // its standalone work left then, picoseconds
+    bool planned = false;  // its segments' ends written to Timeline::seg_end
   };
   void fused_at(size_t i, const Op& op) {
     fused_time_[i] = fused_next_;
@@ -422,11 +423,12 @@ class Run {
   bool seg_slowable(const Segment& s) const { return slows_ && !phase_is_comm(s.phase); }
   // Plans the segments' ends from the running one on and schedules the op's end there.
   void fused_plan(std::int32_t rank) {
-    const Fused& f = fused_[static_cast<size_t>(rank)];
+    Fused& f = fused_[static_cast<size_t>(rank)];
     const Op& op = p_.ops[static_cast<size_t>(f.op)];
     Time* ends = tl_.seg_end.data() + fused_time_[static_cast<size_t>(f.op)];
     const Segment* seg = p_.segments.data() + op.seg_first;
     Time t = f.last;
+    f.planned = true;
     for (std::int32_t i = f.at; i < op.seg_count; ++i) {
       const Time d = seg_slowable(seg[i]) ? scaled(i == f.at ? f.work : static_cast<double>(seg[i].duration), f.rate) : seg[i].duration;
       if (d > kMaxTime - t) past_range();
@@ -440,8 +442,14 @@ class Run {
     Fused& f = fused_[static_cast<size_t>(h.rank)];
     const Op& op = p_.ops[static_cast<size_t>(id)];
     tl_.events += op.seg_count;
-    f = {id, slows_ ? collective_running(h.rank) : char{0}, 0, now_, static_cast<double>(p_.segments[static_cast<size_t>(op.seg_first)].duration)};
-    fused_plan(h.rank);
+    f = {id, slows_ ? collective_running(h.rank) : char{0}, 0, now_, static_cast<double>(p_.segments[static_cast<size_t>(op.seg_first)].duration), false};
+    if (f.rate) {
+      fused_plan(h.rank);
+      return;
+    }
+    // Unslowed: each segment takes its duration, the op their sum; Timeline::seg_end stays unset
+    // unless the rate changes before the op ends.
+    heap_.push({end_time(op.duration), seq_++, id, ++hot_[static_cast<size_t>(id)].version});
   }
   // The rank's collective stream started or stopped under a fused op: the segments that have ended
   // by now are left as planned (one ending now counts as ended), the running one's work accounted
@@ -449,8 +457,13 @@ class Run {
   void fused_retime(std::int32_t rank, char slow) {
     Fused& f = fused_[static_cast<size_t>(rank)];
     const Op& op = p_.ops[static_cast<size_t>(f.op)];
-    const Time* ends = tl_.seg_end.data() + fused_time_[static_cast<size_t>(f.op)];
+    Time* ends = tl_.seg_end.data() + fused_time_[static_cast<size_t>(f.op)];
     const Segment* seg = p_.segments.data() + op.seg_first;
+    if (!f.planned) {  // started unslowed and not re-timed since: each segment its duration from the start
+      Time t = f.last;
+      for (std::int32_t i = 0; i < op.seg_count; ++i) ends[i] = t += seg[i].duration;
+      f.planned = true;
+    }
     if (ends[op.seg_count - 1] <= now_) {
       f.rate = slow;  // its last segment ends now: the op ends as planned
       return;

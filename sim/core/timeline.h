@@ -24,11 +24,15 @@ struct Timeline {
   std::vector<Time> start;    // per op: when it began executing (after any rendezvous)
   std::vector<Time> end;      // per op
   // The end of each fused op's segments, the fused ops' in program order (a segment starts where
-  // the one before it ends, the first at its op's start).
+  // the one before it ends, the first at its op's start); -1 for the segments of a fused op that
+  // ran unslowed, each ending its duration after its start (segment_end()).
   std::vector<Time> seg_end;
   std::vector<RankMemory> memory;  // per simulated rank
   Time makespan = 0;
   std::int64_t events = 0;
 };
+
+// Where a fused op's segment that started at `from` ended, from its entry in Timeline::seg_end.
+inline Time segment_end(Time recorded, Time from, const Segment& s) { return recorded >= 0 ? recorded : from + s.duration; }
 
 }  // namespace parasim

@@ -147,6 +147,43 @@ ExposedComm exposed_of(const Program& p, const std::vector<RankIntervals>& ranks
   return {sum[kTp] / gpus, sum[kDp] / gpus, sum[kPp] / gpus, sum[kEp] / gpus, sum[kCp] / gpus};
 }
 
+// The step's FLOPs, summed op by op in program order (floating-point sums in one order).
+struct Flops {
+  double model = 0, hw = 0, reported = 0;
+  void add(Phase ph, double model_flops, double hw_flops) {
+    if (ph != Phase::Recompute) model += model_flops;  // a replay's FLOPs are not the model's (MFU)
+    reported += model_flops;
+    hw += hw_flops;
+  }
+};
+
+// The pipeline window: from the first to the last pipeline work on any compute stream.
+struct Window {
+  Time lo, hi;
+  void add(std::pair<Time, Time> iv) {
+    lo = std::min(lo, iv.first);
+    hi = std::max(hi, iv.second);
+  }
+};
+
+// A fused op's segments, each as the op it stands for: its FLOPs (a segment without any adds
+// nothing to the sums), phase, communication on the compute stream or compute work, and window.
+// The compute stream's busy set takes the op whole: its segments follow one another without a gap.
+void add_fused(const Program& p, const Op& op, Time start, const Time* seg_ends, double count, Flops& flops,
+               std::array<Time, kPhases>& phase, RankIntervals& iv, Window& window) {
+  Time from = start;
+  for (const Segment* s = p.segments.data() + op.seg_first; s != p.segments.data() + op.seg_first + op.seg_count; ++s) {
+    const Time end = segment_end(*seg_ends++, from, *s);
+    if (s->model_flops != 0 || s->hw_flops != 0) flops.add(s->phase, s->model_flops * count, s->hw_flops * count);
+    phase[static_cast<size_t>(s->phase)] += end - from;
+    if (const int k = kind_of(s->phase); k >= 0) iv.on_compute[static_cast<size_t>(k)] += time_to_seconds(end - from);
+    else iv.compute_work.add({from, end});
+    if (pipeline_work(s->phase)) window.add({from, end});
+    from = end;
+  }
+  iv.compute.add({start, from});
+}
+
 }  // namespace
 
 double union_length(Intervals iv, Time lo, Time hi) {
@@ -163,42 +200,33 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
   res.step_time_s = time_to_seconds(step);
   const size_t nr = p.ranks.size();
   std::vector<RankIntervals> ivs(nr);
-  double model_flops = 0, hw_flops = 0, reported_hw_flops = 0;
-  Time win_lo = step, win_hi = 0;
+  Flops flops;
+  Window window{step, 0};
   std::vector<std::array<Time, kPhases>> phase(nr);
   for (auto& a : phase) a.fill(0);
   std::vector<double> count(nr);  // real GPUs per simulated rank
   for (size_t r = 0; r < nr; ++r) count[r] = static_cast<double>(p.ranks[r].count);
   // Each op, and each segment of a fused op as the op it stands for, in program order (the FLOPs'
   // sums in one order).
-  const auto visit = [&](size_t r, Stream stream, Phase ph, double op_model_flops, double op_hw_flops, std::pair<Time, Time> iv) {
-    const double flops = op_model_flops * count[r];
-    if (ph != Phase::Recompute) model_flops += flops;
-    reported_hw_flops += flops;
-    hw_flops += op_hw_flops * count[r];
-    phase[r][static_cast<size_t>(ph)] += iv.second - iv.first;
-    ivs[r].add(stream, ph, iv);
-    if (stream == Stream::Compute && pipeline_work(ph)) {
-      win_lo = std::min(win_lo, iv.first);
-      win_hi = std::max(win_hi, iv.second);
-    }
-  };
   const Time* starts = t.start.data();
   const Time* ends = t.end.data();
   const Time* seg_ends = t.seg_end.data();
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const Op& op = p.ops[i];
     const auto r = static_cast<size_t>(op.rank);
-    if (op.seg_count == 0) {
-      visit(r, op.stream, op.phase, op.model_flops, op.hw_flops, {starts[i], ends[i]});
+    if (op.seg_count > 0) {
+      add_fused(p, op, starts[i], seg_ends, count[r], flops, phase[r], ivs[r], window);
+      seg_ends += op.seg_count;
       continue;
     }
-    Time from = starts[i];
-    for (const Segment* s = p.segments.data() + op.seg_first; s != p.segments.data() + op.seg_first + op.seg_count; ++s) {
-      visit(r, Stream::Compute, s->phase, s->model_flops, s->hw_flops, {from, *seg_ends});
-      from = *seg_ends++;
-    }
+    const std::pair<Time, Time> iv{starts[i], ends[i]};
+    flops.add(op.phase, op.model_flops * count[r], op.hw_flops * count[r]);
+    phase[r][static_cast<size_t>(op.phase)] += iv.second - iv.first;
+    ivs[r].add(op.stream, op.phase, iv);
+    if (op.stream == Stream::Compute && pipeline_work(op.phase)) window.add(iv);
   }
+  const double model_flops = flops.model, hw_flops = flops.hw, reported_hw_flops = flops.reported;
+  Time win_lo = window.lo, win_hi = window.hi;
   for (RankIntervals& r : ivs) r.merge_all();
   double gpus_total = 0, bubble_sum = 0;
   std::array<double, kPhases> phase_mean{};

@@ -24,8 +24,10 @@ TimePartition partition_time(const Program& p, const Timeline& t, const Result& 
     }
     Time from = t.start[i];
     for (std::int32_t k = 0; k < op.seg_count; ++k) {
-      add(op, Stream::Compute, p.segments[static_cast<size_t>(op.seg_first + k)].phase, from, *seg_end);
-      from = *seg_end++;
+      const Segment& s = p.segments[static_cast<size_t>(op.seg_first + k)];
+      const Time end = segment_end(*seg_end++, from, s);
+      add(op, Stream::Compute, s.phase, from, end);
+      from = end;
     }
   }
   out.exposed_s = r.breakdown.count("comm_exposed_s") ? r.breakdown.at("comm_exposed_s") : 0.0;
