@@ -125,11 +125,13 @@ void add_run_command(CLI::App& app, Context& ctx) {
       // Opened before the run, so an existing file is refused before minutes of simulation.
       std::optional<OutputFile> trace_file;
       if (!trace.empty()) trace_file.emplace(trace, o->force, o->trace.empty() ? "outputs.trace" : "--trace");
-      // A folded step (sim/steady_state.h) has no ops to draw: simulate the whole step, if its
-      // trace fits the cap.
+      // A trace and a program dump draw every op of the whole step and each rank's memory curve:
+      // a summary has none of these (a folded step simulated three short steps, the layers' ops
+      // are fused, no memory curve), so the whole step is simulated for them, if its trace fits
+      // the cap.
       SimulationOutput out = simulate(sc, ctx.registries, nullptr, o->json ? Detail::Summary : Detail::Partition);
-      if ((trace_file || o->dump_rank >= 0) && out.fold.folded()) {
-        check_timeline_size(out, o->trace_max_mib, trace_file ? "--trace" : "--dump-program", "--trace-max-mib");
+      if (trace_file || o->dump_rank >= 0) {
+        if (out.fold.folded()) check_timeline_size(out, o->trace_max_mib, trace_file ? "--trace" : "--dump-program", "--trace-max-mib");
         out = simulate(sc, ctx.registries, nullptr, Detail::Timeline);
       }
       if (trace_file) {

@@ -24,10 +24,11 @@ std::string schema_of(const Json& j) {
 ReportDoc step_doc(const Scenario& sc, const std::string& data_dir, const Registries& reg, const TimeToTrainOptions& ttt) {
   ReportDoc doc;
   SimulationOutput out = simulate(sc, reg);
-  if (out.fold.folded()) {  // the report draws every op of the step
-    check_timeline_size(out, kDefaultTimelineMaxMib, sc.file.c_str(), "");
-    out = simulate(sc, reg, nullptr, Detail::Timeline);
-  }
+  // The report draws every op of the whole step and each rank's memory curve, which a summary
+  // does not hold (a folded step, fused layers, no memory curve): the step simulated whole for
+  // them, if its timeline fits the cap.
+  if (out.fold.folded()) check_timeline_size(out, kDefaultTimelineMaxMib, sc.file.c_str(), "");
+  out = simulate(sc, reg, nullptr, Detail::Timeline);
   doc.title = "parasim report: " + sc.name;
   doc.step = step_view(sc, out);
   if (ttt.requested()) doc.time_to_train = ttt_json(ttt.evaluate(sc, out.result.step_time_s, data_dir));

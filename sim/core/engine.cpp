@@ -422,7 +422,7 @@ class Run {
   }
   bool seg_slowable(const Segment& s) const { return slows_ && !phase_is_comm(s.phase); }
   // Plans the segments' ends from the running one on and schedules the op's end there.
-  void fused_plan(std::int32_t rank) {
+  [[gnu::noinline]] void fused_plan(std::int32_t rank) {
     Fused& f = fused_[static_cast<size_t>(rank)];
     const Op& op = p_.ops[static_cast<size_t>(f.op)];
     Time* ends = tl_.seg_end.data() + fused_time_[static_cast<size_t>(f.op)];
@@ -437,7 +437,7 @@ class Run {
     }
     heap_.push({t, seq_++, f.op, ++hot_[static_cast<size_t>(f.op)].version});
   }
-  void fused_start(OpId id) {
+  [[gnu::noinline]] void fused_start(OpId id) {
     const HotOp& h = hot_[static_cast<size_t>(id)];
     Fused& f = fused_[static_cast<size_t>(h.rank)];
     const Op& op = p_.ops[static_cast<size_t>(id)];
@@ -447,14 +447,15 @@ class Run {
       fused_plan(h.rank);
       return;
     }
-    // Unslowed: each segment takes its duration, the op their sum; Timeline::seg_end stays unset
-    // unless the rate changes before the op ends.
-    heap_.push({end_time(op.duration), seq_++, id, ++hot_[static_cast<size_t>(id)].version});
+    // Unslowed: each segment takes its duration, the op their sum (kMaxTime where that passes the
+    // range); Timeline::seg_end stays unset unless the rate changes before the op ends.
+    if (op.duration >= kMaxTime - now_) past_range();
+    heap_.push({now_ + op.duration, seq_++, id, ++hot_[static_cast<size_t>(id)].version});
   }
   // The rank's collective stream started or stopped under a fused op: the segments that have ended
   // by now are left as planned (one ending now counts as ended), the running one's work accounted
   // as retime_dirty accounts a slowed op's, and the rest planned at the new rate.
-  void fused_retime(std::int32_t rank, char slow) {
+  [[gnu::noinline]] void fused_retime(std::int32_t rank, char slow) {
     Fused& f = fused_[static_cast<size_t>(rank)];
     const Op& op = p_.ops[static_cast<size_t>(f.op)];
     Time* ends = tl_.seg_end.data() + fused_time_[static_cast<size_t>(f.op)];

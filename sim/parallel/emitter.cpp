@@ -367,7 +367,7 @@ OpId Emitter::comm_op(std::int32_t rank, Stream s, Phase ph, Label label, const 
 bool Emitter::LayerOps::fusible() const {
   if (n < 2) return false;
   for (int i = 0; i < n; ++i)
-    if ((i > 0 && ops[static_cast<size_t>(i)].start.bytes != 0) || (i + 1 < n && ops[static_cast<size_t>(i)].end.bytes != 0)) return false;
+    if ((i > 0 && (*this)[i].start.bytes != 0) || (i + 1 < n && (*this)[i].end.bytes != 0)) return false;
   return true;
 }
 
@@ -378,14 +378,15 @@ const Emitter::Template* Emitter::make_template(size_t key, const LayerOps& ops)
   if (!ops.fusible()) return nullptr;
   tpl.first = static_cast<std::int32_t>(p_.segments.size());
   tpl.count = ops.n;
-  tpl.label = label_id(ops.ops[0].label);
-  tpl.phase = ops.ops[0].phase;
-  tpl.at_start = ops.ops[0].start;
-  tpl.at_end = ops.ops[static_cast<size_t>(ops.n - 1)].end;
+  tpl.label = label_id(ops[0].label);
+  tpl.phase = ops[0].phase;
+  tpl.at_start = ops[0].start;
+  tpl.at_end = ops[ops.n - 1].end;
   for (int i = 0; i < ops.n; ++i) {
-    const SegOp& s = ops.ops[static_cast<size_t>(i)];
+    const SegOp& s = ops[i];
     p_.segments.push_back({seconds_to_time(s.seconds), s.flops, s.hw, label_id(s.label), s.phase});
-    tpl.duration += p_.segments.back().duration;
+    const Time d = p_.segments.back().duration;
+    tpl.duration = d < kMaxTime - tpl.duration ? tpl.duration + d : kMaxTime;  // past the range: the engine refuses it
   }
   return &tpl;
 }
@@ -403,27 +404,49 @@ OpId Emitter::fused_op(std::int32_t rank, std::int32_t mb, std::int32_t chunk, c
   return id;
 }
 
+template <class Sink>
+void Emitter::layer_forward(const BlockTimes& t, Bytes stored, Sink& ops) const {
+  const MemDelta none{MemCat::Activations, 0}, end{};
+  ops.add({Phase::Forward, op_label::kAttnFwd, t.attn_f, t.attn_f_flops, t.attn_f_hw, {MemCat::Activations, stored}, end});
+  if (t.tp_comm_f > 0 && t.attn_tp_comm) ops.add({Phase::TpComm, op_label::kTpCommFwd, t.tp_comm_f, 0, 0, none, end});
+  ops.between();
+  ops.add({Phase::Forward, op_label::kMlpFwd, t.mlp_f, t.mlp_f_flops, t.mlp_f_hw, none, end});
+  if (t.ep_comm_f > 0) ops.add({Phase::EpComm, op_label::kEpAllToAllFwd, t.ep_comm_f, 0, 0, none, end});
+  if (t.tp_comm_f > 0 && t.mlp_tp_comm) ops.add({Phase::TpComm, op_label::kTpCommFwd, t.tp_comm_f, 0, 0, none, end});
+}
+
+template <class Sink>
+void Emitter::layer_backward(const BlockTimes& t, std::int64_t l, std::int32_t k, bool split, Sink& ops) const {
+  const MemDelta none{};
+  const double w_attn = split ? t.attn_w : 0, w_mlp = split ? t.mlp_w : 0;
+  const Bytes extra_working = to_bytes(this->extra_working(l, k));
+  if (recomputed(l)) {
+    // A replay's FLOPs count for HFU and reported hardware FLOPs, not for MFU (metrics.cpp).
+    ops.add({Phase::Recompute, op_label::kRecomputeFwd, t.forward_s(), t.attn_f_flops + t.mlp_f_flops, t.attn_f_hw + t.mlp_f_hw,
+             {MemCat::Activations, extra_working}, none});
+  } else if (op_sac_) {
+    ops.add({Phase::Recompute, "recompute (op SAC)", t.op_sac_recompute, t.op_sac_flops, t.op_sac_hw, {MemCat::Activations, extra_working}, none});
+  } else if (t.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == Recompute::Selective) {
+    ops.add({Phase::Recompute, "recompute (selective)", t.attn_recompute_selective, t.selective_recompute_flops, t.selective_recompute_flops,
+             none, none});
+  }
+  if (t.tp_comm_b > 0 && t.mlp_tp_comm) ops.add({Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none});
+  if (t.ep_comm_b > 0) ops.add({Phase::EpComm, "ep all-to-all bwd", t.ep_comm_b, 0, 0, none, none});
+  const double mlp_share = 2 * (t.mlp_b - w_mlp) / std::max(t.mlp_b, 1e-30);
+  ops.add({Phase::Backward, op_label::kMlpBwd, t.mlp_b - w_mlp, t.mlp_f_flops * mlp_share, t.mlp_f_hw * mlp_share, none, none});
+  ops.between();
+  if (t.tp_comm_b > 0 && t.attn_tp_comm) ops.add({Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none});
+  const double attn_share = 2 * (t.attn_b - w_attn) / std::max(t.attn_b, 1e-30);
+  const MemDelta free_act{MemCat::Activations, -(to_bytes(stored(l, k)) + extra_working)};
+  ops.add({Phase::Backward, op_label::kAttnBwd, t.attn_b - w_attn, t.attn_f_flops * attn_share, t.attn_f_hw * attn_share, none,
+           split ? MemDelta{MemCat::Activations, -extra_working} : free_act});
+}
+
 template <class Build, class Between>
 void Emitter::emit_layer(std::int32_t rank, std::int32_t mb, std::int32_t chunk, size_t key, Deps& deps, Range& r, Build&& build,
                          Between&& between) {
   const Template* tpl = key < templates_.size() && templates_[key].made ? &templates_[key] : nullptr;
-  if (tpl && tpl->count > 0) {  // the layer's ops are those of the first layer of its key
-    const OpId id = fused_op(rank, mb, chunk, *tpl, deps);
-    if (r.first < 0) r.first = id;
-    r.last = id;
-    return;
-  }
-  LayerOps ops;
-  build(ops);
-  if (key != kNoTemplate && !tpl && (tpl = make_template(key, ops))) {
-    const OpId id = fused_op(rank, mb, chunk, *tpl, deps);
-    if (r.first < 0) r.first = id;
-    r.last = id;
-    return;
-  }
-  for (int i = 0; i < ops.n; ++i) {
-    if (i == ops.between) between();
-    const SegOp& s = ops.ops[static_cast<size_t>(i)];
+  const auto emit = [&](const SegOp& s) {
     const auto id = static_cast<OpId>(p_.ops.size());
     Op& o = append_op(p_, rank, Stream::Compute, s.phase, label_id(s.label), s.seconds, deps, mb, chunk);
     o.model_flops = s.flops;
@@ -432,7 +455,27 @@ void Emitter::emit_layer(std::int32_t rank, std::int32_t mb, std::int32_t chunk,
     o.at_end = s.end;
     if (r.first < 0) r.first = id;
     r.last = id;
+  };
+  if (key != kNoTemplate && (!tpl || tpl->count > 0)) {
+    if (!tpl) {  // the first layer of its key: its ops collected, fused where they can be
+      LayerOps ops;
+      build(ops);
+      tpl = make_template(key, ops);
+      if (!tpl) {
+        for (int i = 0; i < ops.n; ++i) emit(ops[i]);  // no `between`: a key is only given where it does nothing
+        return;
+      }
+    }
+    const OpId id = fused_op(rank, mb, chunk, *tpl, deps);
+    if (r.first < 0) r.first = id;
+    r.last = id;
+    return;
   }
+  struct Sink {
+    const decltype(emit)& add;
+    Between& between;
+  } sink{emit, between};
+  build(sink);
 }
 
 Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t chunk, std::int64_t layers, bool first,
@@ -463,7 +506,7 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
     // The ring's K/V exchange runs beside attention and the MLP waits for it: a dependency inside
     // the layer, so the layer's ops stay apart.
     emit_layer(rank, mb, chunk, cp_op < 0 ? template_key(k, Action::F, l, false) : kNoTemplate, deps, r,
-               [&](LayerOps& ops) { layer_forward(t, to_bytes(stored(l, k)), ops); },
+               [&](auto& out) { layer_forward(t, to_bytes(stored(l, k)), out); },
                [&] {
                  if (cp_op >= 0) deps.push_back(cp_op);
                });
@@ -485,42 +528,6 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
   if (last)
     add(Phase::Forward, op_label::kHeadFwd, ends().head_f, ends().head_f_flops, to_bytes(ends_act().head), MemCat::Activations, ends().head_f_hw);
   return r;
-}
-
-void Emitter::layer_forward(const BlockTimes& t, Bytes stored, LayerOps& ops) const {
-  const MemDelta none{MemCat::Activations, 0}, end{};
-  ops.add({Phase::Forward, op_label::kAttnFwd, t.attn_f, t.attn_f_flops, t.attn_f_hw, {MemCat::Activations, stored}, end});
-  if (t.tp_comm_f > 0 && t.attn_tp_comm) ops.add({Phase::TpComm, op_label::kTpCommFwd, t.tp_comm_f, 0, 0, none, end});
-  ops.between = ops.n;
-  ops.add({Phase::Forward, op_label::kMlpFwd, t.mlp_f, t.mlp_f_flops, t.mlp_f_hw, none, end});
-  if (t.ep_comm_f > 0) ops.add({Phase::EpComm, op_label::kEpAllToAllFwd, t.ep_comm_f, 0, 0, none, end});
-  if (t.tp_comm_f > 0 && t.mlp_tp_comm) ops.add({Phase::TpComm, op_label::kTpCommFwd, t.tp_comm_f, 0, 0, none, end});
-}
-
-void Emitter::layer_backward(const BlockTimes& t, std::int64_t l, std::int32_t k, bool split, LayerOps& ops) const {
-  const MemDelta none{};
-  const double w_attn = split ? t.attn_w : 0, w_mlp = split ? t.mlp_w : 0;
-  const Bytes extra_working = to_bytes(this->extra_working(l, k));
-  if (recomputed(l)) {
-    // A replay's FLOPs count for HFU and reported hardware FLOPs, not for MFU (metrics.cpp).
-    ops.add({Phase::Recompute, op_label::kRecomputeFwd, t.forward_s(), t.attn_f_flops + t.mlp_f_flops, t.attn_f_hw + t.mlp_f_hw,
-             {MemCat::Activations, extra_working}, none});
-  } else if (op_sac_) {
-    ops.add({Phase::Recompute, "recompute (op SAC)", t.op_sac_recompute, t.op_sac_flops, t.op_sac_hw, {MemCat::Activations, extra_working}, none});
-  } else if (t.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == Recompute::Selective) {
-    ops.add({Phase::Recompute, "recompute (selective)", t.attn_recompute_selective, t.selective_recompute_flops, t.selective_recompute_flops,
-             none, none});
-  }
-  if (t.tp_comm_b > 0 && t.mlp_tp_comm) ops.add({Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none});
-  if (t.ep_comm_b > 0) ops.add({Phase::EpComm, "ep all-to-all bwd", t.ep_comm_b, 0, 0, none, none});
-  const double mlp_share = 2 * (t.mlp_b - w_mlp) / std::max(t.mlp_b, 1e-30);
-  ops.add({Phase::Backward, op_label::kMlpBwd, t.mlp_b - w_mlp, t.mlp_f_flops * mlp_share, t.mlp_f_hw * mlp_share, none, none});
-  ops.between = ops.n;
-  if (t.tp_comm_b > 0 && t.attn_tp_comm) ops.add({Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none});
-  const double attn_share = 2 * (t.attn_b - w_attn) / std::max(t.attn_b, 1e-30);
-  const MemDelta free_act{MemCat::Activations, -(to_bytes(stored(l, k)) + extra_working)};
-  ops.add({Phase::Backward, op_label::kAttnBwd, t.attn_b - w_attn, t.attn_f_flops * attn_share, t.attn_f_hw * attn_share, none,
-           split ? MemDelta{MemCat::Activations, -extra_working} : free_act});
 }
 
 size_t Emitter::template_key(std::int32_t k, Action::Kind kind, std::int64_t l, bool split) const {
@@ -613,7 +620,7 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
     // waits for it: the layer's ops stay apart.
     OpId cp_op = -1;
     emit_layer(rank, mb, chunk, t.cp_comm_b > 0 ? kNoTemplate : template_key(k, Action::B, l, split), deps, r,
-               [&](LayerOps& ops) { layer_backward(t, l, k, split, ops); }, [&] {
+               [&](auto& out) { layer_backward(t, l, k, split, out); }, [&] {
       if (t.cp_comm_b > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, op_label::kCpKvRingBwd, t.cp_comm_b, {r.last}, mb, chunk);
     });
     const OpId id = r.last;

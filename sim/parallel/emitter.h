@@ -8,6 +8,9 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <type_traits>
+#include <stdexcept>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -165,21 +168,33 @@ class Emitter {
   ChunkFloor chunk_floor(std::int32_t stage, std::int32_t chunk, std::int64_t layers) const;
 
   // One layer's ops on the compute stream, in order: its blocks and the communication they put
-  // there (layer_forward, layer_backward), each with its memory change; `between`: where context
-  // parallel's ring exchange comes in (an op on another stream, or a dependency). Emitted as ops,
-  // or, with LoweringInput::fuse, as one fused op where memory changes only at its ends.
+  // there (layer_forward, layer_backward, which hand each to a sink's add(), and call its
+  // between() where context parallel's ring exchange comes in: an op on another stream, or a
+  // dependency), each with its memory change. Emitted as ops as they come, or, with
+  // LoweringInput::fuse, collected (LayerOps) into one fused op where memory changes only at its ends.
   struct SegOp {
     Phase phase = Phase::Other;
     Label label = "";
     double seconds = 0, flops = 0, hw = 0;
     MemDelta start, end;
   };
-  struct LayerOps {
-    std::array<SegOp, 8> ops;
+  // Up to eight ops, in storage left uninitialized until each is added (the layer's ops are built
+  // on every layer that is not fused, so building them costs what emitting them does).
+  class LayerOps {
+   public:
     int n = 0;
-    int between = -1;
-    void add(const SegOp& o) { ops[static_cast<size_t>(n++)] = o; }
+    void between() {}
+    void add(const SegOp& o) {
+      if (n == kMax) throw std::logic_error("a layer with more than eight ops");
+      new (raw_ + static_cast<size_t>(n++) * sizeof(SegOp)) SegOp(o);
+    }
+    const SegOp& operator[](int i) const { return *std::launder(reinterpret_cast<const SegOp*>(raw_ + static_cast<size_t>(i) * sizeof(SegOp))); }
     bool fusible() const;
+
+   private:
+    static constexpr int kMax = 8;
+    static_assert(std::is_trivially_copyable_v<SegOp> && std::is_trivially_destructible_v<SegOp>);
+    alignas(SegOp) unsigned char raw_[kMax * sizeof(SegOp)];
   };
 
   // Whether layer l of a chunk replays its forward in backward (full recompute).
@@ -209,8 +224,10 @@ class Emitter {
   }
   std::int32_t kind_at(std::int32_t stage, std::int32_t chunk, std::int64_t l) const;
   std::vector<std::int64_t> chunk_first_;
-  void layer_forward(const BlockTimes& t, Bytes stored, LayerOps& ops) const;
-  void layer_backward(const BlockTimes& t, std::int64_t l, std::int32_t k, bool split, LayerOps& ops) const;
+  template <class Sink>
+  void layer_forward(const BlockTimes& t, Bytes stored, Sink& out) const;
+  template <class Sink>
+  void layer_backward(const BlockTimes& t, std::int64_t l, std::int32_t k, bool split, Sink& out) const;
   // Fused ops: a layer's ops depend only on its kind, its pass, whether it replays its forward and
   // whether the weight gradients are split off (template_key; kNoTemplate: never fused). The first
   // layer of a key emits its segments once (Program::segments) and every later one refers to them,
@@ -228,7 +245,7 @@ class Emitter {
   std::vector<Template> templates_;
   const Template* make_template(size_t key, const LayerOps& ops);
   OpId fused_op(std::int32_t rank, std::int32_t mb, std::int32_t chunk, const Template& tpl, Deps& deps);
-  // One layer's ops: built (`build`) and emitted, or its key's fused op.
+  // One layer's ops (`build` hands them to a sink): its key's fused op, or emitted one by one.
   template <class Build, class Between>
   void emit_layer(std::int32_t rank, std::int32_t mb, std::int32_t chunk, size_t key, Deps& deps, Range& r, Build&& build,
                   Between&& between);

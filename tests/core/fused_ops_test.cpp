@@ -63,6 +63,7 @@ void expect_same_step(const Step& fused, const Step& ops, const std::string& wha
     EXPECT_EQ(fused.timeline.memory[r].peak, ops.timeline.memory[r].peak) << "rank " << r;
     EXPECT_EQ(fused.timeline.memory[r].peak_time, ops.timeline.memory[r].peak_time) << "rank " << r;
     EXPECT_EQ(fused.timeline.memory[r].high_water, ops.timeline.memory[r].high_water) << "rank " << r;
+    EXPECT_EQ(fused.timeline.memory[r].at_peak, ops.timeline.memory[r].at_peak) << "rank " << r;
     EXPECT_EQ(a.ranks[r].compute_s, b.ranks[r].compute_s) << "rank " << r;
     EXPECT_EQ(a.ranks[r].comm_exposed_s, b.ranks[r].comm_exposed_s) << "rank " << r;
     EXPECT_EQ(a.ranks[r].bubble_fraction, b.ranks[r].bubble_fraction) << "rank " << r;

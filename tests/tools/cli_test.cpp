@@ -169,6 +169,28 @@ TEST(Cli, TraceIsChromeTraceFormat) {
   EXPECT_TRUE(counter);
 }
 
+// A step that does not fold is drawn op by op as well: its summary ran each layer's ops fused and
+// kept no memory curve, so the trace and the program dump come from the whole step run again.
+TEST(Cli, AnUnfoldedStepIsDrawnOpByOp) {
+  const std::string path = test::data_dir() + "/scenarios/ddp-gpt-1.7b-8xa100.json";
+  const std::string trace = ::testing::TempDir() + "unfolded.trace.json";
+  std::remove(trace.c_str());
+  ASSERT_EQ(run_cli("run --trace " + trace + " " + path).code, 0);
+  int attention = 0, mlp = 0;
+  bool counter = false;
+  const Json j = read_json_file(trace);
+  for (const auto& e : j["traceEvents"]) {
+    attention += e.value("name", "") == "attention fwd";
+    mlp += e.value("name", "") == "mlp fwd";
+    counter = counter || e["ph"] == "C";
+  }
+  EXPECT_GT(mlp, 0);
+  EXPECT_EQ(mlp, attention);  // each layer's forward drawn as its blocks
+  EXPECT_TRUE(counter);       // and the memory curve
+  const Ran dump = run_cli("run --dump-program 0 " + path);
+  EXPECT_NE(dump.out.find("mlp fwd"), std::string::npos) << dump.out;
+}
+
 // A step folded onto its steady state (sim/steady_state.h) is simulated whole for its trace, and
 // refused before it runs where the trace would pass --trace-max-mib (../shared/repro/405b_mb65536.json:
 // 17.9 GB of memory for a 4,096-microbatch trace before; bad_alloc at 65,536).
