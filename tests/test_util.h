@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <initializer_list>
@@ -12,6 +13,7 @@
 #include <string>
 #include <typeinfo>
 #include <utility>
+#include <vector>
 
 #include <sys/wait.h>
 
@@ -87,6 +89,17 @@ inline Json base_scenario() {
     "training": {"global_batch": 64, "micro_batch": 1, "seq_len": 4096},
     "parallel": {"dp": 8, "tp": 1, "pp": 1, "schedule": "ddp"}
   })");
+}
+
+// Every shipped scenario and measured run (scenarios/*.json, scenarios/measured/*.json), sorted;
+// a file of another schema among them (the list of skipped runs) is the caller's to skip.
+inline std::vector<std::filesystem::path> scenario_and_measured_files() {
+  std::vector<std::filesystem::path> files;
+  for (const char* dir : {"scenarios", "scenarios/measured"})
+    for (const auto& e : std::filesystem::directory_iterator(data_dir() + "/" + dir))
+      if (e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
 // The harness context of a recorded calibration run, for building measured profiles in tests.

@@ -166,13 +166,8 @@ TEST(FusedOps, ATimelineAndTheHostModelKeepEveryOp) {
 }
 
 TEST(EveryScenarioFused, EveryShippedAndMeasuredStepIsTheSameFused) {
-  std::vector<std::filesystem::path> files;
-  for (const char* dir : {"scenarios", "scenarios/measured"})
-    for (const auto& e : std::filesystem::directory_iterator(test::data_dir() + "/" + dir))
-      if (e.path().extension() == ".json") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
   int fused = 0;
-  for (const auto& f : files) {
+  for (const auto& f : test::scenario_and_measured_files()) {
     Json j = read_json_file(f.string());
     if (j.value("schema", "") == "parasim.measured/1") j = j["scenario"];
     else if (j.value("schema", "") != "parasim.scenario/1") continue;
