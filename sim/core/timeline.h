@@ -25,14 +25,24 @@ struct Timeline {
   std::vector<Time> end;      // per op
   // The end of each fused op's segments, the fused ops' in program order (a segment starts where
   // the one before it ends, the first at its op's start); -1 for the segments of a fused op that
-  // ran unslowed, each ending its duration after its start (segment_end()).
+  // ran unslowed, each ending its duration after its start (each_segment()).
   std::vector<Time> seg_end;
   std::vector<RankMemory> memory;  // per simulated rank
   Time makespan = 0;
   std::int64_t events = 0;
 };
 
-// Where a fused op's segment that started at `from` ended, from its entry in Timeline::seg_end.
-inline Time segment_end(Time recorded, Time from, const Segment& s) { return recorded >= 0 ? recorded : from + s.duration; }
+// Calls f(segment, start, end) on each segment of fused op `op`, which started at `start`, in
+// order; `ends`: its entries in Timeline::seg_end. Returns where its last segment ended.
+template <class F>
+Time each_segment(const Program& p, const Op& op, Time start, const Time* ends, F&& f) {
+  for (const Segment* s = p.segments.data() + op.seg_first; s != p.segments.data() + op.seg_first + op.seg_count; ++s) {
+    const Time end = *ends >= 0 ? *ends : start + s->duration;
+    ++ends;
+    f(*s, start, end);
+    start = end;
+  }
+  return start;
+}
 
 }  // namespace parasim

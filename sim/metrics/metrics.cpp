@@ -171,19 +171,15 @@ struct Window {
 // The compute stream's busy set takes the op whole: its segments follow one another without a gap.
 void add_fused(const Program& p, const Op& op, Time start, const Time* seg_ends, double count, Flops& flops,
                std::array<Time, kPhases>& phase, RankIntervals& iv, Window& window) {
-  Time from = start;
-  for (const Segment* s = p.segments.data() + op.seg_first; s != p.segments.data() + op.seg_first + op.seg_count; ++s) {
-    const Time end = segment_end(*seg_ends++, from, *s);
-    if (s->model_flops != 0 || s->hw_flops != 0) flops.add(s->phase, s->model_flops * count, s->hw_flops * count);
-    phase[static_cast<size_t>(s->phase)] += end - from;
-    if (const int k = kind_of(s->phase); k >= 0) iv.on_compute[static_cast<size_t>(k)] += time_to_seconds(end - from);
-    else iv.compute_work.add({from, end});
-    if (pipeline_work(s->phase)) window.add({from, end});
-    from = end;
-  }
-  iv.compute.add({start, from});
+  const Time end = each_segment(p, op, start, seg_ends, [&](const Segment& s, Time from, Time to) {
+    if (s.model_flops != 0 || s.hw_flops != 0) flops.add(s.phase, s.model_flops * count, s.hw_flops * count);
+    phase[static_cast<size_t>(s.phase)] += to - from;
+    if (const int k = kind_of(s.phase); k >= 0) iv.on_compute[static_cast<size_t>(k)] += time_to_seconds(to - from);
+    else iv.compute_work.add({from, to});
+    if (pipeline_work(s.phase)) window.add({from, to});
+  });
+  iv.compute.add({start, end});
 }
-
 }  // namespace
 
 double union_length(Intervals iv, Time lo, Time hi) {

@@ -22,13 +22,8 @@ TimePartition partition_time(const Program& p, const Timeline& t, const Result& 
       add(op, op.stream, op.phase, t.start[i], t.end[i]);
       continue;
     }
-    Time from = t.start[i];
-    for (std::int32_t k = 0; k < op.seg_count; ++k) {
-      const Segment& s = p.segments[static_cast<size_t>(op.seg_first + k)];
-      const Time end = segment_end(*seg_end++, from, s);
-      add(op, Stream::Compute, s.phase, from, end);
-      from = end;
-    }
+    each_segment(p, op, t.start[i], seg_end, [&](const Segment& s, Time from, Time to) { add(op, Stream::Compute, s.phase, from, to); });
+    seg_end += op.seg_count;
   }
   out.exposed_s = r.breakdown.count("comm_exposed_s") ? r.breakdown.at("comm_exposed_s") : 0.0;
   out.idle_s = r.breakdown.count("idle_s") ? r.breakdown.at("idle_s") : 0.0;

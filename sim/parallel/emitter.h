@@ -8,9 +8,7 @@
 #include <functional>
 #include <map>
 #include <string>
-#include <type_traits>
 #include <stdexcept>
-#include <new>
 #include <utility>
 #include <vector>
 
@@ -178,23 +176,14 @@ class Emitter {
     double seconds = 0, flops = 0, hw = 0;
     MemDelta start, end;
   };
-  // Up to eight ops, in storage left uninitialized until each is added (the layer's ops are built
-  // on every layer that is not fused, so building them costs what emitting them does).
-  class LayerOps {
-   public:
+  // A layer's ops collected (the first layer of a fused op's key): up to eight.
+  struct LayerOps {
+    std::array<SegOp, 8> ops;
     int n = 0;
     void between() {}
-    void add(const SegOp& o) {
-      if (n == kMax) throw std::logic_error("a layer with more than eight ops");
-      new (raw_ + static_cast<size_t>(n++) * sizeof(SegOp)) SegOp(o);
-    }
-    const SegOp& operator[](int i) const { return *std::launder(reinterpret_cast<const SegOp*>(raw_ + static_cast<size_t>(i) * sizeof(SegOp))); }
+    void add(const SegOp& o) { ops.at(static_cast<size_t>(n++)) = o; }
+    const SegOp& operator[](int i) const { return ops[static_cast<size_t>(i)]; }
     bool fusible() const;
-
-   private:
-    static constexpr int kMax = 8;
-    static_assert(std::is_trivially_copyable_v<SegOp> && std::is_trivially_destructible_v<SegOp>);
-    alignas(SegOp) unsigned char raw_[kMax * sizeof(SegOp)];
   };
 
   // Whether layer l of a chunk replays its forward in backward (full recompute).
