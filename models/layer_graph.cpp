@@ -105,6 +105,7 @@ void layer_kernels::add_gemm_bwd(Block& b, const Kernel& f, std::int64_t input_g
     k.ffn = f.ffn;
     k.sixteen_bit = f.sixteen_bit;
     k.batch = f.batch;
+    k.scale = f.scale;
     k.flops *= static_cast<double>(f.batch);
     k.model_flops *= static_cast<double>(f.batch);
     b.kernels.push_back(std::move(k));
@@ -350,15 +351,17 @@ MoeLaunches moe_launches(const LayerShape& sh, std::int64_t local_experts) {
 }
 
 // The MLP block of a mixture-of-experts layer on one rank, as Megatron-Core runs it with the
-// all-to-all token dispatcher and balanced routing. The rank routes T_r tokens: its microbatch's T
+// all-to-all token dispatcher. The rank routes T_r tokens: its microbatch's T
 // (the experts split over etp = tp ranks, which all see the tokens of their tensor-parallel group,
 // like a dense MLP), or T / tp (etp = 1: the experts whole, the layer on its sequence-parallel
 // share). Forward, bytes per element of e bytes:
 //   norm2, then the router: a [T_r, h] x [h, E] GEMM (16-bit under FP8 recipes) and its softmax
 //   and top-k over the E logits (read the logits, write and re-read their fp32 scores: e + 8 B
-//   per logit); permute gathers each token's k copies into expert order (read + write T_r k h);
+//   per logit); permute gathers each token's k copies into expert order (read + write T_r k h, k
+//   times sh.moe_sent when capacity drops or pads them);
 //   all-to-all dispatch to the experts' ranks; the local E/ep experts' fc1 and fc2 as grouped GEMMs
-//   of T_r k ep / E tokens each (balanced), the activation between them; all-to-all combine back;
+//   of T_r k ep / E tokens each (times sh.moe_busiest: the busiest rank's, routing and capacity as
+//   sim/parallel/moe_routing.h sets them), the activation between them; all-to-all combine back;
 //   unpermute sums each token's k weighted copies (read T_r k h, write T_r h); the residual add.
 // Backward mirrors it: unpermute's backward reads the output gradient and the saved expert outputs
 // (for the routing weights' gradient) and writes the k gradient copies (1 + 2k per T_r h); the
@@ -374,9 +377,12 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   const std::int64_t ff = m.moe->expert_ffn_hidden / sh.etp;
   const std::int64_t local_experts = E / sh.ep;
   const double Tr = static_cast<double>(T_r), hd = static_cast<double>(h), Ed = static_cast<double>(E), kd = static_cast<double>(k);
-  const double copies = Tr * kd;  // routed token copies leaving (and returning to) this rank
+  const double copies = Tr * kd * sh.moe_sent;  // routed token copies leaving (and returning to) this rank
   const auto per_expert = std::max<std::int64_t>(1, std::llround(copies * static_cast<double>(sh.ep) / Ed));
-  g.ep_message_bytes = sh.ep > 1 ? copies * hd * e : 0.0;
+  // The busiest rank (every rank waits for it at the combine): its experts' work over the mean
+  // expert's, and what it receives in each all-to-all, priced as every rank's.
+  const double busiest = sh.moe_busiest / sh.moe_sent;
+  g.ep_message_bytes = sh.ep > 1 ? Tr * kd * sh.moe_busiest * hd * e : 0.0;
   g.mlp_tp_comm = !sp_tokens;
 
   Block& mf = g.mlp_fwd;
@@ -391,12 +397,13 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
                       FfnStep::Up);
   Kernel fc2 = tagged(LayerModule::Experts, grouped_gemm("experts.down", local_experts, per_expert, h, ff), FfnStep::Down);
   fc1.launches = fc2.launches = ml.expert_gemm;
-  const double rows = static_cast<double>(per_expert * local_experts);
+  fc1.scale = fc2.scale = busiest;
+  const double rows = static_cast<double>(per_expert * local_experts) * busiest;
   const double ffb = rows * static_cast<double>(ff) * e;
   const std::string act_name = glu ? "experts.swiglu" : "experts.gelu";
   // The forward's fc1 also launches the expert offsets' kernels (its backward GEMMs do not).
   add_ffn_fwd(mf, launched(fc1, ml.expert_gemm + ml.expert_offsets), fc2, act_name, glu, ffb, ml.activation);
-  mf.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.unpermute", (kd + 1) * Tr * hd * e)), ml.unpermute));
+  mf.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.unpermute", (copies + Tr) * hd * e)), ml.unpermute));
   // Shared experts: one dense MLP (all shared experts fused, width S split like the experts over
   // etp) on the same T_r tokens beside the routed ones, its output added to theirs.
   const std::int64_t S = m.moe->shared_expert_ffn_hidden / sh.etp;
@@ -414,10 +421,10 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   Block& mb = g.mlp_bwd;
   mb.kernels.push_back(mem("residual2.bwd", 3 * act, true));
   if (m.dropout) mb.kernels.push_back(mem("dropout2.bwd", drop_b, true));
-  mb.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.unpermute.bwd", (1 + 2 * kd) * Tr * hd * e, true)), ml.unpermute_bwd));
+  mb.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.unpermute.bwd", (Tr + 2 * copies) * hd * e, true)), ml.unpermute_bwd));
   add_ffn_bwd(mb, fc1, fc2, act_name, glu, ffb, m.bias, rows, rows, hd, e, ml.activation_bwd);
   if (S > 0) add_ffn_bwd(mb, sfc1, sfc2, sact_name, glu, sffb, m.bias, Tr, Tr, hd, e);
-  mb.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.permute.bwd", (kd + 1) * Tr * hd * e, true)), ml.permute_bwd));
+  mb.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.permute.bwd", (copies + Tr) * hd * e, true)), ml.permute_bwd));
   mb.kernels.push_back(launched(tagged(LayerModule::Router, mem("router.softmax_topk.bwd", (e + 8) * Tr * Ed, true)), ml.router_bwd));
   add_gemm_bwd(mb, router);
   add_norm(mb, "norm2", act_elems, e, sh, true, LayerModule::BlockNorm);
@@ -707,8 +714,9 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
       const std::int64_t rows = k.m * k.batch;
       // A grouped GEMM quantizes each expert's rows apart unless the recipe has a fused kernel.
       const std::int64_t n = sh.fp8_quantize_launches * (sh.fp8_grouped_quantize_fused ? 1 : k.batch);
-      fwd->kernels.push_back(launched(fp8_cast(k, ".fp8_cast", rows, k.k, false, sh.fp8_cast_bytes), n));     // input x [M, K]
-      bwd->kernels.push_back(launched(fp8_cast(k, ".fp8_cast.bwd", rows, k.n, true, sh.fp8_cast_bytes), n));  // grad y [M, N]
+      // (The busiest MoE rank's rows: k.scale.)
+      fwd->kernels.push_back(launched(fp8_cast(k, ".fp8_cast", rows, k.k, false, sh.fp8_cast_bytes * k.scale), n));     // input x [M, K]
+      bwd->kernels.push_back(launched(fp8_cast(k, ".fp8_cast.bwd", rows, k.n, true, sh.fp8_cast_bytes * k.scale), n));  // grad y [M, N]
     }
   }
   return g;

@@ -87,6 +87,10 @@ struct Kernel {
   // sim/host_launch.h), set where the kernel is built from LayerShape::eager_launches and the FP8
   // recipe; the sources are named there (models/layer_graph.cpp).
   std::int64_t launches = 1;
+  // An MoE layer's expert GEMMs are shaped as the mean expert's; the busiest expert-parallel rank's
+  // work over that shape (LayerShape::moe_busiest / moe_sent, sim/parallel/moe_routing.h) scales
+  // their time. FLOPs stay the shape's: the other ranks do less and wait for it.
+  double scale = 1;
 };
 
 struct Block {
@@ -108,6 +112,11 @@ struct LayerShape {
     const std::int64_t t = micro_batch * (seq_len / cp);
     return etp == 1 && tp > 1 ? t / tp : t;
   }
+  // Routed token copies a rank permutes and sends, over moe_tokens() x top_k, and those the busiest
+  // expert-parallel rank's experts compute and receive, over the balanced mean: routing, capacity
+  // and padding (sim/parallel/moe_routing.h MoeLoad).
+  double moe_sent = 1;
+  double moe_busiest = 1;
   bool sequence_parallel = false;
   std::int64_t micro_batch = 1;
   std::int64_t seq_len = 2048;

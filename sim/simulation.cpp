@@ -39,10 +39,32 @@ LayerShape layer_shape(const Scenario& sc) {
   sh.eager_launches = sc.training.launch_impl == LaunchImpl::Eager;
   sh.fp8_quantize_launches = fp8_quantize_launches(sc.training.fp8_recipe);
   sh.fp8_grouped_quantize_fused = fp8_grouped_quantize_fused(sc.training.fp8_recipe);
+  if (sc.model.moe) {
+    const MoeLoad load = moe_load(sc.model.moe->experts, sc.model.moe->top_k, sh.moe_tokens(), sh.ep, sc.training.moe_routing, sc.moe_rank_draw);
+    sh.moe_sent = load.sent;
+    sh.moe_busiest = load.busiest;
+  }
   return sh;
 }
 
 namespace {
+
+// How the scenario's MoE layers route (sim/parallel/moe_routing.h), for the notes.
+std::string moe_routing_note(const Scenario& sc) {
+  const LayerShape sh = layer_shape(sc);
+  const MoeRouting& r = sc.training.moe_routing;
+  std::string note = r.load_ratio > 0
+                         ? fmt::format("MoE: the busiest of {} expert-parallel ranks receives {:g}x the mean routed tokens (training.moe_load_ratio)",
+                                       sh.ep, r.load_ratio)
+                         : fmt::format("MoE: routing taken as balanced by force, each token's experts drawn at random as benchmarks run it "
+                                       "(Megatron's moe_router_force_load_balancing): the busiest of {} expert-parallel ranks receives {:.4f}x "
+                                       "the mean; a trained router is more uneven (training.moe_load_ratio sets your run's)",
+                                       sh.ep, forced_balance_ratio(sc.model.moe->experts, sc.model.moe->top_k, sh.moe_tokens(), sh.ep, sc.moe_rank_draw));
+  if (r.capacity_factor > 0)
+    note += fmt::format("; capacity factor {:g}{}: the experts compute {:.4f}x the mean, each rank sends {:.4f}x its tokens x top_k", r.capacity_factor,
+                        r.pad_to_capacity ? ", padded" : "", sh.moe_busiest, sh.moe_sent);
+  return note + "; every rank of the group waits for the busiest at the combine";
+}
 
 // The host thread is modelled with a launch cost, unless the whole step is one CUDA graph.
 bool host_modelled(const Scenario& s) {
@@ -262,9 +284,7 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
                   "; name the framework that runs the job (\"stack\", `parasim list stacks`); `parasim stack compare " + sc.file +
                   "` shows how much each stack changes the step");
   }
-  if (sc.model.moe)
-    w.push_back("MoE: routing taken as balanced (every expert gets tokens x top_k / experts), as benchmarks that force balance "
-                "run it; real routing is uneven and the busiest expert sets the pace");
+  if (sc.model.moe) w.push_back(moe_routing_note(sc));
   // Layouts that run but that real jobs regret: tensor parallelism over the inter-node network, and
   // a fit so tight that allocator fragmentation or a longer sequence goes out of memory.
   const Layout layout = make_layout(sc);  // the TP groups' real placement under the rank order

@@ -21,7 +21,7 @@ namespace {
 // plain GEMMs.
 double gemm_seconds(const CostModel& c, const Kernel& k, bool* measured = nullptr) {
   if (k.head_dim > 0) return c.attention_gemm_s(k.m, k.n, k.k, k.batch, k.head_dim, measured);
-  if (k.module == LayerModule::Experts) return c.expert_gemm_s(k.m, k.n, k.k, k.batch, measured, k.sixteen_bit);
+  if (k.module == LayerModule::Experts) return k.scale * c.expert_gemm_s(k.m, k.n, k.k, k.batch, measured, k.sixteen_bit);
   return k.sixteen_bit ? c.gemm16_s(k.m, k.n, k.k, k.batch, measured) : c.gemm_s(k.m, k.n, k.k, k.batch, measured);
 }
 }  // namespace

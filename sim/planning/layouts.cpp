@@ -149,6 +149,12 @@ double memory_lower_bound(const Scenario& base, const PlanLayout& l, const Sched
   shape.ep = l.ep;
   shape.etp = etp;
   shape.micro_batch = l.micro_batch;
+  if (m.moe) {
+    // Without the busiest rank's random excess (draw 0): a lower bound on the layout's own.
+    const MoeLoad load = moe_load(m.moe->experts, m.moe->top_k, shape.moe_tokens(), l.ep, base.training.moe_routing, 0.0);
+    shape.moe_sent = load.sent;
+    shape.moe_busiest = load.busiest;
+  }
   const ActivationBytes act = activation_bytes(m, shape, l.recompute);
   const std::int64_t microbatches = base.training.global_batch / (l.micro_batch * l.dp);
   const std::int64_t in_flight = schedule_def(schedules, l.schedule).warmup_holds_stages ? std::min(l.pp, microbatches) : 1;
@@ -488,6 +494,8 @@ PlanResult run_plan(const PlanJob& job, const std::string& data_dir, const Regis
   loaded.models.emplace(job.model, load_zoo_model(data_dir, job.model, job.base_file + ": /model"));
   loaded.profiles.emplace(job.gpu, load_profile(data_dir, job.gpu, job.base_file + ": /cluster/gpu"));
   loaded.expected_max_draws.emplace(base.cluster.gpus(), expected_max_standard_normal(base.cluster.gpus()));
+  for (const PlanLayout& l : layouts)  // the busiest expert-parallel rank's draw (sim/parallel/moe_routing.h)
+    if (l.ep > 1 && !loaded.expected_max_draws.contains(l.ep)) loaded.expected_max_draws.emplace(l.ep, expected_max_standard_normal(l.ep));
   const bool distributed = opt.distribution && opt.distribution->parts > 1;
   if (job.search_top > 0 && !distributed) {
     res.evaluated = bound_search(job, data_dir, reg, layouts, opt, loaded);

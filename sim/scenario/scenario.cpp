@@ -117,6 +117,12 @@ TrainingSpec parse_training(const JsonObject& o) {
   if (t.cuda_graph_impl == CudaGraphImpl::FullIteration && !t.cuda_graph_scope.empty())
     o.fail("cuda_graph_scope", "must be empty with cuda_graph_impl \"full_iteration\" (the whole step is one graph)");
   t.launch_impl = parse_enum(o, "launch_impl", launch_impls(), LaunchImpl::MegatronTe);
+  t.moe_routing.load_ratio = o.number("moe_load_ratio", 1, 1e6, 0);
+  t.moe_routing.capacity_factor = o.number("moe_capacity_factor", 1e-6, 1e6, 0);
+  t.moe_routing.pad_to_capacity = o.boolean("moe_pad_to_capacity", false);
+  if (t.moe_routing.pad_to_capacity && t.moe_routing.capacity_factor == 0)
+    o.fail("moe_pad_to_capacity", "needs moe_capacity_factor: the experts are padded to their capacity (Megatron-Core: "
+                                  "moe_expert_capacity_factor must be set to use moe_pad_expert_input_to_capacity)");
   t.make_vocab_size_divisible_by = o.integer("make_vocab_size_divisible_by", 1, 1 << 20, 1);
   t.fp8_recipe = parse_enum(o, "fp8_recipe", fp8_recipes(), Fp8Recipe::Delayed);
   if (t.dtype != Dtype::Fp8 && o.has("fp8_recipe"))
@@ -320,6 +326,17 @@ void validate(const Scenario& s, const JsonObject& root) {
       fail(par + "/ep", "expert parallelism needs a Megatron-style schedule (ddp or a pipeline schedule), not \"dataparallel\"");
     if (p.ep > 1 && p.order != kMegatronOrder)
       fail(par + "/order", "expert parallelism is modelled with Megatron's default rank order tp-cp-dp-pp");
+    if (const double most = max_load_ratio(m.moe->experts, m.moe->top_k, p.ep); t.moe_routing.load_ratio > most)
+      fail("/training/moe_load_ratio", fmt::format("{:g} is more than the busiest of ep = {} ranks can receive: {:g} times the mean, each "
+                                                   "token reaching at most min(top_k, experts / ep) of a rank's experts",
+                                                   t.moe_routing.load_ratio, p.ep, most));
+    if (t.moe_routing.pad_to_capacity && p.moe_dispatcher == MoeDispatcher::DeepEp)
+      fail("/training/moe_pad_to_capacity", "Megatron-Core's flex dispatcher with the deepep backend does not pad the experts' input "
+                                            "to capacity (transformer_config.py); use moe_dispatcher \"alltoall\"");
+  } else {
+    for (const char* key : {"moe_load_ratio", "moe_capacity_factor", "moe_pad_to_capacity"})
+      if (root.object("training").has(key))
+        fail(std::string("/training/") + key, "routes a mixture-of-experts layer's tokens, but the model has no experts (model.moe)");
   }
   if (t.seq_len % p.cp != 0) fail(par + "/cp", "seq_len (" + itos(t.seq_len) + ") must be divisible by cp (" + itos(p.cp) + ")");
   if (t.mtp_layers > 0 && (p.fsdp || p.zero_stage >= 2 || p.schedule == Schedule::DataParallel))
@@ -491,6 +508,13 @@ const T* find_loaded(const std::map<std::string, T>& m, const std::string& name)
   const auto it = m.find(name);
   return it == m.end() ? nullptr : &it->second;
 }
+// expected_max_standard_normal(n), from the planner's table when it has it (a quadrature, 0.15 ms).
+double expected_max_draw(const LoadedData* loaded, std::int64_t n) {
+  if (loaded)
+    if (const auto it = loaded->expected_max_draws.find(n); it != loaded->expected_max_draws.end()) return it->second;
+  return expected_max_standard_normal(n);
+}
+
 }  // namespace
 
 Scenario parse_scenario(const Json& given, const std::string& file, const std::string& data_dir, const LoadedData* loaded) {
@@ -526,10 +550,7 @@ Scenario parse_scenario(const Json& given, const std::string& file, const std::s
   // prvalue, which copies the profile twice (a plan parses a scenario per layout).
   if (known_gpu) s.profile = *known_gpu;
   else s.profile = load_profile(data_dir, gpu_is_path ? relative_to_file(file, s.cluster.gpu) : s.cluster.gpu, file + ": /cluster/gpu");
-  if (s.profile.gpu_speed_spread.value > 0) {
-    const auto drawn = loaded ? loaded->expected_max_draws.find(s.cluster.gpus()) : std::map<std::int64_t, double>::const_iterator{};
-    s.slowest_gpu.draw = loaded && drawn != loaded->expected_max_draws.end() ? drawn->second : expected_max_standard_normal(s.cluster.gpus());
-  }
+  if (s.profile.gpu_speed_spread.value > 0) s.slowest_gpu.draw = expected_max_draw(loaded, s.cluster.gpus());
   // Unstated network: the profile's reference node (e.g. DGX A100: 8 x HDR 200 Gb/s).
   if (s.cluster.nics_per_node == 0) s.cluster.nics_per_node = static_cast<std::int64_t>(s.profile.node_nics.value);
   if (s.cluster.nic_gbps == 0) s.cluster.nic_gbps = s.profile.node_nic_gbps.value;
@@ -564,6 +585,7 @@ Scenario parse_scenario(const Json& given, const std::string& file, const std::s
   } catch (const ConfigError& e) {
     throw ConfigError(std::string(e.what()) + stack_blame(s));
   }
+  if (s.model.moe && s.parallel.ep > 1) s.moe_rank_draw = expected_max_draw(loaded, s.parallel.ep);
   // Megatron's padded vocabulary (validate() has checked tp): every consumer of model.vocab
   // (parameters, embedding, logits GEMMs, loss, FLOPs) then sees the table that actually runs.
   if (const std::int64_t mult = s.training.make_vocab_size_divisible_by * s.parallel.tp; s.training.make_vocab_size_divisible_by > 1)
@@ -631,6 +653,9 @@ Json Scenario::resolved() const {
   for (CudaGraphScope g : training.cuda_graph_scope) j["training"]["cuda_graph_scope"].push_back(name_of(g));
   if (training.cuda_graph_impl != CudaGraphImpl::TransformerEngine) j["training"]["cuda_graph_impl"] = name_of(training.cuda_graph_impl);
   if (training.launch_impl != LaunchImpl::MegatronTe) j["training"]["launch_impl"] = name_of(training.launch_impl);
+  if (training.moe_routing.load_ratio > 0) j["training"]["moe_load_ratio"] = training.moe_routing.load_ratio;
+  if (training.moe_routing.capacity_factor > 0) j["training"]["moe_capacity_factor"] = training.moe_routing.capacity_factor;
+  if (training.moe_routing.pad_to_capacity) j["training"]["moe_pad_to_capacity"] = true;
   Json pj = {{"dp", parallel.dp}, {"tp", parallel.tp}, {"pp", parallel.pp}, {"vpp", parallel.vpp}, {"cp", parallel.cp},
              {"cp_impl", name_of(parallel.cp_impl)}, {"ep", parallel.ep}, {"etp", parallel.expert_tp()},
              {"schedule", name_of(parallel.schedule)}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", name_of(parallel.recompute)},

@@ -13,6 +13,7 @@
 #include "models/model.h"
 #include "models/recompute.h"
 #include "sim/config/json_reader.h"
+#include "sim/parallel/moe_routing.h"
 #include "sim/scenario/choices.h"
 #include "sim/scenario/stack.h"
 
@@ -129,6 +130,10 @@ struct TrainingSpec {
   // (models/layer_graph.h Kernel::launches), and, for eager PyTorch's MoE layer, the host's wait
   // for the token counts before the experts.
   LaunchImpl launch_impl = LaunchImpl::MegatronTe;
+  // Mixture-of-experts routing (sim/parallel/moe_routing.h): the busiest expert-parallel rank's
+  // load when measured (moe_load_ratio; absent: balanced by force, as the benchmarks run it), the
+  // experts' capacity (moe_capacity_factor; absent: dropless) and padding to it (moe_pad_to_capacity).
+  MoeRouting moe_routing;
   // Megatron-LM pads the vocabulary of its embedding and output layers to a multiple of this
   // times tp (--make-vocab-size-divisible-by, default 128 there; _vocab_size_with_padding), so
   // each tensor-parallel shard of the logits has an aligned width. 1 (the default here) keeps
@@ -284,6 +289,9 @@ struct Scenario {
   ParallelSpec parallel;
   Profile profile;
   SlowestGpu slowest_gpu;  // the job's slowest GPU under the profile's speed spread, for the cost model
+  // E[max of ep standard normal draws], for the busiest expert-parallel rank (sim/parallel/moe_routing.h);
+  // 0 without expert parallelism.
+  double moe_rank_draw = 0;
   NetworkKind network = NetworkKind::Analytical;
   std::string trace_path;               // outputs.trace: write a Chrome trace here (relative to the scenario file)
   // The framework stack the scenario names ("" = none: parasim's defaults), and where each
@@ -314,7 +322,7 @@ struct Scenario {
 struct LoadedData {
   std::map<std::string, ModelSpec> models;
   std::map<std::string, Profile> profiles;
-  std::map<std::int64_t, double> expected_max_draws;  // expected_max_standard_normal by GPU count
+  std::map<std::int64_t, double> expected_max_draws;  // expected_max_standard_normal by count (GPUs, expert-parallel ranks)
 };
 
 // Parses and validates; every error names the file and JSON pointer. A model or profile named in

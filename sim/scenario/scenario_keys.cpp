@@ -141,6 +141,14 @@ const std::vector<ScenarioKey>& scenario_keys() {
        "Megatron `--cuda-graph-impl`"},
       {"/training/launch_impl", "choice", "\"megatron-te\"",
        "Whose modules issue the kernels: the real launches behind each priced kernel (with host_launch_us).", "none (framework)"},
+      {"/training/moe_load_ratio", "number >= 1", "none",
+       "MoE: the busiest expert-parallel rank's routed tokens over the mean, per layer, as measured (none: routing balanced by force, "
+       "each token's experts drawn at random).",
+       "Megatron `--moe-router-force-load-balancing` (absent here) or your run's tokens per expert"},
+      {"/training/moe_capacity_factor", "number > 0", "none", "MoE: each expert keeps at most this times the mean of a rank's tokens; "
+       "the rest are dropped (none: dropless).", "Megatron `--moe-expert-capacity-factor`"},
+      {"/training/moe_pad_to_capacity", "boolean", "false", "MoE: every expert's input padded to its capacity (needs moe_capacity_factor).",
+       "Megatron `--moe-pad-expert-input-to-capacity`"},
       {"/training/make_vocab_size_divisible_by", "integer >= 1", "1", "The vocabulary is padded to a multiple of this times tp.",
        "Megatron `--make-vocab-size-divisible-by` (Megatron's default is 128)"},
       {"/training/fp8_recipe", "choice", "\"delayed\"", "With dtype \"fp8\": the scaling recipe.",

@@ -3,6 +3,7 @@
 // the framework runs, names its stack, lists what it could not map, and the scenario loads and runs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -75,6 +76,25 @@ TEST(FrameworkImport, MegatronTokenDispatcher) {
   EXPECT_EQ(disp({"--moe-flex-dispatcher-backend", "hybridep"}), "(absent)");
   EXPECT_EQ(disp({"--moe-token-dispatcher-type", "alltoall"}), "(absent)");
   EXPECT_THROW(disp({"--moe-token-dispatcher-type", "allgather"}), ConfigError);
+}
+
+TEST(FrameworkImport, MegatronTokenDropping) {
+  // --moe-expert-capacity-factor (negative: Megatron's "none") and padding to it; without
+  // --moe-router-force-load-balancing the router is trained, which the import notes.
+  const ImportResult r = import_megatron({"--moe-expert-capacity-factor", "1.25", "--moe-pad-expert-input-to-capacity"},
+                                         on("h100-sxm5-80g", 2, "qwen3-30b-a3b"));
+  EXPECT_EQ(r.scenario["training"]["moe_capacity_factor"], 1.25);
+  EXPECT_EQ(r.scenario["training"]["moe_pad_to_capacity"], true);
+  const auto noted = [](const ImportResult& x) {
+    return std::any_of(x.notes.begin(), x.notes.end(), [](const std::string& n) { return n.find("moe_load_ratio") != std::string::npos; });
+  };
+  EXPECT_TRUE(noted(r));
+  const ImportResult forced = import_megatron({"--moe-expert-capacity-factor", "-1", "--moe-router-force-load-balancing"},
+                                              on("h100-sxm5-80g", 2, "qwen3-30b-a3b"));
+  EXPECT_FALSE(forced.scenario["training"].contains("moe_capacity_factor"));
+  EXPECT_FALSE(noted(forced));
+  EXPECT_TRUE(forced.unmapped.empty());
+  EXPECT_THROW(import_megatron({"--moe-expert-capacity-factor", "lots"}, on("h100-sxm5-80g", 2, "qwen3-30b-a3b")), ConfigError);
 }
 
 TEST(FrameworkImport, DeepSpeedConfig) {

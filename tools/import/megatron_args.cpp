@@ -2,6 +2,7 @@
 // megatron-core@0.8 (or --stack). Each option maps to one scenario field; options with no effect
 // on a training step's time or memory (data, checkpoints, learning rate, logging) are skipped and
 // counted; the rest are reported by name.
+#include <cmath>
 #include <functional>
 #include <map>
 #include <set>
@@ -29,6 +30,16 @@ std::int64_t to_int(const std::string& opt, const std::string& v) {
   } catch (const std::exception&) {
   }
   throw ConfigError(opt + ": expected an integer, got \"" + v + "\"");
+}
+
+double to_number(const std::string& opt, const std::string& v) {
+  try {
+    size_t used = 0;
+    const double x = std::stod(v, &used);
+    if (used == v.size() && std::isfinite(x)) return x;
+  } catch (const std::exception&) {
+  }
+  throw ConfigError(opt + ": expected a number, got \"" + v + "\"");
 }
 
 ArgHandler set_int(const char* section, const char* key) {
@@ -79,14 +90,20 @@ const std::map<std::string, ArgHandler>& valued() {
          if (v != "deepep" && v != "hybridep") throw ConfigError("--moe-flex-dispatcher-backend: \"" + v + "\" is not modelled (deepep, hybridep)");
          a.sc["_moe_flex_backend"] = v;
        }},
+      // Token dropping (megatron/core/transformer/moe/moe_utils.py apply_router_token_dropping); a
+      // negative factor is Megatron's "none" (transformer_config.py).
+      {"moe-expert-capacity-factor",
+       [](Args& a, const std::string& v) {
+         if (const double f = to_number("--moe-expert-capacity-factor", v); f > 0) a.t()["moe_capacity_factor"] = f;
+       }},
       {"moe-ffn-hidden-size", [](Args& a, const std::string& v) { a.m()["moe"]["expert_ffn_hidden"] = to_int("--moe-ffn-hidden-size", v); }},
       {"position-embedding-type",
        [](Args& a, const std::string& v) {
          if (v != "rope" && v != "learned_absolute" && v != "none") throw ConfigError("--position-embedding-type: \"" + v + "\" is not modelled");
          a.m()["position_embedding"] = v == "learned_absolute" ? name_of(PositionEmbedding::Learned) : v;
        }},
-      {"hidden-dropout", [](Args& a, const std::string& v) { a.sc["_dropout"]["hidden"] = std::stod(v) > 0; }},
-      {"attention-dropout", [](Args& a, const std::string& v) { a.sc["_dropout"]["attention"] = std::stod(v) > 0; }},
+      {"hidden-dropout", [](Args& a, const std::string& v) { a.sc["_dropout"]["hidden"] = to_number("--hidden-dropout", v) > 0; }},
+      {"attention-dropout", [](Args& a, const std::string& v) { a.sc["_dropout"]["attention"] = to_number("--attention-dropout", v) > 0; }},
       {"normalization", [](Args& a, const std::string& v) { a.m()["norm"] = name_of(v == "RMSNorm" ? NormKind::RmsNorm : NormKind::LayerNorm); }},
       {"recompute-granularity", [](Args& a, const std::string& v) { a.p()["recompute"] = v; }},
       {"recompute-method",
@@ -121,6 +138,9 @@ const std::map<std::string, ArgHandler>& flags() {
       {"group-query-attention", [](Args&, const std::string&) {}},
       {"use-rotary-position-embeddings", [](Args& a, const std::string&) { a.m()["position_embedding"] = name_of(PositionEmbedding::Rope); }},
       {"sequence-parallel", set_bool("parallel", "sequence_parallel", true)},
+      {"moe-pad-expert-input-to-capacity", set_bool("training", "moe_pad_to_capacity", true)},
+      // Random routing (router.py apply_random_logits): parasim's default, training.moe_load_ratio unset.
+      {"moe-router-force-load-balancing", [](Args& a, const std::string&) { a.sc["_moe_forced"] = true; }},
       {"use-distributed-optimizer", [](Args& a, const std::string&) { a.p()["zero_stage"] = 1; }},
       {"overlap-grad-reduce", set_bool("parallel", "overlap_grad_reduce", true)},
       {"tp-comm-overlap", set_bool("parallel", "tp_comm_overlap", true)},
@@ -207,6 +227,12 @@ ImportResult import_megatron(const std::vector<std::string>& args, const ImportO
   apply_model_option(r.scenario, o);
   finish_layout(r.scenario, r.scenario.value("_layers_per_virtual_stage", 0), o.data_dir);
   r.scenario.erase("_layers_per_virtual_stage");
+  const Json& model = r.scenario["model"];
+  const bool moe = model.is_string() ? load_zoo_model(o.data_dir, model.get<std::string>(), "--model").moe.has_value() : model.contains("moe");
+  if (moe && !r.scenario.value("_moe_forced", false))
+    r.notes.push_back("no --moe-router-force-load-balancing: the router is trained, and more uneven than the random routing priced; "
+                      "set training.moe_load_ratio to the busiest expert-parallel rank's routed tokens over the mean from your run");
+  r.scenario.erase("_moe_forced");
   if (skipped > 0) r.notes.push_back(std::to_string(skipped) + " options with no effect on a step's time or memory skipped");
   return r;
 }

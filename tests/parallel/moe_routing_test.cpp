@@ -1,0 +1,152 @@
+// MoE routing (sim/parallel/moe_routing.h): the busiest expert-parallel rank under random routing
+// against drawing the routings, Megatron-Core's capacity and padding, and what each changes in a step.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "../test_util.h"
+#include "sim/parallel/moe_routing.h"
+
+namespace parasim {
+namespace {
+
+// Mean over `trials` of the busiest rank's routed copies over the mean, each of ep x tokens tokens
+// drawing top_k distinct experts uniformly (random logits' top-k), E / ep experts per rank.
+double simulated_busiest(std::int64_t E, std::int64_t k, std::int64_t tokens, std::int64_t ep, int trials) {
+  std::mt19937_64 rng(12345);
+  std::vector<std::int64_t> experts(static_cast<size_t>(E));
+  std::vector<std::int64_t> per_rank(static_cast<size_t>(ep));
+  const std::int64_t held = E / ep;
+  const double mean = static_cast<double>(ep * tokens * k) / static_cast<double>(ep);
+  double sum = 0;
+  for (int t = 0; t < trials; ++t) {
+    std::fill(per_rank.begin(), per_rank.end(), 0);
+    for (std::int64_t tok = 0; tok < ep * tokens; ++tok) {
+      std::iota(experts.begin(), experts.end(), 0);
+      for (std::int64_t i = 0; i < k; ++i) {  // a partial Fisher-Yates shuffle: k distinct experts
+        std::uniform_int_distribution<std::int64_t> pick(i, E - 1);
+        std::swap(experts[static_cast<size_t>(i)], experts[static_cast<size_t>(pick(rng))]);
+        ++per_rank[static_cast<size_t>(experts[static_cast<size_t>(i)] / held)];
+      }
+    }
+    sum += static_cast<double>(*std::max_element(per_rank.begin(), per_rank.end())) / mean;
+  }
+  return sum / trials;
+}
+
+TEST(MoeRouting, RandomRoutingsBusiestRankMatchesItsClosedForm) {
+  for (const auto& [E, k, tokens, ep] : {std::tuple{32, 4, 256, 8}, {64, 8, 128, 4}, {16, 2, 512, 16}}) {
+    const double expected = forced_balance_ratio(E, k, tokens, ep, expected_max_standard_normal(ep));
+    const double drawn = simulated_busiest(E, k, tokens, ep, 1500);
+    EXPECT_GT(expected, 1.0);
+    EXPECT_NEAR(expected - 1, drawn - 1, 0.05 * (drawn - 1)) << E << " " << k << " " << ep;
+  }
+}
+
+TEST(MoeRouting, TwoRanksExpectTheHalfNormalExcess) {
+  // With two ranks the counts sum to a constant: the busiest is mean + |X - mean|, E|Z| = sqrt(2 / pi).
+  const double E = 64, k = 4, N = 2 * 1000.0;
+  const double mean = N * k / 2, sd = std::sqrt(N * k * 0.25 * (E - k) / (E - 1));
+  EXPECT_NEAR(forced_balance_ratio(64, 4, 1000, 2, expected_max_standard_normal(2)), 1 + std::sqrt(2 / std::acos(-1.0)) * sd / mean, 1e-9);
+}
+
+TEST(MoeRouting, OneRankHoldingEveryExpertIsNeverUneven) {
+  EXPECT_EQ(forced_balance_ratio(128, 8, 4096, 1, 0.0), 1.0);
+  EXPECT_EQ(max_load_ratio(128, 8, 1), 1.0);
+  // Every token can put all its k copies on a rank of 16 experts (8 ranks): ep times the mean;
+  // with 2 experts per rank (64 ranks) at most 2 of its 8: 2 / (8 / 64) = 16.
+  EXPECT_EQ(max_load_ratio(128, 8, 8), 8.0);
+  EXPECT_EQ(max_load_ratio(128, 8, 64), 16.0);
+}
+
+TEST(MoeRouting, CapacityCapsDroppedAndPaddedExperts) {
+  // 4,096 tokens x top 8 over 128 experts: 256 per expert on average.
+  const auto load = [](double ratio, double factor, bool pad, std::int64_t tokens = 4096) {
+    return moe_load(128, 8, tokens, 16, MoeRouting{ratio, factor, pad}, 0.0);
+  };
+  EXPECT_EQ(load(1.5, 0, false).busiest, 1.5);  // dropless: the routing's
+  EXPECT_EQ(load(1.5, 0, false).sent, 1.0);
+  EXPECT_EQ(load(1.5, 1.25, false).busiest, 1.25);  // 320 kept per expert
+  EXPECT_EQ(load(1.1, 1.25, false).busiest, 1.1);   // under the capacity: nothing dropped
+  EXPECT_EQ(load(1.1, 1.25, false).sent, 1.0);
+  EXPECT_EQ(load(1.5, 1.25, true).busiest, 1.25);  // padded: exactly the capacity, whatever the routing
+  EXPECT_EQ(load(1.0, 1.25, true).sent, 1.25);
+  EXPECT_EQ(load(1.0, 0.5, false).busiest, 0.5);  // below the mean every expert drops
+  EXPECT_EQ(load(1.0, 0.5, false).sent, 0.5);
+  // get_capacity rounds up: 100 tokens x 2 / 16 = 12.5 per expert, capacity 13.
+  EXPECT_DOUBLE_EQ(moe_load(16, 2, 100, 4, MoeRouting{0, 1.0, true}, 0.0).busiest, 13 / 12.5);
+  // A capacity above the tokens keeps every token; padded, every expert takes all of them (E / k).
+  EXPECT_EQ(load(1.3, 100, false).busiest, 1.3);
+  EXPECT_EQ(load(1.3, 100, true).busiest, 16.0);
+}
+
+// Qwen3-30B-A3B on 16 H100, EP 16 over two nodes (scenarios/moe-qwen3-30b-a3b-16xh100-fp8.json).
+Json qwen_ep16() { return read_json_file(test::data_dir() + "/scenarios/moe-qwen3-30b-a3b-16xh100-fp8.json"); }
+
+SimulationOutput run_with(const Json& training_keys) {
+  Json j = qwen_ep16();
+  j["training"].update(training_keys);
+  return simulate(test::scenario_from(j), Registries{});
+}
+
+TEST(MoeRouting, AMeasuredRatioEqualToTheRandomOnePricesTheSame) {
+  const Scenario sc = test::scenario_from(qwen_ep16());
+  const LayerShape sh = layer_shape(sc);
+  const double random = forced_balance_ratio(128, 8, sh.moe_tokens(), 16, sc.moe_rank_draw);
+  EXPECT_GT(random, 1.0);
+  EXPECT_EQ(sh.moe_busiest, random);
+  EXPECT_EQ(run_with(Json::object()).result.step_time_s, run_with({{"moe_load_ratio", random}}).result.step_time_s);
+}
+
+TEST(MoeRouting, TheBusiestRankSetsThePace) {
+  const Result even = run_with({{"moe_load_ratio", 1.0}}).result, uneven = run_with({{"moe_load_ratio", 1.5}}).result;
+  EXPECT_GT(uneven.step_time_s, even.step_time_s);
+  EXPECT_GT(uneven.peak_mem_gib, even.peak_mem_gib);
+  // The all-to-alls carry the busiest rank's tokens: 1.5x the bytes, a little under 1.5x the time
+  // (their fixed latency does not grow).
+  const double a2a = uneven.breakdown.at("ep_comm_s") / even.breakdown.at("ep_comm_s");
+  EXPECT_LT(a2a, 1.5);
+  EXPECT_GT(a2a, 1.4);
+  // Model FLOPs are the model's, not the busiest rank's.
+  EXPECT_NEAR(uneven.mfu * uneven.step_time_s, even.mfu * even.step_time_s, 1e-12 * even.mfu * even.step_time_s);
+}
+
+TEST(MoeRouting, PaddingIgnoresTheRoutingAndCapacityAboveTheTokensDropsNothing) {
+  const double padded = run_with({{"moe_capacity_factor", 1.25}, {"moe_pad_to_capacity", true}}).result.step_time_s;
+  EXPECT_EQ(run_with({{"moe_capacity_factor", 1.25}, {"moe_pad_to_capacity", true}, {"moe_load_ratio", 1.2}}).result.step_time_s, padded);
+  EXPECT_GT(padded, run_with(Json::object()).result.step_time_s);
+  EXPECT_EQ(run_with({{"moe_capacity_factor", 100.0}}).result.step_time_s, run_with(Json::object()).result.step_time_s);
+  const Result dropping = run_with({{"moe_capacity_factor", 0.5}}).result, dropless = run_with(Json::object()).result;
+  EXPECT_LT(dropping.step_time_s, dropless.step_time_s);
+  EXPECT_LT(dropping.peak_mem_gib, dropless.peak_mem_gib);
+}
+
+TEST(MoeRouting, BadRoutingIsRejectedWithTheJsonPath) {
+  const auto error = [](const Json& keys) {
+    Json j = qwen_ep16();
+    j["training"].update(keys);
+    return test::scenario_error(j);
+  };
+  EXPECT_NE(error({{"moe_pad_to_capacity", true}}).find("/training/moe_pad_to_capacity"), std::string::npos);
+  EXPECT_NE(error({{"moe_load_ratio", 0.9}}).find("/training/moe_load_ratio"), std::string::npos);
+  // 16 ranks of 8 experts: a token can put all 8 copies on one rank, 16 times the mean of 8 / 16.
+  EXPECT_EQ(error({{"moe_load_ratio", 16.0}}), "(no error)");
+  EXPECT_NE(error({{"moe_load_ratio", 16.5}}).find("more than the busiest"), std::string::npos) << error({{"moe_load_ratio", 16.5}});
+  Json j = qwen_ep16();
+  j["model"] = "llama3-8b";
+  j["parallel"] = Json{{"dp", 16}, {"schedule", "ddp"}};
+  j["training"]["moe_capacity_factor"] = 1.0;
+  EXPECT_NE(test::scenario_error(j).find("/training/moe_capacity_factor"), std::string::npos) << test::scenario_error(j);
+  EXPECT_NE(test::scenario_error(j).find("no experts"), std::string::npos);
+  j = qwen_ep16();
+  j["parallel"]["moe_dispatcher"] = "deepep";
+  j["training"].update(Json{{"moe_capacity_factor", 1.0}, {"moe_pad_to_capacity", true}});
+  EXPECT_NE(test::scenario_error(j).find("deepep"), std::string::npos) << test::scenario_error(j);
+}
+
+}  // namespace
+}  // namespace parasim
