@@ -144,7 +144,7 @@ const std::vector<ScenarioKey>& scenario_keys() {
       {"/training/moe_load_ratio", "number >= 1", "none",
        "MoE: the busiest expert-parallel rank's routed tokens over the mean, per layer, as measured (none: routing balanced by force, "
        "each token's experts drawn at random).",
-       "Megatron `--moe-router-force-load-balancing` (absent here) or your run's tokens per expert"},
+       "none (your run's tokens per expert; absent is Megatron's `--moe-router-force-load-balancing`)"},
       {"/training/moe_capacity_factor", "number > 0", "none", "MoE: each expert keeps at most this times the mean of a rank's tokens; "
        "the rest are dropped (none: dropless).", "Megatron `--moe-expert-capacity-factor`"},
       {"/training/moe_pad_to_capacity", "boolean", "false", "MoE: every expert's input padded to its capacity (needs moe_capacity_factor).",
