@@ -53,16 +53,17 @@ namespace {
 std::string moe_routing_note(const Scenario& sc) {
   const LayerShape sh = layer_shape(sc);
   const MoeRouting& r = sc.training.moe_routing;
-  std::string note = r.load_ratio > 0
-                         ? fmt::format("MoE: the busiest of {} expert-parallel ranks receives {:g}x the mean routed tokens (training.moe_load_ratio)",
-                                       sh.ep, r.load_ratio)
+  std::string note = r.expert_load > 0
+                         ? fmt::format("MoE: the busiest expert receives {:g}x the mean routed tokens (training.moe_expert_load), so the busiest "
+                                       "of {} expert-parallel ranks receives {:.4f}x",
+                                       r.expert_load, sh.ep, sh.moe_busiest)
                          : fmt::format("MoE: routing taken as balanced by force, each token's experts drawn at random as benchmarks run it "
                                        "(Megatron's moe_router_force_load_balancing): the busiest of {} expert-parallel ranks receives {:.4f}x "
-                                       "the mean; a trained router is more uneven (training.moe_load_ratio sets your run's)",
+                                       "the mean; a trained router is more uneven (training.moe_expert_load sets your run's)",
                                        sh.ep, forced_balance_ratio(sc.model.moe->experts, sc.model.moe->top_k, sh.moe_tokens(), sh.ep, sc.moe_rank_draw));
   if (r.capacity_factor > 0)
-    note += fmt::format("; capacity factor {:g}{}: the experts compute {:.4f}x the mean, each rank sends {:.4f}x its tokens x top_k", r.capacity_factor,
-                        r.pad_to_capacity ? ", padded" : "", sh.moe_busiest, sh.moe_sent);
+    note += fmt::format("; capacity factor {:g}: each expert keeps at most that times the mean, {}, so each rank sends {:.4f}x its tokens x top_k",
+                        r.capacity_factor, r.pad_to_capacity ? "padded to it" : "the rest dropped", sh.moe_sent);
   return note + "; every rank of the group waits for the busiest at the combine";
 }
 

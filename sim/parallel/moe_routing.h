@@ -9,8 +9,12 @@
 //   mean N k L / E, variance N k (L/E) (1 - L/E) (E - k) / (E - 1). The ranks' counts sum to N k
 //   exactly (correlation -1 / (ep - 1)), so the busiest rank expects mean + sigma x e_ep /
 //   sqrt(1 - 1/ep), e_ep the expected maximum of ep standard normal draws (normal approximation).
-// - Measured (training.moe_load_ratio): the busiest rank's routed tokens over the mean, per MoE
-//   layer, as read from one's own run (a trained router is more uneven than random routing).
+// - Measured (training.moe_expert_load): the busiest expert's routed tokens over the mean, per MoE
+//   layer (MaxVio + 1 in Wang et al. 2024, "Auxiliary-Loss-Free Load Balancing Strategy for
+//   Mixture-of-Experts", arXiv 2408.15664), as read from one's own run: a property of the trained
+//   router and the data, the same whatever the layout. The busiest rank holds that expert and L - 1
+//   others, which share the rest of the tokens evenly: (r + (L - 1) o) / L of the mean, o = (E - r) /
+//   (E - 1) (1 for ep = 1, r for one expert per rank).
 // - Capacity (training.moe_capacity_factor, Megatron --moe-expert-capacity-factor): each rank keeps
 //   at most ceil(T k / E x factor) of its tokens per expert and drops the rest before the dispatch
 //   (get_capacity, apply_router_token_dropping), so no expert computes more than that over the mean
@@ -27,7 +31,7 @@
 namespace parasim {
 
 struct MoeRouting {
-  double load_ratio = 0;       // 0: balanced by force (random routing); else the busiest rank's routed tokens over the mean
+  double expert_load = 0;      // 0: balanced by force (random routing); else the busiest expert's routed tokens over the mean
   double capacity_factor = 0;  // 0: dropless
   bool pad_to_capacity = false;
 };
@@ -42,9 +46,8 @@ struct MoeLoad {
 // draws] (expected_max_standard_normal(ep)).
 double forced_balance_ratio(std::int64_t experts, std::int64_t top_k, std::int64_t tokens, std::int64_t ep, double draw);
 
-// The most the busiest of ep ranks can receive over the mean: each token reaches at most
-// min(top_k, E / ep) of a rank's experts.
-double max_load_ratio(std::int64_t experts, std::int64_t top_k, std::int64_t ep);
+// The most one expert can receive over the mean: every token, E / top_k.
+double max_expert_load(std::int64_t experts, std::int64_t top_k);
 
 MoeLoad moe_load(std::int64_t experts, std::int64_t top_k, std::int64_t tokens, std::int64_t ep, const MoeRouting& r, double draw);
 

@@ -117,7 +117,7 @@ TrainingSpec parse_training(const JsonObject& o) {
   if (t.cuda_graph_impl == CudaGraphImpl::FullIteration && !t.cuda_graph_scope.empty())
     o.fail("cuda_graph_scope", "must be empty with cuda_graph_impl \"full_iteration\" (the whole step is one graph)");
   t.launch_impl = parse_enum(o, "launch_impl", launch_impls(), LaunchImpl::MegatronTe);
-  t.moe_routing.load_ratio = o.number("moe_load_ratio", 1, 1e6, 0);
+  t.moe_routing.expert_load = o.number("moe_expert_load", 1, 1e6, 0);
   t.moe_routing.capacity_factor = o.number("moe_capacity_factor", 1e-6, 1e6, 0);
   t.moe_routing.pad_to_capacity = o.boolean("moe_pad_to_capacity", false);
   if (t.moe_routing.pad_to_capacity && t.moe_routing.capacity_factor == 0)
@@ -326,15 +326,14 @@ void validate(const Scenario& s, const JsonObject& root) {
       fail(par + "/ep", "expert parallelism needs a Megatron-style schedule (ddp or a pipeline schedule), not \"dataparallel\"");
     if (p.ep > 1 && p.order != kMegatronOrder)
       fail(par + "/order", "expert parallelism is modelled with Megatron's default rank order tp-cp-dp-pp");
-    if (const double most = max_load_ratio(m.moe->experts, m.moe->top_k, p.ep); t.moe_routing.load_ratio > most)
-      fail("/training/moe_load_ratio", fmt::format("{:g} is more than the busiest of ep = {} ranks can receive: {:g} times the mean, each "
-                                                   "token reaching at most min(top_k, experts / ep) of a rank's experts",
-                                                   t.moe_routing.load_ratio, p.ep, most));
+    if (const double most = max_expert_load(m.moe->experts, m.moe->top_k); t.moe_routing.expert_load > most)
+      fail("/training/moe_expert_load", fmt::format("{:g} is more than one expert can receive: every token, experts / top_k = {:g} times "
+                                                    "the mean", t.moe_routing.expert_load, most));
     if (t.moe_routing.pad_to_capacity && p.moe_dispatcher == MoeDispatcher::DeepEp)
       fail("/training/moe_pad_to_capacity", "Megatron-Core's flex dispatcher with the deepep backend does not pad the experts' input "
                                             "to capacity (transformer_config.py); use moe_dispatcher \"alltoall\"");
   } else {
-    for (const char* key : {"moe_load_ratio", "moe_capacity_factor", "moe_pad_to_capacity"})
+    for (const char* key : {"moe_expert_load", "moe_capacity_factor", "moe_pad_to_capacity"})
       if (root.object("training").has(key))
         fail(std::string("/training/") + key, "routes a mixture-of-experts layer's tokens, but the model has no experts (model.moe)");
   }
@@ -653,7 +652,7 @@ Json Scenario::resolved() const {
   for (CudaGraphScope g : training.cuda_graph_scope) j["training"]["cuda_graph_scope"].push_back(name_of(g));
   if (training.cuda_graph_impl != CudaGraphImpl::TransformerEngine) j["training"]["cuda_graph_impl"] = name_of(training.cuda_graph_impl);
   if (training.launch_impl != LaunchImpl::MegatronTe) j["training"]["launch_impl"] = name_of(training.launch_impl);
-  if (training.moe_routing.load_ratio > 0) j["training"]["moe_load_ratio"] = training.moe_routing.load_ratio;
+  if (training.moe_routing.expert_load > 0) j["training"]["moe_expert_load"] = training.moe_routing.expert_load;
   if (training.moe_routing.capacity_factor > 0) j["training"]["moe_capacity_factor"] = training.moe_routing.capacity_factor;
   if (training.moe_routing.pad_to_capacity) j["training"]["moe_pad_to_capacity"] = true;
   Json pj = {{"dp", parallel.dp}, {"tp", parallel.tp}, {"pp", parallel.pp}, {"vpp", parallel.vpp}, {"cp", parallel.cp},

@@ -130,8 +130,8 @@ struct TrainingSpec {
   // (models/layer_graph.h Kernel::launches), and, for eager PyTorch's MoE layer, the host's wait
   // for the token counts before the experts.
   LaunchImpl launch_impl = LaunchImpl::MegatronTe;
-  // Mixture-of-experts routing (sim/parallel/moe_routing.h): the busiest expert-parallel rank's
-  // load when measured (moe_load_ratio; absent: balanced by force, as the benchmarks run it), the
+  // Mixture-of-experts routing (sim/parallel/moe_routing.h): the busiest expert's load when
+  // measured (moe_expert_load; absent: balanced by force, as the benchmarks run it), the
   // experts' capacity (moe_capacity_factor; absent: dropless) and padding to it (moe_pad_to_capacity).
   MoeRouting moe_routing;
   // Megatron-LM pads the vocabulary of its embedding and output layers to a multiple of this

@@ -141,9 +141,9 @@ const std::vector<ScenarioKey>& scenario_keys() {
        "Megatron `--cuda-graph-impl`"},
       {"/training/launch_impl", "choice", "\"megatron-te\"",
        "Whose modules issue the kernels: the real launches behind each priced kernel (with host_launch_us).", "none (framework)"},
-      {"/training/moe_load_ratio", "number >= 1", "none",
-       "MoE: the busiest expert-parallel rank's routed tokens over the mean, per layer, as measured (none: routing balanced by force, "
-       "each token's experts drawn at random).",
+      {"/training/moe_expert_load", "number in [1, experts / top_k]", "none",
+       "MoE: the busiest expert's routed tokens over the mean, per layer (MaxVio + 1), as measured; its expert-parallel rank sets the "
+       "pace (none: routing balanced by force, each token's experts drawn at random).",
        "none (your run's tokens per expert; absent is Megatron's `--moe-router-force-load-balancing`)"},
       {"/training/moe_capacity_factor", "number > 0", "none", "MoE: each expert keeps at most this times the mean of a rank's tokens; "
        "the rest are dropped (none: dropless).", "Megatron `--moe-expert-capacity-factor`"},

@@ -56,27 +56,37 @@ TEST(MoeRouting, TwoRanksExpectTheHalfNormalExcess) {
 
 TEST(MoeRouting, OneRankHoldingEveryExpertIsNeverUneven) {
   EXPECT_EQ(forced_balance_ratio(128, 8, 4096, 1, 0.0), 1.0);
-  EXPECT_EQ(max_load_ratio(128, 8, 1), 1.0);
-  // Every token can put all its k copies on a rank of 16 experts (8 ranks): ep times the mean;
-  // with 2 experts per rank (64 ranks) at most 2 of its 8: 2 / (8 / 64) = 16.
-  EXPECT_EQ(max_load_ratio(128, 8, 8), 8.0);
-  EXPECT_EQ(max_load_ratio(128, 8, 64), 16.0);
+  // A measured busiest expert: its rank holds it and the others' share of the rest. One rank
+  // holding every expert receives every token copy, the mean; one expert per rank, that expert's.
+  for (const double r : {1.0, 1.3, 4.0}) {
+    EXPECT_NEAR(moe_load(128, 8, 4096, 1, MoeRouting{r, 0, false}, 0.0).busiest, 1.0, 1e-12) << r;
+    EXPECT_NEAR(moe_load(128, 8, 4096, 128, MoeRouting{r, 0, false}, 0.0).busiest, r, 1e-12) << r;
+    EXPECT_EQ(moe_load(128, 8, 4096, 16, MoeRouting{r, 0, false}, 0.0).sent, 1.0);  // dropless: every copy sent
+  }
+  // More experts per rank dilute the busiest one: the busiest rank's excess falls with E / ep.
+  const auto excess = [](std::int64_t ep) { return moe_load(128, 8, 4096, ep, MoeRouting{1.5, 0, false}, 0.0).busiest - 1; };
+  EXPECT_GT(excess(64), excess(16));
+  EXPECT_GT(excess(16), excess(4));
+  EXPECT_EQ(max_expert_load(128, 8), 16.0);  // an expert can take every token: 128 / 8 times the mean
 }
 
 TEST(MoeRouting, CapacityCapsDroppedAndPaddedExperts) {
-  // 4,096 tokens x top 8 over 128 experts: 256 per expert on average.
-  const auto load = [](double ratio, double factor, bool pad, std::int64_t tokens = 4096) {
-    return moe_load(128, 8, tokens, 16, MoeRouting{ratio, factor, pad}, 0.0);
+  // 4,096 tokens x top 8 over 128 experts: 256 per expert on average; one expert per rank (ep 128)
+  // shows the busiest expert's own load.
+  const auto load = [](double expert, double factor, bool pad, std::int64_t ep = 128) {
+    return moe_load(128, 8, 4096, ep, MoeRouting{expert, factor, pad}, 0.0);
   };
-  EXPECT_EQ(load(1.5, 0, false).busiest, 1.5);  // dropless: the routing's
-  EXPECT_EQ(load(1.5, 0, false).sent, 1.0);
-  EXPECT_EQ(load(1.5, 1.25, false).busiest, 1.25);  // 320 kept per expert
-  EXPECT_EQ(load(1.1, 1.25, false).busiest, 1.1);   // under the capacity: nothing dropped
+  EXPECT_EQ(load(1.5, 1.25, false).busiest, 1.25);  // 320 kept of its 384
+  // Only the busiest expert drops, a quarter of the mean of one of 128 experts' share.
+  EXPECT_NEAR(load(1.5, 1.25, false).sent, 1 - 0.25 / 128, 1e-12);
+  EXPECT_EQ(load(1.1, 1.25, false).busiest, 1.1);  // under the capacity: nothing dropped
   EXPECT_EQ(load(1.1, 1.25, false).sent, 1.0);
   EXPECT_EQ(load(1.5, 1.25, true).busiest, 1.25);  // padded: exactly the capacity, whatever the routing
-  EXPECT_EQ(load(1.0, 1.25, true).sent, 1.25);
-  EXPECT_EQ(load(1.0, 0.5, false).busiest, 0.5);  // below the mean every expert drops
-  EXPECT_EQ(load(1.0, 0.5, false).sent, 0.5);
+  EXPECT_EQ(load(0, 1.25, true, 16).sent, 1.25);
+  EXPECT_EQ(load(1.0, 0.5, false, 16).busiest, 0.5);  // below the mean every expert drops
+  EXPECT_EQ(load(1.0, 0.5, false, 16).sent, 0.5);
+  // Random routing with a capacity under its excess: capped.
+  EXPECT_EQ(moe_load(128, 8, 4096, 16, MoeRouting{0, 1.0, false}, 3.0).busiest, 1.0);
   // get_capacity rounds up: 100 tokens x 2 / 16 = 12.5 per expert, capacity 13.
   EXPECT_DOUBLE_EQ(moe_load(16, 2, 100, 4, MoeRouting{0, 1.0, true}, 0.0).busiest, 13 / 12.5);
   // A capacity above the tokens keeps every token; padded, every expert takes all of them (E / k).
@@ -93,31 +103,31 @@ SimulationOutput run_with(const Json& training_keys) {
   return simulate(test::scenario_from(j), Registries{});
 }
 
-TEST(MoeRouting, AMeasuredRatioEqualToTheRandomOnePricesTheSame) {
+TEST(MoeRouting, RandomRoutingIsSlowerThanAnEvenOne) {
   const Scenario sc = test::scenario_from(qwen_ep16());
   const LayerShape sh = layer_shape(sc);
-  const double random = forced_balance_ratio(128, 8, sh.moe_tokens(), 16, sc.moe_rank_draw);
-  EXPECT_GT(random, 1.0);
-  EXPECT_EQ(sh.moe_busiest, random);
-  EXPECT_EQ(run_with(Json::object()).result.step_time_s, run_with({{"moe_load_ratio", random}}).result.step_time_s);
+  EXPECT_EQ(sh.moe_busiest, forced_balance_ratio(128, 8, sh.moe_tokens(), 16, sc.moe_rank_draw));
+  EXPECT_GT(sh.moe_busiest, 1.0);
+  EXPECT_GT(run_with(Json::object()).result.step_time_s, run_with({{"moe_expert_load", 1.0}}).result.step_time_s);
 }
 
 TEST(MoeRouting, TheBusiestRankSetsThePace) {
-  const Result even = run_with({{"moe_load_ratio", 1.0}}).result, uneven = run_with({{"moe_load_ratio", 1.5}}).result;
+  const Result even = run_with({{"moe_expert_load", 1.0}}).result, uneven = run_with({{"moe_expert_load", 3.0}}).result;
   EXPECT_GT(uneven.step_time_s, even.step_time_s);
   EXPECT_GT(uneven.peak_mem_gib, even.peak_mem_gib);
-  // The all-to-alls carry the busiest rank's tokens: 1.5x the bytes, a little under 1.5x the time
-  // (their fixed latency does not grow).
+  // The all-to-alls carry the busiest rank's tokens: its 8 experts hold 3 + 7 x 125 / 127 of the
+  // mean's 8; a little under that ratio in time (their fixed latency does not grow).
+  const double rank = (3.0 + 7 * 125.0 / 127) / 8;
   const double a2a = uneven.breakdown.at("ep_comm_s") / even.breakdown.at("ep_comm_s");
-  EXPECT_LT(a2a, 1.5);
-  EXPECT_GT(a2a, 1.4);
+  EXPECT_LE(a2a, rank);
+  EXPECT_GT(a2a, 1 + 0.9 * (rank - 1));
   // Model FLOPs are the model's, not the busiest rank's.
   EXPECT_NEAR(uneven.mfu * uneven.step_time_s, even.mfu * even.step_time_s, 1e-12 * even.mfu * even.step_time_s);
 }
 
 TEST(MoeRouting, PaddingIgnoresTheRoutingAndCapacityAboveTheTokensDropsNothing) {
   const double padded = run_with({{"moe_capacity_factor", 1.25}, {"moe_pad_to_capacity", true}}).result.step_time_s;
-  EXPECT_EQ(run_with({{"moe_capacity_factor", 1.25}, {"moe_pad_to_capacity", true}, {"moe_load_ratio", 1.2}}).result.step_time_s, padded);
+  EXPECT_EQ(run_with({{"moe_capacity_factor", 1.25}, {"moe_pad_to_capacity", true}, {"moe_expert_load", 1.2}}).result.step_time_s, padded);
   EXPECT_GT(padded, run_with(Json::object()).result.step_time_s);
   EXPECT_EQ(run_with({{"moe_capacity_factor", 100.0}}).result.step_time_s, run_with(Json::object()).result.step_time_s);
   const Result dropping = run_with({{"moe_capacity_factor", 0.5}}).result, dropless = run_with(Json::object()).result;
@@ -132,10 +142,10 @@ TEST(MoeRouting, BadRoutingIsRejectedWithTheJsonPath) {
     return test::scenario_error(j);
   };
   EXPECT_NE(error({{"moe_pad_to_capacity", true}}).find("/training/moe_pad_to_capacity"), std::string::npos);
-  EXPECT_NE(error({{"moe_load_ratio", 0.9}}).find("/training/moe_load_ratio"), std::string::npos);
-  // 16 ranks of 8 experts: a token can put all 8 copies on one rank, 16 times the mean of 8 / 16.
-  EXPECT_EQ(error({{"moe_load_ratio", 16.0}}), "(no error)");
-  EXPECT_NE(error({{"moe_load_ratio", 16.5}}).find("more than the busiest"), std::string::npos) << error({{"moe_load_ratio", 16.5}});
+  EXPECT_NE(error({{"moe_expert_load", 0.9}}).find("/training/moe_expert_load"), std::string::npos);
+  // One expert can take every token: 128 / 8 times the mean.
+  EXPECT_EQ(error({{"moe_expert_load", 16.0}}), "(no error)");
+  EXPECT_NE(error({{"moe_expert_load", 16.5}}).find("more than one expert can receive"), std::string::npos) << error({{"moe_expert_load", 16.5}});
   Json j = qwen_ep16();
   j["model"] = "llama3-8b";
   j["parallel"] = Json{{"dp", 16}, {"schedule", "ddp"}};

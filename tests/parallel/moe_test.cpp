@@ -68,7 +68,7 @@ TEST(MoE, HeadDimSetsTheQueryWidth) {
 
 TEST(MoE, AllToAllsSitOnTheCriticalPathUnlessOverlapped) {
   Json j = moe_scenario();
-  j["training"]["moe_load_ratio"] = 1.0;  // every rank receives the mean (tests/parallel/moe_routing_test.cpp: the busiest)
+  j["training"]["moe_expert_load"] = 1.0;  // every expert receives the mean (tests/parallel/moe_routing_test.cpp: the busiest)
   const auto real = simulate(test::scenario_from(j), Registries{});
   const auto free = test::simulate_with(test::scenario_from(j), test::FreeNetwork{});
   const double a2a = real.result.breakdown.at("ep_comm_s");
@@ -118,7 +118,7 @@ TEST(MoE, ExpertTensorParallelOneRunsTheExpertsOnSequenceParallelTokens) {
   // etp = tp it routes all of them through experts split in two, as a dense MLP would.
   Json j = moe_scenario();
   j["parallel"] = {{"dp", 8}, {"tp", 2}, {"ep", 8}, {"etp", 1}, {"sequence_parallel", true}, {"zero_stage", 1}};
-  j["training"]["moe_load_ratio"] = 1.0;  // every rank receives the mean
+  j["training"]["moe_expert_load"] = 1.0;  // every expert receives the mean
   const Scenario one = test::scenario_from(j);
   j["parallel"]["etp"] = 2;
   j["parallel"]["ep"] = 4;

@@ -86,7 +86,7 @@ TEST(FrameworkImport, MegatronTokenDropping) {
   EXPECT_EQ(r.scenario["training"]["moe_capacity_factor"], 1.25);
   EXPECT_EQ(r.scenario["training"]["moe_pad_to_capacity"], true);
   const auto noted = [](const ImportResult& x) {
-    return std::any_of(x.notes.begin(), x.notes.end(), [](const std::string& n) { return n.find("moe_load_ratio") != std::string::npos; });
+    return std::any_of(x.notes.begin(), x.notes.end(), [](const std::string& n) { return n.find("moe_expert_load") != std::string::npos; });
   };
   EXPECT_TRUE(noted(r));
   const ImportResult forced = import_megatron({"--moe-expert-capacity-factor", "-1", "--moe-router-force-load-balancing"},

@@ -139,7 +139,7 @@ const std::map<std::string, ArgHandler>& flags() {
       {"use-rotary-position-embeddings", [](Args& a, const std::string&) { a.m()["position_embedding"] = name_of(PositionEmbedding::Rope); }},
       {"sequence-parallel", set_bool("parallel", "sequence_parallel", true)},
       {"moe-pad-expert-input-to-capacity", set_bool("training", "moe_pad_to_capacity", true)},
-      // Random routing (router.py apply_random_logits): parasim's default, training.moe_load_ratio unset.
+      // Random routing (router.py apply_random_logits): parasim's default, training.moe_expert_load unset.
       {"moe-router-force-load-balancing", [](Args& a, const std::string&) { a.sc["_moe_forced"] = true; }},
       {"use-distributed-optimizer", [](Args& a, const std::string&) { a.p()["zero_stage"] = 1; }},
       {"overlap-grad-reduce", set_bool("parallel", "overlap_grad_reduce", true)},
@@ -231,7 +231,7 @@ ImportResult import_megatron(const std::vector<std::string>& args, const ImportO
   const bool moe = model.is_string() ? load_zoo_model(o.data_dir, model.get<std::string>(), "--model").moe.has_value() : model.contains("moe");
   if (moe && !r.scenario.value("_moe_forced", false))
     r.notes.push_back("no --moe-router-force-load-balancing: the router is trained, and more uneven than the random routing priced; "
-                      "set training.moe_load_ratio to the busiest expert-parallel rank's routed tokens over the mean from your run");
+                      "set training.moe_expert_load to the busiest expert's routed tokens over the mean from your run");
   r.scenario.erase("_moe_forced");
   if (skipped > 0) r.notes.push_back(std::to_string(skipped) + " options with no effect on a step's time or memory skipped");
   return r;
