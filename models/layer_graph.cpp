@@ -107,7 +107,8 @@ void layer_kernels::add_gemm_bwd(Block& b, const Kernel& f, std::int64_t input_g
     k.batch = f.batch;
     k.scale = f.scale;
     k.flops *= static_cast<double>(f.batch);
-    k.model_flops *= static_cast<double>(f.batch);
+    // The forward's share of model FLOPs (1 but for MoE experts padded or dropping: their model FLOPs count every routed copy).
+    k.model_flops *= static_cast<double>(f.batch) * (f.flops > 0 ? f.model_flops / f.flops : 1.0);
     b.kernels.push_back(std::move(k));
   }
 }
@@ -378,10 +379,12 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   const std::int64_t local_experts = E / sh.ep;
   const double Tr = static_cast<double>(T_r), hd = static_cast<double>(h), Ed = static_cast<double>(E), kd = static_cast<double>(k);
   const double copies = Tr * kd * sh.moe_sent;  // routed token copies leaving (and returning to) this rank
-  const auto per_expert = std::max<std::int64_t>(1, std::llround(copies * static_cast<double>(sh.ep) / Ed));
-  // The busiest rank (every rank waits for it at the combine): its experts' work over the mean
-  // expert's, and what it receives in each all-to-all, priced as every rank's.
-  const double busiest = sh.moe_busiest / sh.moe_sent;
+  // The experts' GEMMs are shaped as the mean expert's (padded: exactly its capacity); the busiest
+  // rank (every rank waits for it at the combine) scales their time by its rows over the shape's,
+  // and what it receives in each all-to-all is priced as every rank's.
+  const double shape_rows = sh.moe_padded ? sh.moe_sent : 1.0;
+  const auto per_expert = std::max<std::int64_t>(1, std::llround(Tr * kd * shape_rows * static_cast<double>(sh.ep) / Ed));
+  const double busiest = sh.moe_busiest / shape_rows;
   g.ep_message_bytes = sh.ep > 1 ? Tr * kd * sh.moe_busiest * hd * e : 0.0;
   g.mlp_tp_comm = !sp_tokens;
 
@@ -398,6 +401,10 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   Kernel fc2 = tagged(LayerModule::Experts, grouped_gemm("experts.down", local_experts, per_expert, h, ff), FfnStep::Down);
   fc1.launches = fc2.launches = ml.expert_gemm;
   fc1.scale = fc2.scale = busiest;
+  // Model FLOPs count every routed copy once (T_r k), whatever is padded or dropped.
+  const double nominal = Tr * kd * static_cast<double>(sh.ep) / Ed / static_cast<double>(per_expert);
+  fc1.model_flops *= nominal;
+  fc2.model_flops *= nominal;
   const double rows = static_cast<double>(per_expert * local_experts) * busiest;
   const double ffb = rows * static_cast<double>(ff) * e;
   const std::string act_name = glu ? "experts.swiglu" : "experts.gelu";

@@ -117,6 +117,8 @@ struct LayerShape {
   // and padding (sim/parallel/moe_routing.h MoeLoad).
   double moe_sent = 1;
   double moe_busiest = 1;
+  // Experts padded to capacity (TrainingSpec::moe_routing): the dispatcher's sizes are static.
+  bool moe_padded = false;
   bool sequence_parallel = false;
   std::int64_t micro_batch = 1;
   std::int64_t seq_len = 2048;

@@ -85,6 +85,14 @@ bool eager_moe_sync(const ModelGraph& g) {
   return false;
 }
 
+// Megatron-Core's all-to-all dispatcher waits for the token counts per expert before its forward
+// all-to-all (the splits of a dropless dispatch: cuda_sync_point "before_ep_alltoall"; with
+// capacity but no padding, "before_permutation_1", taken here at the same op). Padded to capacity,
+// every size is known in advance (token_dispatcher.py drop_and_pad): no sync.
+bool dispatch_sync(const ModelGraph& g) {
+  return std::none_of(g.kinds.begin(), g.kinds.end(), [](const LayerGraph& k) { return k.shape.moe_padded; });
+}
+
 }  // namespace
 
 std::vector<double> host_issue_s(const Program& p, const HostLaunch& h) {
@@ -115,7 +123,7 @@ HostLaunch host_launch_model(const Program& p, const ModelGraph& g, Time per_lau
   h.sync_before.assign(p.labels.size(), 0);
   for (size_t l = 0; l < p.labels.size(); ++l) {
     for (const LayerGraph& k : g.kinds) h.launches[l] = std::max(h.launches[l], role_launches(p.label_roles[l], k, graphed));
-    h.sync_before[l] = p.label_roles[l] == OpRole::EpAllToAllFwd || (p.label_roles[l] == OpRole::MlpFwd && eager_moe_sync(g));
+    h.sync_before[l] = (p.label_roles[l] == OpRole::EpAllToAllFwd && dispatch_sync(g)) || (p.label_roles[l] == OpRole::MlpFwd && eager_moe_sync(g));
   }
   return h;
 }

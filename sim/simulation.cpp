@@ -43,6 +43,7 @@ LayerShape layer_shape(const Scenario& sc) {
     const MoeLoad load = moe_load(sc.model.moe->experts, sc.model.moe->top_k, sh.moe_tokens(), sh.ep, sc.training.moe_routing, sc.moe_rank_draw);
     sh.moe_sent = load.sent;
     sh.moe_busiest = load.busiest;
+    sh.moe_padded = sc.training.moe_routing.pad_to_capacity;
   }
   return sh;
 }

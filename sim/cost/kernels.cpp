@@ -1,6 +1,9 @@
 #include "sim/cost/kernels.h"
 
+#include <algorithm>
 #include <utility>
+
+#include <fmt/format.h>
 
 namespace parasim {
 
@@ -16,12 +19,29 @@ double class_ratio(const Profile& p, MemClass c) {
 }
 
 namespace {
+// An MoE expert GEMM as the busiest expert-parallel rank runs it (Kernel::scale: its rows over the
+// shape's): the shape's time plus the marginal time of the extra rows, from the shape with its token
+// dimension doubled (fewer rows: halved), so neither the GEMM's fixed cost nor a tile boundary at
+// the exact row count scales with the excess. Tokens are the rows of the forward and input-gradient
+// GEMMs and the reduction of the weight gradient.
+double expert_gemm_seconds(const CostModel& c, const Kernel& k, bool* measured) {
+  const bool wgrad = k.grad == GemmGrad::Weight;
+  const std::int64_t tokens = wgrad ? k.k : k.m;
+  const auto at = [&](std::int64_t t) {
+    return wgrad ? c.expert_gemm_s(k.m, k.n, t, k.batch, measured, k.sixteen_bit) : c.expert_gemm_s(t, k.n, k.k, k.batch, measured, k.sixteen_bit);
+  };
+  const double t = at(tokens);
+  if (k.scale == 1) return t;
+  if (k.scale > 1) return t + (k.scale - 1) * (at(2 * tokens) - t);
+  return t - (1 - k.scale) * 2 * (t - at(std::max<std::int64_t>(1, tokens / 2)));
+}
+
 // A GEMM kernel: unfused attention's batched GEMMs carry their head dim, an FP8 recipe's 16-bit
 // GEMMs their flag, an MoE layer's expert GEMMs their module (CostModel::expert_gemm_s); the rest are
 // plain GEMMs.
 double gemm_seconds(const CostModel& c, const Kernel& k, bool* measured = nullptr) {
   if (k.head_dim > 0) return c.attention_gemm_s(k.m, k.n, k.k, k.batch, k.head_dim, measured);
-  if (k.module == LayerModule::Experts) return k.scale * c.expert_gemm_s(k.m, k.n, k.k, k.batch, measured, k.sixteen_bit);
+  if (k.module == LayerModule::Experts) return expert_gemm_seconds(c, k, measured);
   return k.sixteen_bit ? c.gemm16_s(k.m, k.n, k.k, k.batch, measured) : c.gemm_s(k.m, k.n, k.k, k.batch, measured);
 }
 }  // namespace
@@ -58,6 +78,7 @@ std::vector<KernelRow> kernel_rows(const LayerGraph& g, const CostModel& c) {
           bool measured = false;
           r.seconds = gemm_seconds(c, k, &measured);
           r.priced_by = measured ? "GEMM points" : "GEMM kernel model";
+          if (k.scale != 1) r.priced_by += fmt::format(", the busiest rank's {:.4f}x rows", k.scale);
           break;
         }
         case KernelKind::Attention:

@@ -117,12 +117,12 @@ TrainingSpec parse_training(const JsonObject& o) {
   if (t.cuda_graph_impl == CudaGraphImpl::FullIteration && !t.cuda_graph_scope.empty())
     o.fail("cuda_graph_scope", "must be empty with cuda_graph_impl \"full_iteration\" (the whole step is one graph)");
   t.launch_impl = parse_enum(o, "launch_impl", launch_impls(), LaunchImpl::MegatronTe);
-  t.moe_routing.expert_load = o.number("moe_expert_load", 1, 1e6, 0);
-  t.moe_routing.capacity_factor = o.number("moe_capacity_factor", 1e-6, 1e6, 0);
+  // Bounded by the model in validate(): at most experts / top_k; any capacity factor above that keeps every token.
+  t.moe_routing.expert_load = o.number("moe_expert_load", 1, 1e300, 0);
+  t.moe_routing.capacity_factor = o.number("moe_capacity_factor", 0, 1e300, 0);
+  if (o.has("moe_capacity_factor") && t.moe_routing.capacity_factor == 0)
+    o.fail("moe_capacity_factor", "expected a number > 0, got 0 (a capacity of 0 drops every token; leave the key out for dropless)");
   t.moe_routing.pad_to_capacity = o.boolean("moe_pad_to_capacity", false);
-  if (t.moe_routing.pad_to_capacity && t.moe_routing.capacity_factor == 0)
-    o.fail("moe_pad_to_capacity", "needs moe_capacity_factor: the experts are padded to their capacity (Megatron-Core: "
-                                  "moe_expert_capacity_factor must be set to use moe_pad_expert_input_to_capacity)");
   t.make_vocab_size_divisible_by = o.integer("make_vocab_size_divisible_by", 1, 1 << 20, 1);
   t.fp8_recipe = parse_enum(o, "fp8_recipe", fp8_recipes(), Fp8Recipe::Delayed);
   if (t.dtype != Dtype::Fp8 && o.has("fp8_recipe"))
@@ -327,11 +327,14 @@ void validate(const Scenario& s, const JsonObject& root) {
     if (p.ep > 1 && p.order != kMegatronOrder)
       fail(par + "/order", "expert parallelism is modelled with Megatron's default rank order tp-cp-dp-pp");
     if (const double most = max_expert_load(m.moe->experts, m.moe->top_k); t.moe_routing.expert_load > most)
-      fail("/training/moe_expert_load", fmt::format("{:g} is more than one expert can receive: every token, experts / top_k = {:g} times "
-                                                    "the mean", t.moe_routing.expert_load, most));
+      fail("/training/moe_expert_load", fmt::format("{} is more than one expert can receive: every token, experts / top_k = {}/{} = {} "
+                                                    "times the mean", t.moe_routing.expert_load, m.moe->experts, m.moe->top_k, most));
+    if (t.moe_routing.pad_to_capacity && t.moe_routing.capacity_factor == 0)
+      fail("/training/moe_pad_to_capacity", "needs moe_capacity_factor: the experts are padded to their capacity (Megatron-Core: "
+                                            "moe_expert_capacity_factor must be set to use moe_pad_expert_input_to_capacity)");
     if (t.moe_routing.pad_to_capacity && p.moe_dispatcher == MoeDispatcher::DeepEp)
       fail("/training/moe_pad_to_capacity", "Megatron-Core's flex dispatcher with the deepep backend does not pad the experts' input "
-                                            "to capacity (transformer_config.py); use moe_dispatcher \"alltoall\"");
+                                            "to capacity (transformer_config.py); use moe_dispatcher \"alltoall\" or \"hybridep\"");
   } else {
     for (const char* key : {"moe_expert_load", "moe_capacity_factor", "moe_pad_to_capacity"})
       if (root.object("training").has(key))

@@ -135,6 +135,48 @@ TEST(MoeRouting, PaddingIgnoresTheRoutingAndCapacityAboveTheTokensDropsNothing) 
   EXPECT_LT(dropping.peak_mem_gib, dropless.peak_mem_gib);
 }
 
+TEST(MoeRouting, ModelFlopsCountEveryRoutedCopyOncePaddedOrDropped) {
+  const auto model_flops = [](const Result& r) { return r.mfu * r.step_time_s; };
+  const Result dropless = run_with(Json::object()).result;
+  for (const Json& keys : {Json{{"moe_capacity_factor", 2.0}, {"moe_pad_to_capacity", true}}, Json{{"moe_capacity_factor", 0.5}}}) {
+    const Result r = run_with(keys).result;
+    EXPECT_NEAR(model_flops(r), model_flops(dropless), 1e-9 * model_flops(dropless)) << keys.dump();
+  }
+}
+
+TEST(MoeRouting, DroppingIsNeverSlowerThanKeepingEveryToken) {
+  // The busiest expert at 4x the mean: a capacity under it drops some of its tokens, more the lower
+  // it is; at or above it nothing is dropped.
+  double last = run_with({{"moe_expert_load", 4.0}}).result.step_time_s;
+  for (const double factor : {4.0, 3.99, 3.97, 3.9, 2.0, 1.0}) {
+    const double t = run_with({{"moe_expert_load", 4.0}, {"moe_capacity_factor", factor}}).result.step_time_s;
+    EXPECT_LE(t, last) << factor;
+    last = t;
+  }
+}
+
+TEST(MoeRouting, PaddingAboveTheBusiestLoadIsNotFasterThanDropless) {
+  // 8 tokens per sequence: one token per expert on average, the busiest rank about 1.2x; a
+  // capacity of 2x padded does more work than the dropless step, however small the GEMMs.
+  for (const std::int64_t seq : {8, 4096}) {
+    const Json s = {{"seq_len", seq}};
+    Json padded = s;
+    padded.update(Json{{"moe_capacity_factor", 2.0}, {"moe_pad_to_capacity", true}});
+    EXPECT_GE(run_with(padded).result.step_time_s, run_with(s).result.step_time_s) << seq;
+  }
+}
+
+TEST(MoeRouting, PaddingToCapacityRemovesTheDispatchersHostSync) {
+  // 4,096 tokens x 8 / 128 experts: 256 per expert, the capacity at factor 1. Padded or dropless
+  // with every expert at the mean, the GPUs do the same work; only the dropless dispatcher makes
+  // the host wait for the token counts before each forward all-to-all.
+  const Json even = {{"moe_expert_load", 1.0}}, padded = {{"moe_capacity_factor", 1.0}, {"moe_pad_to_capacity", true}};
+  EXPECT_EQ(run_with(even).result.step_time_s, run_with(padded).result.step_time_s);
+  Json even_host = even, padded_host = padded;
+  even_host["host_launch_us"] = padded_host["host_launch_us"] = 30.0;
+  EXPECT_LT(run_with(padded_host).result.step_time_s, run_with(even_host).result.step_time_s);
+}
+
 TEST(MoeRouting, BadRoutingIsRejectedWithTheJsonPath) {
   const auto error = [](const Json& keys) {
     Json j = qwen_ep16();

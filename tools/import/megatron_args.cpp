@@ -94,7 +94,9 @@ const std::map<std::string, ArgHandler>& valued() {
       // negative factor is Megatron's "none" (transformer_config.py).
       {"moe-expert-capacity-factor",
        [](Args& a, const std::string& v) {
-         if (const double f = to_number("--moe-expert-capacity-factor", v); f > 0) a.t()["moe_capacity_factor"] = f;
+         const double f = to_number("--moe-expert-capacity-factor", v);
+         if (f == 0) throw ConfigError("--moe-expert-capacity-factor: 0 keeps no token for any expert (a negative factor is Megatron's none)");
+         if (f > 0) a.t()["moe_capacity_factor"] = f;
        }},
       {"moe-ffn-hidden-size", [](Args& a, const std::string& v) { a.m()["moe"]["expert_ffn_hidden"] = to_int("--moe-ffn-hidden-size", v); }},
       {"position-embedding-type",
@@ -227,6 +229,8 @@ ImportResult import_megatron(const std::vector<std::string>& args, const ImportO
   apply_model_option(r.scenario, o);
   finish_layout(r.scenario, r.scenario.value("_layers_per_virtual_stage", 0), o.data_dir);
   r.scenario.erase("_layers_per_virtual_stage");
+  if (r.scenario["training"].value("moe_pad_to_capacity", false) && !r.scenario["training"].contains("moe_capacity_factor"))
+    throw ConfigError("--moe-pad-expert-input-to-capacity needs --moe-expert-capacity-factor (Megatron-Core refuses it without one)");
   const Json& model = r.scenario["model"];
   const bool moe = model.is_string() ? load_zoo_model(o.data_dir, model.get<std::string>(), "--model").moe.has_value() : model.contains("moe");
   if (moe && !r.scenario.value("_moe_forced", false))
