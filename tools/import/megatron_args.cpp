@@ -173,7 +173,7 @@ const std::set<std::string>& megatron_no_effect() {
 
 // Megatron's derived model defaults: kv_heads = heads, ffn_hidden 4h (or 8h/3 rounded down to a
 // multiple of 64 with SwiGLU), max_positions = seq_len, dropout from the two dropout options.
-void finish_megatron_model(ImportResult& r) {
+void finish_megatron_model(ImportResult& r, bool model_given) {
   Json& m = r.scenario["model"];
   if (r.scenario.contains("_dropout")) {
     const Json d = r.scenario["_dropout"];
@@ -188,7 +188,8 @@ void finish_megatron_model(ImportResult& r) {
   }
   if (m["position_embedding"] == name_of(PositionEmbedding::Learned) && !m.contains("max_positions") && r.scenario["training"].contains("seq_len"))
     m["max_positions"] = r.scenario["training"]["seq_len"];
-  if (!m.contains("vocab")) r.notes.push_back("model.vocab: the tokenizer's size, not on the command line: give --vocab-size or --model");
+  if (!m.contains("vocab") && !model_given)
+    r.notes.push_back("model.vocab: the tokenizer's size, not on the command line: give --vocab-size or --model");
 }
 
 }  // namespace
@@ -220,7 +221,7 @@ ImportResult import_megatron(const std::vector<std::string>& args, const ImportO
       else r.unmapped.push_back("--" + opt);
     }
   }
-  finish_megatron_model(r);
+  finish_megatron_model(r, !o.model.empty());
   // The flex dispatcher runs its backend's kernels (parallel.moe_dispatcher); the backend alone
   // changes nothing (Megatron-Core reads it only with --moe-token-dispatcher-type flex).
   if (r.scenario.value("_moe_flex", false)) r.scenario["parallel"]["moe_dispatcher"] = r.scenario.value("_moe_flex_backend", "deepep");
