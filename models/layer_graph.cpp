@@ -96,6 +96,10 @@ constexpr double kDropoutMaskBytes = 1;
 
 void layer_kernels::add_gemm_bwd(Block& b, const Kernel& f, std::int64_t input_grad_adds) {
   Kernel dgrad = gemm(f.name + ".dgrad", f.m, f.k, f.n, true), wgrad = gemm(f.name + ".wgrad", f.k, f.n, f.m, true);
+  // The forward's executed and model FLOPs over its shape's (1 for a GEMM as shaped; an MoE
+  // expert GEMM's rows dropped, padded or counted once per routed copy): its gradients' the same.
+  const double shape = 2.0 * static_cast<double>(f.m) * static_cast<double>(f.n) * static_cast<double>(f.k) * static_cast<double>(f.batch);
+  const double executed = shape > 0 ? f.flops / shape : 1.0, model = shape > 0 ? f.model_flops / shape : 1.0;
   dgrad.grad = GemmGrad::Input;
   wgrad.grad = GemmGrad::Weight;
   dgrad.launches = f.launches + input_grad_adds;
@@ -106,9 +110,8 @@ void layer_kernels::add_gemm_bwd(Block& b, const Kernel& f, std::int64_t input_g
     k.sixteen_bit = f.sixteen_bit;
     k.batch = f.batch;
     k.scale = f.scale;
-    k.flops *= static_cast<double>(f.batch);
-    // The forward's share of model FLOPs (1 but for MoE experts padded or dropping: their model FLOPs count every routed copy).
-    k.model_flops *= static_cast<double>(f.batch) * (f.flops > 0 ? f.model_flops / f.flops : 1.0);
+    k.flops *= static_cast<double>(f.batch) * executed;
+    k.model_flops *= static_cast<double>(f.batch) * model;
     b.kernels.push_back(std::move(k));
   }
 }
@@ -401,10 +404,13 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   Kernel fc2 = tagged(LayerModule::Experts, grouped_gemm("experts.down", local_experts, per_expert, h, ff), FfnStep::Down);
   fc1.launches = fc2.launches = ml.expert_gemm;
   fc1.scale = fc2.scale = busiest;
-  // Model FLOPs count every routed copy once (T_r k), whatever is padded or dropped.
+  // Executed FLOPs are the mean rank's kept copies (what capacity keeps or pads); model FLOPs count
+  // every routed copy once (T_r k), whatever is padded or dropped.
   const double nominal = Tr * kd * static_cast<double>(sh.ep) / Ed / static_cast<double>(per_expert);
-  fc1.model_flops *= nominal;
-  fc2.model_flops *= nominal;
+  for (Kernel* fc : {&fc1, &fc2}) {
+    fc->flops *= sh.moe_sent / shape_rows;
+    fc->model_flops *= nominal;
+  }
   const double rows = static_cast<double>(per_expert * local_experts) * busiest;
   const double ffb = rows * static_cast<double>(ff) * e;
   const std::string act_name = glu ? "experts.swiglu" : "experts.gelu";

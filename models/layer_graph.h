@@ -87,9 +87,9 @@ struct Kernel {
   // sim/host_launch.h), set where the kernel is built from LayerShape::eager_launches and the FP8
   // recipe; the sources are named there (models/layer_graph.cpp).
   std::int64_t launches = 1;
-  // An MoE layer's expert GEMMs are shaped as the mean expert's; the busiest expert-parallel rank's
-  // work over that shape (LayerShape::moe_busiest / moe_sent, sim/parallel/moe_routing.h) scales
-  // their time. FLOPs stay the shape's: the other ranks do less and wait for it.
+  // An MoE layer's expert GEMMs are shaped as the mean expert's (padded: the capacity); the busiest
+  // expert-parallel rank's rows over that shape (sim/parallel/moe_routing.h) scale their time
+  // (sim/cost/kernels.cpp). Executed FLOPs are the mean rank's, model FLOPs every routed copy once.
   double scale = 1;
 };
 
@@ -208,8 +208,9 @@ struct LayerGraph {
   double p2p_bytes = 0;
   // Ring attention (context parallel): K/V bytes exchanged per step per layer in forward.
   double cp_kv_bytes = 0;
-  // Mixture of experts: bytes each rank sends in one all-to-all of the token dispatcher (its routed
-  // token copies, tokens x top_k x hidden; the combine sends the same back), and whether the MLP
+  // Mixture of experts: bytes each rank moves in one all-to-all of the token dispatcher (routed
+  // token copies, tokens x top_k x hidden, times the busiest rank's load: LayerShape::moe_busiest;
+  // the combine moves the same back), and whether the MLP
   // block keeps the tensor-parallel collectives of a dense MLP (experts split over etp = tp ranks)
   // or runs on this rank's sequence-parallel tokens without them (etp = 1).
   double ep_message_bytes = 0;

@@ -13,9 +13,9 @@ namespace parasim {
 // Mixture of experts: an MoE layer's MLP is `experts` expert MLPs of expert_ffn_hidden and a
 // router (a hidden x experts linear layer) that sends each token to top_k of them, plus, where the
 // model has them, shared experts every token passes through (one MLP of shared_expert_ffn_hidden,
-// all shared experts together, as Megatron-Core's moe_shared_expert_intermediate_size). Routing is
-// taken as balanced (every expert gets tokens * top_k / experts), as the published MoE benchmarks
-// force it (Megatron-Bridge's moe_router_force_load_balancing, AutoModel's fake balanced gate).
+// all shared experts together, as Megatron-Core's moe_shared_expert_intermediate_size). How tokens
+// are routed (random as the benchmarks force balance, a measured busiest expert, capacity and
+// padding) is the training's, not the model's: sim/parallel/moe_routing.h.
 // Which layers are MoE: the first first_dense_layers layers have a dense MLP of the model's
 // ffn_hidden (DeepSeek-V3's first_k_dense_replace 3); of the rest, every interval-th one is MoE
 // (layer i with (i - first_dense_layers + 1) % interval == 0; Llama 4 Maverick's

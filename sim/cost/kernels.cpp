@@ -27,13 +27,13 @@ namespace {
 double expert_gemm_seconds(const CostModel& c, const Kernel& k, bool* measured) {
   const bool wgrad = k.grad == GemmGrad::Weight;
   const std::int64_t tokens = wgrad ? k.k : k.m;
-  const auto at = [&](std::int64_t t) {
-    return wgrad ? c.expert_gemm_s(k.m, k.n, t, k.batch, measured, k.sixteen_bit) : c.expert_gemm_s(t, k.n, k.k, k.batch, measured, k.sixteen_bit);
+  const auto at = [&](std::int64_t t, bool* m) {
+    return wgrad ? c.expert_gemm_s(k.m, k.n, t, k.batch, m, k.sixteen_bit) : c.expert_gemm_s(t, k.n, k.k, k.batch, m, k.sixteen_bit);
   };
-  const double t = at(tokens);
+  const double t = at(tokens, measured);  // how the shape itself is priced is what --kernels reports
   if (k.scale == 1) return t;
-  if (k.scale > 1) return t + (k.scale - 1) * (at(2 * tokens) - t);
-  return t - (1 - k.scale) * 2 * (t - at(std::max<std::int64_t>(1, tokens / 2)));
+  if (k.scale > 1) return t + (k.scale - 1) * std::max(0.0, at(2 * tokens, nullptr) - t);
+  return t - (1 - k.scale) * 2 * std::max(0.0, t - at(std::max<std::int64_t>(1, tokens / 2), nullptr));
 }
 
 // A GEMM kernel: unfused attention's batched GEMMs carry their head dim, an FP8 recipe's 16-bit

@@ -69,10 +69,10 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, Recom
     const double k = static_cast<double>(m.moe->top_k);
     //  moe_act: the activation's output, fc2's input, is replayed; moe: the whole block.
     const double fc2_in = recomputes(RecomputeModule::MoeAct) ? 0.0 : li * fe;
-    //  The permuted input and the experts' tensors are the busiest rank's copies (sh.moe_busiest),
-    //  the fc2 output back at its source rank the copies this rank sent (sh.moe_sent).
+    //  The copies a rank keeps per layer are the mean rank's (sh.moe_sent: what capacity keeps or
+    //  pads); the busiest rank changes from layer to layer, so its excess averages out in memory.
     moe = tr * (4.0 * static_cast<double>(m.moe->experts) +
-                k * (sh.moe_busiest * (li * h + (m.activation == Activation::SwiGlu ? 2.0 : 1.0) * e * fe + fc2_in) + sh.moe_sent * e * h));
+                k * sh.moe_sent * (li * h + (m.activation == Activation::SwiGlu ? 2.0 : 1.0) * e * fe + fc2_in + e * h));
     //  Shared experts: their fc1 output and fc2 input on the same T_r tokens (fc1 reads the MLP
     //  input already kept), S the shared width on this rank.
     const double fs = static_cast<double>(m.moe->shared_expert_ffn_hidden / sh.etp);

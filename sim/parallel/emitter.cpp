@@ -197,8 +197,10 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
     const MoeDispatcher disp = in.scenario.parallel.moe_dispatcher;
     if (disp != MoeDispatcher::AllToAll) {
       const MoeSpec& moe = *in.scenario.model.moe;
-      const DispatchShape shape{g.ep_message_bytes / static_cast<double>(moe.top_k), moe.experts, moe.top_k, a2a_spec.ranks,
-                                a2a_spec.ranks_per_node};
+      // ep_message_bytes carries the busiest rank's copies; the shape counts each routed token once.
+      const double load = g.shape.moe_busiest;
+      const DispatchShape shape{g.ep_message_bytes / (static_cast<double>(moe.top_k) * load), moe.experts, moe.top_k, a2a_spec.ranks,
+                                a2a_spec.ranks_per_node, load};
       a2a_spec.loads = dispatch_traffic(disp, shape).loads();
     }
     const double a2a = in.network.time_s(a2a_spec);

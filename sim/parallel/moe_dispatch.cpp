@@ -20,15 +20,15 @@ DispatchTraffic dispatch_traffic(MoeDispatcher d, const DispatchShape& s) {
   const double n = static_cast<double>(s.ranks), gd = static_cast<double>(g), tok = s.bytes;
   if (d == MoeDispatcher::AllToAll) {
     // A copy per routed expert: k copies spread evenly over the ranks, each sent straight to its rank.
-    t.to_each_rank = tok * static_cast<double>(s.top_k) / n;
+    t.to_each_rank = tok * static_cast<double>(s.top_k) / n * s.load;
     t.nic_per_node = gd * t.to_each_rank;
     t.nvlink = (gd - 1) * t.to_each_rank;
     return t;
   }
   // DeepEP / HybridEP: one copy per destination rank, one per destination node.
   const std::int64_t local = s.experts / s.ranks;
-  const double p_rank = hit_probability(s.experts, local, s.top_k);
-  const double p_node = hit_probability(s.experts, local * g, s.top_k);
+  const double p_rank = std::min(1.0, hit_probability(s.experts, local, s.top_k) * s.load);
+  const double p_node = std::min(1.0, hit_probability(s.experts, local * g, s.top_k) * s.load);
   t.to_each_rank = tok * p_rank;
   t.nic_per_node = tok * p_node;
   // Its own tokens to the other g - 1 ranks of its node, and, for each other node's peer, that

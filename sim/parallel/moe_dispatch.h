@@ -1,7 +1,9 @@
 // The traffic of a mixture-of-experts dispatch (and of its combine, the same bytes back), per rank
-// pair, for each dispatcher of parallel.moe_dispatcher, under balanced routing: every token picks
-// top_k distinct experts uniformly (Megatron-Core's moe_router_force_load_balancing, the published
-// runs' setting), the experts placed contiguously, E / ep per expert-parallel rank.
+// pair, for each dispatcher of parallel.moe_dispatcher: every token picks top_k distinct experts
+// uniformly (Megatron-Core's moe_router_force_load_balancing, the published runs' setting), the
+// experts placed contiguously, E / ep per expert-parallel rank; a destination as loaded as the
+// busiest rank (DispatchShape::load, sim/parallel/moe_routing.h) receives that many times as much,
+// at most every token once.
 //
 // - alltoall (Megatron-Core's MoEAlltoAllTokenDispatcher over NCCL): a copy of the token per routed
 //   expert, so rank i sends rank j tokens x top_k / ep copies, wherever j is.
@@ -28,6 +30,7 @@ struct DispatchShape {
   std::int64_t experts = 1, top_k = 1;
   std::int64_t ranks = 1;           // ep
   std::int64_t ranks_per_node = 1;  // of the group on each node (the group spans ranks / ranks_per_node nodes)
+  double load = 1;  // what each destination receives over the even routing's: the busiest rank's copies over the mean
 };
 
 // Expected bytes of one rank's dispatch (the combine sends the same back).

@@ -38,7 +38,7 @@ MoeLoad moe_load(std::int64_t experts, std::int64_t top_k, std::int64_t tokens, 
   const double capacity = std::ceil(mean * r.capacity_factor);
   if (capacity > static_cast<double>(tokens)) {
     // No token dropped; padded, every expert takes every token.
-    const double all = E / static_cast<double>(top_k);
+    const double all = max_expert_load(experts, top_k);
     return r.pad_to_capacity ? MoeLoad{all, all} : MoeLoad{1.0, busiest(hot, rest)};
   }
   const double cap = capacity / mean;

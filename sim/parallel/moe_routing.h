@@ -16,12 +16,19 @@
 //   others, which share the rest of the tokens evenly: (r + (L - 1) o) / L of the mean, o = (E - r) /
 //   (E - 1) (1 for ep = 1, r for one expert per rank).
 // - Capacity (training.moe_capacity_factor, Megatron --moe-expert-capacity-factor): each rank keeps
-//   at most ceil(T k / E x factor) of its tokens per expert and drops the rest before the dispatch
+//   at most ceil(T k / E x factor) of its T routed tokens (the router's: this rank's sequence-parallel
+//   share with etp 1) per expert and drops the rest before the dispatch
 //   (get_capacity, apply_router_token_dropping), so no expert computes more than that over the mean
 //   T k / E. With training.moe_pad_to_capacity (--moe-pad-expert-input-to-capacity) every expert
 //   gets exactly that many from every rank, padded, and every rank sends them; when the capacity
 //   exceeds T the router's mask keeps every token for every expert (no dropping, and padded: all T
 //   tokens to each expert).
+//
+// Approximations: under random routing a capacity caps the busiest rank's excess as a whole, while
+// Megatron drops against each source rank's count per expert, which spreads more (at factor 1 about
+// 2 % of Qwen3-30B-A3B's copies at 4,096 tokens), so the kept load errs high by that much; a measured
+// load replaces the random excess, so it should be the busiest expert of a microbatch in one
+// expert-parallel group (a whole batch's average is lower).
 //
 // The combine all-to-all makes every rank of the expert-parallel group wait for the busiest one,
 // so the lowering prices each rank's expert GEMMs and its all-to-all as the busiest rank's.

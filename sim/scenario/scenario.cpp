@@ -332,6 +332,11 @@ void validate(const Scenario& s, const JsonObject& root) {
     if (t.moe_routing.pad_to_capacity && t.moe_routing.capacity_factor == 0)
       fail("/training/moe_pad_to_capacity", "needs moe_capacity_factor: the experts are padded to their capacity (Megatron-Core: "
                                             "moe_expert_capacity_factor must be set to use moe_pad_expert_input_to_capacity)");
+    if (t.moe_routing.capacity_factor > 0 && !t.moe_routing.pad_to_capacity && p.moe_dispatcher == MoeDispatcher::AllToAll &&
+        std::find(t.cuda_graph_scope.begin(), t.cuda_graph_scope.end(), CudaGraphScope::MoePreprocess) != t.cuda_graph_scope.end())
+      fail("/training/cuda_graph_scope", "\"moe_preprocess\" cannot be graphed when the all-to-all dispatcher drops tokens without "
+                                         "padding: its preprocess copies the token counts to the host (Megatron-Core refuses it, "
+                                         "transformer_config.py)");
     if (t.moe_routing.pad_to_capacity && p.moe_dispatcher == MoeDispatcher::DeepEp)
       fail("/training/moe_pad_to_capacity", "Megatron-Core's flex dispatcher with the deepep backend does not pad the experts' input "
                                             "to capacity (transformer_config.py); use moe_dispatcher \"alltoall\" or \"hybridep\"");

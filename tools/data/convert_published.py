@@ -283,7 +283,8 @@ AM_MOE = {
         "Automodel): FSDP2Manager with ep_size 8, parallelizer activation_checkpointing: true (nemo_automodel/components/moe/"
         "parallelizer.py apply_ac wraps every decoder block in checkpoint_wrapper: full recompute), backend attn: te "
         "(Transformer Engine's DotProductAttention, cuDNN fused attention on Hopper), enable_deepep (intra-node here, "
-        "NVLink) and fake_balanced_gate (balanced routing, as parasim prices it), torch.optim.Adam (its default foreach "
+        "NVLink) and fake_balanced_gate (FakeBalancedGate in nemo_automodel/components/moe/layers.py, noise 0: every "
+        "token's experts assigned in turn, perfectly balanced: training.moe_expert_load 1.0), torch.optim.Adam (its default foreach "
         "multi-tensor path: one elementwise kernel per update term), MaskedCrossEntropy with fp32_upcast false "
         "(F.cross_entropy over the 16-bit logits: loss_impl eager16), apply_fsdp's default MixedPrecisionPolicy (bf16 parameters, fp32 gradient "
         "reduction); the experts are ignored by FSDP when ep = dp (expert-data-parallel group of 1). parallelize_model's "
@@ -950,7 +951,7 @@ def training_section(c):
                                       "usage is 4bytes x params and it's not sharded across gpus' (chronicles-prequel.md, "
                                       "'Rebalancing layers', 02-28); its ZeRO-1 step reads fp32 partitions of that buffer")
     if c.am_moe:
-        c.training.update(attention_kernel="cudnn", optimizer_impl="unfused", loss_impl="eager16")
+        c.training.update(attention_kernel="cudnn", optimizer_impl="unfused", loss_impl="eager16", moe_expert_load=1.0)
     if c.conv.get("grad_op_acc_why") and (c.fsdp or {}).get("sharding") == "grad_op":
         c.training["grad_accumulation_fusion"] = True
         c.ci["training.grad_accumulation_fusion"] = c.conv["grad_op_acc_why"]

@@ -233,7 +233,8 @@ ImportResult import_megatron(const std::vector<std::string>& args, const ImportO
   if (r.scenario["training"].value("moe_pad_to_capacity", false) && !r.scenario["training"].contains("moe_capacity_factor"))
     throw ConfigError("--moe-pad-expert-input-to-capacity needs --moe-expert-capacity-factor (Megatron-Core refuses it without one)");
   const Json& model = r.scenario["model"];
-  const bool moe = model.is_string() ? load_zoo_model(o.data_dir, model.get<std::string>(), "--model").moe.has_value() : model.contains("moe");
+  const bool moe = model.is_string() ? !o.data_dir.empty() && load_zoo_model(o.data_dir, model.get<std::string>(), "--model").moe.has_value()
+                                     : model.contains("moe");
   if (moe && !r.scenario.value("_moe_forced", false))
     r.notes.push_back("no --moe-router-force-load-balancing: the router is trained, and more uneven than the random routing priced; "
                       "set training.moe_expert_load to the busiest expert's routed tokens over the mean from your run");
