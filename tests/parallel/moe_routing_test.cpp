@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <random>
 #include <vector>
 
@@ -19,21 +18,20 @@ namespace {
 // drawing top_k distinct experts uniformly (random logits' top-k), E / ep experts per rank.
 double simulated_busiest(std::int64_t E, std::int64_t k, std::int64_t tokens, std::int64_t ep, int trials) {
   std::mt19937_64 rng(12345);
-  std::vector<std::int64_t> experts(static_cast<size_t>(E));
-  std::vector<std::int64_t> per_rank(static_cast<size_t>(ep));
+  std::uniform_int_distribution<std::int64_t> expert(0, E - 1);
+  std::vector<std::int64_t> per_rank(static_cast<size_t>(ep)), chosen(static_cast<size_t>(k));
   const std::int64_t held = E / ep;
-  const double mean = static_cast<double>(ep * tokens * k) / static_cast<double>(ep);
+  const double mean = static_cast<double>(tokens * k);  // ep x tokens x k copies over ep ranks
   double sum = 0;
   for (int t = 0; t < trials; ++t) {
     std::fill(per_rank.begin(), per_rank.end(), 0);
-    for (std::int64_t tok = 0; tok < ep * tokens; ++tok) {
-      std::iota(experts.begin(), experts.end(), 0);
-      for (std::int64_t i = 0; i < k; ++i) {  // a partial Fisher-Yates shuffle: k distinct experts
-        std::uniform_int_distribution<std::int64_t> pick(i, E - 1);
-        std::swap(experts[static_cast<size_t>(i)], experts[static_cast<size_t>(pick(rng))]);
-        ++per_rank[static_cast<size_t>(experts[static_cast<size_t>(i)] / held)];
+    for (std::int64_t tok = 0; tok < ep * tokens; ++tok)
+      for (std::int64_t i = 0; i < k; ++i) {  // k distinct experts, uniformly: redraw a repeat
+        std::int64_t x = expert(rng);
+        while (std::find(chosen.begin(), chosen.begin() + i, x) != chosen.begin() + i) x = expert(rng);
+        chosen[static_cast<size_t>(i)] = x;
+        ++per_rank[static_cast<size_t>(x / held)];
       }
-    }
     sum += static_cast<double>(*std::max_element(per_rank.begin(), per_rank.end())) / mean;
   }
   return sum / trials;
