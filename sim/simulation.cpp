@@ -39,13 +39,16 @@ LayerShape layer_shape(const Scenario& sc) {
   sh.eager_launches = sc.training.launch_impl == LaunchImpl::Eager;
   sh.fp8_quantize_launches = fp8_quantize_launches(sc.training.fp8_recipe);
   sh.fp8_grouped_quantize_fused = fp8_grouped_quantize_fused(sc.training.fp8_recipe);
-  if (sc.model.moe) {
-    const MoeLoad load = moe_load(sc.model.moe->experts, sc.model.moe->top_k, sh.moe_tokens(), sh.ep, sc.training.moe_routing, sc.moe_rank_draw);
-    sh.moe_sent = load.sent;
-    sh.moe_busiest = load.busiest;
-    sh.moe_padded = sc.training.moe_routing.pad_to_capacity;
-  }
+  set_moe_routing(sh, sc.model, sc.training.moe_routing, sc.moe_rank_draw);
   return sh;
+}
+
+void set_moe_routing(LayerShape& sh, const ModelSpec& m, const MoeRouting& r, double draw) {
+  if (!m.moe) return;
+  const MoeLoad load = moe_load(m.moe->experts, m.moe->top_k, sh.moe_tokens(), sh.ep, r, draw);
+  sh.moe_sent = load.sent;
+  sh.moe_busiest = load.busiest;
+  sh.moe_padded = r.pad_to_capacity;
 }
 
 namespace {

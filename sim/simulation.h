@@ -40,6 +40,9 @@ struct Registries {
 std::vector<NamedChoice> named_choices(const Registries& reg);
 
 LayerShape layer_shape(const Scenario& sc);
+// The MoE routing fields of a shape (LayerShape::moe_sent, moe_busiest, moe_padded) for its ep and
+// tokens (sim/parallel/moe_routing.h); draw: E[max of ep standard normal draws], 0 for a lower bound.
+void set_moe_routing(LayerShape& sh, const ModelSpec& m, const MoeRouting& r, double draw);
 // `network` overrides the scenario's network model (tests use a free network for closed forms).
 SimulationOutput simulate(const Scenario& sc, const Registries& reg, const NetworkModel* network = nullptr,
                           Detail detail = Detail::Summary);

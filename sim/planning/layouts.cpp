@@ -149,12 +149,7 @@ double memory_lower_bound(const Scenario& base, const PlanLayout& l, const Sched
   shape.ep = l.ep;
   shape.etp = etp;
   shape.micro_batch = l.micro_batch;
-  if (m.moe) {
-    // Without the busiest rank's random excess (draw 0): a lower bound on the layout's own.
-    const MoeLoad load = moe_load(m.moe->experts, m.moe->top_k, shape.moe_tokens(), l.ep, base.training.moe_routing, 0.0);
-    shape.moe_sent = load.sent;
-    shape.moe_busiest = load.busiest;
-  }
+  set_moe_routing(shape, m, base.training.moe_routing, 0.0);  // without the busiest rank's random excess: a lower bound
   const ActivationBytes act = activation_bytes(m, shape, l.recompute);
   const std::int64_t microbatches = base.training.global_batch / (l.micro_batch * l.dp);
   const std::int64_t in_flight = schedule_def(schedules, l.schedule).warmup_holds_stages ? std::min(l.pp, microbatches) : 1;

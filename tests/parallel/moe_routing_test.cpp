@@ -105,7 +105,6 @@ SimulationOutput run_with(const Json& training_keys) {
 TEST(MoeRouting, RandomRoutingIsSlowerThanAnEvenOne) {
   const Scenario sc = test::scenario_from(qwen_ep16());
   const LayerShape sh = layer_shape(sc);
-  EXPECT_EQ(sh.moe_busiest, forced_balance_ratio(128, 8, sh.moe_tokens(), 16, sc.moe_rank_draw));
   EXPECT_GT(sh.moe_busiest, 1.0);
   EXPECT_GT(run_with(Json::object()).result.step_time_s, run_with({{"moe_expert_load", 1.0}}).result.step_time_s);
 }
