@@ -17,28 +17,46 @@ double mlp_params(const ModelSpec& m, double ff) {
 }  // namespace
 
 namespace {
-// Megatron-Core's layer symbols (hybrid_layer_allocation.py Symbols) that parasim models.
-constexpr std::pair<char, LayerType> kLayerSymbols[] = {{'M', LayerType::Mamba}, {'*', LayerType::Attention}, {'-', LayerType::Mlp}};
+// Megatron-Core's layer symbols (hybrid_layer_allocation.py Symbols) that parasim models: a Mamba-2
+// mixer, self-attention, a dense MLP and a mixture-of-experts MLP, each one layer with its norm.
+struct LayerSymbol {
+  char symbol;
+  LayerType type;
+  bool moe;
+};
+constexpr LayerSymbol kLayerSymbols[] = {
+    {'M', LayerType::Mamba, false}, {'*', LayerType::Attention, false}, {'-', LayerType::Mlp, false}, {'E', LayerType::Mlp, true}};
+
+const LayerSymbol* symbol_of(char c) {
+  for (const LayerSymbol& s : kLayerSymbols)
+    if (s.symbol == c) return &s;
+  return nullptr;
+}
 }  // namespace
 
-char layer_type_symbol(LayerType t) {
-  for (const auto& [c, type] : kLayerSymbols)
-    if (type == t) return c;
+char layer_symbol(const LayerKind& k) {
+  for (const LayerSymbol& s : kLayerSymbols)
+    if (s.type == k.type && (s.type != LayerType::Mlp || s.moe == k.moe)) return s.symbol;
   return '\0';
 }
 
 std::optional<LayerType> layer_type_of_symbol(char c) {
-  for (const auto& [sym, type] : kLayerSymbols)
-    if (sym == c) return type;
-  return std::nullopt;
+  const LayerSymbol* s = symbol_of(c);
+  return s ? std::optional<LayerType>(s->type) : std::nullopt;
 }
 
 LayerKind ModelSpec::layer_kind(std::int64_t i) const {
   LayerKind k;
   // parse_model refuses a pattern that is not one known symbol per layer.
-  if (i >= 0 && static_cast<size_t>(i) < hybrid_pattern.size())
-    k.type = layer_type_of_symbol(hybrid_pattern[static_cast<size_t>(i)]).value_or(LayerType::Transformer);
-  if (moe && i >= moe->first_dense_layers) k.moe = (i - moe->first_dense_layers + 1) % moe->interval == 0;
+  // A hybrid pattern names each layer's experts too ('E'); otherwise first_dense_layers and interval.
+  if (i >= 0 && static_cast<size_t>(i) < hybrid_pattern.size()) {
+    if (const LayerSymbol* s = symbol_of(hybrid_pattern[static_cast<size_t>(i)])) {
+      k.type = s->type;
+      k.moe = s->moe && moe.has_value();
+    }
+  } else if (moe && i >= moe->first_dense_layers) {
+    k.moe = (i - moe->first_dense_layers + 1) % moe->interval == 0;
+  }
   if (sliding_window > 0 && k.has_attention()) k.windowed = full_attention_interval == 0 || (i + 1) % full_attention_interval != 0;
   return k;
 }
@@ -53,7 +71,7 @@ ModelSpec ModelSpec::of_kind(const LayerKind& k) const {
   if (!k.windowed) m.sliding_window = 0;
   m.full_attention_interval = 0;
   // Every layer of the copy is of type k.type: a hybrid pattern of that one symbol.
-  m.hybrid_pattern = k.type == LayerType::Transformer ? "" : std::string(static_cast<size_t>(m.layers), layer_type_symbol(k.type));
+  m.hybrid_pattern = k.type == LayerType::Transformer ? "" : std::string(static_cast<size_t>(m.layers), layer_symbol(k));
   return m;
 }
 
@@ -193,8 +211,15 @@ std::vector<double> layer_tensor_params(const ModelSpec& model, std::int64_t i) 
     t.insert(t.end(), mixer.begin(), mixer.end());
     return t;
   }
+  // The MLP block: a router, the experts and the shared experts, or one dense MLP.
+  auto mlp_block = [&] {
+    if (!m.moe) return mlp(static_cast<double>(m.ffn_hidden));
+    t.push_back(h * static_cast<double>(m.moe->experts));  // router
+    for (std::int64_t e = 0; e < m.moe->experts; ++e) mlp(static_cast<double>(m.moe->expert_ffn_hidden));
+    if (m.moe->shared_expert_ffn_hidden > 0) mlp(static_cast<double>(m.moe->shared_expert_ffn_hidden));
+  };
   if (!k.has_attention()) {
-    mlp(static_cast<double>(m.ffn_hidden));  // a hybrid model's MLP layer (no MoE: parse_model refuses it)
+    mlp_block();  // a hybrid model's MLP layer ('-') or MoE layer ('E')
     return t;
   }
   if (m.mla) {
@@ -221,19 +246,15 @@ std::vector<double> layer_tensor_params(const ModelSpec& model, std::int64_t i) 
   }
   if (!k.has_mlp()) return t;
   norm();
-  if (m.moe) {
-    t.push_back(h * static_cast<double>(m.moe->experts));  // router
-    for (std::int64_t e = 0; e < m.moe->experts; ++e) mlp(static_cast<double>(m.moe->expert_ffn_hidden));
-    if (m.moe->shared_expert_ffn_hidden > 0) mlp(static_cast<double>(m.moe->shared_expert_ffn_hidden));
-  } else {
-    mlp(static_cast<double>(m.ffn_hidden));
-  }
+  mlp_block();
   return t;
 }
 
 namespace {
 // A hybrid pattern: one known symbol per layer, Mamba-2 layers only with a mamba mixer and a mamba
-// mixer only with Mamba-2 layers; MoE and MLA layers are not modelled in hybrid models.
+// mixer only with Mamba-2 layers, MoE layers ('E') only with moe and moe only with MoE layers (the
+// pattern places them: parse_model refuses first_dense_layers and interval); MLA layers are not
+// modelled in hybrid models.
 void check_hybrid(const JsonObject& o, const ModelSpec& m) {
   const std::string& p = m.hybrid_pattern;
   if (p.empty()) {
@@ -245,10 +266,11 @@ void check_hybrid(const JsonObject& o, const ModelSpec& m) {
   for (size_t i = 0; i < p.size(); ++i)
     if (!layer_type_of_symbol(p[i]))
       o.fail("hybrid_pattern", "symbol '" + std::string(1, p[i]) + "' at layer " + std::to_string(i) +
-                                   " is not modelled: 'M' Mamba-2, '*' attention, '-' MLP (Megatron-Core's symbols)");
+                                   " is not modelled: 'M' Mamba-2, '*' attention, '-' MLP, 'E' mixture of experts (Megatron-Core's symbols)");
   if (p.find('M') != std::string::npos && !m.mamba) o.fail("mamba", "hybrid_pattern has Mamba-2 layers ('M'): give the mamba mixer");
   if (p.find('M') == std::string::npos && m.mamba) o.fail("mamba", "hybrid_pattern has no Mamba-2 layer ('M')");
-  if (m.moe) o.fail("moe", "mixture-of-experts layers in a hybrid model are not modelled");
+  if (p.find('E') != std::string::npos && !m.moe) o.fail("moe", "hybrid_pattern has mixture-of-experts layers ('E'): give the experts (moe)");
+  if (p.find('E') == std::string::npos && m.moe) o.fail("moe", "hybrid_pattern has no mixture-of-experts layer ('E')");
   if (m.mla) o.fail("mla", "multi-head latent attention in a hybrid model is not modelled");
 }
 }  // namespace
@@ -305,8 +327,13 @@ ModelSpec parse_model(const JsonObject& o) {
   m.dropout = o.boolean("dropout", false);
   m.qk_norm = o.boolean("qk_norm", false);
   m.head_dim_override = o.integer("head_dim", 0, big, 0);
+  m.hybrid_pattern = o.str("hybrid_pattern", "");
   if (auto moe = o.object_opt("moe")) {
     MoeSpec s;
+    // In a hybrid model the pattern's 'E' layers are the MoE ones.
+    for (const char* key : {"first_dense_layers", "interval"})
+      if (!m.hybrid_pattern.empty() && moe->has(key))
+        moe->fail(key, "with a hybrid_pattern the pattern places the expert layers ('E'): give no first_dense_layers or interval");
     s.experts = moe->integer("experts", 1, 1 << 20);
     s.top_k = moe->integer("top_k", 1, s.experts);
     s.expert_ffn_hidden = moe->integer("expert_ffn_hidden", 1, big);
@@ -328,7 +355,6 @@ ModelSpec parse_model(const JsonObject& o) {
   }
   m.sliding_window = o.integer("sliding_window", 0, big, 0);
   m.full_attention_interval = o.integer("full_attention_interval", 0, m.layers, 0);
-  m.hybrid_pattern = o.str("hybrid_pattern", "");
   if (auto mamba = o.object_opt("mamba")) {
     MambaSpec s;
     s.heads = mamba->integer("heads", 1, big);

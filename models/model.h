@@ -19,7 +19,8 @@ namespace parasim {
 // Which layers are MoE: the first first_dense_layers layers have a dense MLP of the model's
 // ffn_hidden (DeepSeek-V3's first_k_dense_replace 3); of the rest, every interval-th one is MoE
 // (layer i with (i - first_dense_layers + 1) % interval == 0; Llama 4 Maverick's
-// interleave_moe_layer_step 2), the others dense.
+// interleave_moe_layer_step 2), the others dense. In a hybrid model the pattern's 'E' layers are
+// the MoE ones (Nemotron 3 Nano), and neither of the two is given.
 struct MoeSpec {
   std::int64_t experts = 0;
   std::int64_t top_k = 0;
@@ -68,10 +69,6 @@ struct MambaSpec {
 // allocation, megatron/core/models/hybrid/hybrid_layer_allocation.py: 'M' a Mamba-2 mixer, '*'
 // self-attention, '-' an MLP).
 enum class LayerType : std::uint8_t { Transformer, Mamba, Attention, Mlp };
-// The pattern symbol of a hybrid layer type ('\0' for Transformer), and the type of a symbol
-// (nullopt for a symbol parasim does not model).
-char layer_type_symbol(LayerType t);
-std::optional<LayerType> layer_type_of_symbol(char c);
 
 // What one layer is, for models whose layers are not all alike: a dense or an MoE MLP, full or
 // sliding-window attention, and its type in a hybrid model.
@@ -83,6 +80,10 @@ struct LayerKind {
   bool has_mlp() const { return type == LayerType::Transformer || type == LayerType::Mlp; }
   bool operator==(const LayerKind&) const = default;
 };
+// The hybrid pattern symbol of a layer kind ('\0' for a transformer layer; 'E' for an MLP layer with
+// experts), and the type of a symbol (nullopt for a symbol parasim does not model).
+char layer_symbol(const LayerKind& k);
+std::optional<LayerType> layer_type_of_symbol(char c);
 
 // model.activation, model.position_embedding and model.norm, parsed once into these (their
 // registries below: names, descriptions and sources).

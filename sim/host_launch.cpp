@@ -20,7 +20,7 @@ void add_host_issue(Program& p, const HostLaunch& h) {
       gate[r] = prev[r];
       lag[r] = 0;
     }
-    const std::int64_t n = h.launches[label];
+    const std::int64_t n = h.of(op);
     HostIssue& hi = p.host[i];
     hi.gate = gate[r];
     hi.first = lag[r] + (n > 0 ? h.per_launch : 0);
@@ -98,7 +98,7 @@ bool dispatch_sync(const ModelGraph& g) {
 std::vector<double> host_issue_s(const Program& p, const HostLaunch& h) {
   std::vector<double> s(p.ranks.size(), 0.0);
   for (const Op& op : p.ops)
-    s[static_cast<size_t>(op.rank)] += static_cast<double>(h.launches[static_cast<size_t>(op.label)] * h.per_launch);
+    s[static_cast<size_t>(op.rank)] += static_cast<double>(h.of(op) * h.per_launch);
   for (double& x : s) x /= static_cast<double>(kPicosPerSecond);
   return s;
 }
@@ -112,6 +112,7 @@ std::vector<LayerModule> graphed_modules(const std::vector<CudaGraphScope>& scop
         break;
       case CudaGraphScope::MoeRouter: m.push_back(LayerModule::Router); break;
       case CudaGraphScope::MoePreprocess: break;  // no kernel of it priced apart
+      case CudaGraphScope::Mamba: m.insert(m.end(), {LayerModule::MambaProj, LayerModule::MambaMixer}); break;
     }
   return m;
 }
@@ -121,8 +122,16 @@ HostLaunch host_launch_model(const Program& p, const ModelGraph& g, Time per_lau
   h.per_launch = per_launch;
   h.launches.assign(p.labels.size(), 0);
   h.sync_before.assign(p.labels.size(), 0);
+  if (g.kinds.size() > 1) {
+    h.kinds = g.kinds.size();
+    h.kind_launches.assign(p.labels.size() * h.kinds, 0);
+  }
   for (size_t l = 0; l < p.labels.size(); ++l) {
-    for (const LayerGraph& k : g.kinds) h.launches[l] = std::max(h.launches[l], role_launches(p.label_roles[l], k, graphed));
+    for (size_t k = 0; k < g.kinds.size(); ++k) {
+      const std::int64_t n = role_launches(p.label_roles[l], g.kinds[k], graphed);
+      h.launches[l] = std::max(h.launches[l], n);
+      if (h.kinds > 0) h.kind_launches[l * h.kinds + k] = n;
+    }
     h.sync_before[l] = (p.label_roles[l] == OpRole::EpAllToAllFwd && dispatch_sync(g)) || (p.label_roles[l] == OpRole::MlpFwd && eager_moe_sync(g));
   }
   return h;

@@ -21,10 +21,20 @@ namespace parasim {
 
 struct HostLaunch {
   Time per_launch = 0;  // host time to issue one kernel
-  // Per label index (Program::labels): the kernels an op of that label launches, and whether the
-  // host waits, before issuing the op, for the GPU to finish the rank's previous op (a sync point).
+  // Per label index (Program::labels): the kernels an op of that label launches (the largest over
+  // the kinds of layer), and whether the host waits, before issuing the op, for the GPU to finish
+  // the rank's previous op (a sync point).
   std::vector<std::int64_t> launches;
   std::vector<char> sync_before;
+  // In a model with more than one kind of layer, per label and kind (label x kinds + kind): the
+  // kernels a layer's op of that kind launches (Op::layer_kind); a hybrid model's Mamba-2 layer
+  // has no MLP block to launch, its MoE layer no attention block.
+  std::size_t kinds = 0;
+  std::vector<std::int64_t> kind_launches;
+  std::int64_t of(const Op& op) const {
+    const auto label = static_cast<std::size_t>(op.label);
+    return op.layer_kind >= 0 && kinds > 0 ? kind_launches[label * kinds + static_cast<std::size_t>(op.layer_kind)] : launches[label];
+  }
 };
 
 // Program::host for every op: on each rank, the host issues the ops' kernels one after another from
@@ -39,7 +49,7 @@ void add_host_issue(Program& p, const HostLaunch& h);
 std::int64_t block_launches(const Block& b, const std::vector<LayerModule>& graphed);
 
 // The host model of a lowered program: `per_launch` per kernel, each label's kernels from the
-// model's blocks (the largest over the layer kinds), a communication or other op one launch, and
+// model's blocks (a layer's op: its kind's; any other: the largest over the kinds), a communication or other op one launch, and
 // a sync point before each MoE layer's forward all-to-all (Megatron-Core's dropless token
 // dispatcher with expert parallelism copies the token counts to the host and waits for them
 // before the all-to-all: megatron/core/transformer/moe/token_dispatcher.py, cuda_sync_point
@@ -49,8 +59,9 @@ std::int64_t block_launches(const Block& b, const std::vector<LayerModule>& grap
 std::vector<double> host_issue_s(const Program& p, const HostLaunch& h);
 
 // The layer modules Megatron-Core's CUDA-graph scopes capture (TransformerLayer with
-// cuda_graph_impl "transformer_engine"): "attn" the attention submodule, "moe_router" the router;
-// "moe_preprocess" the dispatcher's routing-map preprocessing, which has no kernel priced apart.
+// cuda_graph_impl "transformer_engine"): "attn" the attention submodule, "moe_router" the router,
+// "mamba" a hybrid model's Mamba-2 mixer; "moe_preprocess" the dispatcher's routing-map
+// preprocessing, which has no kernel priced apart.
 std::vector<LayerModule> graphed_modules(const std::vector<CudaGraphScope>& scopes);
 
 HostLaunch host_launch_model(const Program& p, const ModelGraph& g, Time per_launch, const std::vector<LayerModule>& graphed);

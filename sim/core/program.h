@@ -58,6 +58,9 @@ struct Op {
   // A fused op (LoweringInput::fuse): seg_count > 0 segments, Program::segments[seg_first ..), run
   // back to back on the compute stream as the ops they stand for would run.
   std::uint8_t seg_count = 0;
+  // The kind of layer (ModelGraph::kinds) a layer's op belongs to, in a model with more than one
+  // kind; -1 for every other op (what the host launch model reads: sim/host_launch.h).
+  std::int8_t layer_kind = -1;
   std::int32_t label = 0;        // index into Program::labels
   std::int32_t seg_first = -1;
   Time duration = 0;

@@ -103,7 +103,7 @@ std::string kind_label(const ModelSpec& m, const LayerKind& k) {
   std::string out;
   if (k.type == LayerType::Mamba) return "Mamba-2";
   if (k.type == LayerType::Attention) out = "attention";
-  if (k.type == LayerType::Mlp) return "MLP";
+  if (k.type == LayerType::Mlp) return k.moe ? "MoE" : "MLP";
   if (m.moe && (m.moe->first_dense_layers > 0 || m.moe->interval > 1)) out = k.moe ? "MoE" : "dense MLP";
   if (m.sliding_window > 0 && m.full_attention_interval > 0)
     out += (out.empty() ? "" : ", ") + (k.windowed ? "window " + std::to_string(m.sliding_window) : std::string("full attention"));

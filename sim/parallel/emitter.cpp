@@ -256,6 +256,11 @@ Emitter::Emitter(const LoweringInput& in, Program& prog)
   }
 }
 
+void Emitter::tag_kind(size_t from, std::int32_t k) {
+  if (times_.size() <= 1) return;
+  for (size_t i = from; i < p_.ops.size(); ++i) p_.ops[i].layer_kind = static_cast<std::int8_t>(k);
+}
+
 std::int32_t Emitter::kind_at(std::int32_t stage, std::int32_t chunk, std::int64_t l) const {
   if (times_.size() == 1) return 0;
   const std::int64_t vs = chunk * in_.scenario.parallel.pp + stage;
@@ -502,6 +507,7 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
       auto extra = pre(Action::F, l);
       deps.append(extra.data(), extra.data() + extra.size());
     }
+    const size_t layer_ops = p_.ops.size();
     OpId cp_op = -1;
     if (t.cp_comm_f > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, op_label::kCpKvRingFwd, t.cp_comm_f, r.last >= 0 ? Deps{r.last} : deps, mb, chunk);
     if (t.cp_gather_f > 0) add(Phase::CpComm, op_label::kCpKvAllGather, t.cp_gather_f, 0, 0, MemCat::Activations);
@@ -512,6 +518,7 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
                [&] {
                  if (cp_op >= 0) deps.push_back(cp_op);
                });
+    tag_kind(layer_ops, k);
     if (post) post(Action::F, l, r.last);
     if (l < offload_layers_)
       offloads.push_back(op(rank, Stream::Copy, Phase::Offload, "activation offload D2H", stored(l, k) / host_bps_, {r.last}, mb, chunk));
@@ -621,6 +628,7 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
     // The ring's K/V-gradient exchange starts after the MLP's backward and attention's backward
     // waits for it: the layer's ops stay apart.
     OpId cp_op = -1;
+    const size_t layer_ops = p_.ops.size();
     emit_layer(rank, mb, chunk, t.cp_comm_b > 0 ? kNoTemplate : template_key(k, Action::B, l, split), deps, r,
                [&](auto& out) { layer_backward(t, l, k, split, out); }, [&] {
       if (t.cp_comm_b > 0) cp_op = op(rank, Stream::Comm, Phase::CpComm, op_label::kCpKvRingBwd, t.cp_comm_b, {r.last}, mb, chunk);
@@ -628,6 +636,7 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
     const OpId id = r.last;
     if (cp_op >= 0) p_.ops[static_cast<size_t>(id)].deps.push_back(cp_op);
     if (t.cp_scatter_b > 0) add(Phase::CpComm, op_label::kCpDkvReduceScatter, t.cp_scatter_b, 0, 0, none, none);
+    tag_kind(layer_ops, k);
     if (post) post(Action::B, l, id);
   }
   if (first) add(Phase::Backward, op_label::kEmbeddingBwd, e.embed_b, 0, 0, none, MemDelta{MemCat::Activations, -to_bytes(ends_act().embed)});
@@ -662,6 +671,7 @@ Emitter::Range Emitter::weight_grad(std::int32_t rank, std::int32_t mb, std::int
     const double aw = 2 * t.attn_w / std::max(t.attn_b, 1e-30), mw = 2 * t.mlp_w / std::max(t.mlp_b, 1e-30);
     const double fl = t.attn_f_flops * aw + t.mlp_f_flops * mw, hw = t.attn_f_hw * aw + t.mlp_f_hw * mw;
     const OpId id = add("layer wgrad", t.attn_w + t.mlp_w, fl, hw, {MemCat::Activations, -to_bytes(stored(l, k))});
+    tag_kind(static_cast<size_t>(id), k);
     if (post) post(Action::W, l, id);
   }
   return r;

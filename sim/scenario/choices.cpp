@@ -230,7 +230,11 @@ const ChoiceRegistry<CudaGraphScope>& cuda_graph_scopes() {
     {"moe_router", "an MoE layer's router (its GEMM, top-k and aux-loss kernels)",
      "Megatron-Core CudaGraphScope.moe_router", {CudaGraphScope::MoeRouter}},
     {"moe_preprocess", "the token dispatcher's routing-map preprocessing before the all-to-all (needs moe_router; no kernel priced apart)",
-     "Megatron-Core CudaGraphScope.moe_preprocess", {CudaGraphScope::MoePreprocess}}});
+     "Megatron-Core CudaGraphScope.moe_preprocess", {CudaGraphScope::MoePreprocess}},
+    {"mamba", "a hybrid model's Mamba-2 layer (its in_proj, conv1d, SSD scan, gated norm and out_proj)",
+     "Megatron-Core CudaGraphModule.mamba (megatron/core/transformer/cuda_graphs.py: a MambaLayer is graphed when the scope "
+     "names mamba); Megatron-Bridge's Nemotron 3 Nano presets (set_cuda_graph_modules [\"attn\", \"mamba\", ...])",
+     {CudaGraphScope::Mamba}}});
   return registry;
 }
 

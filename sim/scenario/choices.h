@@ -66,7 +66,7 @@ enum class LaunchImpl : std::uint8_t { MegatronTe, Eager };
 enum class CudaGraphImpl : std::uint8_t { TransformerEngine, FullIteration };
 // training.cuda_graph_scope: the parts of each layer Megatron-Core captures as CUDA graphs with
 // cuda_graph_impl "transformer_engine" (the layer modules of each: sim/host_launch.cpp graphed_modules).
-enum class CudaGraphScope : std::uint8_t { Attn, MoeRouter, MoePreprocess };
+enum class CudaGraphScope : std::uint8_t { Attn, MoeRouter, MoePreprocess, Mamba };
 
 const ChoiceRegistry<IntraNode>& intra_node_kinds();
 const ChoiceRegistry<InterNode>& inter_node_kinds();

@@ -49,7 +49,7 @@ const std::vector<ScenarioKey>& scenario_keys() {
        "Megatron `--moe-ffn-hidden-size`; HF `moe_intermediate_size`"},
       {"/model/moe/shared_expert_ffn_hidden", "integer >= 0", "0", "MLP inner size of the shared experts (0: none).",
        "Megatron `--moe-shared-expert-intermediate-size`"},
-      {"/model/moe/first_dense_layers", "integer >= 0", "0", "Leading layers with a dense MLP.",
+      {"/model/moe/first_dense_layers", "integer >= 0", "0", "Leading layers with a dense MLP (not with a hybrid_pattern: its `E` layers are the MoE ones).",
        "Megatron `--moe-layer-freq`; HF `first_k_dense_replace`"},
       {"/model/moe/interval", "integer >= 1", "1", "Every interval-th layer is an MoE layer.", "Megatron `--moe-layer-freq`"},
       {"/model/mla", "object | null", "none", "Multi-head latent attention (DeepSeek-V2/V3); absent for standard attention.",
@@ -65,8 +65,8 @@ const std::vector<ScenarioKey>& scenario_keys() {
       {"/model/full_attention_interval", "integer >= 0", "0",
        "With sliding_window: every interval-th layer attends fully (0: every layer is windowed).", "HF `layer_types`"},
       {"/model/hybrid_pattern", "string", "none",
-       "Hybrid model: one symbol per layer, `M` a Mamba-2 layer, `*` an attention layer, `-` an MLP layer, each with its own norm and "
-       "residual (absent: every layer is attention then MLP).",
+       "Hybrid model: one symbol per layer, `M` a Mamba-2 layer, `*` an attention layer, `-` an MLP layer, `E` a mixture-of-experts "
+       "layer (model.moe), each with its own norm and residual (absent: every layer is attention then MLP).",
        "Megatron `--hybrid-override-pattern`; HF `hybrid_override_pattern`"},
       {"/model/mamba", "object | null", "none", "The Mamba-2 (SSD) mixer of the `M` layers; absent without them.", ""},
       {"/model/mamba/heads", "integer >= 1", "", "SSM heads (d_inner = heads x head_dim).", "Megatron `--mamba-num-heads`; HF `mamba_num_heads`"},

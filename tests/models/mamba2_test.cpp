@@ -9,7 +9,9 @@
 #include "../test_util.h"
 #include "models/mamba2.h"
 #include "sim/cost/kernels.h"
+#include "sim/host_launch.h"
 #include "sim/memory/memory_model.h"
+#include "sim/simulation.h"
 
 namespace parasim {
 namespace {
@@ -191,8 +193,11 @@ TEST(Mamba2, InvalidHybridModelsAreTold) {
   model["layers"] = 4;
   model["hybrid_pattern"] = "M-E*";
   j["model"] = model;
-  EXPECT_EQ(test::scenario_error(j), "test.json: /model/hybrid_pattern: symbol 'E' at layer 2 is not modelled: 'M' Mamba-2, "
-                                     "'*' attention, '-' MLP (Megatron-Core's symbols)");
+  EXPECT_EQ(test::scenario_error(j), "test.json: /model/moe: hybrid_pattern has mixture-of-experts layers ('E'): give the experts (moe)");
+  model["hybrid_pattern"] = "M-G*";
+  j["model"] = model;
+  EXPECT_EQ(test::scenario_error(j), "test.json: /model/hybrid_pattern: symbol 'G' at layer 2 is not modelled: 'M' Mamba-2, "
+                                     "'*' attention, '-' MLP, 'E' mixture of experts (Megatron-Core's symbols)");
   model["hybrid_pattern"] = "M-M*";
   model.erase("mamba");
   j["model"] = model;
@@ -216,6 +221,91 @@ TEST(Mamba2, RunKernelsListsTheMixer) {
     EXPECT_NE(out.find(k), std::string::npos) << k;
   EXPECT_NE(out.find("scan roofline"), std::string::npos);
   EXPECT_NE(out.find("mamba fwd [Mamba-2]"), std::string::npos);
+}
+
+// Nemotron 3 Nano (Megatron-Bridge's recipe: pattern MEMEM*EMEMEM*..., 128 experts of 1856, top 6,
+// a shared expert of 3712, squared ReLU, hidden 2688): its 'E' layers are the MoE layers and only
+// they hold experts. An MoE layer: a norm (2688), the router (2688 x 128) and 129 two-matrix MLPs
+// without biases, 128 x 2 x 2688 x 1856 + 2 x 2688 x 3712.
+TEST(HybridMoe, ExpertLayersAreThePatternsE) {
+  const ModelSpec m = load_zoo_model(test::data_dir(), "nemotron-3-nano-30b-a3b", "test");
+  std::int64_t moe = 0, mamba = 0, attn = 0;
+  for (std::int64_t i = 0; i < m.layers; ++i) {
+    const LayerKind k = m.layer_kind(i);
+    EXPECT_EQ(k.moe, m.hybrid_pattern[static_cast<size_t>(i)] == 'E') << i;
+    moe += k.moe;
+    mamba += k.type == LayerType::Mamba;
+    attn += k.type == LayerType::Attention;
+  }
+  EXPECT_EQ(moe, 23);
+  EXPECT_EQ(mamba, 23);
+  EXPECT_EQ(attn, 6);
+  EXPECT_EQ(layer_params(m, 1), 2688.0 + 2688.0 * 128 + 128 * 2 * 2688.0 * 1856 + 2 * 2688.0 * 3712);
+  EXPECT_EQ(expert_params(m, 0), 0.0);  // a Mamba-2 layer
+  const std::vector<double> t = layer_tensor_params(m, 1);
+  EXPECT_EQ(std::accumulate(t.begin(), t.end(), 0.0), layer_params(m, 1));
+  // Active: every layer but the 122 idle experts of each MoE layer.
+  EXPECT_NEAR(active_params(m), count_params(m).total() - 23 * 122 * 2 * 2688.0 * 1856, 1.0);
+}
+
+TEST(HybridMoe, InvalidExpertLayersAreTold) {
+  Json j = test::base_scenario();
+  Json model = zoo_json("nemotron-3-nano-30b-a3b");
+  model["moe"]["first_dense_layers"] = 1;
+  j["model"] = model;
+  EXPECT_EQ(test::scenario_error(j), "test.json: /model/moe/first_dense_layers: with a hybrid_pattern the pattern places the expert "
+                                     "layers ('E'): give no first_dense_layers or interval");
+  model = zoo_json("nemotron-3-nano-30b-a3b");
+  std::string p = model["hybrid_pattern"];
+  for (char& c : p)
+    if (c == 'E') c = '-';
+  model["hybrid_pattern"] = p;
+  j["model"] = model;
+  EXPECT_EQ(test::scenario_error(j), "test.json: /model/moe: hybrid_pattern has no mixture-of-experts layer ('E')");
+}
+
+// The host launches a layer's own blocks: a Mamba-2 layer's empty MLP op and an MoE layer's empty
+// attention op issue no kernel (not the largest of the layer kinds' blocks), the MoE layer's MLP
+// op and the Mamba-2 layer's mixer op their many. Under the largest-over-kinds count the empty ops
+// cost the host the MoE block's launches.
+TEST(HybridMoe, TheHostLaunchesEachLayerKindsOwnKernels) {
+  Json j = read_json_file(test::data_dir() + "/scenarios/nemotron-3-nano-30b-a3b-16xh100-fp8.json");
+  j["training"]["global_batch"] = 32;
+  const Scenario sc = test::scenario_from(j);
+  const SimulationOutput out = simulate(sc, Registries{}, nullptr, Detail::Timeline);
+  const Program& p = out.program;
+  ASSERT_EQ(p.host.size(), p.ops.size());
+  const std::vector<LayerKind> kinds = sc.model.kinds();
+  int empty = 0, full = 0;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const Op& op = p.ops[i];
+    if (op.rank != 0 || op.layer_kind < 0) continue;
+    const LayerKind& k = kinds[static_cast<size_t>(op.layer_kind)];
+    const OpRole r = p.role(op);
+    const bool no_block = (r == OpRole::MlpFwd && !k.has_mlp()) || (r == OpRole::AttnFwd && k.type == LayerType::Mlp);
+    const bool big_block = (r == OpRole::MlpFwd && k.moe) || (r == OpRole::AttnFwd && k.type == LayerType::Mamba);
+    const Time issued = p.host[i].last - p.host[i].first;  // (launches - 1) x per launch
+    if (no_block) {
+      EXPECT_EQ(op.duration, 0) << i;
+      EXPECT_EQ(issued, 0) << i;
+      ++empty;
+    }
+    if (big_block) {
+      EXPECT_GT(issued, 0) << i;
+      ++full;
+    }
+  }
+  EXPECT_GT(empty, 0);
+  EXPECT_GT(full, 0);
+}
+
+// `run --kernels` of the Nemotron 3 Nano example prices each kind of layer apart.
+TEST(HybridMoe, RunKernelsListsEachKindOfLayer) {
+  const auto [rc, out] = test::cli_stdout("--data-dir " + test::data_dir() + " run " + test::data_dir() +
+                                          "/scenarios/nemotron-3-nano-30b-a3b-16xh100-fp8.json --kernels");
+  EXPECT_EQ(rc, 0);
+  for (const char* k : {"mamba fwd [Mamba-2]", "attention fwd [attention]", "mlp fwd [MoE]", "experts.up", "shared_experts.up", "mamba.ssd_scan"})
+    EXPECT_NE(out.find(k), std::string::npos) << k;
 }
 
 }  // namespace

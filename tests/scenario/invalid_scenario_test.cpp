@@ -75,7 +75,7 @@ TEST(InvalidScenario, EachProducesItsExactError) {
        "test.json: /model: unknown model \"lama2-7b\"; did you mean \"llama2-7b\"? Zoo: bloom-176b, deepseek-v2, deepseek-v2-lite, deepseek-v3, gpt-oss-120b, gpt-oss-20b, gpt3-175b, kimi-k2, llama2-13b, "
        "llama2-70b, llama2-7b, llama3-70b, llama3-8b, llama3.1-405b, llama3.1-70b, llama3.1-8b, megatron-gpt-1.7b, "
        "megatron-gpt-1008b, megatron-gpt-145.6b, megatron-gpt-18.4b, megatron-gpt-3.6b, megatron-gpt-310.1b, "
-       "megatron-gpt-39.1b, megatron-gpt-529.6b, megatron-gpt-7.5b, megatron-gpt-76.1b, mixtral-8x22b, mixtral-8x7b, mpt-30b, mpt-7b, nemotron-h-56b, nemotron-h-8b, qwen3-235b-a22b, qwen3-30b-a3b"},
+       "megatron-gpt-39.1b, megatron-gpt-529.6b, megatron-gpt-7.5b, megatron-gpt-76.1b, mixtral-8x22b, mixtral-8x7b, mpt-30b, mpt-7b, nemotron-3-nano-30b-a3b, nemotron-h-56b, nemotron-h-8b, qwen3-235b-a22b, qwen3-30b-a3b"},
       {"unknown gpu", [](Json& j) { j["cluster"]["gpu"] = "h100-sxm-80g"; },
        "test.json: /cluster/gpu: unknown GPU profile \"h100-sxm-80g\"; did you mean \"h100-sxm5-80g\"? Profiles: a100-sxm4-40g, "
        "a100-sxm4-80g, b200-sxm-180g, b300-sxm-288g, gb200-nvl72-186g, gb300-nvl72-288g, h100-sxm-96g-hbm2e-500w, h100-sxm5-80g, h200-sxm-141g, v100-sxm3-32g"},

@@ -262,9 +262,10 @@ def mb_presets():
 # Megatron-Bridge's Qwen3 performance scripts.
 MOE_MODELS = {"qwen330ba3b": "qwen3-30b-a3b", "qwen3235ba22b": "qwen3-235b-a22b", "qwen3moe30b": "qwen3-30b-a3b",
               "mixtral8x7b": "mixtral-8x7b", "mixtral8x22b": "mixtral-8x22b", "deepseekv3": "deepseek-v3",
-              "gptoss120b": "gpt-oss-120b", "gptoss20b": "gpt-oss-20b"}
+              "gptoss120b": "gpt-oss-120b", "gptoss20b": "gpt-oss-20b", "nemotron3nano": "nemotron-3-nano-30b-a3b",
+              "nemotronv3nano": "nemotron-3-nano-30b-a3b"}
 # Megatron-Bridge MoE rows whose plan the converter reads from the performance presets (moe_preset).
-MB_MOE_MODELS = ("qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3", "gpt-oss-120b")
+MB_MOE_MODELS = ("qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3", "gpt-oss-120b", "nemotron-3-nano-30b-a3b")
 # NeMo AutoModel MoE rows (FSDP2 + EP) whose plan the converter reads from AutoModel's benchmark configs, by zoo model.
 # Only rows without pipeline parallelism: AutoModel's pipelined MoE rows run torch.distributed.pipelining's interleaved
 # 1F1B over FSDP2 with DeepEP's inter-node dispatch, which is not modelled.
@@ -331,6 +332,16 @@ MB_GPTOSS = ("Megatron-Bridge's GPT-OSS recipe (src/megatron/bridge/recipes/gpt_
              "default unfused fp32 cross entropy) and its performance preset %s (scripts/performance/configs/gpt_oss/"
              "gpt_oss_workload_base_configs.py: %s; CUDA graphs, the cuteDSL fused grouped MLP and FP8 dot-product attention "
              "are not modelled: attention is priced in 16-bit)")
+MB_NANO = ("Megatron-Bridge's Nemotron 3 Nano recipe (src/megatron/bridge/recipes/nemotronh/nemotron_3_nano.py "
+           "nemotron_3_nano_pretrain_config: expert_tensor_parallel_size 1, seq 8192, distributed optimizer, "
+           "cross_entropy_fusion_impl 'native': Megatron-Core's fused_vocab_parallel_cross_entropy, jit-fused passes over the 16-bit "
+           "logits without an fp32 upcast (megatron/core/fusions/fused_cross_entropy.py), priced as loss_impl eager16) and "
+           "its performance preset %s (scripts/performance/configs/nemotronh/nemotron_3_nano_workload_base_configs.py at v0.3.1 "
+           "and nemotron_3_workload_base_configs.py at v0.5.0; src/megatron/bridge/perf_recipes/nemotronh/<gpu>/nemotronh.py at "
+           "v0.6.0: %s; moe_router_force_load_balancing True, the flex dispatcher with the hybridep backend, cuda_graph_impl "
+           "transformer_engine with cuda_graph_scope %s; the 26.08 Blackwell presets' CuTe DSL fused grouped MLP "
+           "(NVTE_CUTEDSL_FUSED_GROUPED_MLP), Transformer Engine op fuser and FP8 dot-product attention are not modelled)")
+NANO_GRAPHS = ["attn", "mamba", "moe_router", "moe_preprocess"]
 # Megatron-Bridge's MoE presets by (model, GPU, precision): the plans they set (tp, pp, vp, ep, and the global batch where
 # two versions differ only in it), whether the all-to-alls overlap (moe_a2a_overlap) and the recompute modules.
 # Rows whose plan matches one of them convert; others are skipped.
@@ -363,6 +374,19 @@ MB_MOE_PRESETS = {
                                         rec=["mla_up_proj", "layernorm", "moe_act"], prec=("NVFP4",))],
     ("deepseek-v3", "h100", "*"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_H100_V1/V2", tp=2, pp=8, vp=4, ep=64, a2a=False,
                                         rec=["mla_up_proj", "mlp"], prec=("BF16", "FP8_CS"))],
+    ("nemotron-3-nano-30b-a3b", "h100", "*"): [
+        dict(name="NEMOTRON_3_NANO_PRETRAIN_CONFIG_H100_FP8_CS_V1", tp=1, pp=1, vp=1, ep=8, a2a=False,
+             rec=["moe", "layernorm", "core_attn", "moe_act"], graphs=["mamba"], prec=("FP8_CS",)),
+        dict(name="NEMOTRON_3_NANO_PRETRAIN_CONFIG_H100_BF16_V1", tp=1, pp=1, vp=1, ep=8, a2a=False, rec=["moe", "layernorm"],
+             graphs=["attn", "mamba"], prec=("BF16",))],
+    ("nemotron-3-nano-30b-a3b", "gb300", "*"): [dict(name="NEMOTRON_3_NANO_PRETRAIN_CONFIG_GB300_*_V1", tp=1, pp=1, vp=1, ep=8,
+                                                     a2a=False, rec=[], graphs=NANO_GRAPHS)],
+    ("nemotron-3-nano-30b-a3b", "gb200", "*"): [dict(name="NEMOTRON_3_NANO_PRETRAIN_CONFIG_GB200_*_V1", tp=1, pp=1, vp=1, ep=8,
+                                                     a2a=False, rec=[], graphs=NANO_GRAPHS)],
+    ("nemotron-3-nano-30b-a3b", "b300", "*"): [dict(name="NEMOTRON_3_NANO_PRETRAIN_CONFIG_B300_*_V1", tp=1, pp=1, vp=1, ep=8,
+                                                    a2a=False, rec=[], graphs=NANO_GRAPHS)],
+    ("nemotron-3-nano-30b-a3b", "b200", "*"): [dict(name="NEMOTRON_3_NANO_PRETRAIN_CONFIG_B200_*_V1", tp=1, pp=1, vp=1, ep=8,
+                                                    a2a=False, rec=[], graphs=NANO_GRAPHS)],
     ("gpt-oss-120b", "h100", "*"): [dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V1/V2", tp=1, pp=4, vp=1, ep=8, a2a=False,
                                          rec=["layernorm", "moe_act"], prec=("BF16", "FP8_CS"))],
     ("gpt-oss-120b", "gb300", "*"): [dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_GB300_BF16_V1/V2", tp=1, pp=1, vp=1, ep=64,
@@ -410,7 +434,7 @@ def moe_preset(model, prof, tp, pp=1, vpp=1, ep=1, prec="BF16", gbs=0):
     preset known to the converter has the row's plan."""
     zoo = moe_zoo_name(model)
     h100 = prof.startswith("h100")
-    if zoo in ("deepseek-v3", "gpt-oss-120b"):
+    if zoo in ("deepseek-v3", "gpt-oss-120b", "nemotron-3-nano-30b-a3b"):
         c = mb_moe_plan(zoo, prof, prec, tp, pp, vpp, ep, gbs)
         if c is None or (zoo == "deepseek-v3" and (pp, vpp) not in DSV3_LAYOUTS):
             return None
@@ -420,6 +444,9 @@ def moe_preset(model, prof, tp, pp=1, vpp=1, ep=1, prec="BF16", gbs=0):
         if zoo == "deepseek-v3":
             layout = DSV3_LAYOUTS[(pp, vpp)]
             preset.update(why=MB_DSV3 % (pp, vpp, layout, c["name"], what), mtp_layers=1, stage_layers=layout)
+        elif zoo == "nemotron-3-nano-30b-a3b":
+            preset.update(why=MB_NANO % (c["name"], what, c["graphs"]), cuda_graph_scope=c["graphs"], moe_dispatcher="hybridep",
+                          loss_impl="eager16")
         else:
             preset.update(why=MB_GPTOSS % (c["name"], what))
         return preset
@@ -880,6 +907,8 @@ def moe_parallel(c):
         c.par.update(ep=c.p["ep"], etp=1, zero_stage=1 if c.dp > 1 else 0)
         if c.preset["ep_comm_overlap"]:
             c.par["ep_comm_overlap"] = True
+        if c.preset.get("moe_dispatcher"):
+            c.par["moe_dispatcher"] = c.preset["moe_dispatcher"]
         if c.preset.get("recompute_modules"):
             c.par.update(recompute="selective", recompute_modules=c.preset["recompute_modules"])
         elif "recompute_modules" in c.preset:
@@ -945,6 +974,8 @@ def training_section(c):
         c.training["mtp_layers"] = c.preset["mtp_layers"]
     if c.preset and c.preset.get("loss_impl"):
         c.training["loss_impl"] = c.preset["loss_impl"]
+    if c.preset and c.preset.get("cuda_graph_scope"):
+        c.training.update(cuda_graph_impl="transformer_engine", cuda_graph_scope=c.preset["cuda_graph_scope"])
     if c.bf16_optimizer and c.zero == 1:
         c.par["zero_impl"] = "deepspeed-bf16"
         c.ci["parallel.zero_impl"] = ("deepspeed-bf16: DeepSpeed's BF16 optimizer accumulates gradients in fp32, 'additional memory "
