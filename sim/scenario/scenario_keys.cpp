@@ -67,7 +67,7 @@ const std::vector<ScenarioKey>& scenario_keys() {
       {"/model/hybrid_pattern", "string", "none",
        "Hybrid model: one symbol per layer, `M` a Mamba-2 layer, `*` an attention layer, `-` an MLP layer, `E` a mixture-of-experts "
        "layer (model.moe), each with its own norm and residual (absent: every layer is attention then MLP).",
-       "Megatron `--hybrid-override-pattern`; HF `hybrid_override_pattern`"},
+       "Megatron `--hybrid-layer-pattern` (`--hybrid-override-pattern`); HF `hybrid_override_pattern`"},
       {"/model/mamba", "object | null", "none", "The Mamba-2 (SSD) mixer of the `M` layers; absent without them.", ""},
       {"/model/mamba/heads", "integer >= 1", "", "SSM heads (d_inner = heads x head_dim).", "Megatron `--mamba-num-heads`; HF `mamba_num_heads`"},
       {"/model/mamba/head_dim", "integer >= 1", "64", "Channels per SSM head.", "Megatron `--mamba-head-dim`; HF `mamba_head_dim`"},

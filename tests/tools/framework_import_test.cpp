@@ -109,6 +109,45 @@ TEST(FrameworkImport, MegatronTokenDropping) {
   EXPECT_NE(error({"--moe-pad-expert-input-to-capacity"}).find("needs --moe-expert-capacity-factor"), std::string::npos);
 }
 
+// A hybrid Mamba-2 / MoE / attention model from Megatron's own arguments (Nemotron 3 Nano, as
+// Megatron-LM's modelopt config gives it): the pattern, the mixer and the shared expert map, the
+// layer count is the pattern's and each expert is --ffn-hidden-size wide, as in Megatron; the model
+// is the zoo's Nemotron 3 Nano (same parameter count).
+TEST(FrameworkImport, MegatronHybridModel) {
+  const ImportResult r = import_megatron(split_args(text("megatron-nemotron3-nano.args")), on("h100-sxm5-80g", 2));
+  const Scenario sc = parse_scenario(r.scenario, "megatron.json", test::data_dir());
+  const ModelSpec zoo = load_zoo_model(test::data_dir(), "nemotron-3-nano-30b-a3b", "test");
+  EXPECT_EQ(sc.model.layers, 52);
+  EXPECT_EQ(sc.model.hybrid_pattern, zoo.hybrid_pattern);
+  EXPECT_EQ(sc.model.mamba->heads, 64);
+  EXPECT_EQ(sc.model.moe->expert_ffn_hidden, 1856);
+  EXPECT_EQ(sc.model.moe->shared_expert_ffn_hidden, 3712);
+  EXPECT_EQ(sc.model.activation, Activation::SquaredRelu);
+  EXPECT_EQ(count_params(sc.model).total(), count_params(zoo).total());
+  EXPECT_EQ(sc.parallel.ep, 8);
+  EXPECT_EQ(sc.training.loss_impl, LossImpl::Eager16);  // --cross-entropy-fusion-impl native
+  EXPECT_TRUE(r.unmapped.size() <= 2) << r.unmapped.size();  // --moe-permute-fusion, --moe-grouped-gemm
+  const auto error = [](const std::string& pattern) {
+    try {
+      import_megatron({"--hybrid-layer-pattern", pattern}, on("h100-sxm5-80g", 1));
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(error("M-M*|M-M*").find("pipeline-stage boundaries"), std::string::npos);
+  // Without --mamba-num-heads Megatron's mixer is 2 x hidden wide in heads of 64.
+  const ImportResult d = import_megatron({"--hybrid-layer-pattern", "M*-", "--hidden-size", "1024", "--num-attention-heads", "8"},
+                                         on("h100-sxm5-80g", 1));
+  EXPECT_EQ(d.scenario["model"]["mamba"]["heads"], 32);
+  EXPECT_EQ(d.scenario["model"]["layers"], 3);
+  // `run` tells the argument file by its pattern (it has no --num-layers).
+  const auto [rc, out] = test::cli_stdout("--data-dir " + test::data_dir() + " run " + test::test_data("frameworks/megatron-nemotron3-nano.args") +
+                                          " --gpu h100-sxm5-80g --nodes 2");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("23 of 52 layers"), std::string::npos) << out;
+}
+
 TEST(FrameworkImport, DeepSpeedConfig) {
   const Json c = read_json_file(test::test_data("frameworks/ds_config_zero2.json"));
   ImportOptions o = on("a100-sxm4-80g", 1, "llama2-7b");

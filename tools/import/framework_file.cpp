@@ -50,7 +50,9 @@ std::string framework_of(const std::string& path, const std::string& text) {
     }
     return false;
   };
-  if (!json && (has("--num-layers") || has("--tensor-model-parallel-size"))) return "megatron";
+  // A hybrid model's arguments may give no --num-layers: its pattern is the layer count.
+  if (!json && (has("--num-layers") || has("--tensor-model-parallel-size") || has("--hybrid-layer-pattern") || has("--hybrid-override-pattern")))
+    return "megatron";
   return "";
 }
 

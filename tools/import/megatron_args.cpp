@@ -42,6 +42,14 @@ double to_number(const std::string& opt, const std::string& v) {
   throw ConfigError(opt + ": expected a number, got \"" + v + "\"");
 }
 
+// A hybrid model's layer pattern; its pipeline-stage boundaries ('|', flexible virtual pipeline
+// stages) and MTP patterns ('/') are not modelled.
+void set_hybrid_pattern(Args& a, const std::string& opt, const std::string& v) {
+  if (v.find_first_of("|/") != std::string::npos)
+    throw ConfigError(opt + ": \"" + v + "\": pipeline-stage boundaries ('|') and MTP patterns ('/') in the pattern are not modelled");
+  a.m()["hybrid_pattern"] = v;
+}
+
 ArgHandler set_int(const char* section, const char* key) {
   return [=](Args& a, const std::string& v) { a.sc[section][key] = to_int(std::string("--") + key, v); };
 }
@@ -99,6 +107,23 @@ const std::map<std::string, ArgHandler>& valued() {
          if (f > 0) a.t()["moe_capacity_factor"] = f;
        }},
       {"moe-ffn-hidden-size", [](Args& a, const std::string& v) { a.m()["moe"]["expert_ffn_hidden"] = to_int("--moe-ffn-hidden-size", v); }},
+      {"moe-shared-expert-intermediate-size",
+       [](Args& a, const std::string& v) { a.m()["moe"]["shared_expert_ffn_hidden"] = to_int("--moe-shared-expert-intermediate-size", v); }},
+      // Hybrid models (megatron/training/arguments.py: --hybrid-layer-pattern, and its deprecated
+      // name --hybrid-override-pattern; the Mamba-2 mixer's --mamba-* sizes).
+      {"hybrid-layer-pattern", [](Args& a, const std::string& v) { set_hybrid_pattern(a, "--hybrid-layer-pattern", v); }},
+      {"hybrid-override-pattern", [](Args& a, const std::string& v) { set_hybrid_pattern(a, "--hybrid-override-pattern", v); }},
+      // With --cross-entropy-loss-fusion: "te" Transformer Engine's one-kernel loss (fused), "native"
+      // Megatron-Core's jit-fused passes over the 16-bit logits (fused_cross_entropy.py; eager16).
+      {"cross-entropy-fusion-impl",
+       [](Args& a, const std::string& v) {
+         if (v != "te" && v != "native") throw ConfigError("--cross-entropy-fusion-impl: \"" + v + "\" is not modelled (te, native)");
+         a.sc["_ce_impl"] = v;
+       }},
+      {"mamba-num-heads", [](Args& a, const std::string& v) { a.m()["mamba"]["heads"] = to_int("--mamba-num-heads", v); }},
+      {"mamba-head-dim", [](Args& a, const std::string& v) { a.m()["mamba"]["head_dim"] = to_int("--mamba-head-dim", v); }},
+      {"mamba-state-dim", [](Args& a, const std::string& v) { a.m()["mamba"]["state"] = to_int("--mamba-state-dim", v); }},
+      {"mamba-num-groups", [](Args& a, const std::string& v) { a.m()["mamba"]["groups"] = to_int("--mamba-num-groups", v); }},
       {"position-embedding-type",
        [](Args& a, const std::string& v) {
          if (v != "rope" && v != "learned_absolute" && v != "none") throw ConfigError("--position-embedding-type: \"" + v + "\" is not modelled");
@@ -135,6 +160,7 @@ const std::map<std::string, ArgHandler>& flags() {
       {"bf16", [](Args& a, const std::string&) { if (!a.t().contains("dtype")) a.t()["dtype"] = name_of(Dtype::Bf16); }},
       {"fp16", [](Args& a, const std::string&) { if (!a.t().contains("dtype")) a.t()["dtype"] = name_of(Dtype::Fp16); }},
       {"swiglu", [](Args& a, const std::string&) { a.m()["activation"] = name_of(Activation::SwiGlu); }},
+      {"squared-relu", [](Args& a, const std::string&) { a.m()["activation"] = name_of(Activation::SquaredRelu); }},
       {"untie-embeddings-and-output-weights", set_bool("model", "tied_embeddings", false)},
       {"disable-bias-linear", set_bool("model", "bias", false)},
       {"group-query-attention", [](Args&, const std::string&) {}},
@@ -173,6 +199,30 @@ const std::set<std::string>& megatron_no_effect() {
 
 // Megatron's derived model defaults: kv_heads = heads, ffn_hidden 4h (or 8h/3 rounded down to a
 // multiple of 64 with SwiGLU), max_positions = seq_len, dropout from the two dropout options.
+// Megatron's defaults a hybrid or MoE model takes from its other sizes: the pattern's length is the
+// layer count (mamba_hybrid_layer_allocation.py get_hybrid_total_layer_count); without
+// --mamba-num-heads the mixer is expand 2 x hidden wide in heads of head_dim (mamba_mixer.py:
+// d_inner = 2 d_model, nheads = d_inner / headdim, headdim 64 by default); an expert is
+// --ffn-hidden-size wide without --moe-ffn-hidden-size (transformer_config.py).
+void finish_hybrid_model(ImportResult& r) {
+  Json& m = r.scenario["model"];
+  if (m.contains("hybrid_pattern") && !m.contains("layers")) {
+    m["layers"] = static_cast<std::int64_t>(m["hybrid_pattern"].get<std::string>().size());
+    r.notes.push_back("model.layers: the hybrid pattern's length");
+  }
+  if (m.contains("mamba") && !m["mamba"].contains("heads") && m.contains("hidden")) {
+    const std::int64_t head_dim = m["mamba"].value("head_dim", std::int64_t{64});
+    m["mamba"]["heads"] = 2 * m["hidden"].get<std::int64_t>() / head_dim;
+    r.notes.push_back("model.mamba.heads: Megatron's default, 2 x hidden / head_dim");
+  }
+  if (m.contains("hybrid_pattern") && m["hybrid_pattern"].get<std::string>().find('M') != std::string::npos && !m.contains("mamba") &&
+      m.contains("hidden")) {
+    m["mamba"] = {{"heads", 2 * m["hidden"].get<std::int64_t>() / 64}};
+    r.notes.push_back("model.mamba: Megatron's default Mamba-2 mixer (2 x hidden wide, heads of 64)");
+  }
+  if (m.contains("moe") && !m["moe"].contains("expert_ffn_hidden") && m.contains("ffn_hidden")) m["moe"]["expert_ffn_hidden"] = m["ffn_hidden"];
+}
+
 void finish_megatron_model(ImportResult& r, bool model_given) {
   Json& m = r.scenario["model"];
   if (r.scenario.contains("_dropout")) {
@@ -190,6 +240,7 @@ void finish_megatron_model(ImportResult& r, bool model_given) {
     m["max_positions"] = r.scenario["training"]["seq_len"];
   if (!m.contains("vocab") && !model_given)
     r.notes.push_back("model.vocab: the tokenizer's size, not on the command line: give --vocab-size or --model");
+  finish_hybrid_model(r);
 }
 
 }  // namespace
@@ -227,6 +278,9 @@ ImportResult import_megatron(const std::vector<std::string>& args, const ImportO
   if (r.scenario.value("_moe_flex", false)) r.scenario["parallel"]["moe_dispatcher"] = r.scenario.value("_moe_flex_backend", "deepep");
   r.scenario.erase("_moe_flex");
   r.scenario.erase("_moe_flex_backend");
+  if (r.scenario.value("_ce_impl", "") == "native" && r.scenario["training"].value("loss_impl", "") == "fused")
+    r.scenario["training"]["loss_impl"] = "eager16";
+  r.scenario.erase("_ce_impl");
   apply_model_option(r.scenario, o);
   finish_layout(r.scenario, r.scenario.value("_layers_per_virtual_stage", 0), o.data_dir);
   r.scenario.erase("_layers_per_virtual_stage");
