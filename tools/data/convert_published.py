@@ -342,6 +342,8 @@ MB_NANO = ("Megatron-Bridge's Nemotron 3 Nano recipe (src/megatron/bridge/recipe
            "transformer_engine with cuda_graph_scope %s; the 26.08 Blackwell presets' CuTe DSL fused grouped MLP "
            "(NVTE_CUTEDSL_FUSED_GROUPED_MLP), Transformer Engine op fuser and FP8 dot-product attention are not modelled)")
 NANO_GRAPHS = ["attn", "mamba", "moe_router", "moe_preprocess"]
+# The CUDA graphs of the other Megatron-Bridge MoE runs, by run id (their presets' graphs differ by release).
+MB_CUDA_GRAPHS = json.load(open(os.path.join(ROOT, "tools", "data", "mbridge_cuda_graphs.json")))["runs"]
 # Megatron-Bridge's MoE presets by (model, GPU, precision): the plans they set (tp, pp, vp, ep, and the global batch where
 # two versions differ only in it), whether the all-to-alls overlap (moe_a2a_overlap) and the recompute modules.
 # Rows whose plan matches one of them convert; others are skipped.
@@ -1001,6 +1003,10 @@ def cluster_section(c):
             c.ci["cluster.inter_node"] = "one NIC per GPU, the profile's line rate (NVL72 datasheet)"
     elif c.gpus > c.gpn:
         c.ci["cluster.inter_node"] = "the GPU profile's reference node network (DGX datasheet)"
+    graphs = MB_CUDA_GRAPHS.get(c.r["id"])
+    if graphs:
+        c.training.update({k: v for k, v in graphs.items() if k != "why"})
+        c.ci["training.cuda_graph_impl/cuda_graph_scope"] = graphs["why"]
     c.scen = {"schema": "parasim.scenario/1", "name": c.r["id"], "model": c.model,
               "cluster": c.cluster, "training": c.training, "parallel": c.par}
     stack = stack_of(c.title, c.zero)
