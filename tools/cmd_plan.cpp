@@ -25,7 +25,7 @@ void print_plan(const PlanJob& job, const PlanResult& res, const PlanOpts& o) {
                            en.candidates - static_cast<std::int64_t>(en.layouts.size()),
                            res.evaluated.evaluated - res.evaluated.bound_skipped);
   for (const auto& [rule, n] : en.pruned) std::cout << fmt::format("    {:>10}  {}\n", n, rule);
-  for (const auto& [reason, n] : res.evaluated.skipped) std::cout << fmt::format("    {:>10}  {}\n", n, reason);
+  for (const auto& [reason, n] : res.evaluated.skipped) std::cout << fmt::format("    {:>10}  {}\n", n, skipped_text(reason, n, res.evaluated));
   if (job.search_top > 0)
     std::cout << fmt::format("    {:>10}  not simulated (--search bound): their step's lower bound is above the {} best steps found; "
                              "the counts and the Pareto column below cover the simulated layouts\n",

@@ -12,6 +12,22 @@
 
 namespace parasim {
 
+namespace {
+
+std::string skipped_line(const std::string& reason, std::int64_t n, const Evaluated& ev) {
+  return fmt::format("  skipped {:>6}: {}\n", n, skipped_text(reason, n, ev));
+}
+
+// Every combination was refused: the sweep has nothing to rank (exit 2, no output file).
+std::string no_combination_message(const std::string& file, const Evaluated& ev) {
+  std::string msg = file + ": none of the " + std::to_string(ev.total) + " combinations of --vary can be simulated:\n";
+  for (const auto& [reason, n] : ev.skipped) msg += skipped_line(reason, n, ev);
+  if (!msg.empty() && msg.back() == '\n') msg.pop_back();
+  return msg;
+}
+
+}  // namespace
+
 void add_sweep_command(CLI::App& app, Context& ctx) {
   struct Opts {
     std::string file, csv, objective = "throughput";
@@ -50,6 +66,7 @@ void add_sweep_command(CLI::App& app, Context& ctx) {
       if (!ctx.prints()) return 0;  // part 0 of an mpirun prints for all
       report_rate("sweep", ev.evaluated, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), opt.jobs,
                   ctx.distribution ? ctx.distribution->parts : 1);
+      if (ev.rows.empty() && !ev.interrupted && ev.total > 0) throw ConfigError(no_combination_message(o->file, ev));
       if (!o->csv.empty()) write_file_whole(o->csv, rows_csv(ev.rows, spec.setting_names(), o->price));
       if (o->json) {
         std::cout << sweep_json(spec, ev, objective, o->price).dump(2) << "\n";
@@ -58,7 +75,7 @@ void add_sweep_command(CLI::App& app, Context& ctx) {
                                  o->file, ev.total, ev.evaluated, ev.rows.size(),
                                  std::count_if(ev.rows.begin(), ev.rows.end(), [](const Row& r) { return r.status == "oom"; }),
                                  objective_name(objective), spec.derive_dp() ? "; dp derived from the GPU count" : "");
-        for (const auto& [reason, n] : ev.skipped) std::cout << fmt::format("  skipped {:>6}: {}\n", n, reason);
+        for (const auto& [reason, n] : ev.skipped) std::cout << skipped_line(reason, n, ev);
         std::cout << "\n" << rows_table(ev.rows, spec.setting_names(), o->top);
       }
       if (ev.interrupted) {

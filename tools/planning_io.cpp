@@ -49,4 +49,10 @@ void write_file_whole(const std::string& path, const std::string& text) {
   }
 }
 
+std::string skipped_text(const std::string& reason, std::int64_t n, const Evaluated& ev) {
+  const auto it = ev.skipped_examples.find(reason);
+  const std::string example = it != ev.skipped_examples.end() && !it->second.empty() ? it->second : reason;
+  return n > 1 ? fmt::format("{} (and {} more alike)", example, n - 1) : example;
+}
+
 }  // namespace parasim

@@ -27,4 +27,8 @@ void report_rate(const std::string& what, std::size_t evaluated, double seconds,
 // Writes text to path through a temporary file renamed into place; a ConfigError when it fails.
 void write_file_whole(const std::string& path, const std::string& text);
 
+// One kind of skipped case (Evaluated::skipped): its first case with its settings and numbers, and
+// how many more broke the same rule.
+std::string skipped_text(const std::string& reason, std::int64_t n, const Evaluated& ev);
+
 }  // namespace parasim

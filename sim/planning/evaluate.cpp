@@ -8,7 +8,7 @@
 namespace parasim {
 
 Json outcome_json(const Outcome& o) {
-  if (!o.row) return {{"skipped", o.skipped}};
+  if (!o.row) return {{"skipped", o.skipped}, {"skipped_example", o.skipped_example}};
   Json j = row_json(*o.row, 0);
   j["index"] = o.row->index;
   return j;
@@ -18,6 +18,7 @@ Outcome outcome_from_json(const Json& j) {
   Outcome o;
   if (j.contains("skipped")) {
     o.skipped = j.at("skipped").get<std::string>();
+    o.skipped_example = j.value("skipped_example", "");
     return o;
   }
   o.row = row_from_json(j);
@@ -104,17 +105,24 @@ Evaluated evaluate_all(std::size_t n, const std::function<Outcome(std::size_t)>&
   for (auto& s : slots) {
     if (!s) continue;
     ++ev.evaluated;
-    if (s->row) ev.rows.push_back(std::move(*s->row));
-    else ++ev.skipped[s->skipped];
+    if (s->row) {
+      ev.rows.push_back(std::move(*s->row));
+    } else {
+      ++ev.skipped[s->skipped];
+      ev.skipped_examples.emplace(s->skipped, s->skipped_example);
+    }
   }
   // A part other than 0 holds its own share only.
   ev.interrupted = ev.evaluated < (dist && !dist->root() ? todo.size() : n);
   return ev;
 }
 
+std::string without_file(const std::string& message, const std::string& file) {
+  return !file.empty() && message.rfind(file + ": ", 0) == 0 ? message.substr(file.size() + 2) : message;
+}
+
 std::string error_kind(const std::string& message, const std::string& file) {
-  std::string m = message;
-  if (!file.empty() && m.rfind(file + ": ", 0) == 0) m = m.substr(file.size() + 2);
+  const std::string m = without_file(message, file);
   std::string out;
   for (size_t i = 0; i < m.size();) {
     const bool after_word = i > 0 && (std::isalnum(static_cast<unsigned char>(m[i - 1])) || m[i - 1] == '_');

@@ -18,7 +18,8 @@ namespace parasim {
 // One evaluation: a row, or the reason the combination is invalid (a ConfigError's kind).
 struct Outcome {
   std::optional<Row> row;
-  std::string skipped;
+  std::string skipped;          // the kind of rule it broke (error_kind), which counts alike
+  std::string skipped_example;  // the settings and the message itself, with its numbers
 };
 
 // Outcomes as JSON, exactly (doubles round-trip): how processes of a distributed sweep exchange them.
@@ -61,6 +62,7 @@ struct EvalOptions {
 struct Evaluated {
   std::vector<Row> rows;                        // in index order
   std::map<std::string, std::int64_t> skipped;  // reason -> count
+  std::map<std::string, std::string> skipped_examples;  // reason -> its first case (in index order), numbers kept
   std::size_t total = 0, evaluated = 0;   // evaluated: simulated or skipped by the bound
   std::size_t bound_skipped = 0;          // not simulated: their step's lower bound ranks them out (PlanJob::search_top)
   bool interrupted = false;
@@ -77,5 +79,7 @@ Evaluated evaluate_all(std::size_t n, const std::function<Outcome(std::size_t)>&
 // every number replaced by N, so "dp*tp*pp*cp = 1*3*1*1 = 3 but the cluster has 1*8 = 8 GPUs"
 // and its siblings count as one reason.
 std::string error_kind(const std::string& message, const std::string& file);
+// The message without its "file: " prefix.
+std::string without_file(const std::string& message, const std::string& file);
 
 }  // namespace parasim

@@ -378,6 +378,7 @@ Outcome evaluate_layout(const PlanJob& job, const std::string& data_dir, const R
     o.row = std::move(r);
   } catch (const ConfigError& e) {
     o.skipped = "loader: " + error_kind(e.what(), job.base_file);
+    o.skipped_example = without_file(e.what(), job.base_file);
   }
   return o;
 }
@@ -397,6 +398,7 @@ void simulate_batch(const PlanJob& job, const std::string& data_dir, const Regis
     ++ev.evaluated;
     if (!o.row) {
       ++ev.skipped[o.skipped];
+      ev.skipped_examples.emplace(o.skipped, o.skipped_example);
       continue;
     }
     if (o.row->status == "ok") {

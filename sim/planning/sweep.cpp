@@ -206,8 +206,16 @@ Outcome evaluate_combination(const SweepSpec& spec, std::size_t i, const std::st
     o.row = make_row(sc, simulate(sc, reg), i, spec.settings(i));
   } catch (const ConfigError& e) {
     o.skipped = error_kind(e.what(), spec.file);
+    o.skipped_example = without_file(e.what(), spec.file);
   } catch (const Json::exception& e) {  // a pointer through a value that is not an object
     o.skipped = std::string("cannot set the key: ") + e.what();
+    o.skipped_example = o.skipped;
+  }
+  if (!o.row) {
+    std::string at;
+    const Json settings = spec.settings(i);
+    for (const auto& [name, value] : settings.items()) at += (at.empty() ? "" : ", ") + name + "=" + value.dump();
+    o.skipped_example = at + ": " + o.skipped_example;
   }
   return o;
 }
@@ -232,7 +240,7 @@ Json sweep_json(const SweepSpec& spec, const Evaluated& ev, Objective objective,
   return {{"schema", "parasim.sweep/1"}, {"scenario", spec.file},    {"objective", objective_name(objective)},
           {"vary", vary},                {"dp_derived", spec.derive_dp()}, {"total", ev.total},
           {"evaluated", ev.evaluated},   {"interrupted", ev.interrupted}, {"skipped", ev.skipped},
-          {"rows", rows}};
+          {"skipped_examples", ev.skipped_examples}, {"rows", rows}};
 }
 
 }  // namespace parasim

@@ -109,13 +109,32 @@ TEST(Sweep, OutcomesRoundTripThroughJsonExactly) {
   const Evaluated ev = run_sweep(spec, test::data_dir(), reg, Objective::Throughput, EvalOptions{});
   ASSERT_FALSE(ev.rows.empty());
   for (const Row& r : ev.rows) {
-    const Outcome back = outcome_from_json(Json::parse(outcome_json(Outcome{r, ""}).dump()));
+    const Outcome back = outcome_from_json(Json::parse(outcome_json(Outcome{r, "", ""}).dump()));
     ASSERT_TRUE(back.row);
     EXPECT_EQ(back.row->index, r.index);
     EXPECT_EQ(row_json(*back.row, 1.5).dump(), row_json(r, 1.5).dump());
     EXPECT_EQ(back.row->step_s, r.step_s);  // bit for bit
   }
-  EXPECT_EQ(outcome_from_json(outcome_json(Outcome{std::nullopt, "tp > heads"})).skipped, "tp > heads");
+  const Outcome skipped = outcome_from_json(outcome_json(Outcome{std::nullopt, "tp > heads", "tp=3: tp (3) > heads (2)"}));
+  EXPECT_EQ(skipped.skipped, "tp > heads");
+  EXPECT_EQ(skipped.skipped_example, "tp=3: tp (3) > heads (2)");
+}
+
+// A skipped kind of combination is shown by its first case, with its settings and numbers (the
+// kind itself templates every number as N); a sweep none of whose combinations can be simulated is
+// bad input: exit 2, the reasons on stderr, no CSV written.
+TEST(Sweep, SkippedCombinationsAreShownWithTheirNumbers) {
+  const std::string file = ::testing::TempDir() + "sweep_skipped.json";
+  std::ofstream(file) << test::base_scenario().dump();
+  const auto [rc, out] = test::cli_stdout("sweep " + file + " --vary tp=1,3,5");
+  EXPECT_EQ(rc, 0);
+  EXPECT_NE(out.find("tp=3: /parallel: dp*tp*pp*cp = "), std::string::npos) << out;
+  EXPECT_NE(out.find("(and 1 more alike)"), std::string::npos) << out;
+  const std::string csv = ::testing::TempDir() + "sweep_skipped.csv";
+  std::remove(csv.c_str());
+  const auto [rc2, out2] = test::cli_stdout("sweep " + file + " --vary tp=3,5 --csv " + csv);
+  EXPECT_EQ(rc2, 2);
+  EXPECT_FALSE(std::ifstream(csv).good());
 }
 
 TEST(Sweep, CommandOutputIsTheSameOnOneAndTwoThreads) {
