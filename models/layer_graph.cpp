@@ -413,7 +413,7 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   }
   const double rows = static_cast<double>(per_expert * local_experts) * busiest;
   const double ffb = rows * static_cast<double>(ff) * e;
-  const std::string act_name = glu ? "experts.swiglu" : "experts.gelu";
+  const std::string act_name = "experts." + name_of(m.activation);
   // The forward's fc1 also launches the expert offsets' kernels (its backward GEMMs do not).
   add_ffn_fwd(mf, launched(fc1, ml.expert_gemm + ml.expert_offsets), fc2, act_name, glu, ffb, ml.activation);
   mf.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.unpermute", (copies + Tr) * hd * e)), ml.unpermute));
@@ -424,7 +424,7 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
                          FfnStep::Up);
   const Kernel sfc2 = tagged(LayerModule::SharedExperts, gemm("shared_experts.down", T_r, h, S), FfnStep::Down);
   const double sffb = Tr * static_cast<double>(S) * e;
-  const std::string sact_name = glu ? "shared_experts.swiglu" : "shared_experts.gelu";
+  const std::string sact_name = "shared_experts." + name_of(m.activation);
   if (S > 0) {
     add_ffn_fwd(mf, sfc1, sfc2, sact_name, glu, sffb);
     mf.kernels.push_back(tagged(LayerModule::SharedExperts, mem("shared_experts.add", 3 * Tr * hd * e)));

@@ -12,15 +12,20 @@ using layer_kernels::gemm;
 using layer_kernels::mem;
 using layer_kernels::tagged;
 
-// The scan's dimensions on one rank: L tokens per sequence in C chunks of Q, H heads of P channels,
-// G groups with states of N (Megatron's nheads_local_tp, ngroups_local_tp), b sequences.
+// The scan's dimensions on one rank: L tokens per sequence in C chunks, H heads of P channels, G
+// groups with states of N (Megatron's nheads_local_tp, ngroups_local_tp), b sequences. The chunks
+// hold `chunk` tokens but the last, which holds the rest (mamba_ssm's kernels mask each chunk at
+// min(chunk_size, seqlen - chunk start)): QQ is the sum over chunks of their tokens squared, the size
+// of the within-chunk products; a sequence shorter than a chunk is one chunk of its tokens.
 struct ScanDims {
-  double L, C, Q, H, P, G, N, b;
+  double L, C, QQ, H, P, G, N, b;
 };
 ScanDims scan_dims(const MambaSpec& s, std::int64_t micro_batch, std::int64_t seq_len, std::int64_t tp) {
-  const std::int64_t chunks = (seq_len + s.chunk - 1) / s.chunk;
-  return {static_cast<double>(seq_len),    static_cast<double>(chunks),       static_cast<double>(s.chunk),
-          static_cast<double>(s.heads / tp), static_cast<double>(s.head_dim),   static_cast<double>(s.groups / tp),
+  const std::int64_t full = seq_len / s.chunk, rest = seq_len - full * s.chunk;
+  const double qq = static_cast<double>(full) * static_cast<double>(s.chunk) * static_cast<double>(s.chunk) +
+                    static_cast<double>(rest) * static_cast<double>(rest);
+  return {static_cast<double>(seq_len),    static_cast<double>(full + (rest > 0 ? 1 : 0)), qq,
+          static_cast<double>(s.heads / tp), static_cast<double>(s.head_dim),              static_cast<double>(s.groups / tp),
           static_cast<double>(s.state),    static_cast<double>(micro_batch)};
 }
 
@@ -34,7 +39,7 @@ double megatron_scan_flops(const ScanDims& d) { return 7.0 * d.b * d.L * d.H * d
 // each head's output, the state's contribution C h, Q x N x P, and the intra-chunk (C^T B) x,
 // Q x Q x P (_chunk_scan_fwd; the causal mask inside a chunk is not credited).
 double scan_matmul_flops(const ScanDims& d) {
-  return 2.0 * d.b * d.C * (d.G * d.Q * d.Q * d.N + 2.0 * d.H * d.Q * d.P * d.N + d.H * d.Q * d.Q * d.P);
+  return 2.0 * d.b * (d.G * d.QQ * d.N + 2.0 * d.H * d.L * d.P * d.N + d.H * d.QQ * d.P);
 }
 }  // namespace
 
@@ -52,7 +57,7 @@ double scan_matmul_flops(const ScanDims& d) {
 SsdCost ssd_scan_forward(const MambaSpec& s, std::int64_t micro_batch, std::int64_t seq_len, std::int64_t tp, double e) {
   const ScanDims d = scan_dims(s, micro_batch, seq_len, tp);
   const double tok_head = d.L * d.H, tok_group = d.L * d.G * d.N, tok_chan = d.L * d.H * d.P;
-  const double states = d.C * d.H * d.P * d.N, cb = d.C * d.G * d.Q * d.Q;
+  const double states = d.C * d.H * d.P * d.N, cb = d.G * d.QQ;
   SsdCost c;
   c.flops = scan_matmul_flops(d) + 2.0 * d.b * states;
   c.model_flops = megatron_scan_flops(d);
@@ -79,8 +84,8 @@ SsdCost ssd_scan_forward(const MambaSpec& s, std::int64_t micro_batch, std::int6
 SsdCost ssd_scan_backward(const MambaSpec& s, std::int64_t micro_batch, std::int64_t seq_len, std::int64_t tp, double e) {
   const ScanDims d = scan_dims(s, micro_batch, seq_len, tp);
   const double tok_head = d.L * d.H, tok_group = d.L * d.G * d.N, tok_chan = d.L * d.H * d.P;
-  const double states = d.C * d.H * d.P * d.N, cb = d.C * d.G * d.Q * d.Q;
-  const double recompute = 2.0 * d.b * d.C * (d.G * d.Q * d.Q * d.N + d.H * d.Q * d.P * d.N);
+  const double states = d.C * d.H * d.P * d.N, cb = d.G * d.QQ;
+  const double recompute = 2.0 * d.b * (d.G * d.QQ * d.N + d.H * d.L * d.P * d.N);
   SsdCost c;
   c.flops = 2.0 * scan_matmul_flops(d) + recompute + 2.0 * d.b * states;
   c.model_flops = 2.0 * megatron_scan_flops(d);

@@ -257,10 +257,14 @@ namespace {
 // modelled in hybrid models.
 void check_hybrid(const JsonObject& o, const ModelSpec& m) {
   const std::string& p = m.hybrid_pattern;
+  if (p.empty() && o.has("hybrid_pattern")) o.fail("hybrid_pattern", "is empty: give one symbol per layer, or leave it out");
   if (p.empty()) {
     if (m.mamba) o.fail("mamba", "a Mamba-2 mixer needs hybrid_pattern to say which layers are Mamba-2 ('M')");
     return;
   }
+  if (p.find_first_of("|/") != std::string::npos)
+    o.fail("hybrid_pattern", "pipeline-stage boundaries ('|') and MTP patterns ('/') in the pattern are not modelled: give the "
+                             "decoder layers' symbols only (parallel.stage_layers sets the stages)");
   if (static_cast<std::int64_t>(p.size()) != m.layers)
     o.fail("hybrid_pattern", "has " + std::to_string(p.size()) + " symbols for " + std::to_string(m.layers) + " layers (one per layer)");
   for (size_t i = 0; i < p.size(); ++i)

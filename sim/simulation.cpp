@@ -53,6 +53,37 @@ void set_moe_routing(LayerShape& sh, const ModelSpec& m, const MoeRouting& r, do
 
 namespace {
 
+// The CUDA-graph scopes and selective-recompute modules the scenario names that no layer of its
+// model has (Megatron accepts them and does nothing): "" when every one applies.
+std::string idle_settings_note(const Scenario& sc) {
+  const std::vector<LayerKind> kinds = sc.model.kinds();
+  const auto any = [&](auto&& pred) { return std::any_of(kinds.begin(), kinds.end(), pred); };
+  const bool attention = any([](const LayerKind& k) { return k.has_attention(); });
+  const bool mamba = any([](const LayerKind& k) { return k.type == LayerType::Mamba; });
+  const bool dense_mlp = any([](const LayerKind& k) { return k.has_mlp() && !k.moe; });
+  const bool moe = sc.model.moe.has_value();
+  std::vector<std::string> idle;
+  for (const CudaGraphScope s : sc.training.cuda_graph_scope) {
+    const bool applies = s == CudaGraphScope::Attn ? attention : s == CudaGraphScope::Mamba ? mamba : moe;
+    if (!applies) idle.push_back("cuda_graph_scope " + name_of(s));
+  }
+  if (sc.parallel.recompute == Recompute::Selective)
+    for (const std::string& n : sc.parallel.recompute_modules.names()) {
+      const RecomputeModule m = recompute_module_from_name(n);
+      const bool applies = m == RecomputeModule::CoreAttn    ? attention
+                           : m == RecomputeModule::Layernorm ? true
+                           : m == RecomputeModule::MlaUpProj ? sc.model.mla.has_value()
+                           : m == RecomputeModule::Mlp       ? dense_mlp
+                           : m == RecomputeModule::SharedExperts ? moe && sc.model.moe->shared_expert_ffn_hidden > 0
+                                                                 : moe;
+      if (!applies) idle.push_back("recompute_modules " + n);
+    }
+  if (idle.empty()) return "";
+  std::string s;
+  for (const std::string& x : idle) s += (s.empty() ? "" : ", ") + x;
+  return "set, but no layer of " + sc.model.name + " has what it names, so it changes nothing: " + s;
+}
+
 // How the scenario's MoE layers route (sim/parallel/moe_routing.h), for the notes.
 std::string moe_routing_note(const Scenario& sc) {
   const LayerShape sh = layer_shape(sc);
@@ -290,6 +321,7 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
                   "` shows how much each stack changes the step");
   }
   if (sc.model.moe) w.push_back(moe_routing_note(sc));
+  if (std::string idle = idle_settings_note(sc); !idle.empty()) w.push_back(std::move(idle));
   // Layouts that run but that real jobs regret: tensor parallelism over the inter-node network, and
   // a fit so tight that allocator fragmentation or a longer sequence goes out of memory.
   const Layout layout = make_layout(sc);  // the TP groups' real placement under the rank order

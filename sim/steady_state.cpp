@@ -100,6 +100,9 @@ std::optional<std::vector<double>> extend_line(const std::vector<double>& v0, co
     const double size = std::max({std::abs(v0[i]), std::abs(v1[i]), std::abs(v2[i])});
     if (std::abs((v2[i] - v1[i]) - (v1[i] - v0[i])) > kRelTolerance * size + kAbsTolerance) return std::nullopt;
     out[i] = v2[i] + k * (v2[i] - v0[i]) / 2.0;
+    // Every figure is a time, a size or a share, none below zero: a line of zeros extended can land
+    // a rounding error below it (idle -1.7e-15 s), which is zero.
+    if (out[i] < 0 && out[i] > -(kRelTolerance * size + kAbsTolerance)) out[i] = 0;
   }
   return out;
 }

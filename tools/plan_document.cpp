@@ -74,8 +74,11 @@ PlanJob plan_job_of(const PlanOpts& o, const std::string& data_dir) {
     choose_base(job, data_dir + "/scenarios");
     return job;
   }
-  const Json j = read_json_file(o.base);
-  if (!j.is_object() || !j.contains("cluster")) throw ConfigError(o.base + ": expected a scenario with a cluster block");
+  const Json file = read_json_file(o.base);
+  // A measured run plans on its scenario's cluster.
+  const Json& j = file.is_object() && file.value("schema", "") == "parasim.measured/1" && file.contains("scenario") ? file["scenario"] : file;
+  if (!j.is_object() || !j.contains("cluster"))
+    throw ConfigError(o.base + ": expected a scenario (or a measured run, parasim.measured/1) with a cluster block");
   job.base = {{"schema", "parasim.scenario/1"}, {"cluster", j.at("cluster")}, {"training", j.value("training", Json::object())}};
   if (j.contains("network")) job.base["network"] = j.at("network");
   job.base["cluster"]["gpu"] = o.gpu;

@@ -67,11 +67,25 @@ Json layout_settings(const PlanLayout& l) {
   return s;
 }
 
+namespace {
+// A job smaller than the base's node runs on part of one node, and that part is its node (an NVL72
+// rack's 64-GPU NVLink domain planned at 8 GPUs: 8 GPUs on NVLink, a NIC per GPU as the base has).
+std::int64_t job_gpus_per_node(const PlanJob& job) {
+  const std::int64_t per_node = job.base.value("/cluster/gpus_per_node"_json_pointer, std::int64_t{8});
+  return job.gpus > 0 && job.gpus < per_node && per_node % job.gpus == 0 ? job.gpus : per_node;
+}
+}  // namespace
+
 Json layout_scenario(const PlanJob& job, const PlanLayout& l) {
   Json j = job.base;
   j["name"] = fmt::format("plan-{}-{}x{}", job.model, job.gpus, job.gpu);
   j["model"] = job.model;
-  const std::int64_t per_node = j["cluster"].value("gpus_per_node", std::int64_t{8});
+  const std::int64_t base_per_node = j["cluster"].value("gpus_per_node", std::int64_t{8}), per_node = job_gpus_per_node(job);
+  if (per_node != base_per_node) {
+    j["cluster"]["gpus_per_node"] = per_node;
+    const Json::json_pointer nics("/cluster/inter_node/nics_per_node");
+    if (j.contains(nics)) j[nics] = std::max<std::int64_t>(1, j[nics].get<std::int64_t>() * per_node / base_per_node);
+  }
   j["cluster"]["nodes"] = job.gpus / per_node;
   j["training"]["global_batch"] = job.global_batch;
   j["training"]["micro_batch"] = l.micro_batch;
@@ -329,9 +343,11 @@ Enumeration enumerate_layouts(const PlanJob& job, const Scenario& base) { return
 Scenario plan_base_scenario(const PlanJob& job, const std::string& data_dir) {
   if (job.gpus <= 0 || job.seq <= 0 || job.global_batch <= 0)
     throw ConfigError("plan: --gpus, --seq and --global-batch must be positive");
-  const std::int64_t per_node = job.base.value("/cluster/gpus_per_node"_json_pointer, std::int64_t{8});
+  const std::int64_t per_node = job_gpus_per_node(job);
   if (job.gpus % per_node != 0)
-    throw ConfigError(fmt::format("plan: --gpus {} is not a whole number of {}-GPU nodes ({})", job.gpus, per_node, job.base_file));
+    throw ConfigError(fmt::format("plan: --gpus {} is not a whole number of {}-GPU nodes, nor a part of one that divides it ({}; "
+                                  "--base names a scenario whose cluster to plan on)",
+                                  job.gpus, per_node, job.base_file));
   PlanLayout l;
   l.dp = job.gpus;
   PlanJob any = job;

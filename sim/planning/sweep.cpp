@@ -69,6 +69,11 @@ Json parse_value(const std::string& v) {
 
 void set_pointer(Json& j, const std::string& pointer, const Json& value) {
   const Json::json_pointer p(pointer);
+  // A key inside a value that is not an object (a zoo model's name at /model) cannot be set.
+  for (Json::json_pointer up = p.parent_pointer(); !up.empty(); up = up.parent_pointer())
+    if (j.contains(up) && !j.at(up).is_object())
+      throw ConfigError(pointer + ": cannot be set: " + up.to_string() + " is " + j.at(up).dump() +
+                        ", not an object (give it inline in the scenario to vary its fields)");
   if (!value.is_null()) {
     j[p] = value;
   } else if (j.contains(p)) {

@@ -134,6 +134,19 @@ TEST(Mamba2, ScanFlopsFollowTheChunkedAlgorithm) {
   EXPECT_DOUBLE_EQ(ssd_scan_backward(s, 1, 256, 1, 2).flops, 2 * (2 * per_chunk) + recompute + passing);
   // Three sequences are three times one.
   EXPECT_DOUBLE_EQ(ssd_scan_forward(s, 3, 256, 1, 2).bytes, 3 * ssd_scan_forward(s, 1, 256, 1, 2).bytes);
+  // A last chunk of 64 tokens: its within-chunk products are 64^2, its per-token ones 64.
+  const double half = 2.0 * 64 * 64 * 8 + 2 * (2 * 2.0 * 64 * 4 * 8) + 2 * (2.0 * 64 * 64 * 4);
+  EXPECT_DOUBLE_EQ(ssd_scan_forward(s, 1, 192, 1, 2).flops, per_chunk + half + passing);
+  // A chunk longer than the sequence is one chunk of the sequence's tokens (the kernels mask the
+  // rest): the same cost as chunks of exactly the sequence.
+  MambaSpec wide = s;
+  wide.chunk = 16384;
+  MambaSpec exact = s;
+  exact.chunk = 256;
+  for (auto f : {&ssd_scan_forward, &ssd_scan_backward}) {
+    EXPECT_DOUBLE_EQ(f(wide, 1, 256, 1, 2).flops, f(exact, 1, 256, 1, 2).flops);
+    EXPECT_DOUBLE_EQ(f(wide, 1, 256, 1, 2).bytes, f(exact, 1, 256, 1, 2).bytes);
+  }
 }
 
 // Megatron splits in_proj by columns and out_proj by rows over tp ranks, heads and groups with
@@ -256,7 +269,14 @@ TEST(HybridMoe, InvalidExpertLayersAreTold) {
   EXPECT_EQ(test::scenario_error(j), "test.json: /model/moe/first_dense_layers: with a hybrid_pattern the pattern places the expert "
                                      "layers ('E'): give no first_dense_layers or interval");
   model = zoo_json("nemotron-3-nano-30b-a3b");
-  std::string p = model["hybrid_pattern"];
+  model["hybrid_pattern"] = "";
+  j["model"] = model;
+  EXPECT_EQ(test::scenario_error(j), "test.json: /model/hybrid_pattern: is empty: give one symbol per layer, or leave it out");
+  std::string p = zoo_json("nemotron-3-nano-30b-a3b")["hybrid_pattern"];
+  model["hybrid_pattern"] = p.substr(0, 26) + "|" + p.substr(26);
+  j["model"] = model;
+  EXPECT_NE(test::scenario_error(j).find("/model/hybrid_pattern: pipeline-stage boundaries ('|')"), std::string::npos);
+  model = zoo_json("nemotron-3-nano-30b-a3b");
   for (char& c : p)
     if (c == 'E') c = '-';
   model["hybrid_pattern"] = p;
@@ -306,6 +326,23 @@ TEST(HybridMoe, RunKernelsListsEachKindOfLayer) {
   EXPECT_EQ(rc, 0);
   for (const char* k : {"mamba fwd [Mamba-2]", "attention fwd [attention]", "mlp fwd [MoE]", "experts.up", "shared_experts.up", "mamba.ssd_scan"})
     EXPECT_NE(out.find(k), std::string::npos) << k;
+}
+
+// CUDA-graph scopes and recompute modules that name what the model does not have change nothing
+// (Megatron accepts them): the run says so, and only for those.
+TEST(HybridMoe, SettingsThatApplyToNoLayerAreTold) {
+  Json j = test::base_scenario();
+  j["model"] = "nemotron-h-8b";  // Mamba-2, attention and dense MLP layers; no experts, no MLA
+  j["parallel"] = {{"dp", 8}, {"tp", 1}, {"pp", 1}, {"schedule", "ddp"}, {"recompute", "selective"},
+                   {"recompute_modules", {"mla_up_proj", "mlp", "moe_act"}}};
+  j["training"]["cuda_graph_impl"] = "transformer_engine";
+  j["training"]["cuda_graph_scope"] = {"moe_router", "mamba"};
+  const std::vector<std::string> w = simulate(test::scenario_from(j), Registries{}).result.warnings;
+  const auto note = std::find_if(w.begin(), w.end(), [](const std::string& n) { return n.find("changes nothing") != std::string::npos; });
+  ASSERT_NE(note, w.end());
+  EXPECT_NE(note->find("cuda_graph_scope moe_router, recompute_modules mla_up_proj, recompute_modules moe_act"), std::string::npos) << *note;
+  EXPECT_EQ(note->find("cuda_graph_scope mamba"), std::string::npos);  // the model has Mamba-2 layers
+  EXPECT_EQ(note->find("recompute_modules mlp"), std::string::npos);     // and dense MLP layers
 }
 
 }  // namespace

@@ -36,6 +36,19 @@ Scenario base_of(const PlanJob& job) {
   return parse_scenario(layout_scenario(any, l), "test.json", test::data_dir());
 }
 
+// A job smaller than the base's node (an NVL72 rack's 64-GPU NVLink domain) plans on the part of
+// it the job uses: 8 GPUs are one 8-GPU node with a NIC each, not an error.
+TEST(Plan, AJobSmallerThanTheBaseNodeRunsOnPartOfIt) {
+  PlanJob job = small_job(8, false);
+  job.base["cluster"]["gpus_per_node"] = 64;
+  job.base["cluster"]["inter_node"] = {{"nics_per_node", 64}};
+  const Scenario sc = base_of(job);
+  EXPECT_EQ(sc.cluster.gpus_per_node, 8);
+  EXPECT_EQ(sc.cluster.nodes, 1);
+  job.gpus = 12;  // not a part of 64 that divides it
+  EXPECT_THROW(plan_base_scenario(job, test::data_dir()), ConfigError);
+}
+
 TEST(Plan, EveryCandidateIsKeptOrCountedAgainstOneRule) {
   const PlanJob job = small_job(16, false);
   const Enumeration en = enumerate_layouts(job, base_of(job));

@@ -126,6 +126,8 @@ TEST(FrameworkImport, MegatronHybridModel) {
   EXPECT_EQ(count_params(sc.model).total(), count_params(zoo).total());
   EXPECT_EQ(sc.parallel.ep, 8);
   EXPECT_EQ(sc.training.loss_impl, LossImpl::Eager16);  // --cross-entropy-fusion-impl native
+  EXPECT_EQ(sc.parallel.recompute_modules.names(), (std::vector<std::string>{"moe", "layernorm", "core_attn", "moe_act"}));
+  EXPECT_EQ(sc.training.cuda_graph_scope, std::vector<CudaGraphScope>{CudaGraphScope::Mamba});
   EXPECT_TRUE(r.unmapped.size() <= 2) << r.unmapped.size();  // --moe-permute-fusion, --moe-grouped-gemm
   const auto error = [](const std::string& pattern) {
     try {
@@ -136,6 +138,16 @@ TEST(FrameworkImport, MegatronHybridModel) {
     return std::string("(no error)");
   };
   EXPECT_NE(error("M-M*|M-M*").find("pipeline-stage boundaries"), std::string::npos);
+  const auto refused = [](const std::vector<std::string>& args) {
+    try {
+      import_megatron(args, on("h100-sxm5-80g", 1));
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(refused({"--cuda-graph-scope", "attn", "mlp"}), "--cuda-graph-scope: \"mlp\" is not modelled (attn, moe_router, moe_preprocess, mamba)");
+  EXPECT_NE(refused({"--recompute-modules", "core_attention"}).find("--recompute-modules: \"core_attention\" is not modelled"), std::string::npos);
   // Without --mamba-num-heads Megatron's mixer is 2 x hidden wide in heads of 64.
   const ImportResult d = import_megatron({"--hybrid-layer-pattern", "M*-", "--hidden-size", "1024", "--num-attention-heads", "8"},
                                          on("h100-sxm5-80g", 1));

@@ -2,11 +2,14 @@
 // megatron-core@0.8 (or --stack). Each option maps to one scenario field; options with no effect
 // on a training step's time or memory (data, checkpoints, learning rate, logging) are skipped and
 // counted; the rest are reported by name.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
 #include <set>
 
+#include "models/recompute.h"
+#include "sim/scenario/choices.h"
 #include "tools/import/framework_config.h"
 
 namespace parasim {
@@ -21,6 +24,34 @@ struct Args {
   Json& m() { return sc["model"]; }
 };
 using ArgHandler = std::function<void(Args&, const std::string&)>;
+using MultiHandler = std::function<void(Args&, const std::vector<std::string>&)>;
+
+// Each of `values` one of `names`, or a ConfigError naming the option and what it takes.
+void check_names(const std::string& opt, const std::vector<std::string>& values, const std::vector<std::string>& names) {
+  for (const std::string& v : values)
+    if (std::find(names.begin(), names.end(), v) == names.end()) {
+      std::string all;
+      for (const std::string& n : names) all += (all.empty() ? "" : ", ") + n;
+      throw ConfigError(opt + ": \"" + v + "\" is not modelled (" + all + ")");
+    }
+}
+
+// Options that take a list (argparse nargs='*': the words up to the next option).
+const std::map<std::string, MultiHandler>& multi_valued() {
+  static const std::map<std::string, MultiHandler> h = {
+      {"recompute-modules",
+       [](Args& a, const std::vector<std::string>& v) {
+         check_names("--recompute-modules", v, recompute_module_names());
+         a.p()["recompute_modules"] = v;
+       }},
+      {"cuda-graph-scope",
+       [](Args& a, const std::vector<std::string>& v) {
+         check_names("--cuda-graph-scope", v, cuda_graph_scopes().names());
+         a.t()["cuda_graph_scope"] = v;
+       }},
+  };
+  return h;
+}
 
 std::int64_t to_int(const std::string& opt, const std::string& v) {
   try {
@@ -119,6 +150,14 @@ const std::map<std::string, ArgHandler>& valued() {
        [](Args& a, const std::string& v) {
          if (v != "te" && v != "native") throw ConfigError("--cross-entropy-fusion-impl: \"" + v + "\" is not modelled (te, native)");
          a.sc["_ce_impl"] = v;
+       }},
+      // Megatron-Core's CUDA graphs: "transformer_engine" graphs the --cuda-graph-scope parts of each
+      // layer, "full_iteration" the whole step; "local" (Megatron's own per-layer graphs) is not modelled.
+      {"cuda-graph-impl",
+       [](Args& a, const std::string& v) {
+         if (v == "none") return;
+         check_names("--cuda-graph-impl", {v}, cuda_graph_impls().names());
+         a.t()["cuda_graph_impl"] = v;
        }},
       {"mamba-num-heads", [](Args& a, const std::string& v) { a.m()["mamba"]["heads"] = to_int("--mamba-num-heads", v); }},
       {"mamba-head-dim", [](Args& a, const std::string& v) { a.m()["mamba"]["head_dim"] = to_int("--mamba-head-dim", v); }},
@@ -261,7 +300,12 @@ ImportResult import_megatron(const std::vector<std::string>& args, const ImportO
     const bool has_eq = eq != std::string::npos;
     if (has_eq) value = opt.substr(eq + 1), opt = opt.substr(0, eq);
     const bool next_is_value = !has_eq && i + 1 < args.size() && !args[i + 1].starts_with("--");
-    if (const auto it = valued().find(opt); it != valued().end()) {
+    if (const auto mv = multi_valued().find(opt); mv != multi_valued().end()) {
+      std::vector<std::string> values;
+      if (has_eq) values.push_back(value);
+      while (!has_eq && i + 1 < args.size() && !args[i + 1].starts_with("--")) values.push_back(args[++i]);
+      mv->second(a, values);
+    } else if (const auto it = valued().find(opt); it != valued().end()) {
       if (!has_eq && !next_is_value) throw ConfigError("--" + opt + ": expected a value");
       it->second(a, has_eq ? value : args[++i]);
     } else if (const auto f = flags().find(opt); f != flags().end()) {
