@@ -67,7 +67,7 @@ struct MambaSpec {
 // What a layer holds: a transformer layer (attention, then the MLP), or one block of a hybrid
 // model's pattern, each with its own pre-norm and residual (Megatron-Core's hybrid layer
 // allocation, megatron/core/models/hybrid/hybrid_layer_allocation.py: 'M' a Mamba-2 mixer, '*'
-// self-attention, '-' an MLP).
+// self-attention, '-' an MLP, 'E' an MLP with experts: LayerType::Mlp with LayerKind::moe).
 enum class LayerType : std::uint8_t { Transformer, Mamba, Attention, Mlp };
 
 // What one layer is, for models whose layers are not all alike: a dense or an MoE MLP, full or
@@ -125,8 +125,9 @@ struct ModelSpec {
   // others are windowed; 0: every layer is windowed. sliding_window 0: no layer is.
   std::int64_t sliding_window = 0;
   std::int64_t full_attention_interval = 0;
-  // Hybrid models: one symbol per layer (LayerType: 'M' Mamba-2, '*' attention, '-' MLP; Megatron's
-  // --hybrid-override-pattern, HF hybrid_override_pattern); empty: every layer is a transformer layer.
+  // Hybrid models: one symbol per layer (LayerType: 'M' Mamba-2, '*' attention, '-' MLP, 'E' MoE;
+  // Megatron's --hybrid-layer-pattern, formerly --hybrid-override-pattern, HF
+  // hybrid_override_pattern); empty: every layer is a transformer layer.
   std::string hybrid_pattern;
   std::optional<MambaSpec> mamba;  // the Mamba-2 layers' mixer (needed when the pattern has 'M')
   double published_params = 0;  // from the source, for tests; 0 if unknown

@@ -15,8 +15,7 @@ void add_host_issue(Program& p, const HostLaunch& h) {
   for (size_t i = 0; i < p.ops.size(); ++i) {
     Op& op = p.ops[i];
     const auto r = static_cast<size_t>(op.rank);
-    const auto label = static_cast<size_t>(op.label);
-    if (h.sync_before[label] && prev[r] >= 0) {
+    if (h.syncs_before(op) && prev[r] >= 0) {
       gate[r] = prev[r];
       lag[r] = 0;
     }
@@ -76,13 +75,11 @@ std::int64_t role_launches(OpRole role, const LayerGraph& g, const std::vector<L
 
 // Eager PyTorch's MoE layer copies its token counts per expert to the host (counts.tolist(), as
 // the grouped GEMM's group sizes; tools/scripts/torch_moe_bench.py MoE.forward) after the router,
-// so the host waits for the GPU before issuing the experts: taken as a wait before the MLP block.
-bool eager_moe_sync(const ModelGraph& g) {
-  for (const LayerGraph& k : g.kinds)
-    if (k.shape.eager_launches &&
-        std::any_of(k.mlp_fwd.kernels.begin(), k.mlp_fwd.kernels.end(), [](const Kernel& x) { return x.module == LayerModule::TokenDispatch; }))
-      return true;
-  return false;
+// so the host waits for the GPU before issuing the experts: taken as a wait before the MLP block
+// of a kind of layer with experts.
+bool eager_moe_sync(const LayerGraph& k) {
+  return k.shape.eager_launches &&
+         std::any_of(k.mlp_fwd.kernels.begin(), k.mlp_fwd.kernels.end(), [](const Kernel& x) { return x.module == LayerModule::TokenDispatch; });
 }
 
 // Megatron-Core's all-to-all dispatcher waits for the token counts per expert before its forward
@@ -125,14 +122,21 @@ HostLaunch host_launch_model(const Program& p, const ModelGraph& g, Time per_lau
   if (g.kinds.size() > 1) {
     h.kinds = g.kinds.size();
     h.kind_launches.assign(p.labels.size() * h.kinds, 0);
+    h.kind_sync_before.assign(p.labels.size() * h.kinds, 0);
   }
   for (size_t l = 0; l < p.labels.size(); ++l) {
+    const OpRole role = p.label_roles[l];
+    const bool dispatch = role == OpRole::EpAllToAllFwd && dispatch_sync(g);
     for (size_t k = 0; k < g.kinds.size(); ++k) {
-      const std::int64_t n = role_launches(p.label_roles[l], g.kinds[k], graphed);
+      const std::int64_t n = role_launches(role, g.kinds[k], graphed);
+      const bool sync = dispatch || (role == OpRole::MlpFwd && eager_moe_sync(g.kinds[k]));
       h.launches[l] = std::max(h.launches[l], n);
-      if (h.kinds > 0) h.kind_launches[l * h.kinds + k] = n;
+      h.sync_before[l] = h.sync_before[l] || sync;
+      if (h.kinds > 0) {
+        h.kind_launches[l * h.kinds + k] = n;
+        h.kind_sync_before[l * h.kinds + k] = sync;
+      }
     }
-    h.sync_before[l] = (p.label_roles[l] == OpRole::EpAllToAllFwd && dispatch_sync(g)) || (p.label_roles[l] == OpRole::MlpFwd && eager_moe_sync(g));
   }
   return h;
 }

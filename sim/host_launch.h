@@ -31,9 +31,15 @@ struct HostLaunch {
   // has no MLP block to launch, its MoE layer no attention block.
   std::size_t kinds = 0;
   std::vector<std::int64_t> kind_launches;
+  std::vector<char> kind_sync_before;  // likewise for sync_before
   std::int64_t of(const Op& op) const {
     const auto label = static_cast<std::size_t>(op.label);
     return op.layer_kind >= 0 && kinds > 0 ? kind_launches[label * kinds + static_cast<std::size_t>(op.layer_kind)] : launches[label];
+  }
+  bool syncs_before(const Op& op) const {
+    const auto label = static_cast<std::size_t>(op.label);
+    return op.layer_kind >= 0 && kinds > 0 ? kind_sync_before[label * kinds + static_cast<std::size_t>(op.layer_kind)] != 0
+                                           : sync_before[label] != 0;
   }
 };
 

@@ -137,7 +137,7 @@ Json plan_json(const PlanOpts& o, const PlanOutcome& p) {
           {"job", {{"model", o.model}, {"gpu", o.gpu}, {"gpus", o.gpus}, {"seq", o.seq}, {"global_batch", o.global_batch},
                    {"tokens", o.tokens > 0 ? Json(o.tokens) : Json(nullptr)}, {"headroom", o.headroom}, {"base", p.job.base_file}}},
           {"objective", objective_name(parse_objective(o.objective, "--objective"))}, {"candidates", res.enumeration.candidates},
-          {"pruned", pruned}, {"evaluated", res.evaluated.evaluated}, {"search", o.search},
+          {"pruned", pruned}, {"skipped_examples", res.evaluated.skipped_examples}, {"evaluated", res.evaluated.evaluated}, {"search", o.search},
           {"bound_skipped", res.evaluated.bound_skipped}, {"interrupted", p.interrupted}, {"rows", rows},
           {"time_to_train", p.time_to_train}, {"curve", p.curve}, {"deadline", p.deadline}};
 }

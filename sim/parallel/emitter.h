@@ -206,11 +206,11 @@ class Emitter {
   // The embedding's and output layer's, the same in every kind.
   const BlockTimes& ends() const { return times_.front(); }
   const ActivationBytes& ends_act() const { return acts_.front(); }
-  // Kind index of layer l of a rank's chunk: the model's layer first_layer_in_chunk + l, from
-  // chunk_first_ (per virtual stage chunk * pp + stage; filled only when the layers differ).
   // Marks the ops emitted since `from` as ops of a layer of kind k (Op::layer_kind), where the model
   // has more than one kind of layer.
   void tag_kind(size_t from, std::int32_t k);
+  // Kind index of layer l of a rank's chunk: the model's layer first_layer_in_chunk + l, from
+  // chunk_first_ (per virtual stage chunk * pp + stage; filled only when the layers differ).
   std::int32_t kind(std::int32_t rank, std::int32_t chunk, std::int64_t l) const {
     return kind_at(p_.ranks[static_cast<size_t>(rank)].stage, chunk, l);
   }

@@ -62,7 +62,7 @@ struct EvalOptions {
 struct Evaluated {
   std::vector<Row> rows;                        // in index order
   std::map<std::string, std::int64_t> skipped;  // reason -> count
-  std::map<std::string, std::string> skipped_examples;  // reason -> its first case (in index order), numbers kept
+  std::map<std::string, std::string> skipped_examples;  // reason -> its first case met (the same on any thread count), numbers kept
   std::size_t total = 0, evaluated = 0;   // evaluated: simulated or skipped by the bound
   std::size_t bound_skipped = 0;          // not simulated: their step's lower bound ranks them out (PlanJob::search_top)
   bool interrupted = false;

@@ -394,7 +394,8 @@ Outcome evaluate_layout(const PlanJob& job, const std::string& data_dir, const R
     o.row = std::move(r);
   } catch (const ConfigError& e) {
     o.skipped = "loader: " + error_kind(e.what(), job.base_file);
-    o.skipped_example = without_file(e.what(), job.base_file);
+    o.skipped_example = fmt::format("dp={}, tp={}, pp={}, vpp={}, cp={}, ep={}, etp={}, micro_batch={}: {}", layout.dp, layout.tp, layout.pp,
+                                    layout.vpp, layout.cp, layout.ep, layout.etp, layout.micro_batch, without_file(e.what(), job.base_file));
   }
   return o;
 }

@@ -216,10 +216,10 @@ Outcome evaluate_combination(const SweepSpec& spec, std::size_t i, const std::st
     o.skipped = std::string("cannot set the key: ") + e.what();
     o.skipped_example = o.skipped;
   }
-  if (!o.row) {
+  if (!o.row) {  // the varied keys' values, in --vary order (not scenario(i): it may be what failed)
     std::string at;
-    const Json settings = spec.settings(i);
-    for (const auto& [name, value] : settings.items()) at += (at.empty() ? "" : ", ") + name + "=" + value.dump();
+    const auto v = pick(spec.axes, i);
+    for (size_t k = 0; k < spec.axes.size(); ++k) at += (k ? ", " : "") + spec.axes[k].name + "=" + v[k]->dump();
     o.skipped_example = at + ": " + o.skipped_example;
   }
   return o;

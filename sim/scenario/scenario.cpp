@@ -346,6 +346,9 @@ void validate(const Scenario& s, const JsonObject& root) {
         fail(std::string("/training/") + key, "routes a mixture-of-experts layer's tokens, but the model has no experts (model.moe)");
   }
   if (t.seq_len % p.cp != 0) fail(par + "/cp", "seq_len (" + itos(t.seq_len) + ") must be divisible by cp (" + itos(p.cp) + ")");
+  if (t.mtp_layers > 0 && !m.hybrid_pattern.empty())
+    fail("/training/mtp_layers", "multi-token prediction in a hybrid model (model.hybrid_pattern) is not modelled: Megatron-Core describes "
+                                 "its MTP layers by their own pattern (after '/'), which is not read");
   if (t.mtp_layers > 0 && (p.fsdp || p.zero_stage >= 2 || p.schedule == Schedule::DataParallel))
     fail("/training/mtp_layers", "multi-token prediction is modelled with Megatron-Core's schedules and data parallelism (zero_stage 0 "
                                  "or 1, no FSDP, not \"dataparallel\")");

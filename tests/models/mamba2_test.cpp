@@ -317,6 +317,25 @@ TEST(HybridMoe, TheHostLaunchesEachLayerKindsOwnKernels) {
   }
   EXPECT_GT(empty, 0);
   EXPECT_GT(full, 0);
+  // Every layer op carries its kind under each schedule (pipelined, interleaved, zero-bubble).
+  for (const char* schedule : {"1f1b", "interleaved", "zb-h1"}) {
+    Json v = j;
+    v["parallel"]["pp"] = 2;
+    v["parallel"]["dp"] = 8;
+    v["parallel"]["schedule"] = schedule;
+    if (std::string(schedule) == "interleaved") v["parallel"]["vpp"] = 2;
+    const SimulationOutput o = simulate(test::scenario_from(v), Registries{}, nullptr, Detail::Timeline);
+    int layer_ops = 0;
+    for (const Op& op : o.program.ops) {
+      const OpRole r = o.program.role(op);
+      if (r != OpRole::AttnFwd && r != OpRole::AttnBwd && r != OpRole::MlpFwd && r != OpRole::MlpBwd && r != OpRole::RecomputeFwd &&
+          r != OpRole::EpAllToAllFwd)
+        continue;
+      EXPECT_GE(op.layer_kind, 0) << schedule << " " << o.program.labels[static_cast<size_t>(op.label)];
+      ++layer_ops;
+    }
+    EXPECT_GT(layer_ops, 0) << schedule;
+  }
 }
 
 // `run --kernels` of the Nemotron 3 Nano example prices each kind of layer apart.

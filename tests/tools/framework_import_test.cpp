@@ -146,7 +146,19 @@ TEST(FrameworkImport, MegatronHybridModel) {
     }
     return std::string("(no error)");
   };
-  EXPECT_EQ(refused({"--cuda-graph-scope", "attn", "mlp"}), "--cuda-graph-scope: \"mlp\" is not modelled (attn, moe_router, moe_preprocess, mamba)");
+  // Megatron's CUDA-graph options together: a scope needs an implementation, transformer_engine a
+  // scope (whole-layer graphs are not modelled), local only the whole step.
+  EXPECT_EQ(refused({"--cuda-graph-impl", "transformer_engine", "--cuda-graph-scope", "attn", "mlp"}),
+            "--cuda-graph-scope: \"mlp\" is not modelled (attn, moe_router, moe_preprocess, mamba)");
+  EXPECT_NE(refused({"--cuda-graph-impl", "transformer_engine"}).find("graphs every whole layer"), std::string::npos);
+  EXPECT_NE(refused({"--cuda-graph-impl", "full_iteration"}).find("not one of Megatron's"), std::string::npos);
+  const ImportResult scope_only = import_megatron({"--cuda-graph-scope", "attn"}, on("h100-sxm5-80g", 1));
+  EXPECT_FALSE(scope_only.scenario["training"].contains("cuda_graph_scope"));
+  const ImportResult whole = import_megatron({"--cuda-graph-impl", "local", "--cuda-graph-scope", "full_iteration"}, on("h100-sxm5-80g", 1));
+  EXPECT_EQ(whole.scenario["training"]["cuda_graph_impl"], "full_iteration");
+  // Recompute modules count only with selective recompute, as in Megatron.
+  const ImportResult full = import_megatron({"--recompute-granularity", "full", "--recompute-modules", "mlp"}, on("h100-sxm5-80g", 1));
+  EXPECT_FALSE(full.scenario["parallel"].contains("recompute_modules"));
   EXPECT_NE(refused({"--recompute-modules", "core_attention"}).find("--recompute-modules: \"core_attention\" is not modelled"), std::string::npos);
   // Without --mamba-num-heads Megatron's mixer is 2 x hidden wide in heads of 64.
   const ImportResult d = import_megatron({"--hybrid-layer-pattern", "M*-", "--hidden-size", "1024", "--num-attention-heads", "8"},

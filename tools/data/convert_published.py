@@ -719,7 +719,8 @@ def fill_gaps(c):
                 return ("expert parallelism (MoE) with pipeline parallelism under FSDP2 (NeMo AutoModel's plan: "
                         "torch.distributed.pipelining over FSDP2 + EP, DeepEP's inter-node dispatch) is not modelled")
             return "expert parallelism (MoE) under FSDP2: no NeMo AutoModel benchmark config for this model is known to the converter"
-        return "expert parallelism (MoE): the model is not in the zoo (hybrid Mamba layers, DeepSeek-V4's architecture)"
+        return ("expert parallelism (MoE): the model is not in the zoo (Nemotron 3 Super and Ultra: latent experts; Nemotron 3.5 "
+                "Lightning: hybrid MTP layers; DeepSeek-V4's architecture; Kimi K2 under NeMo AutoModel)")
 
 
 def gpu_of(c):

@@ -39,15 +39,17 @@ void check_names(const std::string& opt, const std::vector<std::string>& values,
 // Options that take a list (argparse nargs='*': the words up to the next option).
 const std::map<std::string, MultiHandler>& multi_valued() {
   static const std::map<std::string, MultiHandler> h = {
+      // Kept aside: Megatron reads them only with --recompute-granularity selective and only with
+      // --cuda-graph-impl (finish_cuda_graphs_and_recompute).
       {"recompute-modules",
        [](Args& a, const std::vector<std::string>& v) {
          check_names("--recompute-modules", v, recompute_module_names());
-         a.p()["recompute_modules"] = v;
+         a.sc["_recompute_modules"] = v;
        }},
       {"cuda-graph-scope",
        [](Args& a, const std::vector<std::string>& v) {
-         check_names("--cuda-graph-scope", v, cuda_graph_scopes().names());
-         a.t()["cuda_graph_scope"] = v;
+         if (v.empty()) throw ConfigError("--cuda-graph-scope: expected one or more scopes (Megatron's nargs='+')");
+         a.sc["_cuda_graph_scope"] = v;
        }},
   };
   return h;
@@ -151,13 +153,13 @@ const std::map<std::string, ArgHandler>& valued() {
          if (v != "te" && v != "native") throw ConfigError("--cross-entropy-fusion-impl: \"" + v + "\" is not modelled (te, native)");
          a.sc["_ce_impl"] = v;
        }},
-      // Megatron-Core's CUDA graphs: "transformer_engine" graphs the --cuda-graph-scope parts of each
-      // layer, "full_iteration" the whole step; "local" (Megatron's own per-layer graphs) is not modelled.
+      // Megatron-Core's CUDA graphs (megatron/training/arguments.py): none (default), local or
+      // transformer_engine; resolved with --cuda-graph-scope in finish_cuda_graphs_and_recompute.
       {"cuda-graph-impl",
        [](Args& a, const std::string& v) {
-         if (v == "none") return;
-         check_names("--cuda-graph-impl", {v}, cuda_graph_impls().names());
-         a.t()["cuda_graph_impl"] = v;
+         if (v != "none" && v != "local" && v != "transformer_engine")
+           throw ConfigError("--cuda-graph-impl: \"" + v + "\" is not one of Megatron's (none, local, transformer_engine)");
+         a.sc["_cuda_graph_impl"] = v;
        }},
       {"mamba-num-heads", [](Args& a, const std::string& v) { a.m()["mamba"]["heads"] = to_int("--mamba-num-heads", v); }},
       {"mamba-head-dim", [](Args& a, const std::string& v) { a.m()["mamba"]["head_dim"] = to_int("--mamba-head-dim", v); }},
@@ -236,8 +238,6 @@ const std::set<std::string>& megatron_no_effect() {
   return s;
 }
 
-// Megatron's derived model defaults: kv_heads = heads, ffn_hidden 4h (or 8h/3 rounded down to a
-// multiple of 64 with SwiGLU), max_positions = seq_len, dropout from the two dropout options.
 // Megatron's defaults a hybrid or MoE model takes from its other sizes: the pattern's length is the
 // layer count (mamba_hybrid_layer_allocation.py get_hybrid_total_layer_count); without
 // --mamba-num-heads the mixer is expand 2 x hidden wide in heads of head_dim (mamba_mixer.py:
@@ -259,9 +259,42 @@ void finish_hybrid_model(ImportResult& r) {
     m["mamba"] = {{"heads", 2 * m["hidden"].get<std::int64_t>() / 64}};
     r.notes.push_back("model.mamba: Megatron's default Mamba-2 mixer (2 x hidden wide, heads of 64)");
   }
-  if (m.contains("moe") && !m["moe"].contains("expert_ffn_hidden") && m.contains("ffn_hidden")) m["moe"]["expert_ffn_hidden"] = m["ffn_hidden"];
+  if (m.contains("moe") && !m["moe"].contains("expert_ffn_hidden") && m.contains("ffn_hidden")) {
+    m["moe"]["expert_ffn_hidden"] = m["ffn_hidden"];
+    r.notes.push_back("model.moe.expert_ffn_hidden: Megatron's default, --ffn-hidden-size");
+  }
 }
 
+// What Megatron does with the CUDA-graph and recompute options together: --cuda-graph-scope only
+// with an implementation (none graphs nothing), transformer_engine without a scope graphs whole
+// layers (not modelled: refused), local with the scope full_iteration the whole step; the recompute
+// modules only with selective recompute (otherwise ignored, and noted).
+void finish_cuda_graphs_and_recompute(ImportResult& r) {
+  Json& sc = r.scenario;
+  const std::string impl = sc.value("_cuda_graph_impl", "none");
+  const std::vector<std::string> scope = sc.value("_cuda_graph_scope", std::vector<std::string>{});
+  const bool whole_step = scope.size() == 1 && scope[0] == "full_iteration";
+  if (impl == "none" && !scope.empty()) r.notes.push_back("--cuda-graph-scope without --cuda-graph-impl: Megatron graphs nothing");
+  if (impl == "local" && !whole_step)
+    throw ConfigError("--cuda-graph-impl local: only with --cuda-graph-scope full_iteration (the whole step) is it modelled");
+  if (impl == "transformer_engine" && scope.empty())
+    throw ConfigError("--cuda-graph-impl transformer_engine without --cuda-graph-scope graphs every whole layer, which is not modelled: "
+                      "give the scopes (attn, moe_router, moe_preprocess, mamba)");
+  if (impl == "local") sc["training"]["cuda_graph_impl"] = name_of(CudaGraphImpl::FullIteration);
+  if (impl == "transformer_engine") {
+    check_names("--cuda-graph-scope", scope, cuda_graph_scopes().names());
+    sc["training"]["cuda_graph_impl"] = name_of(CudaGraphImpl::TransformerEngine);
+    sc["training"]["cuda_graph_scope"] = scope;
+  }
+  if (sc.contains("_recompute_modules")) {
+    if (sc["parallel"].value("recompute", "") == name_of(Recompute::Selective)) sc["parallel"]["recompute_modules"] = sc["_recompute_modules"];
+    else r.notes.push_back("--recompute-modules without --recompute-granularity selective: Megatron ignores them");
+  }
+  for (const char* k : {"_cuda_graph_impl", "_cuda_graph_scope", "_recompute_modules"}) sc.erase(k);
+}
+
+// Megatron's derived model defaults: kv_heads = heads, ffn_hidden 4h (or 8h/3 rounded down to a
+// multiple of 64 with SwiGLU), max_positions = seq_len, dropout from the two dropout options.
 void finish_megatron_model(ImportResult& r, bool model_given) {
   Json& m = r.scenario["model"];
   if (r.scenario.contains("_dropout")) {
@@ -317,6 +350,7 @@ ImportResult import_megatron(const std::vector<std::string>& args, const ImportO
     }
   }
   finish_megatron_model(r, !o.model.empty());
+  finish_cuda_graphs_and_recompute(r);
   // The flex dispatcher runs its backend's kernels (parallel.moe_dispatcher); the backend alone
   // changes nothing (Megatron-Core reads it only with --moe-token-dispatcher-type flex).
   if (r.scenario.value("_moe_flex", false)) r.scenario["parallel"]["moe_dispatcher"] = r.scenario.value("_moe_flex_backend", "deepep");
