@@ -123,12 +123,12 @@ const std::map<std::string, ArgHandler>& valued() {
       // allgather | alltoall | flex, --moe-flex-dispatcher-backend deepep (default) | hybridep).
       {"moe-token-dispatcher-type",
        [](Args& a, const std::string& v) {
-         if (v != "alltoall" && v != "flex") throw ConfigError("--moe-token-dispatcher-type: \"" + v + "\" is not modelled (alltoall, flex)");
+         check_names("--moe-token-dispatcher-type", {v}, {"alltoall", "flex"});
          a.sc["_moe_flex"] = v == "flex";
        }},
       {"moe-flex-dispatcher-backend",
        [](Args& a, const std::string& v) {
-         if (v != "deepep" && v != "hybridep") throw ConfigError("--moe-flex-dispatcher-backend: \"" + v + "\" is not modelled (deepep, hybridep)");
+         check_names("--moe-flex-dispatcher-backend", {v}, {"deepep", "hybridep"});
          a.sc["_moe_flex_backend"] = v;
        }},
       // Token dropping (megatron/core/transformer/moe/moe_utils.py apply_router_token_dropping); a
@@ -150,15 +150,14 @@ const std::map<std::string, ArgHandler>& valued() {
       // Megatron-Core's jit-fused passes over the 16-bit logits (fused_cross_entropy.py; eager16).
       {"cross-entropy-fusion-impl",
        [](Args& a, const std::string& v) {
-         if (v != "te" && v != "native") throw ConfigError("--cross-entropy-fusion-impl: \"" + v + "\" is not modelled (te, native)");
+         check_names("--cross-entropy-fusion-impl", {v}, {"te", "native"});
          a.sc["_ce_impl"] = v;
        }},
       // Megatron-Core's CUDA graphs (megatron/training/arguments.py): none (default), local or
       // transformer_engine; resolved with --cuda-graph-scope in finish_cuda_graphs_and_recompute.
       {"cuda-graph-impl",
        [](Args& a, const std::string& v) {
-         if (v != "none" && v != "local" && v != "transformer_engine")
-           throw ConfigError("--cuda-graph-impl: \"" + v + "\" is not one of Megatron's (none, local, transformer_engine)");
+         check_names("--cuda-graph-impl", {v}, {"none", "local", "transformer_engine"});
          a.sc["_cuda_graph_impl"] = v;
        }},
       {"mamba-num-heads", [](Args& a, const std::string& v) { a.m()["mamba"]["heads"] = to_int("--mamba-num-heads", v); }},
@@ -249,15 +248,12 @@ void finish_hybrid_model(ImportResult& r) {
     m["layers"] = static_cast<std::int64_t>(m["hybrid_pattern"].get<std::string>().size());
     r.notes.push_back("model.layers: the hybrid pattern's length");
   }
+  if (m.contains("hybrid_pattern") && m["hybrid_pattern"].get<std::string>().find('M') != std::string::npos && !m.contains("mamba"))
+    m["mamba"] = Json::object();  // Megatron's default mixer, sized below
   if (m.contains("mamba") && !m["mamba"].contains("heads") && m.contains("hidden")) {
     const std::int64_t head_dim = m["mamba"].value("head_dim", std::int64_t{64});
     m["mamba"]["heads"] = 2 * m["hidden"].get<std::int64_t>() / head_dim;
     r.notes.push_back("model.mamba.heads: Megatron's default, 2 x hidden / head_dim");
-  }
-  if (m.contains("hybrid_pattern") && m["hybrid_pattern"].get<std::string>().find('M') != std::string::npos && !m.contains("mamba") &&
-      m.contains("hidden")) {
-    m["mamba"] = {{"heads", 2 * m["hidden"].get<std::int64_t>() / 64}};
-    r.notes.push_back("model.mamba: Megatron's default Mamba-2 mixer (2 x hidden wide, heads of 64)");
   }
   if (m.contains("moe") && !m["moe"].contains("expert_ffn_hidden") && m.contains("ffn_hidden")) {
     m["moe"]["expert_ffn_hidden"] = m["ffn_hidden"];
