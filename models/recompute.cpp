@@ -38,11 +38,11 @@ std::vector<std::string> RecomputeModules::names() const {
 }
 
 namespace {
-bool module_replays(RecomputeModule r, const Kernel& k) {
+bool module_replays(RecomputeModule r, const Kernel& k, bool fused_attention) {
   using M = LayerModule;
   const M m = k.module;
   switch (r) {
-    case RecomputeModule::CoreAttn: return m == M::CoreAttn;
+    case RecomputeModule::CoreAttn: return m == M::CoreAttn || (fused_attention && m == M::FusedAttn);
     case RecomputeModule::Layernorm: return m == M::BlockNorm;
     case RecomputeModule::MlaUpProj: return m == M::MlaUpProj || m == M::Rope || m == M::MlaQkConcat;
     case RecomputeModule::MoeAct: return m == M::Experts && k.ffn == FfnStep::Activation;
@@ -54,9 +54,9 @@ bool module_replays(RecomputeModule r, const Kernel& k) {
 }
 }  // namespace
 
-bool replays(const RecomputeModules& mods, const Kernel& k) {
+bool replays(const RecomputeModules& mods, const Kernel& k, bool fused_attention) {
   for (const auto& r : kRecomputeModules)
-    if (mods.has(r.module) && module_replays(r.module, k)) return true;
+    if (mods.has(r.module) && module_replays(r.module, k, fused_attention)) return true;
   return false;
 }
 

@@ -117,12 +117,13 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
   t.metrics = block_s(c, g.metrics);
   if (in.scenario.parallel.recompute == Recompute::Selective) {
     // Megatron-Core's selective recompute replays the forward kernels of each recomputed module
-    // (ParallelSpec::recompute_modules) before its backward; an MoE block's replay includes its
-    // dispatch and combine all-to-alls (added below with them).
-    const RecomputeModules& mods = in.scenario.parallel.recompute_modules;
+    // (ParallelSpec::recompute_modules) before its backward, a fused attention kernel where the
+    // stack does (recompute_fused_attention); an MoE block's replay includes its dispatch and
+    // combine all-to-alls (added below with them).
+    const ParallelSpec& par = in.scenario.parallel;
     for (const Block* b : {&g.attn_fwd, &g.mlp_fwd})
       for (const auto& k : b->kernels)
-        if (replays(mods, k)) {
+        if (replays(par.recompute_modules, k, par.recompute_fused_attention)) {
           t.attn_recompute_selective += kernel_seconds(c, k);
           t.selective_recompute_flops += k.flops;
         }

@@ -119,9 +119,10 @@ const std::vector<PlanRule>& plan_rules() {
       {"TP overlap needs sequence parallel", "Megatron-LM: tp_comm_overlap requires sequence_parallel"},
       {"FSDP with pp = 1", "FSDP is planned for data-parallel layouts without pipelining"},
       {"sharding needs dp*cp > 1", "with one data-parallel rank ZeRO-1 / FSDP equal no sharding (counted once)"},
-      {"selective recompute equals none under fused attention",
-       "Megatron's selective recompute replays the core attention (scores, softmax, context), which a fused attention kernel "
-       "never stores: the same step and memory as none, simulated once"},
+      {"selective recompute never beats none under fused attention",
+       "selective recompute of the core attention drops its score matrix, which a fused attention kernel never stores: the "
+       "memory of none, and the same step (legacy Megatron-LM) or slower by the replayed kernel (Megatron-Core), so never "
+       "better than none"},
       {"ep divides experts", "Megatron-Core: num_moe_experts % ep == 0"},
       {"ep*etp divides tp*cp*dp", "Megatron-Core expert rank groups"},
       {"etp = tp counted once when tp = 1", "duplicate of etp = 1"},
@@ -174,7 +175,7 @@ namespace {
 
 const std::vector<PlanSharding> kShardings = {PlanSharding::None, PlanSharding::Zero1, PlanSharding::Fsdp};
 const std::vector<Recompute> kRecomputes = {Recompute::None, Recompute::Selective, Recompute::Full};
-constexpr const char* kSelectiveRule = "selective recompute equals none under fused attention";
+constexpr const char* kSelectiveRule = "selective recompute never beats none under fused attention";
 
 // Walks the dimensions outermost first; a rule is checked at the first level where its
 // dimensions are all chosen, and a candidate it rejects there counts with every inner choice.

@@ -167,6 +167,7 @@ ParallelSpec parse_parallel(const JsonObject& o) {
       o.fail("recompute_modules", "applies to recompute \"selective\" (Megatron-Core's --recompute-modules), but recompute is \"" +
                                       name_of(p.recompute) + "\"");
   }
+  p.recompute_fused_attention = o.boolean("recompute_fused_attention", true);
   if (o.has("recompute_num_layers")) {
     p.recompute_num_layers = o.integer("recompute_num_layers", 0, 1 << 20);
     if (p.recompute != Recompute::Full)
@@ -672,6 +673,7 @@ Json Scenario::resolved() const {
              {"zero_stage", parallel.zero_stage}, {"zero_impl", name_of(parallel.zero_impl)}, {"bucket_mb", parallel.bucket_mb}, {"overlap_grad_reduce", parallel.overlap_grad_reduce},
              {"stage_layers", parallel.stage_layers.size() > static_cast<size_t>(parallel.pp) ? parallel.stage_layers : layers_per_stage()},
              {"tp_comm_overlap", parallel.tp_comm_overlap}, {"ep_comm_overlap", parallel.ep_comm_overlap}, {"p2p_sync", parallel.p2p_sync},
+             {"recompute_fused_attention", parallel.recompute_fused_attention},
              {"moe_dispatcher", name_of(parallel.moe_dispatcher)},
              {"pipeline_impl", name_of(parallel.pipeline_impl)}};
   {

@@ -224,6 +224,13 @@ struct ParallelSpec {
   // experts, combine), shared_experts.
   // Parsed once at load from the names of models/recompute.h's table.
   RecomputeModules recompute_modules = {RecomputeModule::CoreAttn};
+  // With core_attn recomputed: whether a fused attention kernel is replayed too (a stack field).
+  // Megatron-Core checkpoints the core attention whatever runs it (transformer/attention.py
+  // checkpoint_core_attention wraps _run_core_attention, TE's fused or flash kernel included):
+  // true. Legacy Megatron-LM checkpointed only the unfused core (legacy/model/transformer.py
+  // ParallelAttention: `if not self.use_flash_attn`): false. Either way a fused kernel stores no
+  // score matrix, so the memory is the same as without the module.
+  bool recompute_fused_attention = true;
   // With full recompute: how many layers of each model chunk are recomputed (Megatron's
   // --recompute-method block --recompute-num-layers N: the first N layers of the chunk; the others
   // keep their activations). -1: every layer.

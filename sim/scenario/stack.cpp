@@ -29,6 +29,7 @@ const std::vector<StackField>& stack_fields() {
       {"parallel.zero_impl", "whose ZeRO optimizer (`parasim list zero-impls`)"},
       {"parallel.pipeline_impl", "whose pipeline engine (`parasim list pipeline-impls`)"},
       {"parallel.p2p_sync", "pipeline sends block the sending stage"},
+      {"parallel.recompute_fused_attention", "selective recompute of core_attn replays a fused attention kernel too"},
       {"parallel.overlap_grad_reduce", "gradient reduction overlapped with the backward"},
       {"parallel.fsdp.version", "FSDP1 (flat parameters) or FSDP2 (per-parameter DTensors)"},
       {"parallel.fsdp.backward_prefetch", "when FSDP issues the next unit's all-gather in backward (`parasim list backward-prefetch`)"},

@@ -266,6 +266,41 @@ TEST(SelectiveRecompute, EachModuleDropsItsActivationsAndReplaysItsKernels) {
   EXPECT_NE(test::scenario_error(j).find("did you mean \"moe_act\"?"), std::string::npos);
 }
 
+// Selective recompute of core_attn under fused attention: Megatron-Core replays the fused kernel
+// (attention.py's checkpoint_core_attention wraps whatever kernel runs), legacy Megatron-LM did not
+// (recompute_fused_attention false). Each layer's recompute op is then exactly its fused attention
+// kernel's time, or there is none and the step is the step without recompute, to the bit.
+TEST(SelectiveRecompute, CoreAttnReplaysTheFusedKernelWhereTheStackDoes) {
+  Json j = test::base_scenario();
+  j["training"] = {{"global_batch", 8}, {"micro_batch", 1}, {"seq_len", 4096}};
+  j["parallel"] = {{"dp", 8}, {"tp", 1}, {"pp", 1}, {"schedule", "ddp"}, {"recompute", "selective"}};
+  const Scenario sc = test::scenario_from(j);
+  ASSERT_TRUE(sc.training.flash_attention);
+  ASSERT_TRUE(sc.parallel.recompute_fused_attention);  // the default: Megatron-Core's behaviour
+  const ModelGraph g = build_model_graph(sc.model, layer_shape(sc));
+  const CostModel cost(sc.profile, sc.training.gemm_dtype(), sc.training.priced_attention_kernel(), sc.cluster.gpus());
+  const Kernel& attn = kernel_named(g.layer(0).attn_fwd, "attention");
+  EXPECT_TRUE(replays(sc.parallel.recompute_modules, attn, true));
+  EXPECT_FALSE(replays(sc.parallel.recompute_modules, attn, false));
+  const SimulationOutput out = test::simulate_with(sc, test::FreeNetwork{});
+  int n = 0;
+  for (const Op& o : out.program.ops)
+    if (o.phase == Phase::Recompute) {
+      EXPECT_NEAR(time_to_seconds(o.duration), kernel_seconds(cost, attn), 1e-12);
+      ++n;
+    }
+  EXPECT_EQ(n, sc.model.layers);  // one microbatch per rank, one replay per layer
+
+  j["parallel"]["recompute_fused_attention"] = false;
+  const SimulationOutput legacy = test::simulate_with(test::scenario_from(j), test::FreeNetwork{});
+  j["parallel"]["recompute"] = "none";
+  j["parallel"].erase("recompute_fused_attention");
+  const SimulationOutput none = test::simulate_with(test::scenario_from(j), test::FreeNetwork{});
+  EXPECT_EQ(legacy.result.step_time_s, none.result.step_time_s);
+  EXPECT_NEAR(out.result.step_time_s - none.result.step_time_s, static_cast<double>(n) * kernel_seconds(cost, attn), 1e-9);
+  EXPECT_EQ(legacy.result.peak_mem_gib, out.result.peak_mem_gib);  // a fused kernel stores no scores to drop
+}
+
 // Selective recompute selects kernels by their module tag: in a DeepSeek-V3 layer (MLA, routed and
 // shared experts; unfused attention so the core has kernels of its own) every module Megatron-Core
 // names replays some forward kernels, and none replays what no module owns (the residual adds) or
@@ -284,14 +319,14 @@ TEST(SelectiveRecompute, EveryModuleReplaysKernelsOfALayerThatHasIt) {
     const LayerGraph& g = r.module == RecomputeModule::Mlp ? dense : moe;
     int n = 0;
     for (const Block* b : {&g.attn_fwd, &g.mlp_fwd})
-      for (const Kernel& k : b->kernels) n += replays(RecomputeModules{r.module}, k) ? 1 : 0;
+      for (const Kernel& k : b->kernels) n += replays(RecomputeModules{r.module}, k, true) ? 1 : 0;
     EXPECT_GT(n, 0) << r.name;
   }
   for (const LayerGraph* g : {&moe, &dense})
     for (const Block* b : {&g->attn_fwd, &g->mlp_fwd})
       for (const Kernel& k : b->kernels)
         if (k.module == LayerModule::None || k.module == LayerModule::AttnOut) {
-          EXPECT_FALSE(replays(all, k)) << k.name;
+          EXPECT_FALSE(replays(all, k, true)) << k.name;
         }
   EXPECT_THROW(recompute_module_from_name("moe_ac"), std::invalid_argument);
 }
