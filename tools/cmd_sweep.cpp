@@ -41,7 +41,7 @@ void add_sweep_command(CLI::App& app, Context& ctx) {
   CLI::App* cmd = app.add_subcommand("sweep", "simulate every combination of scenario keys and rank them");
   cmd->footer(sweep_keys_help());
   cmd->add_option("scenario", o->file, "scenario JSON file")->required();
-  cmd->add_option("--vary", o->vary, "KEY=V1,V2,... (repeatable; the cartesian product of all)")->required();
+  cmd->add_option("--vary", o->vary, "KEY=V1,V2,... (repeatable; the cartesian product of all; a value may be a JSON list or object, [a,b])")->required();
   cmd->add_option("--objective", o->objective, "throughput | cost | time (ranking)");
   cmd->add_option("--csv", o->csv, "also write every row to this CSV file");
   cmd->add_flag("--json", o->json, "print the parasim.sweep/1 document on stdout instead of the table");

@@ -20,6 +20,7 @@ const std::vector<SweepKey>& sweep_keys() {
       {"etp", "/parallel/etp", "expert tensor-parallel size (1 or tp)"},
       {"schedule", "/parallel/schedule", "see `parasim list schedules`"},
       {"recompute", "/parallel/recompute", "see `parasim list recompute`"},
+      {"recompute_modules", "/parallel/recompute_modules", "a list per value: [core_attn],[layernorm,moe_act]"},
       {"zero_stage", "/parallel/zero_stage", "ZeRO stage 0..3"},
       {"fsdp", "/parallel/fsdp/sharding", "FSDP sharding, `parasim list fsdp-shardings` (null: no FSDP)"},
       {"sequence_parallel", "/parallel/sequence_parallel", "true | false"},
@@ -31,6 +32,7 @@ const std::vector<SweepKey>& sweep_keys() {
       {"seq_len", "/training/seq_len", "tokens per sequence"},
       {"dtype", "/training/dtype", "see `parasim list dtypes`"},
       {"fp8_recipe", "/training/fp8_recipe", "see `parasim list fp8-recipes`"},
+      {"cuda_graph_scope", "/training/cuda_graph_scope", "a list per value: [],[attn,moe_router]"},
       {"nodes", "/cluster/nodes", "nodes in the cluster"},
       {"gpus_per_node", "/cluster/gpus_per_node", "GPUs per node"},
       {"gpu", "/cluster/gpu", "GPU profile name"},
@@ -52,10 +54,58 @@ std::string sweep_keys_help() {
 
 namespace {
 
-Json parse_value(const std::string& v) {
+// `text` split at its commas outside brackets, braces and double-quoted strings (so a value may be
+// a JSON array or object); throws for an empty item or unbalanced brackets.
+std::vector<std::string> split_top_level(const std::string& text, const std::string& what) {
+  std::vector<std::string> items;
+  std::string cur, open;  // open: the brackets not yet closed, innermost last
+  bool quoted = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '\\' && i + 1 < text.size()) {  // an escaped character, kept as written
+        cur += c;
+        cur += text[++i];
+        continue;
+      }
+      if (c == '"') quoted = false;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == '[' || c == '{') {
+      open += c;
+    } else if (c == ']' || c == '}') {
+      if (open.empty() || open.back() != (c == ']' ? '[' : '{'))
+        throw ConfigError(what + ": unbalanced '" + std::string(1, c) + "'");
+      open.pop_back();
+    } else if (c == ',' && open.empty()) {
+      if (cur.empty()) throw ConfigError(what + ": empty value");
+      items.push_back(cur);
+      cur.clear();
+      continue;
+    }
+    cur += c;
+  }
+  if (quoted || !open.empty()) throw ConfigError(what + ": unclosed " + (quoted ? std::string("'\"'") : "'" + open.substr(open.size() - 1) + "'"));
+  if (cur.empty()) throw ConfigError(what + ": empty value");
+  items.push_back(cur);
+  return items;
+}
+
+// One --vary value: true, false, null, a number, a JSON string, array or object, an array of bare
+// words ([attn,moe_router]: each item read alike), or else the text as a string.
+Json parse_value(const std::string& v, const std::string& what) {
   if (v == "true") return true;
   if (v == "false") return false;
   if (v == "null") return nullptr;
+  if (v.front() == '[' || v.front() == '{' || v.front() == '"') {
+    Json j = Json::parse(v, nullptr, false);
+    if (!j.is_discarded()) return j;
+    if (v.front() != '[' || v.back() != ']') throw ConfigError(what + ": " + v + " is not valid JSON");
+    Json arr = Json::array();
+    if (v.size() > 2)
+      for (const std::string& item : split_top_level(v.substr(1, v.size() - 2), what)) arr.push_back(parse_value(item, what));
+    return arr;
+  }
   try {
     size_t pos = 0;
     const long long i = std::stoll(v, &pos);
@@ -135,15 +185,8 @@ VaryAxis parse_vary(const std::string& arg) {
                         " (a JSON pointer such as /parallel/tp, or a short name: see parasim sweep --help)");
     }
   }
-  std::string rest = arg.substr(eq + 1);
-  for (size_t start = 0;;) {
-    const size_t comma = rest.find(',', start);
-    const std::string v = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (v.empty()) throw ConfigError("--vary " + arg + ": empty value");
-    a.values.push_back(parse_value(v));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
+  const std::string what = "--vary " + arg;
+  for (const std::string& v : split_top_level(arg.substr(eq + 1), what)) a.values.push_back(parse_value(v, what));
   return a;
 }
 

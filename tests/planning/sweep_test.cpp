@@ -187,6 +187,32 @@ TEST(Sweep, ValuesAreTypedAndNullRemovesTheKey) {
   EXPECT_EQ(s.scenario(1)["parallel"]["sequence_parallel"], false);
 }
 
+// A value may be a list or an object: commas inside brackets, braces and quoted strings do not
+// split the values; bare words in a list are read as the other values are.
+TEST(Sweep, ListAndObjectValuesKeepTheirCommas) {
+  const VaryAxis scopes = parse_vary(R"(cuda_graph_scope=[],[mamba],["attn","moe_router"],[attn,moe_router])");
+  EXPECT_EQ(scopes.pointer, "/training/cuda_graph_scope");
+  ASSERT_EQ(scopes.values.size(), 4u);
+  EXPECT_EQ(scopes.values[0], Json::array());
+  EXPECT_EQ(scopes.values[1], Json::array({"mamba"}));
+  EXPECT_EQ(scopes.values[2], Json::array({"attn", "moe_router"}));
+  EXPECT_EQ(scopes.values[3], scopes.values[2]);
+  const VaryAxis objs = parse_vary(R"(/parallel/fsdp={"sharding":"full","prefetch":1},null,"a,b",[1,[2,3]])");
+  ASSERT_EQ(objs.values.size(), 4u);
+  EXPECT_EQ(objs.values[0], Json({{"sharding", "full"}, {"prefetch", 1}}));
+  EXPECT_TRUE(objs.values[1].is_null());
+  EXPECT_EQ(objs.values[2], "a,b");
+  EXPECT_EQ(objs.values[3], Json::parse("[1,[2,3]]"));
+  for (const char* bad : {"recompute_modules=[core_attn", "recompute_modules=[core_attn]]", "/parallel/fsdp={\"sharding\":}",
+                          "recompute_modules=[a,,b]", "tp=\"2", "recompute_modules=[a},[b]"})
+    EXPECT_THROW(parse_vary(bad), ConfigError) << bad;
+  SweepSpec s;
+  s.file = "test.json";
+  s.base = test::base_scenario();
+  s.axes = {parse_vary("recompute_modules=[core_attn],[layernorm,moe_act]")};
+  EXPECT_EQ(s.scenario(1)["parallel"]["recompute_modules"], Json::array({"layernorm", "moe_act"}));
+}
+
 TEST(Sweep, ErrorKindGroupsNumbers) {
   EXPECT_EQ(error_kind("a.json: /parallel: dp*tp*pp*cp = 1*3*1*1 = 3 but the cluster has 1*8 = 8 GPUs", "a.json"),
             error_kind("a.json: /parallel: dp*tp*pp*cp = 2*3*1*1 = 6 but the cluster has 2*8 = 16 GPUs", "a.json"));
