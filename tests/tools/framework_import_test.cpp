@@ -62,6 +62,16 @@ TEST(FrameworkImport, MegatronInlineArgumentsAndErrors) {
   EXPECT_EQ(r.unmapped, std::vector<std::string>{"--no-such-option"});
   EXPECT_THROW(import_megatron({"--tensor-model-parallel-size", "three"}, on("h100-sxm5-80g", 1)), ConfigError);
   EXPECT_THROW(import_megatron({"--tensor-model-parallel-size", "3"}, on("h100-sxm5-80g", 1)), ConfigError);  // 3 does not divide 8
+  // Selective recompute with flash attention: Megatron-Core replays the flash kernel, the legacy
+  // models (--use-legacy-models) do not.
+  const std::vector<std::string> selective = {"--recompute-activations", "--use-flash-attn", "--global-batch-size", "64", "--seq-length", "4096"};
+  std::vector<std::string> legacy = selective;
+  legacy.push_back("--use-legacy-models");
+  const Scenario mcore = parse_scenario(import_megatron(selective, on("h100-sxm5-80g", 1, "llama2-7b")).scenario, "m.json", test::data_dir());
+  const Scenario old = parse_scenario(import_megatron(legacy, on("h100-sxm5-80g", 1, "llama2-7b")).scenario, "m.json", test::data_dir());
+  EXPECT_TRUE(mcore.parallel.recompute_fused_attention);
+  EXPECT_FALSE(old.parallel.recompute_fused_attention);
+  EXPECT_EQ(old.parallel.recompute, Recompute::Selective);
 }
 
 TEST(FrameworkImport, MegatronTokenDispatcher) {

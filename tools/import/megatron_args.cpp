@@ -219,6 +219,9 @@ const std::map<std::string, ArgHandler>& flags() {
       {"no-overlap-p2p-communication", set_bool("parallel", "p2p_sync", true)},
       {"overlap-p2p-communication", set_bool("parallel", "p2p_sync", false)},
       {"use-flash-attn", [](Args& a, const std::string&) { a.t()["attention_kernel"] = "flash"; }},
+      // The legacy models' attention checkpoints only its unfused core (legacy/model/transformer.py
+      // ParallelAttention: `if not self.use_flash_attn`), so selective recompute replays no flash kernel.
+      {"use-legacy-models", set_bool("parallel", "recompute_fused_attention", false)},
   };
   return h;
 }
