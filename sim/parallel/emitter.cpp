@@ -125,7 +125,8 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
       for (const auto& k : b->kernels)
         if (replays(par.recompute_modules, k, par.recompute_fused_attention)) {
           t.attn_recompute_selective += kernel_seconds(c, k);
-          t.selective_recompute_flops += k.flops;
+          t.selective_recompute_flops += k.model_flops;
+          t.selective_recompute_hw += k.flops;
         }
   }
   if (in.scenario.parallel.recompute == Recompute::SelectiveOp) {
@@ -435,7 +436,7 @@ void Emitter::layer_backward(const BlockTimes& t, std::int64_t l, std::int32_t k
   } else if (op_sac_) {
     ops.add({Phase::Recompute, "recompute (op SAC)", t.op_sac_recompute, t.op_sac_flops, t.op_sac_hw, {MemCat::Activations, extra_working}, none});
   } else if (t.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == Recompute::Selective) {
-    ops.add({Phase::Recompute, "recompute (selective)", t.attn_recompute_selective, t.selective_recompute_flops, t.selective_recompute_flops,
+    ops.add({Phase::Recompute, "recompute (selective)", t.attn_recompute_selective, t.selective_recompute_flops, t.selective_recompute_hw,
              none, none});
   }
   if (t.tp_comm_b > 0 && t.mlp_tp_comm) ops.add({Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none});
@@ -571,7 +572,8 @@ void Emitter::mtp_backward(const AddOp& add) const {
     add(Phase::Backward, op_label::kMtpHeadBwd, ends().head_b, 2 * ends().head_f_flops, 2 * ends().head_f_hw, {MemCat::Activations, to_bytes(a.head_working)},
         {MemCat::Activations, -to_bytes(a.head_working + a.head)});
     if (t.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == Recompute::Selective)
-      add(Phase::Recompute, "recompute (selective)", t.attn_recompute_selective, t.selective_recompute_flops, t.selective_recompute_flops, none, none);
+      add(Phase::Recompute, "recompute (selective)", t.attn_recompute_selective, t.selective_recompute_flops, t.selective_recompute_hw, none,
+          none);
     if (t.tp_comm_b > 0 && t.mlp_tp_comm) add(Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none);
     if (t.ep_comm_b > 0) add(Phase::EpComm, "ep all-to-all bwd", t.ep_comm_b, 0, 0, none, none);
     add(Phase::Backward, op_label::kMtpMlpBwd, t.mlp_b, 2 * t.mlp_f_flops, 2 * t.mlp_f_hw, none, none);

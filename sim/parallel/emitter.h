@@ -27,8 +27,9 @@ struct BlockTimes {
   double metrics = 0;  // last stage, after each microbatch's backward: the training metrics
   double mtp_f = 0, mtp_b = 0, mtp_f_flops = 0;  // one multi-token-prediction module's own kernels
   // Selective recompute: the recomputed modules' forward kernels, replayed before the layer's
-  // backward (the unfused attention core by default), and their FLOPs.
-  double attn_recompute_selective = 0, selective_recompute_flops = 0;
+  // backward (the attention core by default), and their FLOPs in the model convention (a causal
+  // fused kernel's full score matrix) and executed.
+  double attn_recompute_selective = 0, selective_recompute_flops = 0, selective_recompute_hw = 0;
   double op_sac_recompute = 0, op_sac_flops = 0, op_sac_hw = 0;  // per layer, replayed under torchtitan's op-level SAC
   double attn_f_flops = 0, mlp_f_flops = 0, head_f_flops = 0;  // model FLOPs, forward (MFU's convention)
   // Executed FLOPs, forward (HFU): causal or windowed attention computes part of the score matrix

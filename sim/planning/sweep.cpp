@@ -54,45 +54,57 @@ std::string sweep_keys_help() {
 
 namespace {
 
+// Deeper lists and objects in a --vary value are refused (a scenario field nests a few levels).
+constexpr std::size_t kMaxValueDepth = 16;
+
+std::string trimmed(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
 // `text` split at its commas outside brackets, braces and double-quoted strings (so a value may be
-// a JSON array or object); throws for an empty item or unbalanced brackets.
+// a JSON array or object; a quote in the middle of a bare word is a character), each item trimmed;
+// throws for an empty item, unbalanced brackets or nesting deeper than kMaxValueDepth.
 std::vector<std::string> split_top_level(const std::string& text, const std::string& what) {
   std::vector<std::string> items;
   std::string cur, open;  // open: the brackets not yet closed, innermost last
   bool quoted = false;
+  auto flush = [&] {
+    if (trimmed(cur).empty()) throw ConfigError(what + ": empty value");
+    items.push_back(trimmed(cur));
+    cur.clear();
+  };
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
+    if (quoted && c == '\\' && i + 1 < text.size()) {  // an escaped character, kept as written
+      cur += c;
+      cur += text[++i];
+      continue;
+    }
     if (quoted) {
-      if (c == '\\' && i + 1 < text.size()) {  // an escaped character, kept as written
-        cur += c;
-        cur += text[++i];
-        continue;
-      }
-      if (c == '"') quoted = false;
-    } else if (c == '"') {
+      quoted = c != '"';
+    } else if (c == '"' && (!open.empty() || trimmed(cur).empty())) {
       quoted = true;
     } else if (c == '[' || c == '{') {
       open += c;
+      if (open.size() > kMaxValueDepth) throw ConfigError(what + ": nested deeper than " + std::to_string(kMaxValueDepth) + " levels");
     } else if (c == ']' || c == '}') {
-      if (open.empty() || open.back() != (c == ']' ? '[' : '{'))
-        throw ConfigError(what + ": unbalanced '" + std::string(1, c) + "'");
+      if (open.empty() || open.back() != (c == ']' ? '[' : '{')) throw ConfigError(what + ": unbalanced '" + std::string(1, c) + "'");
       open.pop_back();
     } else if (c == ',' && open.empty()) {
-      if (cur.empty()) throw ConfigError(what + ": empty value");
-      items.push_back(cur);
-      cur.clear();
+      flush();
       continue;
     }
     cur += c;
   }
-  if (quoted || !open.empty()) throw ConfigError(what + ": unclosed " + (quoted ? std::string("'\"'") : "'" + open.substr(open.size() - 1) + "'"));
-  if (cur.empty()) throw ConfigError(what + ": empty value");
-  items.push_back(cur);
+  if (quoted) throw ConfigError(what + ": unclosed '\"'");
+  if (!open.empty()) throw ConfigError(what + ": unclosed '" + open.substr(open.size() - 1) + "'");
+  flush();
   return items;
 }
 
 // One --vary value: true, false, null, a number, a JSON string, array or object, an array of bare
-// words ([attn,moe_router]: each item read alike), or else the text as a string.
+// words ([attn, moe_router]: each item read alike), or else the text as a string.
 Json parse_value(const std::string& v, const std::string& what) {
   if (v == "true") return true;
   if (v == "false") return false;
@@ -102,7 +114,7 @@ Json parse_value(const std::string& v, const std::string& what) {
     if (!j.is_discarded()) return j;
     if (v.front() != '[' || v.back() != ']') throw ConfigError(what + ": " + v + " is not valid JSON");
     Json arr = Json::array();
-    if (v.size() > 2)
+    if (!trimmed(v.substr(1, v.size() - 2)).empty())
       for (const std::string& item : split_top_level(v.substr(1, v.size() - 2), what)) arr.push_back(parse_value(item, what));
     return arr;
   }

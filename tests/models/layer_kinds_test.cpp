@@ -287,6 +287,11 @@ TEST(SelectiveRecompute, CoreAttnReplaysTheFusedKernelWhereTheStackDoes) {
   for (const Op& o : out.program.ops)
     if (o.phase == Phase::Recompute) {
       EXPECT_NEAR(time_to_seconds(o.duration), kernel_seconds(cost, attn), 1e-12);
+      // The replay counts the full score matrix in the model convention (reported hardware FLOPs),
+      // the causal half it executes for HFU.
+      EXPECT_DOUBLE_EQ(o.model_flops, attn.model_flops);
+      EXPECT_DOUBLE_EQ(o.hw_flops, attn.flops);
+      EXPECT_DOUBLE_EQ(attn.model_flops, 2 * attn.flops);
       ++n;
     }
   EXPECT_EQ(n, sc.model.layers);  // one microbatch per rank, one replay per layer

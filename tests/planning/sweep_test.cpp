@@ -204,8 +204,16 @@ TEST(Sweep, ListAndObjectValuesKeepTheirCommas) {
   EXPECT_EQ(objs.values[2], "a,b");
   EXPECT_EQ(objs.values[3], Json::parse("[1,[2,3]]"));
   for (const char* bad : {"recompute_modules=[core_attn", "recompute_modules=[core_attn]]", "/parallel/fsdp={\"sharding\":}",
-                          "recompute_modules=[a,,b]", "tp=\"2", "recompute_modules=[a},[b]"})
+                          "recompute_modules=[a,,b]", "tp=\"2", "recompute_modules=[a},[b]", "recompute_modules=[ ,a]"})
     EXPECT_THROW(parse_vary(bad), ConfigError) << bad;
+  // Items are trimmed, a quote inside a bare word is a character, and nesting is bounded (a value
+  // 60,000 lists deep is refused before any recursion, not a stack overflow).
+  EXPECT_EQ(parse_vary("recompute_modules=[core_attn, layernorm], [ ]").values,
+            std::vector<Json>({Json::array({"core_attn", "layernorm"}), Json::array()}));
+  EXPECT_EQ(parse_vary("gpu=a\"b,c").values, std::vector<Json>({"a\"b", "c"}));
+  EXPECT_EQ(parse_vary("tp= 1, 2").values, std::vector<Json>({1, 2}));
+  EXPECT_THROW(parse_vary("recompute_modules=" + std::string(60000, '[') + "1" + std::string(60000, ']')), ConfigError);
+  EXPECT_NO_THROW(parse_vary("/parallel/stage_layers=" + std::string(16, '[') + "1" + std::string(16, ']')));
   SweepSpec s;
   s.file = "test.json";
   s.base = test::base_scenario();
