@@ -25,6 +25,29 @@ double Block::flops() const {
   return f;
 }
 
+ForwardFlops forward_flops(const ModelGraph& g, std::int64_t layers) {
+  ForwardFlops f;
+  auto add = [&](const Block& b, double times) {
+    for (const auto& k : b.kernels) {
+      f.model += times * k.model_flops;
+      f.causal += times * (k.kind == KernelKind::Attention ? k.flops : k.model_flops);
+    }
+  };
+  const LayerGraph& first = g.layer(0);
+  const LayerGraph& last = g.layer(layers - 1);
+  const auto mtp = static_cast<double>(first.shape.mtp_layers);
+  add(first.embed_fwd, 1);
+  for (std::int64_t i = 0; i < layers; ++i) {
+    add(g.layer(i).attn_fwd, 1);
+    add(g.layer(i).mlp_fwd, 1);
+  }
+  add(first.head_fwd, 1 + mtp);  // each MTP module: its own kernels, one more last-kind layer, the head
+  add(first.mtp_fwd, mtp);
+  add(last.attn_fwd, mtp);
+  add(last.mlp_fwd, mtp);
+  return f;
+}
+
 namespace layer_kernels {
 
 Kernel gemm(const std::string& name, std::int64_t m, std::int64_t n, std::int64_t k, bool bwd) {

@@ -236,4 +236,15 @@ struct ModelGraph {
 };
 ModelGraph build_model_graph(const ModelSpec& model, const LayerShape& shape);
 
+// One microbatch's forward FLOPs through the whole model (embedding, every layer, the output layer
+// and any multi-token-prediction modules), in two conventions: `model`, Megatron-LM's MFU
+// convention (a fused attention kernel's full score matrix, Narayanan et al. SC'21), and `causal`,
+// each fused attention kernel at what its causal or sliding-window mask computes, as
+// Megatron-Bridge's flop_utils.py counts the core attention. Backward is twice the forward in
+// both, so causal / model converts a step's model TFLOP/s from one to the other.
+struct ForwardFlops {
+  double model = 0, causal = 0;
+};
+ForwardFlops forward_flops(const ModelGraph& g, std::int64_t layers);
+
 }  // namespace parasim

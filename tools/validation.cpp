@@ -22,6 +22,16 @@ bool Tolerances::judges(const std::string& figure) const {
   return figure.rfind("component.", 0) != 0 || per_figure.count(figure) > 0;
 }
 
+namespace {
+// The predicted TFLOP/s per GPU in the convention the measurement counts (MeasuredFigure::detail).
+double predicted_tflops(const Scenario& sc, const Result& r, const std::string& convention, double peak_tflops) {
+  if (convention == "hardware") return r.hfu_reported * peak_tflops;
+  if (convention != "model_causal") return r.tflops_per_gpu;
+  const ForwardFlops f = forward_flops(build_model_graph(sc.model, layer_shape(sc)), sc.model.layers);
+  return f.model > 0 ? r.tflops_per_gpu * f.causal / f.model : r.tflops_per_gpu;
+}
+}  // namespace
+
 std::vector<Comparison> compare_figures(const MeasuredRun& run, const Result& r, const Tolerances& tol) {
   std::vector<Comparison> out;
   const double gpus = static_cast<double>(run.scenario.cluster.gpus());
@@ -33,7 +43,7 @@ std::vector<Comparison> compare_figures(const MeasuredRun& run, const Result& r,
     cmp.measured = f.value;
     if (f.name == "step_time_s") cmp.predicted = r.step_time_s;
     else if (f.name == "tokens_per_s_per_gpu") cmp.predicted = r.tokens_per_s / gpus;
-    else if (f.name == "tflops_per_gpu") cmp.predicted = f.detail == "hardware" ? r.hfu_reported * peak_tflops : r.tflops_per_gpu;
+    else if (f.name == "tflops_per_gpu") cmp.predicted = predicted_tflops(run.scenario, r, f.detail, peak_tflops);
     else if (f.name == "mfu") cmp.predicted = r.mfu;
     else if (f.name == "hfu") cmp.predicted = r.hfu_reported;
     else if (f.name == "peak_mem_gib") {

@@ -49,7 +49,7 @@ MeasuredRun parse_measured(const Json& j, const std::string& path, const std::st
   plain("mfu", 1.0);
   plain("hfu", 1.0);
   if (auto t = meas.object_opt("tflops_per_gpu")) {
-    m.figures.push_back({"tflops_per_gpu", t->number("value", 1e-6, 1e5), t->choice("flops", {"model", "hardware"})});
+    m.figures.push_back({"tflops_per_gpu", t->number("value", 1e-6, 1e5), t->choice("flops", {"model", "model_causal", "hardware"})});
     t->finish();
   }
   if (auto mem = meas.object_opt("peak_mem_gib")) {

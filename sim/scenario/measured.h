@@ -16,7 +16,7 @@ inline constexpr std::array<const char*, 9> kMeasuredFigureNames = {
 struct MeasuredFigure {
   std::string name;    // step_time_s | tokens_per_s_per_gpu | tflops_per_gpu | mfu | hfu | peak_mem_gib
   double value = 0;
-  std::string detail;  // tflops: "model" | "hardware"; memory: "framework" | "nvidia-smi"
+  std::string detail;  // tflops: "model" | "model_causal" | "hardware" (compare_figures); memory: "framework" | "nvidia-smi"
 };
 
 struct MeasuredRun {

@@ -553,6 +553,9 @@ SOURCE_CONVENTIONS = {
     "NVIDIA NeMo": {"flops": "model", "flash": True, "dropout": False},
     "NVIDIA Megatron-Bridge": {
         "flops": "model", "flash": True, "dropout": False,
+        # Its model TFLOP/s count the core attention as its causal or sliding-window mask computes it
+        # (src/megatron/bridge/training/utils/flop_utils.py), not the full score matrix.
+        "model_flops": "model_causal",
         # Rows whose plan is one of Megatron-Bridge's performance presets: (model, profile, tp, pp, vpp, cp, precision)
         # -> what the preset and the recipe behind it set. Other rows keep their missing fields (skipped).
         "presets": mb_presets()},
@@ -1023,7 +1026,7 @@ def measured_section(c):
     if "tokens_per_s_per_gpu" in c.meas:
         c.out_meas["tokens_per_s_per_gpu"] = c.meas["tokens_per_s_per_gpu"]
     if "model_tflops_per_gpu" in c.meas:
-        c.out_meas["tflops_per_gpu"] = {"value": c.meas["model_tflops_per_gpu"], "flops": "model"}
+        c.out_meas["tflops_per_gpu"] = {"value": c.meas["model_tflops_per_gpu"], "flops": c.conv.get("model_flops", "model")}
     elif "tflops_per_gpu" in c.meas:
         c.out_meas["tflops_per_gpu"] = {"value": c.meas["tflops_per_gpu"], "flops": c.conv.get("flops", "model")}
     elif "tflops_per_gpu_approx" in c.meas:
