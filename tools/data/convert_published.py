@@ -549,7 +549,9 @@ SOURCE_CONVENTIONS = {
                    "compiled_why": "fused: the row names torch.compile, under which the stack's eager RMSNorm, RoPE and "
                                    "F.cross_entropy(pred.float()) become Triton reductions (torchtitan's train.py "
                                    "model = torch.compile(model) with --training.compile)"},
-    "NVIDIA NeMo AutoModel": {"flops": "model", "flash": True, "dropout": False},
+    # Its model TFLOP/s halve the causal core attention (nemo_automodel/components/utils/flops_utils.py:
+    # causal_self_attn = True in each family's formula).
+    "NVIDIA NeMo AutoModel": {"flops": "model", "model_flops": "model_causal", "flash": True, "dropout": False},
     "NVIDIA NeMo": {"flops": "model", "flash": True, "dropout": False},
     "NVIDIA Megatron-Bridge": {
         "flops": "model", "flash": True, "dropout": False,
