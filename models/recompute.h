@@ -48,8 +48,9 @@ class RecomputeModules {
 // Whether selective recompute of `mods` replays forward kernel `k` before the layer's backward:
 // core_attn the attention core (the unfused kernels; a fused attention kernel only where
 // `fused_attention`, ParallelSpec::recompute_fused_attention: the stack's choice), layernorm the
-// block norms, mla_up_proj MLA's up projections with the RoPE and the query-key assembly, moe_act the routed experts' activation, mlp a dense layer's MLP, moe an MoE layer's
-// router, token dispatch, experts and shared experts, shared_experts the shared experts.
+// block norms, mla_up_proj MLA's up projections with the RoPE and the query-key assembly, moe_act
+// the routed experts' activation, mlp a dense layer's MLP, moe an MoE layer's router, token
+// dispatch, experts and shared experts, shared_experts the shared experts.
 bool replays(const RecomputeModules& mods, const Kernel& k, bool fused_attention);
 
 }  // namespace parasim
