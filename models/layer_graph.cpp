@@ -25,7 +25,8 @@ double Block::flops() const {
   return f;
 }
 
-ForwardFlops forward_flops(const ModelGraph& g, std::int64_t layers) {
+ForwardFlops forward_flops(const ModelGraph& g) {
+  const auto layers = static_cast<std::int64_t>(g.kind_of.size());
   ForwardFlops f;
   auto add = [&](const Block& b, double times) {
     for (const auto& k : b.kernels) {

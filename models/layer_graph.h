@@ -245,6 +245,6 @@ ModelGraph build_model_graph(const ModelSpec& model, const LayerShape& shape);
 struct ForwardFlops {
   double model = 0, causal = 0;
 };
-ForwardFlops forward_flops(const ModelGraph& g, std::int64_t layers);
+ForwardFlops forward_flops(const ModelGraph& g);
 
 }  // namespace parasim

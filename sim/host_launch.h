@@ -32,15 +32,13 @@ struct HostLaunch {
   std::size_t kinds = 0;
   std::vector<std::int64_t> kind_launches;
   std::vector<char> kind_sync_before;  // likewise for sync_before
-  std::int64_t of(const Op& op) const {
-    const auto label = static_cast<std::size_t>(op.label);
-    return op.layer_kind >= 0 && kinds > 0 ? kind_launches[label * kinds + static_cast<std::size_t>(op.layer_kind)] : launches[label];
-  }
-  bool syncs_before(const Op& op) const {
-    const auto label = static_cast<std::size_t>(op.label);
-    return op.layer_kind >= 0 && kinds > 0 ? kind_sync_before[label * kinds + static_cast<std::size_t>(op.layer_kind)] != 0
-                                           : sync_before[label] != 0;
-  }
+  std::int64_t of(const Op& op) const { return by_kind(op) ? kind_launches[kind_index(op)] : launches[label_index(op)]; }
+  bool syncs_before(const Op& op) const { return (by_kind(op) ? kind_sync_before[kind_index(op)] : sync_before[label_index(op)]) != 0; }
+
+ private:
+  bool by_kind(const Op& op) const { return op.layer_kind >= 0 && kinds > 0; }
+  static std::size_t label_index(const Op& op) { return static_cast<std::size_t>(op.label); }
+  std::size_t kind_index(const Op& op) const { return label_index(op) * kinds + static_cast<std::size_t>(op.layer_kind); }
 };
 
 // Program::host for every op: on each rank, the host issues the ops' kernels one after another from

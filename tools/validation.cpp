@@ -27,7 +27,7 @@ namespace {
 double predicted_tflops(const Scenario& sc, const Result& r, const std::string& convention, double peak_tflops) {
   if (convention == "hardware") return r.hfu_reported * peak_tflops;
   if (convention != "model_causal") return r.tflops_per_gpu;
-  const ForwardFlops f = forward_flops(build_model_graph(sc.model, layer_shape(sc)), sc.model.layers);
+  const ForwardFlops f = forward_flops(build_model_graph(sc.model, layer_shape(sc)));
   return f.model > 0 ? r.tflops_per_gpu * f.causal / f.model : r.tflops_per_gpu;
 }
 }  // namespace

@@ -115,7 +115,7 @@ TEST(Validate, ModelTflopsInTheSourcesAttentionConvention) {
   const MeasuredRun run = load_measured(test::data_dir() + "/scenarios/measured/pub-mbridge-26.02-dgx-gb200-llama3_70b-fp8-64gpu-tp1pp1cp1.json",
                                         test::data_dir());
   const Scenario& sc = run.scenario;
-  const ForwardFlops f = forward_flops(build_model_graph(sc.model, layer_shape(sc)), sc.model.layers);
+  const ForwardFlops f = forward_flops(build_model_graph(sc.model, layer_shape(sc)));
   const double b = static_cast<double>(sc.training.micro_batch), s = static_cast<double>(sc.training.seq_len);
   const double heads = static_cast<double>(sc.model.heads / sc.parallel.tp), d = static_cast<double>(sc.model.head_dim());
   EXPECT_NEAR(f.model - f.causal, static_cast<double>(sc.model.layers) * 0.5 * 2 * b * heads * s * s * (d + d), 1e-6 * f.model);
