@@ -453,22 +453,34 @@ def moe_preset(model, prof, tp, pp=1, vpp=1, ep=1, prec="BF16", gbs=0):
             preset.update(why=MB_GPTOSS % (c["name"], what))
         return preset
     big = zoo == "qwen3-235b-a22b"
+    dispatcher = "hybridep"
     if big and h100:
         comm = ("H100 235B: CommOverlapConfig(tp_comm_overlap=False), moe_token_dispatcher_type 'alltoall' with "
                 "moe_a2a_overlap = True (QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V1/V2): the all-to-alls overlap "
                 "another microbatch's compute")
-        tp_overlap, ep_overlap = False, True
+        tp_overlap, ep_overlap, dispatcher = False, True, None
+    elif h100 and (pp, vpp, ep) == (2, 12, 8):
+        comm = ("H100 30B as the preset was before pull request #2477 (QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1 on the "
+                "r0.3.0 branch at 194331ed, the plan of this row: pipeline 2 x virtual 12, EP 8, global batch 1,024): "
+                "moe_a2a_overlap = True, the flex dispatcher with the deepep backend (BASE_QWEN3_30B_A3B_CONFIG): the "
+                "all-to-alls overlap another microbatch's compute")
+        tp_overlap, ep_overlap, dispatcher = True, True, "deepep"
     elif h100:
         comm = ("H100 30B: moe_a2a_overlap = False, flex dispatcher with the hybridep backend "
-                "(QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1): its all-to-alls block the layer")
+                "(QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1 from pull request #2477 on: EP 16): its all-to-alls block "
+                "the layer")
         tp_overlap, ep_overlap = True, False
     else:
-        comm = ("Blackwell: CommOverlapConfig(tp_comm_overlap=True), flex dispatcher with the hybridep backend, no "
-                "moe_a2a_overlap: the all-to-alls block the layer")
+        comm = ("Blackwell: CommOverlapConfig(tp_comm_overlap=True), flex dispatcher with the hybridep backend "
+                "(src/megatron/bridge/perf_recipes/qwen/<gpu>/qwen3_moe.py at r0.6.0: moe_flex_dispatcher_backend "
+                "'hybridep'), no moe_a2a_overlap: the all-to-alls block the layer")
         tp_overlap, ep_overlap = True, False
     split = ", account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split = True" if big else ""
-    return {"why": MB_QWEN3 % (split, comm), "account_split": big, "tp_comm_overlap": tp_overlap and tp > 1,
-            "ep_comm_overlap": ep_overlap}
+    preset = {"why": MB_QWEN3 % (split, comm), "account_split": big, "tp_comm_overlap": tp_overlap and tp > 1,
+              "ep_comm_overlap": ep_overlap}
+    if dispatcher:
+        preset["moe_dispatcher"] = dispatcher
+    return preset
 
 
 # What each source's rows leave unstated and the source documents (shared/validation/README.md or the source itself):
@@ -691,7 +703,7 @@ def presets_and_zoo(c):
                               c.p.get("ep") or 1, precision_class(c.p.get("dtype")), c.p.get("global_batch") or 0)
         if c.preset is None:
             return "expert parallelism (MoE): no Megatron-Bridge preset for this model on this GPU is known to the converter"
-        c.ci["parallel.etp/recompute/sequence_parallel/zero_stage/tp_comm_overlap/ep_comm_overlap, training.loss_impl"] = c.preset["why"]
+        c.ci["parallel.etp/recompute/sequence_parallel/zero_stage/tp_comm_overlap/ep_comm_overlap/moe_dispatcher, training.loss_impl"] = c.preset["why"]
     if c.preset:
         c.p = dict(c.p, recompute=c.p.get("recompute") or "none", sequence_parallel=c.p["tp"] > 1)
         if not c.moe_zoo:
