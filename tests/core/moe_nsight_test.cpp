@@ -36,26 +36,24 @@ Scenario scenario_of(const Json& run) {
   return test::scenario_from(file["scenario"]);
 }
 
-// The compute kernels (GEMMs, attention, the router, permutation, norms, the optimizer): the
-// prediction's forward, backward and optimizer time against the GPU-active union less the
-// communication kernels. Both runs derive 14.35-14.58 s; parasim prices 13.8 s.
-TEST(MoeNsight, ComputeKernelTimeWithinTenPercent) {
-  for (const char* which : {"off", "on"}) {
-    const Json run = data()["runs"][which];
-    const Nsight n = measured(run);
-    const Result r = simulate(scenario_of(run), Registries{}).result;
-    const double predicted = r.breakdown.at("forward_s") + r.breakdown.at("backward_s") + r.breakdown.at("optimizer_s");
-    std::printf("EP overlap %s: compute kernels predicted %.2f s, measured %.2f s (%+.1f %%)\n", which, predicted, n.compute_s,
-                100 * (predicted / n.compute_s - 1));
-    if (std::string(which) == "off") {
-      EXPECT_NEAR(predicted / n.compute_s, 1.0, 0.10);
-    }
-  }
+// The compute kernels (GEMMs, attention, the router, permutation, norms, the optimizer), EP overlap
+// off: the prediction's forward, backward and optimizer time against the GPU-active union less the
+// communication kernels (14.58 s derived; a lower bound, as the data file says). parasim prices
+// 13.84 s. (With EP overlap on, parasim folds the hidden all-to-alls into the compute time, so that
+// run has no like-for-like figure.)
+TEST(MoeNsight, ComputeKernelTimeWithinTenPercentOverlapOff) {
+  const Json run = data()["runs"]["off"];
+  const Nsight n = measured(run);
+  const Result r = simulate(scenario_of(run), Registries{}).result;
+  const double predicted = r.breakdown.at("forward_s") + r.breakdown.at("backward_s") + r.breakdown.at("optimizer_s");
+  std::printf("compute kernels predicted %.2f s, measured %.2f s (%+.1f %%)\n", predicted, n.compute_s, 100 * (predicted / n.compute_s - 1));
+  EXPECT_NEAR(predicted / n.compute_s, 1.0, 0.10);
 }
 
 // The kernels rank 0 runs in one step, graphed or not: each priced kernel's real launches
 // (Kernel::launches: one GEMM per local expert, TE's fused router and permutation kernels, ...)
-// summed over the rank's ops, against Nsight's count for the same job. The count leaves out the
+// summed over the rank's ops, against Nsight's count for the same job (taken as one step's: the
+// profile's GPU-active union, 22.8 s, is one step's length). The count leaves out the
 // routing bookkeeping (models/layer_graph.cpp moe_launches: tokens-per-expert sums, their copies,
 // the aux loss's scaling) and prices each dispatch or combine as one kernel, so it is a floor:
 // 301,684 against 463,348, 98 of the 151 kernels per layer pass (docs/accuracy.md).
@@ -70,7 +68,7 @@ TEST(MoeNsight, KernelsPerStepAsNsightCountsThem) {
   const double nsight = d["kernels_rank0"].get<double>();
   std::printf("kernels on rank 0 per step: predicted %.0f, Nsight %.0f (%+.1f %%)\n", kernels, nsight, 100 * (kernels / nsight - 1));
   EXPECT_LT(kernels, nsight);
-  EXPECT_GT(kernels, 0.5 * nsight);
+  EXPECT_GT(kernels, 0.6 * nsight);
 }
 
 }  // namespace

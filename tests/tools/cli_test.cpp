@@ -83,6 +83,16 @@ TEST(Cli, NotJsonExitsTwo) {
   EXPECT_NE(r.out.find("not valid JSON"), std::string::npos);
 }
 
+// A measured run of another version is refused at its schema, not read as a scenario (whose first
+// unknown key would be named instead).
+TEST(Cli, MeasuredRunOfAnotherVersionIsRefusedAtItsSchema) {
+  Json j = read_json_file(test::data_dir() + "/scenarios/measured/mbridge-skill-h100-qwen3_30b_a3b-bf16-16gpu-ep16-hybridep-overlap-on.json");
+  j["schema"] = "parasim.measured/9";
+  const Ran r = run_cli("run " + write_temp("measured_v9.json", j.dump()));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("/schema: expected \"parasim.measured/1\""), std::string::npos) << r.out;
+}
+
 TEST(Cli, JsonOutputFollowsContract) {
   const Ran r = run_cli("run --json " + test::data_dir() + "/scenarios/default.json");
   ASSERT_EQ(r.code, 0);

@@ -462,8 +462,8 @@ def moe_preset(model, prof, tp, pp=1, vpp=1, ep=1, prec="BF16", gbs=0):
     elif h100 and (pp, vpp, ep) == (2, 12, 8):
         comm = ("H100 30B as the preset was before pull request #2477 (QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1 on the "
                 "r0.3.0 branch at 194331ed, the plan of this row: pipeline 2 x virtual 12, EP 8, global batch 1,024): "
-                "moe_a2a_overlap = True, the flex dispatcher with the deepep backend (BASE_QWEN3_30B_A3B_CONFIG): the "
-                "all-to-alls overlap another microbatch's compute")
+                "moe_a2a_overlap = True, moe_flex_dispatcher_backend 'deepep' (set by the preset itself): the all-to-alls "
+                "overlap another microbatch's compute")
         tp_overlap, ep_overlap, dispatcher = True, True, "deepep"
     elif h100:
         comm = ("H100 30B: moe_a2a_overlap = False, flex dispatcher with the hybridep backend "
@@ -703,7 +703,9 @@ def presets_and_zoo(c):
                               c.p.get("ep") or 1, precision_class(c.p.get("dtype")), c.p.get("global_batch") or 0)
         if c.preset is None:
             return "expert parallelism (MoE): no Megatron-Bridge preset for this model on this GPU is known to the converter"
-        c.ci["parallel.etp/recompute/sequence_parallel/zero_stage/tp_comm_overlap/ep_comm_overlap/moe_dispatcher, training.loss_impl"] = c.preset["why"]
+        dispatcher = "/moe_dispatcher" if c.preset.get("moe_dispatcher") else ""
+        c.ci["parallel.etp/recompute/sequence_parallel/zero_stage/tp_comm_overlap/ep_comm_overlap%s, training.loss_impl" % dispatcher] = \
+            c.preset["why"]
     if c.preset:
         c.p = dict(c.p, recompute=c.p.get("recompute") or "none", sequence_parallel=c.p["tp"] > 1)
         if not c.moe_zoo:
