@@ -111,12 +111,8 @@ void add_run_command(CLI::App& app, Context& ctx) {
         throw ConfigError(input + ": a Hugging Face model config, not a training job: `parasim import hf-config " + input +
                           " -o MODEL.json`, then name MODEL.json as a scenario's model (or pass --model to a framework config)");
       const Json root = framework.empty() ? parse_json_text(text, input) : framework_scenario(framework, o->file, text, o->imp, o->seq_len, ctx);
-      const auto schema = root.is_object() ? root.find("schema") : root.end();
-      // Any parasim.measured version is read as a measured run, so a wrong version is refused at /schema.
-      const bool is_measured =
-          root.is_object() && schema != root.end() && schema->is_string() && schema->get<std::string>().rfind("parasim.measured", 0) == 0;
       const std::optional<MeasuredRun> measured =
-          is_measured ? std::optional<MeasuredRun>(parse_measured(root, input, ctx.data_dir)) : std::nullopt;
+          is_measured_document(root) ? std::optional<MeasuredRun>(parse_measured(root, input, ctx.data_dir)) : std::nullopt;
       const Scenario sc = measured ? measured->scenario : parse_scenario(root, input, ctx.data_dir);
       if (o->resolved) {
         std::cout << sc.resolved().dump(2) << "\n";

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/scenario/measured.h"
 #include "tools/commands.h"
 #include "tools/progress.h"
 
@@ -68,7 +69,7 @@ struct CompareRow {
 // The scenario under each stack (its own fields still override), against no stack at all.
 std::vector<CompareRow> compare(const std::string& file, const Context& ctx) {
   Json j = read_json_file(file);
-  if (j.is_object() && j.contains("schema") && j["schema"] == "parasim.measured/1" && j.contains("scenario")) j = j["scenario"];
+  if (is_measured_document(j) && j.contains("scenario")) j = j["scenario"];
   if (!j.is_object()) throw ConfigError(file + ": expected a scenario object");
   std::vector<CompareRow> rows;
   std::vector<std::string> names = stack_names(ctx.data_dir);

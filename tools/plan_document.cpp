@@ -4,6 +4,7 @@
 #include <chrono>
 #include <optional>
 
+#include "sim/scenario/measured.h"
 #include "tools/time_to_train.h"
 
 namespace parasim {
@@ -76,7 +77,7 @@ PlanJob plan_job_of(const PlanOpts& o, const std::string& data_dir) {
   }
   const Json file = read_json_file(o.base);
   // A measured run plans on its scenario's cluster.
-  const Json& j = file.is_object() && file.value("schema", "") == "parasim.measured/1" && file.contains("scenario") ? file["scenario"] : file;
+  const Json& j = is_measured_document(file) && file.contains("scenario") ? file["scenario"] : file;
   if (!j.is_object() || !j.contains("cluster"))
     throw ConfigError(o.base + ": expected a scenario (or a measured run, parasim.measured/1) with a cluster block");
   job.base = {{"schema", "parasim.scenario/1"}, {"cluster", j.at("cluster")}, {"training", j.value("training", Json::object())}};

@@ -67,7 +67,7 @@ ReportDoc report_document(const Json& j, const std::string& name, const std::str
   const std::string schema = schema_of(j);
   if (schema == "parasim.sweep/1" || schema == "parasim.plan/1") return table_doc(j, name, schema);
   if (schema == "parasim.result/1") return result_doc(j, name, data_dir, reg, ttt);
-  if (schema == "parasim.measured/1") {
+  if (is_measured_document(j)) {
     ReportDoc doc = step_doc(parse_measured(j, name, data_dir).scenario, data_dir, reg, ttt);
     doc.notes.push_back("the scenario of the measured run " + name);
     return doc;

@@ -11,6 +11,11 @@ std::string parallel_family(const ParallelSpec& p) {
   return "DP/FSDP";
 }
 
+bool is_measured_document(const Json& j) {
+  const auto s = j.is_object() ? j.find("schema") : j.end();
+  return j.is_object() && s != j.end() && s->is_string() && s->get<std::string>().rfind("parasim.measured", 0) == 0;
+}
+
 MeasuredRun load_measured(const std::string& path, const std::string& data_dir) {
   return parse_measured(read_json_file(path), input_name(path), data_dir);
 }

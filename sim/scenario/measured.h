@@ -36,5 +36,9 @@ MeasuredRun load_measured(const std::string& path, const std::string& data_dir);
 // The same on JSON already read from `path` (which relative paths resolve against).
 MeasuredRun parse_measured(const Json& j, const std::string& path, const std::string& data_dir);
 std::string parallel_family(const ParallelSpec& p);
+// Whether `j` says it is a measured run, of any version: every command that takes one reads such a
+// file as a measured run, so parse_measured refuses another version at /schema rather than the file
+// being read as a scenario.
+bool is_measured_document(const Json& j);
 
 }  // namespace parasim

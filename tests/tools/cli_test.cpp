@@ -83,14 +83,20 @@ TEST(Cli, NotJsonExitsTwo) {
   EXPECT_NE(r.out.find("not valid JSON"), std::string::npos);
 }
 
-// A measured run of another version is refused at its schema, not read as a scenario (whose first
+// A measured run of another version is refused at its schema by run and report, not read as a scenario (whose first
 // unknown key would be named instead).
 TEST(Cli, MeasuredRunOfAnotherVersionIsRefusedAtItsSchema) {
   Json j = read_json_file(test::data_dir() + "/scenarios/measured/mbridge-skill-h100-qwen3_30b_a3b-bf16-16gpu-ep16-hybridep-overlap-on.json");
   j["schema"] = "parasim.measured/9";
-  const Ran r = run_cli("run " + write_temp("measured_v9.json", j.dump()));
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.out.find("/schema: expected \"parasim.measured/1\""), std::string::npos) << r.out;
+  const std::string file = write_temp("measured_v9.json", j.dump());
+  const std::filesystem::path html = std::filesystem::temp_directory_path() / "measured_v9_report.html";
+  std::filesystem::remove(html);
+  for (const std::string& cmd : {std::string("run "), "report -o " + html.string() + " "}) {
+    const Ran r = run_cli(cmd + file);
+    EXPECT_EQ(r.code, 2) << cmd;
+    EXPECT_NE(r.out.find("/schema: expected \"parasim.measured/1\""), std::string::npos) << cmd << r.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(html));  // no partial report
 }
 
 TEST(Cli, JsonOutputFollowsContract) {
