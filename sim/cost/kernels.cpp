@@ -50,7 +50,7 @@ double kernel_seconds(const CostModel& c, const Kernel& k) {
   switch (k.kind) {
     case KernelKind::Gemm: return gemm_seconds(c, k);
     case KernelKind::Attention: return c.attention_s(k.flops, k.backward, static_cast<double>(k.seq), k.cp, static_cast<double>(k.head_dim));
-    case KernelKind::Memory: return c.memory_s(k.bytes, class_ratio(c.profile(), k.mem_class));
+    case KernelKind::Memory: return c.memory_s(k.bytes, class_ratio(c.profile(), k.mem_class), k.launches);
     case KernelKind::Scan: return c.scan_s(k.flops, k.bytes);
   }
   return 0;

@@ -136,6 +136,22 @@ TEST(SustainedClock, ComputeBoundKernelsRunAtTheSustainedRateMemoryBoundOnesDoNo
   }
 }
 
+TEST(MemoryKernel, EachRealKernelPaysItsOwnOverhead) {
+  // A priced kernel standing for n real ones (Kernel::launches: an FP8 quantization's amax, scale
+  // and cast per expert) costs what n kernels splitting its bytes cost, each with the profile's
+  // per-kernel overhead: not one overhead for all n.
+  const Profile p = load_profile(test::data_dir(), "h100-sxm5-80g", "test");
+  const CostModel c(p, "fp8");
+  Kernel k;
+  k.kind = KernelKind::Memory;
+  k.bytes = 32e6;
+  k.launches = 32;
+  Kernel piece = k;
+  piece.launches = 1;
+  piece.bytes = k.bytes / 32;
+  EXPECT_NEAR(kernel_seconds(c, k), 32 * kernel_seconds(c, piece), 1e-12);
+}
+
 // E[max of n standard normals]: n = 2 and 3 in closed form (1 / sqrt(pi), 3 / (2 sqrt(pi))), the
 // others from Harter 1961's table of expected normal order statistics.
 TEST(SlowestGpu, ExpectedMaximumOfNormalDrawsMatchesItsTable) {
