@@ -128,7 +128,10 @@ FoldPoints fold_points(const Scenario& sc, const ScheduleRegistry& schedules) {
   return fold_points(def.periodicity, sc.parallel.pp);
 }
 
-void set_microbatches(Scenario& s, std::int64_t m) { s.training.global_batch = m * s.training.micro_batch * s.parallel.dp; }
+void set_microbatches(Scenario& s, std::int64_t m) {
+  s.step_microbatches_kept = s.step_microbatches();
+  s.training.global_batch = m * s.training.micro_batch * s.parallel.dp;
+}
 
 Scenario with_microbatches(const Scenario& sc, std::int64_t m) {
   Scenario s = sc;

@@ -43,7 +43,8 @@ struct FoldPoints {
 FoldPoints fold_points(const Periodicity& p, std::int64_t pp);
 FoldPoints fold_points(const Scenario& sc, const ScheduleRegistry& schedules);
 
-// Sets m microbatches per pipeline (global_batch = m x micro_batch x dp); with_microbatches: a copy so set.
+// Sets m microbatches per pipeline (global_batch = m x micro_batch x dp) to lower part of a step,
+// keeping the step's own count (Scenario::step_microbatches); with_microbatches: a copy so set.
 void set_microbatches(Scenario& s, std::int64_t m);
 Scenario with_microbatches(const Scenario& sc, std::int64_t m);
 

@@ -26,6 +26,20 @@ double block_s(const CostModel& c, const Block& b, double* w = nullptr, double* 
   return total;
 }
 
+// The share of a rank's layer passes whose expert-parallel all-to-alls Megatron-Core's combined
+// 1F1B hides (parallel.ep_comm_overlap): it overlaps one microbatch's forward with another's
+// backward, so the warm-up forwards run alone, and as many backwards at the end. Warm-up passes on
+// the first pipeline stage, which runs the most: (pp - 1) x 2 + (vpp - 1) x pp, plus the one extra
+// forward the overlap schedules (megatron/core/pipeline_parallel/schedules.py,
+// num_warmup_microbatches; with pp = 1, combined_1f1b_schedule_for_no_pipelining's first forward).
+// One microbatch has nothing to pair with.
+double ep_overlap_paired_share(const Scenario& s) {
+  const std::int64_t pp = s.parallel.pp, vpp = s.parallel.vpp;
+  const double passes = static_cast<double>(s.step_microbatches() * vpp);
+  const double warmup = static_cast<double>((pp - 1) * 2 + (vpp - 1) * pp + 1);
+  return std::clamp((passes - warmup) / passes, 0.0, 1.0);
+}
+
 }  // namespace
 
 const GroupPlacement& Layout::placed(const std::vector<std::pair<std::int64_t, std::int64_t>>& dims) const {
@@ -212,11 +226,14 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
       t.attn_recompute_selective += t.ep_comm_f;
     if (in.scenario.parallel.ep_comm_overlap) {
       // Hidden under the layer's compute of the microbatch it is paired with (the same pass's
-      // layer stands in for it), which runs slower meanwhile; what does not fit stays exposed.
-      const double sd = c.profile().overlap_compute_slowdown.value;
-      t.mlp_f += overlap_extra(t.attn_f + t.mlp_f, t.ep_comm_f, sd);
-      t.mlp_b += overlap_extra(t.attn_b + t.mlp_b, t.ep_comm_b, sd);
-      t.ep_comm_f = t.ep_comm_b = 0;
+      // layer stands in for it), which runs slower meanwhile; what does not fit stays exposed. The
+      // passes with no partner (ep_overlap_paired_share) keep their all-to-alls exposed: every
+      // layer carries that share of them.
+      const double sd = c.profile().overlap_compute_slowdown.value, paired = ep_overlap_paired_share(in.scenario);
+      t.mlp_f += paired * overlap_extra(t.attn_f + t.mlp_f, t.ep_comm_f, sd);
+      t.mlp_b += paired * overlap_extra(t.attn_b + t.mlp_b, t.ep_comm_b, sd);
+      t.ep_comm_f *= 1 - paired;
+      t.ep_comm_b *= 1 - paired;
     }
   }
   if (in.scenario.parallel.cp_allgather()) {

@@ -264,6 +264,40 @@ void check_schedule(const Scenario& s, const std::string& par) {
     fail(par + "/schedule", quoted + " cannot be combined with zero_stage or fsdp");
 }
 
+// Megatron-Core's own refusals for its MoE features, which a prediction must not run past.
+// - EP all-to-all overlap (transformer_config.py, overlap_moe_expert_parallel_comm): an MoE model
+//   with ep > 1, vpp with pp > 1, no full recomputation and no recomputed MoE block, a bf16/fp16
+//   model (FP8 recipes run on one), at most one MTP layer.
+// - DeepEP (token_dispatcher.py MoEFlexTokenDispatcher: "DeepEP dispatcher requires TPxEP > 1"),
+//   and DeepEP's and HybridEP's kernels move tokens over NVLink inside a node.
+// - CUDA-graph scopes with cuda_graph_impl "transformer_engine" (transformer_config.py): the
+//   router's and dispatcher's scopes need an MoE model, moe_preprocess needs moe_router.
+void check_moe_features(const Scenario& s, const std::string& par) {
+  const auto fail = [&](const std::string& ptr, const std::string& msg) { throw_config(s.file, ptr, msg); };
+  const ParallelSpec& p = s.parallel;
+  const std::string overlap = par + "/ep_comm_overlap";
+  if (p.ep_comm_overlap) {
+    if (!s.model.moe) fail(overlap, "overlaps the expert-parallel all-to-alls, but the model has no experts (model.moe)");
+    if (p.pp > 1 && p.vpp == 1) fail(overlap, "with pp > 1 Megatron-Core needs virtual pipeline stages (vpp > 1, schedule \"interleaved\")");
+    if (p.recompute == Recompute::Full || p.recompute_modules.has(RecomputeModule::Moe))
+      fail(overlap, "Megatron-Core runs it without full recomputation and without recomputing the MoE block");
+    if (s.training.dtype == Dtype::Fp32) fail(overlap, "Megatron-Core runs it with a bf16 or fp16 model, not fp32");
+    if (s.training.mtp_layers > 1) fail(overlap, "Megatron-Core runs it with at most one MTP layer, got " + itos(s.training.mtp_layers));
+  }
+  if (p.moe_dispatcher == MoeDispatcher::DeepEp && p.tp * p.ep == 1)
+    fail(par + "/moe_dispatcher", "\"deepep\" needs tp x ep > 1 (Megatron-Core's flex dispatcher)");
+  if (p.moe_dispatcher != MoeDispatcher::AllToAll && s.cluster.intra_kind == IntraNode::Pcie)
+    fail(par + "/moe_dispatcher", "\"" + name_of(p.moe_dispatcher) + "\"'s kernels move tokens over NVLink; the cluster's GPUs are on PCIe "
+                                  "(cluster.intra_node.kind): use \"alltoall\"");
+  const auto& scope = s.training.cuda_graph_scope;
+  const auto has = [&](CudaGraphScope x) { return std::find(scope.begin(), scope.end(), x) != scope.end(); };
+  for (CudaGraphScope x : {CudaGraphScope::MoeRouter, CudaGraphScope::MoePreprocess})
+    if (has(x) && !s.model.moe)
+      fail("/training/cuda_graph_scope", "\"" + name_of(x) + "\" captures a mixture-of-experts layer's part, but the model has no experts");
+  if (has(CudaGraphScope::MoePreprocess) && !has(CudaGraphScope::MoeRouter))
+    fail("/training/cuda_graph_scope", "\"moe_preprocess\" is captured only with \"moe_router\" (Megatron-Core's transformer_config.py)");
+}
+
 void validate(const Scenario& s, const JsonObject& root) {
   const auto& p = s.parallel;
   const auto& m = s.model;
@@ -378,6 +412,7 @@ void validate(const Scenario& s, const JsonObject& root) {
     fail(par + "/sequence_parallel", "sequence parallel splits each sequence over the tp ranks: seq_len / cp (" +
                                          itos(t.seq_len / p.cp) + ") must be divisible by tp (" + itos(p.tp) + ")");
   check_schedule(s, par);
+  check_moe_features(s, par);
   if (p.fsdp && p.zero_stage != 0) fail(par + "/zero_stage", "set either fsdp or zero_stage, not both");
   if (p.fsdp && p.fsdp->offload && p.fsdp->sharding == FsdpSharding::GradOp)
     fail(par + "/fsdp/offload", "CPU offload is modelled for \"full\" and \"hybrid\" sharding (parameters gathered per unit), not \"grad_op\"");

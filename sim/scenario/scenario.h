@@ -306,7 +306,13 @@ struct Scenario {
   std::string stack;
   std::vector<FieldOrigin> origins;
 
+  // The microbatches of the step a lowered program belongs to: the steady-state fold and the
+  // planner's bound lower fewer (sim/steady_state.h set_microbatches) and keep the step's count
+  // here for what is a per-step quantity (ep_comm_overlap's unpaired passes); 0: the scenario's own.
+  std::int64_t step_microbatches_kept = 0;
+
   std::int64_t microbatches() const { return training.global_batch / (training.micro_batch * parallel.dp); }
+  std::int64_t step_microbatches() const { return step_microbatches_kept > 0 ? step_microbatches_kept : microbatches(); }
   // Layers on each pipeline stage (length pp).
   std::vector<std::int64_t> layers_per_stage() const;  // summed over the stage's chunks
   std::int64_t layers_in_chunk(std::int64_t stage, std::int64_t chunk) const;

@@ -214,6 +214,7 @@ TEST(MoeRouting, BadRoutingIsRejectedWithTheJsonPath) {
   j["training"].update(Json{{"moe_capacity_factor", 1.0}, {"cuda_graph_scope", {"moe_preprocess"}}});
   EXPECT_NE(test::scenario_error(j).find("/training/cuda_graph_scope"), std::string::npos) << test::scenario_error(j);
   j["training"]["moe_pad_to_capacity"] = true;
+  j["training"]["cuda_graph_scope"] = {"moe_router", "moe_preprocess"};  // moe_preprocess is captured with the router only
   EXPECT_EQ(test::scenario_error(j), "(no error)");
   j = qwen_ep16();
   j["parallel"]["moe_dispatcher"] = "deepep";
