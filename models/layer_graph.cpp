@@ -336,8 +336,9 @@ void add_ffn_bwd(Block& b, const Kernel& up, const Kernel& down, const std::stri
 // TopKRouter.routing, moe_utils.py); permute = make_row_id_map's three Triton passes and the
 // permute kernel, unpermute one kernel, one each backward (TransformerEngine
 // pytorch/triton/permutation.py); with expert parallelism over several local experts the
-// dispatcher also sorts the received chunks by expert after the dispatch and back before the
-// combine (sort_chunks_by_idxs: make_chunk_sort_map and sort_chunks_by_map, one backward each);
+// all-to-all dispatcher also sorts the received chunks by expert after the dispatch and back before
+// the combine (sort_chunks_by_idxs: make_chunk_sort_map and sort_chunks_by_map, one backward each;
+// MoEAlltoAllTokenDispatcher only, not the flex dispatcher of DeepEP and HybridEP);
 // GroupedLinear issues one cuBLAS GEMM per local expert on Hopper (TransformerEngine
 // cpp_extensions/gemm.py general_grouped_gemm), and bias_swiglu one kernel each way.
 // Not counted: the routing bookkeeping around them (tokens-per-expert sums, their all-gather and
@@ -369,7 +370,7 @@ MoeLaunches moe_launches(const LayerShape& sh, std::int64_t local_experts) {
             .expert_gemm = 2, .expert_offsets = 3, .activation = 2, .activation_bwd = 4};
   MoeLaunches l;
   l.expert_gemm = local_experts;
-  if (sh.ep > 1 && local_experts > 1) {
+  if (sh.ep > 1 && local_experts > 1 && sh.moe_sorts_chunks) {
     l.permute += 2;
     l.unpermute += 2;
     l.permute_bwd += 1;

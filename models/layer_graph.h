@@ -84,8 +84,9 @@ struct Kernel {
   FfnStep ffn = FfnStep::None;
   GemmGrad grad = GemmGrad::None;
   // The real kernels the framework launches for this priced kernel (the host thread issues each:
-  // sim/host_launch.h), set where the kernel is built from LayerShape::eager_launches and the FP8
-  // recipe; the sources are named there (models/layer_graph.cpp).
+  // sim/host_launch.h; on the GPU a memory-bound one pays the profile's per-kernel overhead for
+  // each: CostModel::memory_s), set where the kernel is built from LayerShape::eager_launches and
+  // the FP8 recipe; the sources are named there (models/layer_graph.cpp).
   std::int64_t launches = 1;
   // An MoE layer's expert GEMMs are shaped as the mean expert's (padded: the capacity); the busiest
   // expert-parallel rank's rows over that shape (sim/parallel/moe_routing.h) scale their time
@@ -119,6 +120,9 @@ struct LayerShape {
   double moe_busiest = 1;
   // Experts padded to capacity (TrainingSpec::moe_routing): the dispatcher's sizes are static.
   bool moe_padded = false;
+  // Megatron-Core's all-to-all dispatcher (parallel.moe_dispatcher "alltoall") sorts the received
+  // chunks by local expert (sort_chunks_by_idxs); the flex dispatcher (DeepEP, HybridEP) does not.
+  bool moe_sorts_chunks = true;
   bool sequence_parallel = false;
   std::int64_t micro_batch = 1;
   std::int64_t seq_len = 2048;

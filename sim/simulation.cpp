@@ -37,6 +37,7 @@ LayerShape layer_shape(const Scenario& sc) {
   sh.loss = sc.training.loss_impl;
   sh.train_metrics = static_cast<std::int64_t>(sc.training.train_metrics.size());
   sh.eager_launches = sc.training.launch_impl == LaunchImpl::Eager;
+  sh.moe_sorts_chunks = sc.parallel.moe_dispatcher == MoeDispatcher::AllToAll;
   sh.fp8_quantize_launches = fp8_quantize_launches(sc.training.fp8_recipe);
   sh.fp8_grouped_quantize_fused = fp8_grouped_quantize_fused(sc.training.fp8_recipe);
   set_moe_routing(sh, sc.model, sc.training.moe_routing, sc.moe_rank_draw);

@@ -63,10 +63,10 @@ double CostModel::expert_gemm_s(std::int64_t m, std::int64_t n, std::int64_t k, 
   return gemm_in_step_s(benchmark_gemm_s(m, n, k, batch, measured, expert_gemm_));
 }
 
-double CostModel::memory_s(double bytes, double class_ratio, std::int64_t kernels) const {
+double CostModel::memory_s(double bytes, double class_ratio, std::int64_t launches) const {
   return p_.time_scale.memory * pace_ *
          (bytes / (p_.hbm_gbps.value * 1e9 * p_.hbm_efficiency.value * class_ratio) +
-          static_cast<double>(kernels) * p_.kernel_overhead_us.value * 1e-6);
+          static_cast<double>(launches) * p_.kernel_overhead_us.value * 1e-6);
 }
 
 double CostModel::scan_s(double flops, double bytes) const {

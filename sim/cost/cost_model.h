@@ -103,9 +103,9 @@ class CostModel {
   double attention_s(double flops, bool backward, double seq_len, std::int64_t cp = 1, double head_dim = kAttentionHeadDim) const;
   // A memory-bound kernel moving `bytes` through HBM at the streaming rate times class_ratio (the
   // profile's memory.kernel_class_ratio for the kernel's kind; 1 for streaming passes), plus the
-  // profile's per-kernel overhead once for each of the `kernels` real kernels it stands for
+  // profile's per-kernel overhead once for each of the `launches` real kernels it stands for
   // (Kernel::launches: an FP8 quantization's amax, scale and cast kernels, each expert's own).
-  double memory_s(double bytes, double class_ratio = 1.0, std::int64_t kernels = 1) const;
+  double memory_s(double bytes, double class_ratio = 1.0, std::int64_t launches = 1) const;
   // A kernel doing `flops` of small matmuls in 16-bit while moving `bytes` through HBM (the Mamba-2
   // SSD chunked scan): the later of its FLOPs at the best GEMM efficiency the profile states for
   // 16-bit (compute.gemm_max_efficiency, at the sustained clock) and its bytes at the streaming

@@ -88,6 +88,7 @@ std::vector<KernelRow> kernel_rows(const LayerGraph& g, const CostModel& c) {
         case KernelKind::Memory:
           r.seconds = kernel_seconds(c, k);
           r.priced_by = "HBM bandwidth";
+          if (k.launches > 1) r.priced_by += fmt::format(", {} kernels' overheads", k.launches);
           break;
         case KernelKind::Scan:
           r.seconds = kernel_seconds(c, k);

@@ -132,11 +132,11 @@ TEST(HostLaunch, TransformerEngineLaunchesPerLocalExpert) {
 // accumulation predict the host time of their forward and backward (fwd_bwd_host_s, mean of run 1
 // and run 2: from the call until the host has issued the last backward kernel, the waits for each
 // MoE layer's token counts included) within 30 %: -6 % (Qwen3 mb 1), -25 % (mb 2, whose own two
-// runs measured 32.7 and 40.2 ms), -18 % (Mixtral). The host cost per kernel is the same machine's
+// runs measured 32.7 and 40.2 ms), -17 % (Mixtral). The host cost per kernel is the same machine's
 // eager autograd figure, 35.6 us: run1/launch.json's nn.Linear(64, 64) forward, sum and backward
 // took 249.0 us of host time per iteration for its 7 kernels (addmm, sum; the backward's ones fill,
 // weight-gradient mm, bias-gradient sum and the two gradient accumulations into the existing
-// .grad). A bare back-to-back launch (9.2 us) is a floor: it predicts 37-48 % of the measured time.
+// .grad). A bare back-to-back launch (9.2 us) is a floor: it predicts 37-49 % of the measured time.
 // What the count leaves out keeps the prediction low: the sorts' and FlashAttention's memsets (about
 // 100 per step in the profile), the embedding's backward (one kernel here), the host time of the
 // syncs' copies.

@@ -32,7 +32,7 @@ Scenario scenario_of(const Json& run) {
 // The compute kernels (GEMMs, attention, the router, permutation, norms, the optimizer), EP overlap
 // off: the prediction's forward, backward and optimizer time against the GPU-active union less the
 // communication kernels (14.58 s derived; a lower bound, as the data file says). parasim prices
-// 13.84 s. (With EP overlap on, parasim folds the hidden all-to-alls into the compute time, so that
+// 13.89 s. (With EP overlap on, parasim folds the hidden all-to-alls into the compute time, so that
 // run has no like-for-like figure.)
 TEST(MoeNsight, ComputeKernelTimeWithinTenPercentOverlapOff) {
   const Json run = data()["runs"]["off"];
@@ -49,7 +49,7 @@ TEST(MoeNsight, ComputeKernelTimeWithinTenPercentOverlapOff) {
 // profile's GPU-active union, 22.8 s, is one step's length). The count leaves out the
 // routing bookkeeping (models/layer_graph.cpp moe_launches: tokens-per-expert sums, their copies,
 // the aux loss's scaling) and prices each dispatch or combine as one kernel, so it is a floor:
-// 301,684 against 463,348, 98 of the 151 kernels per layer pass (docs/accuracy.md).
+// 283,252 against 463,348, 92 of the 151 kernels per layer pass (docs/accuracy.md).
 TEST(MoeNsight, KernelsPerStepAsNsightCountsThem) {
   const Json d = data();
   const Scenario sc = scenario_of(d["runs"]["off"]);

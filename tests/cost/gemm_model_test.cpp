@@ -141,6 +141,7 @@ TEST(MemoryKernel, EachRealKernelPaysItsOwnOverhead) {
   // and cast per expert) costs what n kernels splitting its bytes cost, each with the profile's
   // per-kernel overhead: not one overhead for all n.
   const Profile p = load_profile(test::data_dir(), "h100-sxm5-80g", "test");
+  ASSERT_GT(p.kernel_overhead_us.value, 0.0);
   const CostModel c(p, "fp8");
   Kernel k;
   k.kind = KernelKind::Memory;
@@ -150,6 +151,13 @@ TEST(MemoryKernel, EachRealKernelPaysItsOwnOverhead) {
   piece.launches = 1;
   piece.bytes = k.bytes / 32;
   EXPECT_NEAR(kernel_seconds(c, k), 32 * kernel_seconds(c, piece), 1e-12);
+  // `run --kernels` says how many kernels' overheads its row carries.
+  LayerGraph g;
+  g.mlp_fwd.kernels = {k, piece};
+  const std::vector<KernelRow> rows = kernel_rows(g, c);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].priced_by, "HBM bandwidth, 32 kernels' overheads");
+  EXPECT_EQ(rows[1].priced_by, "HBM bandwidth");
 }
 
 // E[max of n standard normals]: n = 2 and 3 in closed form (1 / sqrt(pi), 3 / (2 sqrt(pi))), the
