@@ -31,6 +31,12 @@ void print_plan(const PlanJob& job, const PlanResult& res, const PlanOpts& o) {
                              "the counts and the Pareto column below cover the simulated layouts\n",
                              res.evaluated.bound_skipped, job.search_top);
   const auto fit = std::count_if(res.evaluated.rows.begin(), res.evaluated.rows.end(), [](const Row& r) { return r.status == "ok"; });
+  if (fit == 0) {
+    std::cout << fmt::format("  no layout of {} fits in memory with {:.0f} % headroom on {} GPUs (every micro batch, recompute and "
+                             "sharding above was tried): plan on more GPUs; --csv or --json lists each simulated layout and its status\n",
+                             job.model, 100 * job.headroom, job.gpus);
+    return;
+  }
   std::cout << fmt::format("  {} fit with {:.0f} % headroom; best {} by {}:\n\n", fit, 100 * job.headroom, o.top, o.objective);
   const std::vector<std::string> names = {"dp", "tp", "pp", "vpp", "cp", "ep", "micro_batch", "schedule", "sharding", "recompute", "sp", "tp_overlap"};
   std::cout << rows_table(res.evaluated.rows, names, static_cast<std::size_t>(o.top));

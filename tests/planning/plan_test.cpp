@@ -209,3 +209,18 @@ TEST(Plan, BoundSearchIsTheSameOnOneThreadAndTwo) {
 
 }  // namespace
 }  // namespace parasim
+
+namespace parasim {
+namespace {
+
+// A job no layout fits (Mixtral 8x7B's 47B parameters and their Adam states on 8 H100): the plan
+// says so and what to change, rather than printing an empty table of the best.
+TEST(Plan, NoLayoutThatFitsIsSaidSo) {
+  const auto [rc, out] = test::cli_stdout("plan --model mixtral-8x7b --gpu h100-sxm5-80g --gpus 8 --seq 4096 --global-batch 64 --top 3 --jobs 2");
+  EXPECT_EQ(rc, 0);
+  EXPECT_NE(out.find("no layout of mixtral-8x7b fits in memory with 10 % headroom on 8 GPUs"), std::string::npos) << out;
+  EXPECT_EQ(out.find("best 3 by"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace parasim
