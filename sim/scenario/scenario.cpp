@@ -278,6 +278,7 @@ void check_moe_features(const Scenario& s, const std::string& par) {
   const std::string overlap = par + "/ep_comm_overlap";
   if (p.ep_comm_overlap) {
     if (!s.model.moe) fail(overlap, "overlaps the expert-parallel all-to-alls, but the model has no experts (model.moe)");
+    if (p.ep == 1) fail(overlap, "needs expert parallelism (ep > 1)");
     if (p.pp > 1 && p.vpp == 1) fail(overlap, "with pp > 1 Megatron-Core needs virtual pipeline stages (vpp > 1, schedule \"interleaved\")");
     if (p.recompute == Recompute::Full || p.recompute_modules.has(RecomputeModule::Moe))
       fail(overlap, "Megatron-Core runs it without full recomputation and without recomputing the MoE block");
@@ -356,7 +357,6 @@ void validate(const Scenario& s, const JsonObject& root) {
     if (p.fsdp && (p.fsdp->sharding != FsdpSharding::Full || p.fsdp->offload))
       fail(par + "/fsdp", "mixture-of-experts layers are modelled with FSDP's full sharding without CPU offload (torchtitan's and NeMo "
                           "AutoModel's FSDP2 with expert parallelism)");
-    if (p.ep_comm_overlap && p.ep == 1) fail(par + "/ep_comm_overlap", "needs expert parallelism (ep > 1)");
     if (p.ep > 1 && p.schedule == Schedule::DataParallel)
       fail(par + "/ep", "expert parallelism needs a Megatron-style schedule (ddp or a pipeline schedule), not \"dataparallel\"");
     if (p.ep > 1 && p.order != kMegatronOrder)

@@ -16,8 +16,7 @@ class DeepSpeedZero3V03Engine final : public FsdpEngine {
  public:
   explicit DeepSpeedZero3V03Engine(SyncContext ctx)
       : FsdpEngine(std::move(ctx)),
-        tensors0_(layer_tensor_params(sc().model, 0)),
-        per_rank_copies_s_(sc().profile.kernel_overhead_us.value * 1e-6 * c_.setup.nd) {
+        tensors0_(layer_tensor_params(sc().model, 0)) {
     prefetch_ = 0;
   }
 
@@ -35,7 +34,7 @@ class DeepSpeedZero3V03Engine final : public FsdpEngine {
         const double bytes = t / static_cast<double>(sc().parallel.tp) * sc().fsdp_param_bytes();
         const OpId ag = comm(Phase::FsdpGather, op_label::kParamAllGatherOneTensor, c_.setup.dp_spec(layout(), CollOp::AllGather, bytes), d);
         if (first_ag < 0) first_ag = ag;
-        d = {op(Stream::Comm, Phase::FsdpGather, op_label::kAllGatherCopyBackPerRank, per_rank_copies_s_ + c_.setup.in.cost.memory_s(2 * bytes), {ag})};
+        d = {op(Stream::Comm, Phase::FsdpGather, op_label::kAllGatherCopyBackPerRank, per_rank_copies_s(2 * bytes), {ag})};
       }
     c_.prog.ops[static_cast<size_t>(first_ag)].at_start = {MemCat::GatheredParams, to_bytes(gathered_bytes(lp))};
     return d;
@@ -47,7 +46,7 @@ class DeepSpeedZero3V03Engine final : public FsdpEngine {
     for (const double t : tensors_of(layer)) {
       const double gbytes = t / static_cast<double>(sc().parallel.tp) * sc().fsdp_reduce_bytes();
       const OpId cp = op(Stream::Comm, Phase::DpComm, op_label::kReduceScatterCopyInPerRank,
-                         per_rank_copies_s_ + c_.setup.in.cost.memory_s(2 * gbytes), {prev});
+                         per_rank_copies_s(2 * gbytes), {prev});
       prev = comm(Phase::DpComm, op_label::kGradReduceScatterOneTensor, c_.setup.dp_spec(layout(), CollOp::ReduceScatter, gbytes), {cp});
       sync_ops_.push_back(prev);
     }
@@ -57,8 +56,9 @@ class DeepSpeedZero3V03Engine final : public FsdpEngine {
   std::vector<double> tensors_of(std::int64_t layer) const {
     return c_.setup.uniform ? tensors0_ : layer_tensor_params(sc().model, c_.setup.chunk_first(vs()) + layer);
   }
+  // The list form's copies: one kernel per rank, together moving `bytes` through HBM.
+  double per_rank_copies_s(double bytes) const { return c_.setup.in.cost.memory_s(bytes, 1.0, c_.setup.nd); }
   std::vector<double> tensors0_;  // the first layer's parameter tensors (every layer's, when uniform)
-  double per_rank_copies_s_ = 0;  // one copy kernel per rank
 };
 
 }  // namespace
