@@ -6,6 +6,8 @@
 // are first copied into one buffer. Each copy is a kernel (profile kernel_overhead_us) that also
 // moves its bytes through HBM. With full recompute the replayed forward gathers the layer again
 // (the module hooks fire once more) before the backward's own gather.
+#include <cmath>
+
 #include "sim/parallel/engines/fsdp.h"
 
 namespace parasim {
@@ -57,7 +59,7 @@ class DeepSpeedZero3V03Engine final : public FsdpEngine {
     return c_.setup.uniform ? tensors0_ : layer_tensor_params(sc().model, c_.setup.chunk_first(vs()) + layer);
   }
   // The list form's copies: one kernel per rank, together moving `bytes` through HBM.
-  double per_rank_copies_s(double bytes) const { return c_.setup.in.cost.memory_s(bytes, 1.0, c_.setup.nd); }
+  double per_rank_copies_s(double bytes) const { return c_.setup.in.cost.memory_s(bytes, 1.0, std::llround(c_.setup.nd)); }
   std::vector<double> tensors0_;  // the first layer's parameter tensors (every layer's, when uniform)
 };
 
