@@ -1,6 +1,7 @@
 #include "calibrate/profile/profile.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <utility>
 
@@ -35,6 +36,30 @@ Figure figure(const JsonObject& parent, const std::string& key, double min, doub
   return f;
 }
 
+
+// network.moe_dispatch_rdma: {dispatcher: [{nodes, efficiency: figure}, ...]}, for the dispatchers
+// that run their own kernels (NCCL's all-to-all is priced by the NCCL model), nodes ascending.
+std::map<MoeDispatcher, std::vector<Profile::DispatchRdmaPoint>> parse_dispatch_rdma(const JsonObject& o) {
+  std::map<MoeDispatcher, std::vector<Profile::DispatchRdmaPoint>> out;
+  for (const auto& e : moe_dispatchers().entries()) {
+    if (e.factory.value == MoeDispatcher::AllToAll) continue;
+    const Json* pts = o.raw_opt(e.name);
+    if (!pts) continue;
+    if (!pts->is_array() || pts->empty()) o.fail(e.name, "expected a non-empty array of {nodes, efficiency}");
+    auto& list = out[e.factory.value];
+    for (size_t i = 0; i < pts->size(); ++i) {
+      const JsonObject g((*pts)[i], o.file(), o.path(e.name) + "/" + std::to_string(i));
+      Profile::DispatchRdmaPoint pt;
+      pt.nodes = g.integer("nodes", 2, 1 << 20);
+      if (!list.empty() && pt.nodes <= list.back().nodes) g.fail("nodes", "expected node counts in ascending order, each once");
+      pt.efficiency = figure(g, "efficiency", 0.01, 1.0);
+      g.finish();
+      list.push_back(pt);
+    }
+  }
+  o.finish();
+  return out;
+}
 
 NcclTuning parse_nccl(const JsonObject& n) {
   NcclTuning t;
@@ -165,6 +190,20 @@ const char* nccl_proto_name(NcclProto p) {
   for (const auto& e : r.entries())
     if (e.factory.value == p) return e.name.c_str();
   return "?";
+}
+
+double Profile::moe_dispatch_rdma_efficiency(MoeDispatcher d, std::int64_t nodes) const {
+  const auto it = moe_dispatch_rdma.find(d);
+  if (it == moe_dispatch_rdma.end()) return 0;
+  const std::vector<DispatchRdmaPoint>& pts = it->second;
+  if (nodes <= pts.front().nodes) return pts.front().efficiency.value;
+  for (size_t i = 1; i < pts.size(); ++i) {
+    if (nodes > pts[i].nodes) continue;
+    const double x0 = std::log2(static_cast<double>(pts[i - 1].nodes)), x1 = std::log2(static_cast<double>(pts[i].nodes));
+    const double t = (std::log2(static_cast<double>(nodes)) - x0) / (x1 - x0);
+    return pts[i - 1].efficiency.value + t * (pts[i].efficiency.value - pts[i - 1].efficiency.value);
+  }
+  return pts.back().efficiency.value;
 }
 
 double Profile::peak_flops(const std::string& dtype) const {
@@ -379,6 +418,7 @@ Profile parse_profile(const Json& j, const std::string& file) {
         p.collective_points.push_back(cp);
       }
     }
+    if (auto md = n.object_opt("moe_dispatch_rdma")) p.moe_dispatch_rdma = parse_dispatch_rdma(*md);
     if (auto nc = n.object_opt("nccl")) p.nccl = parse_nccl(*nc);
     n.finish();
   }

@@ -11,6 +11,7 @@
 #include "sim/config/json_reader.h"
 #include "sim/core/choice.h"
 #include "sim/core/registry.h"
+#include "sim/scenario/choices.h"
 
 namespace parasim {
 
@@ -263,6 +264,20 @@ struct Profile {
   Figure gpu_speed_spread;
   std::vector<GemmPoint> gemm_points;
   std::vector<CollectivePoint> collective_points;
+  // The network rate an MoE dispatcher's own kernels (DeepEP, HybridEP) reach for the tokens that
+  // cross nodes, as a fraction of the GPU's NIC line rate, at the expert-parallel group's node count
+  // (network.moe_dispatch_rdma.<dispatcher>: points by nodes, each a figure). Their published
+  // benchmarks count a token's copy to its own node as network traffic too, so a point is the
+  // published rate times (nodes - 1) / nodes. Optional: a dispatcher without points moves its
+  // tokens at inter_bus_efficiency, as NCCL would.
+  struct DispatchRdmaPoint {
+    std::int64_t nodes = 2;
+    Figure efficiency;
+  };
+  std::map<MoeDispatcher, std::vector<DispatchRdmaPoint>> moe_dispatch_rdma;
+  // The efficiency at `nodes`: linear in log2(nodes) between the points, the nearest point's beyond
+  // them; 0 when the profile has no points for the dispatcher.
+  double moe_dispatch_rdma_efficiency(MoeDispatcher d, std::int64_t nodes) const;
   NcclTuning nccl;
   // Multipliers on the priced time of each class of work. Not a profile figure (never read from
   // JSON): 1 in every prediction; `parasim validate` sets one at a time to measure how much of a

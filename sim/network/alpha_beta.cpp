@@ -151,7 +151,8 @@ AlgoInput AlphaBetaNetwork::tuner_input(const CollectiveSpec& c) const {
 // An all-to-all of an MoE dispatcher's kernels (CollectiveSpec::loads). Inside one node only its
 // NVLink load counts, priced as NCCL's all-to-all moving the same bytes per rank (measured points
 // included), so a dispatcher never pays a different NVLink rate than NCCL's. Across nodes its NVLink
-// and NIC loads are priced by the direct rule (NCCL's latencies stand in for the kernels').
+// and NIC loads are priced by the direct rule (NCCL's latencies stand in for the kernels'), its NIC
+// load at the dispatcher's own published rate where the profile has one (LinkLoads::nic_efficiency).
 double AlphaBetaNetwork::dispatch_time(const CollectiveSpec& c) const {
   const std::int64_t g = std::max<std::int64_t>(1, std::min(c.ranks_per_node, c.ranks));
   if (g >= c.ranks) {
@@ -162,6 +163,7 @@ double AlphaBetaNetwork::dispatch_time(const CollectiveSpec& c) const {
   }
   AlgoInput in = tuner_input(c);
   in.loads = c.loads;
+  if (c.loads->nic_efficiency > 0) in.net_busbw *= c.loads->nic_efficiency / p_.inter_bus_efficiency.value;
   return direct_estimate(in, NcclProto::Simple)->time_s;
 }
 
@@ -177,7 +179,10 @@ double AlphaBetaNetwork::time_s(const CollectiveSpec& c) const {
 
 std::string AlphaBetaNetwork::algorithm(const CollectiveSpec& c) const {
   if (c.ranks <= 1 || c.bytes <= 0) return "none";
-  if (c.op == CollOp::AllToAll && c.loads) return "dispatcher kernels (per-rank NVLink and NIC loads, direct)";
+  if (c.op == CollOp::AllToAll && c.loads)
+    return c.loads->nic_efficiency > 0 && c.ranks > std::min(c.ranks_per_node, c.ranks)
+               ? "dispatcher kernels (per-rank NVLink and NIC loads, direct; NIC at the dispatcher's published rate)"
+               : "dispatcher kernels (per-rank NVLink and NIC loads, direct)";
   if (use_measured(c)) return "measured (NCCL's choice on this group shape)";
   const AlgoEstimate e = tuner_choose(tuner_input(c), c_.nccl);
   return std::string(nccl_algo_name(e.algo)) + "/" + nccl_proto_name(e.proto);

@@ -22,6 +22,9 @@ const char* coll_op_name(CollOp op);
 // not NCCL's even spread over the group (an MoE dispatcher's own kernels: sim/parallel/moe_dispatch.h).
 struct LinkLoads {
   double nvlink = 0, nic = 0;  // bytes
+  // The fraction of the NIC line rate the dispatcher's kernels move `nic` at (the profile's
+  // network.moe_dispatch_rdma); 0: the profile's inter_bus_efficiency, as NCCL's kernels.
+  double nic_efficiency = 0;
 };
 
 struct CollectiveSpec {

@@ -217,7 +217,9 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
       const double load = g.shape.moe_busiest;
       const DispatchShape shape{g.ep_message_bytes / (static_cast<double>(moe.top_k) * load), moe.experts, moe.top_k, a2a_spec.ranks,
                                 a2a_spec.ranks_per_node, load};
-      a2a_spec.loads = dispatch_traffic(disp, shape).loads();
+      const DispatchTraffic traffic = dispatch_traffic(disp, shape);
+      a2a_spec.loads = traffic.loads();
+      a2a_spec.loads->nic_efficiency = c.profile().moe_dispatch_rdma_efficiency(disp, traffic.nodes);
     }
     const double a2a = in.network.time_s(a2a_spec);
     t.ep_comm_f = 2 * a2a;

@@ -128,6 +128,75 @@ TEST(MoeDispatch, PerExpertLoadsPriceAsNcclsEvenAllToAll) {
   }
 }
 
+Json h100_profile_json() { return read_json_file(test::data_dir() + "/calibrate/profiles/h100-sxm5-80g.json"); }
+
+TEST(MoeDispatch, RdmaEfficiencyIsInterpolatedInLog2NodesAndHeldBeyondThePoints) {
+  Json j = h100_profile_json();
+  j["network"]["moe_dispatch_rdma"] = Json::parse(R"({"hybridep": [
+    {"nodes": 2, "efficiency": {"value": 0.5, "how": "assumed", "source": "test"}},
+    {"nodes": 8, "efficiency": {"value": 0.8, "how": "assumed", "source": "test"}}]})");
+  const Profile p = parse_profile(j, "test.json");
+  EXPECT_DOUBLE_EQ(p.moe_dispatch_rdma_efficiency(MoeDispatcher::HybridEp, 2), 0.5);
+  EXPECT_NEAR(p.moe_dispatch_rdma_efficiency(MoeDispatcher::HybridEp, 4), 0.65, 1e-12);  // log2 4 is halfway
+  EXPECT_DOUBLE_EQ(p.moe_dispatch_rdma_efficiency(MoeDispatcher::HybridEp, 1), 0.5);
+  EXPECT_DOUBLE_EQ(p.moe_dispatch_rdma_efficiency(MoeDispatcher::HybridEp, 64), 0.8);
+  EXPECT_EQ(p.moe_dispatch_rdma_efficiency(MoeDispatcher::DeepEp, 4), 0.0);  // no points: NCCL's rate
+}
+
+TEST(MoeDispatch, BadRdmaPointsAreProfileErrorsWithTheJsonPath) {
+  const auto error = [](const std::string& block) {
+    Json j = h100_profile_json();
+    j["network"]["moe_dispatch_rdma"] = Json::parse(block);
+    try {
+      parse_profile(j, "p.json");
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("loaded");
+  };
+  const std::string fig = R"({"value": 0.5, "how": "assumed", "source": "t"})";
+  EXPECT_NE(error(R"({"hybridep": [{"nodes": 4, "efficiency": )" + fig + R"(}, {"nodes": 2, "efficiency": )" + fig + "}]}")
+                .find("/network/moe_dispatch_rdma/hybridep/1/nodes"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"alltoall": [{"nodes": 2, "efficiency": )" + fig + "}]}").find("alltoall"), std::string::npos);
+  EXPECT_NE(error(R"({"hybridep": []})").find("/network/moe_dispatch_rdma/hybridep"), std::string::npos);
+  EXPECT_NE(error(R"({"hybridep": [{"nodes": 2, "efficiency": {"value": 1.5, "how": "assumed", "source": "t"}}]})")
+                .find("/network/moe_dispatch_rdma/hybridep/0/efficiency"),
+            std::string::npos);
+}
+
+TEST(MoeDispatch, TheNicLegMovesAtTheDispatchersRate) {
+  // The cross-node leg of a dispatch dominated by its NIC load takes inter_bus_efficiency /
+  // nic_efficiency times as long at the dispatcher's published rate; inside one node nothing changes.
+  const Json j = Json::parse(R"({
+    "schema": "parasim.scenario/1", "name": "a2a", "model": "qwen3-30b-a3b",
+    "cluster": {"gpu": "h100-sxm5-80g", "nodes": 2, "gpus_per_node": 8},
+    "training": {"global_batch": 64, "micro_batch": 1, "seq_len": 4096},
+    "parallel": {"dp": 16, "ep": 16, "zero_stage": 1}
+  })");
+  const Scenario sc = test::scenario_from(j);
+  const auto net = make_network(NetworkKind::Analytical, sc.profile, sc.cluster);
+  for (const auto& [n, g] : {std::pair{16, 8}, {8, 8}}) {
+    CollectiveSpec c;
+    c.op = CollOp::AllToAll;
+    c.ranks = n;
+    c.ranks_per_node = g;
+    c.bytes = 1e9;
+    c.loads = LinkLoads{1e6, n > g ? 1e9 : 0.0};
+    const double ncc = net->time_s(c), tiny = [&] {
+      CollectiveSpec z = c;
+      z.loads = LinkLoads{1, n > g ? 1.0 : 0.0};
+      return net->time_s(z);
+    }();
+    c.loads->nic_efficiency = 0.5;
+    const double own = net->time_s(c);
+    if (n > g)
+      EXPECT_NEAR((own - tiny) / (ncc - tiny), sc.profile.inter_bus_efficiency.value / 0.5, 1e-6);
+    else
+      EXPECT_DOUBLE_EQ(own, ncc);
+  }
+}
+
 // Qwen3-30B-A3B on 16 H100: EP 16 across the two nodes, or PP 2 x EP 8 inside each node.
 double tokens_per_s(const std::string& dispatcher, bool pipelined) {
   Json j = Json::parse(R"({
