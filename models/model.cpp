@@ -265,12 +265,19 @@ void check_hybrid(const JsonObject& o, const ModelSpec& m) {
   if (p.find_first_of("|/") != std::string::npos)
     o.fail("hybrid_pattern", "pipeline-stage boundaries ('|') and MTP patterns ('/') in the pattern are not modelled: give the "
                              "decoder layers' symbols only (parallel.stage_layers sets the stages)");
+  // Each symbol is one character; a character outside ASCII (several UTF-8 bytes) is named whole, at
+  // the layer it stands for, before the count (which would count its bytes).
+  std::int64_t layer = 0;
+  for (size_t i = 0; i < p.size(); ++layer) {
+    size_t len = 1;
+    while (i + len < p.size() && (static_cast<unsigned char>(p[i + len]) & 0xC0) == 0x80) ++len;
+    if (len > 1 || !layer_type_of_symbol(p[i]))
+      o.fail("hybrid_pattern", "symbol '" + p.substr(i, len) + "' at layer " + std::to_string(layer) +
+                                   " is not modelled: 'M' Mamba-2, '*' attention, '-' MLP, 'E' mixture of experts (Megatron-Core's symbols)");
+    i += len;
+  }
   if (static_cast<std::int64_t>(p.size()) != m.layers)
     o.fail("hybrid_pattern", "has " + std::to_string(p.size()) + " symbols for " + std::to_string(m.layers) + " layers (one per layer)");
-  for (size_t i = 0; i < p.size(); ++i)
-    if (!layer_type_of_symbol(p[i]))
-      o.fail("hybrid_pattern", "symbol '" + std::string(1, p[i]) + "' at layer " + std::to_string(i) +
-                                   " is not modelled: 'M' Mamba-2, '*' attention, '-' MLP, 'E' mixture of experts (Megatron-Core's symbols)");
   if (p.find('M') != std::string::npos && !m.mamba) o.fail("mamba", "hybrid_pattern has Mamba-2 layers ('M'): give the mamba mixer");
   if (p.find('M') == std::string::npos && m.mamba) o.fail("mamba", "hybrid_pattern has no Mamba-2 layer ('M')");
   if (p.find('E') != std::string::npos && !m.moe) o.fail("moe", "hybrid_pattern has mixture-of-experts layers ('E'): give the experts (moe)");

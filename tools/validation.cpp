@@ -151,6 +151,8 @@ void print_checks(std::ostream& os, const std::vector<RunCheck>& checks) {
     failed += c.pass ? 0 : 1;
   }
   fmt::print(os, "\n{} passed, {} failed\n", checks.size() - static_cast<size_t>(failed), failed);
+  fmt::print(os, "error: predicted / measured - 1; a step time predicted short (negative) is the same optimistic error as a rate "
+                 "predicted high (positive)\n");
 }
 
 Json checks_json(const std::vector<RunCheck>& checks) {

@@ -1,10 +1,12 @@
 #include "sim/planning/sweep.h"
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
 
 #include "sim/core/registry.h"
+#include "sim/scenario/scenario_keys.h"
 
 namespace parasim {
 
@@ -177,6 +179,24 @@ double combination_cost(const Json& j, const std::string& data_dir, const Regist
 }
 }  // namespace
 
+namespace {
+// The one declared scenario key a name that is no short name stands for: its last segment
+// ("moe_dispatcher") or its dotted path ("parallel.moe_dispatcher"); "" when none or several.
+std::string declared_pointer_named(const std::string& name) {
+  std::string dotted = "/" + name;
+  std::replace(dotted.begin(), dotted.end(), '.', '/');
+  std::string found;
+  for (const std::string& p : declared_scenario_pointers()) {
+    if (p.find('*') != std::string::npos) continue;
+    const bool leaf = p.size() > name.size() && p.ends_with("/" + name);
+    if (p != dotted && !leaf) continue;
+    if (!found.empty() && found != p) return "";
+    found = p;
+  }
+  return found;
+}
+}  // namespace
+
 VaryAxis parse_vary(const std::string& arg) {
   const size_t eq = arg.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
@@ -192,7 +212,8 @@ VaryAxis parse_vary(const std::string& arg) {
       if (a.name == k.name) a.pointer = k.pointer;
     }
     if (a.pointer.empty()) {
-      const std::string close = closest_name(a.name, names);
+      std::string close = closest_name(a.name, names);
+      if (close.empty()) close = declared_pointer_named(a.name);
       throw ConfigError("--vary " + arg + ": unknown key \"" + a.name + "\"" + (close.empty() ? "" : "; did you mean \"" + close + "\"?") +
                         " (a JSON pointer such as /parallel/tp, or a short name: see parasim sweep --help)");
     }

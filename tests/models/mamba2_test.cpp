@@ -211,6 +211,11 @@ TEST(Mamba2, InvalidHybridModelsAreTold) {
   j["model"] = model;
   EXPECT_EQ(test::scenario_error(j), "test.json: /model/hybrid_pattern: symbol 'G' at layer 2 is not modelled: 'M' Mamba-2, "
                                      "'*' attention, '-' MLP, 'E' mixture of experts (Megatron-Core's symbols)");
+  // A character outside ASCII is one symbol, named whole at its layer (not counted as its bytes).
+  model["hybrid_pattern"] = "M-\u2192*";
+  j["model"] = model;
+  EXPECT_EQ(test::scenario_error(j), "test.json: /model/hybrid_pattern: symbol '\u2192' at layer 2 is not modelled: 'M' Mamba-2, "
+                                     "'*' attention, '-' MLP, 'E' mixture of experts (Megatron-Core's symbols)");
   model["hybrid_pattern"] = "M-M*";
   model.erase("mamba");
   j["model"] = model;

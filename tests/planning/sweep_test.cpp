@@ -176,6 +176,24 @@ TEST(Sweep, UnknownKeySuggestsTheClosest) {
   EXPECT_EQ(parse_vary("/parallel/tp=2").pointer, "/parallel/tp");
 }
 
+TEST(Sweep, AKeyThatIsNoShortNameSuggestsTheDeclaredPointer) {
+  // The last segment or the dotted path of exactly one declared scenario key names its pointer.
+  for (const std::string& arg : {"moe_dispatcher=hybridep", "parallel.moe_dispatcher=hybridep"}) {
+    try {
+      parse_vary(arg);
+      FAIL() << arg;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("did you mean \"/parallel/moe_dispatcher\""), std::string::npos) << e.what();
+    }
+  }
+  try {
+    parse_vary("qqqqqq=1");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).find("did you mean"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Sweep, ValuesAreTypedAndNullRemovesTheKey) {
   SweepSpec s;
   s.file = "test.json";

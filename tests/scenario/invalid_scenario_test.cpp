@@ -31,6 +31,12 @@ TEST(InvalidScenario, EachProducesItsExactError) {
        },
        "test.json: /parallel/pipeline_impl: DeepSpeed's PipelineEngine runs ZeRO stage 0 or 1 only (deepspeed/runtime/pipe/engine.py "
        "asserts zero_optimization_stage() < 2: \"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\"), but zero_stage is 2"},
+      {"negative MoE capacity factor", [](Json& j) {
+         j["model"] = "qwen3-30b-a3b";
+         j["training"]["moe_capacity_factor"] = -1;
+       },
+       "test.json: /training/moe_capacity_factor: expected a number > 0, got -1 (a capacity of 0 drops every token; leave the key out "
+       "for dropless)"},
       {"misspelt key", [](Json& j) { j["parallel"]["scheudle"] = "ddp"; },
        "test.json: /parallel/scheudle: unknown key; did you mean \"schedule\"?"},
       {"unknown top-level key", [](Json& j) { j["clustr"] = 1; },

@@ -54,6 +54,26 @@ TEST(Check, PassWithinToleranceFailOutside) {
   EXPECT_EQ(run_cli("check --tolerance 0.2 --tolerance-for step_time_s=0.01 " + path).code, 1);
 }
 
+TEST(Check, AStepTimeAndARateThatContradictEachOtherAreRefused) {
+  // 8 A100 x rate x step must be global batch x sequence: a rate implying a step 10 % off is bad input
+  // (exit 2, the JSON path named); within rounding it loads.
+  Json j = {{"schema", "parasim.measured/1"}, {"id", "both"}, {"scenario", read_json_file(test::data_dir() + "/" + kScenario)},
+            {"source", {{"title", "test"}}}};
+  const Scenario sc = load_scenario(test::data_dir() + "/" + kScenario, test::data_dir());
+  const double tokens = static_cast<double>(sc.training.global_batch) * static_cast<double>(sc.training.seq_len);
+  const double step = 2.0, rate = tokens / (step * static_cast<double>(sc.cluster.gpus()));
+  j["measured"] = {{"step_time_s", step}, {"tokens_per_s_per_gpu", rate * 1.01}};
+  const std::string ok = ::testing::TempDir() + "both-ok.json", bad = ::testing::TempDir() + "both-bad.json";
+  std::ofstream(ok) << j.dump();
+  EXPECT_NO_THROW(load_measured(ok, test::data_dir()));
+  j["measured"]["tokens_per_s_per_gpu"] = rate * 1.2;
+  std::ofstream(bad) << j.dump();
+  const Ran r = run_cli("check " + bad);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("/measured/tokens_per_s_per_gpu"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("disagree by more than 10 %"), std::string::npos) << r.out;
+}
+
 TEST(Check, JsonOutputHasSignedAndAbsoluteError) {
   const Ran r = run_cli("check --json " + measured_relative_to_prediction("slower20", 1.2));
   ASSERT_EQ(r.code, 1);  // 1/1.2 - 1 = -16.7 % is outside 10 %
