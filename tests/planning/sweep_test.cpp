@@ -178,7 +178,7 @@ TEST(Sweep, UnknownKeySuggestsTheClosest) {
 
 TEST(Sweep, AKeyThatIsNoShortNameSuggestsTheDeclaredPointer) {
   // The last segment or the dotted path of exactly one declared scenario key names its pointer.
-  for (const std::string& arg : {"moe_dispatcher=hybridep", "parallel.moe_dispatcher=hybridep"}) {
+  for (const char* arg : {"moe_dispatcher=hybridep", "parallel.moe_dispatcher=hybridep"}) {
     try {
       parse_vary(arg);
       FAIL() << arg;
