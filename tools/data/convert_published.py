@@ -470,10 +470,19 @@ def moe_preset(model, prof, tp, pp=1, vpp=1, ep=1, prec="BF16", gbs=0):
                 "(QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1 from pull request #2477 on: EP 16): its all-to-alls block "
                 "the layer")
         tp_overlap, ep_overlap = True, False
+    elif prec == "FP8_MX":
+        comm = ("Blackwell MXFP8: flex dispatcher with the hybridep backend (src/megatron/bridge/perf_recipes/qwen/<gpu>/"
+                "qwen3_moe.py at v0.6.0, the 26.08 release: moe_flex_dispatcher_backend 'hybridep'), and "
+                "_enable_hybridep_full_iteration_mxfp8 (perf_recipes/qwen/common.py at v0.6.0): "
+                "CommOverlapConfig(tp_comm_overlap=True, overlap_moe_expert_parallel_comm=True, delay_wgrad_compute=True): "
+                "the all-to-alls overlap another microbatch's compute (the preset files at bf07e5678, which set no "
+                "moe_a2a_overlap, predate that release); its fp8_dot_product_attention and Transformer Engine op fuser "
+                "(the CuTe DSL fused grouped MLP) are not modelled")
+        tp_overlap, ep_overlap = True, True
     else:
         comm = ("Blackwell: CommOverlapConfig(tp_comm_overlap=True), flex dispatcher with the hybridep backend "
-                "(src/megatron/bridge/perf_recipes/qwen/<gpu>/qwen3_moe.py at r0.6.0: moe_flex_dispatcher_backend "
-                "'hybridep'), no moe_a2a_overlap: the all-to-alls block the layer")
+                "(src/megatron/bridge/perf_recipes/qwen/<gpu>/qwen3_moe.py at v0.6.0: moe_flex_dispatcher_backend "
+                "'hybridep'), no overlap_moe_expert_parallel_comm: the all-to-alls block the layer")
         tp_overlap, ep_overlap = True, False
     split = ", account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split = True" if big else ""
     preset = {"why": MB_QWEN3 % (split, comm), "account_split": big, "tp_comm_overlap": tp_overlap and tp > 1,
