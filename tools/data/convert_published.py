@@ -347,13 +347,20 @@ MB_CUDA_GRAPHS = json.load(open(os.path.join(ROOT, "tools", "data", "mbridge_cud
 # Megatron-Bridge's MoE presets by (model, GPU, precision): the plans they set (tp, pp, vp, ep, and the global batch where
 # two versions differ only in it), whether the all-to-alls overlap (moe_a2a_overlap) and the recompute modules.
 # Rows whose plan matches one of them convert; others are skipped.
+# The 26.08 release's Blackwell MXFP8 recipes run the flex dispatcher with the hybridep backend (the preset files at
+# bf07e5678 set no dispatcher): the dispatcher a preset entry names, and where it is set.
+DSV3_MX_DISPATCHER = ("hybridep", "_enable_deepseek_full_iteration_mxfp8 (src/megatron/bridge/perf_recipes/deepseek/common.py "
+                      "at v0.6.0, the 26.08 release): moe_token_dispatcher_type 'flex', moe_flex_dispatcher_backend 'hybridep'")
+GPTOSS_MX_DISPATCHER = ("hybridep", "_apply_gpt_oss_120b_full_iter_fp8mx_configs (src/megatron/bridge/perf_recipes/gpt_oss/"
+                        "common.py at v0.6.0, the 26.08 release): moe_token_dispatcher_type 'flex', "
+                        "moe_flex_dispatcher_backend 'hybridep'")
 MB_MOE_PRESETS = {
     ("deepseek-v3", "gb300", "FP8_CS"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_CS_V1/V2", tp=1, pp=2, vp=8, ep=32,
                                               a2a=False, rec=["mla_up_proj"])],
     ("deepseek-v3", "gb300", "BF16"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_BF16_V1/V2", tp=1, pp=4, vp=4, ep=64, a2a=False,
                                             rec=["moe_act"])],
     ("deepseek-v3", "gb300", "FP8_MX"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_V1/V2", tp=1, pp=2, vp=8, ep=32,
-                                              a2a=True, rec=[])],
+                                              a2a=True, rec=[], disp=DSV3_MX_DISPATCHER)],
     ("deepseek-v3", "gb300", "NVFP4"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_NVFP4_V1/V2", tp=1, pp=2, vp=8, ep=32,
                                              a2a=False, rec=[])],
     ("deepseek-v3", "gb200", "FP8_CS"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_CS_V1/V2", tp=1, pp=4, vp=4, ep=64,
@@ -361,7 +368,7 @@ MB_MOE_PRESETS = {
     ("deepseek-v3", "gb200", "BF16"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_BF16_V1/V2", tp=1, pp=4, vp=4, ep=64, a2a=False,
                                             rec=["mla_up_proj"])],
     ("deepseek-v3", "gb200", "FP8_MX"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V1/V2", tp=1, pp=4, vp=4, ep=64,
-                                              a2a=True, rec=["mla_up_proj"])],
+                                              a2a=True, rec=["mla_up_proj"], disp=DSV3_MX_DISPATCHER)],
     ("deepseek-v3", "gb200", "NVFP4"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_NVFP4_V1/V2", tp=1, pp=4, vp=4, ep=64,
                                              a2a=False, rec=["mla_up_proj"])],
     ("deepseek-v3", "b300", "*"): [dict(name="DEEPSEEK_V3_PRETRAIN_CONFIG_B300_V1/V2", tp=1, pp=8, vp=2, ep=8, a2a=False,
@@ -394,7 +401,7 @@ MB_MOE_PRESETS = {
     ("gpt-oss-120b", "gb300", "*"): [dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_GB300_BF16_V1/V2", tp=1, pp=1, vp=1, ep=64,
                                           a2a=False, rec=[]),
                                      dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_GB300_FP8_MX_V2", tp=1, pp=1, vp=1, ep=16, a2a=True,
-                                          rec=[], prec=("FP8_MX",))],
+                                          rec=[], prec=("FP8_MX",), disp=GPTOSS_MX_DISPATCHER)],
     ("gpt-oss-120b", "gb200", "*"): [dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V1", tp=1, pp=1, vp=1, ep=64, gbs=512,
                                           a2a=False, rec=["layernorm", "moe_act"]),
                                      dict(name="GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2", tp=1, pp=1, vp=1, ep=64, gbs=1280,
@@ -441,8 +448,12 @@ def moe_preset(model, prof, tp, pp=1, vpp=1, ep=1, prec="BF16", gbs=0):
         if c is None or (zoo == "deepseek-v3" and (pp, vpp) not in DSV3_LAYOUTS):
             return None
         what = "moe_a2a_overlap = %s, recompute_modules %s" % (c["a2a"], c["rec"])
+        if c.get("disp"):
+            what += "; the dispatcher from " + c["disp"][1]
         preset = {"account_split": False, "tp_comm_overlap": False, "ep_comm_overlap": c["a2a"],
                   "recompute_modules": c["rec"], "loss_impl": "megatron"}
+        if c.get("disp"):
+            preset["moe_dispatcher"] = c["disp"][0]
         if zoo == "deepseek-v3":
             layout = DSV3_LAYOUTS[(pp, vpp)]
             preset.update(why=MB_DSV3 % (pp, vpp, layout, c["name"], what), mtp_layers=1, stage_layers=layout)
