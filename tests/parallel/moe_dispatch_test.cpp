@@ -104,16 +104,20 @@ TEST(MoeDispatch, LoadsMatchEnumeratingEveryRoutingOfAToken) {
   EXPECT_NEAR(static_cast<double>(n) * a.to_each_rank, static_cast<double>(k), 1e-12);
 }
 
-TEST(MoeDispatch, PerExpertLoadsPriceAsNcclsEvenAllToAll) {
-  // The alltoall dispatcher's loads are the even spread the network model prices without them,
-  // on one node (through the measured points) and across nodes.
-  const Json j = Json::parse(R"({
+// Qwen3-30B-A3B with EP 16 over two 8-GPU H100 nodes.
+Scenario ep16_on_two_h100_nodes() {
+  return test::scenario_from(Json::parse(R"({
     "schema": "parasim.scenario/1", "name": "a2a", "model": "qwen3-30b-a3b",
     "cluster": {"gpu": "h100-sxm5-80g", "nodes": 2, "gpus_per_node": 8},
     "training": {"global_batch": 64, "micro_batch": 1, "seq_len": 4096},
     "parallel": {"dp": 16, "ep": 16, "zero_stage": 1}
-  })");
-  const Scenario sc = test::scenario_from(j);
+  })"));
+}
+
+TEST(MoeDispatch, PerExpertLoadsPriceAsNcclsEvenAllToAll) {
+  // The alltoall dispatcher's loads are the even spread the network model prices without them,
+  // on one node (through the measured points) and across nodes.
+  const Scenario sc = ep16_on_two_h100_nodes();
   const auto net = make_network(NetworkKind::Analytical, sc.profile, sc.cluster);
   const double bytes = 4096.0 * 8 * 2048 * 2;
   for (const auto& [n, g] : {std::pair{16, 8}, {8, 8}}) {
@@ -168,13 +172,7 @@ TEST(MoeDispatch, BadRdmaPointsAreProfileErrorsWithTheJsonPath) {
 TEST(MoeDispatch, TheNicLegMovesAtTheDispatchersRate) {
   // The cross-node leg of a dispatch dominated by its NIC load takes inter_bus_efficiency /
   // nic_efficiency times as long at the dispatcher's published rate; inside one node nothing changes.
-  const Json j = Json::parse(R"({
-    "schema": "parasim.scenario/1", "name": "a2a", "model": "qwen3-30b-a3b",
-    "cluster": {"gpu": "h100-sxm5-80g", "nodes": 2, "gpus_per_node": 8},
-    "training": {"global_batch": 64, "micro_batch": 1, "seq_len": 4096},
-    "parallel": {"dp": 16, "ep": 16, "zero_stage": 1}
-  })");
-  const Scenario sc = test::scenario_from(j);
+  const Scenario sc = ep16_on_two_h100_nodes();
   const auto net = make_network(NetworkKind::Analytical, sc.profile, sc.cluster);
   for (const auto& [n, g] : {std::pair{16, 8}, {8, 8}}) {
     CollectiveSpec c;
