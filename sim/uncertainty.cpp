@@ -23,8 +23,10 @@ struct SplitMix {
 };
 
 // The profile figures with a spread that this scenario's prediction reads.
-std::vector<std::pair<std::string, Figure*>> ranged(Profile& p, const TrainingSpec& t) {
+std::vector<std::pair<std::string, Figure*>> ranged(Profile& p, const TrainingSpec& t, MoeDispatcher dispatcher) {
   std::vector<std::pair<std::string, Figure*>> out;
+  if (auto it = p.moe_dispatch_rdma.find(dispatcher); it != p.moe_dispatch_rdma.end())
+    for (auto& pt : it->second) out.push_back({"moe_dispatch_rdma." + name_of(dispatcher) + "." + std::to_string(pt.nodes) + "_nodes", &pt.efficiency});
   for (auto& [dt, f] : p.gemm_max_efficiency) out.push_back({"gemm_max_efficiency." + dt, &f});
   const std::string kernel = t.priced_attention_kernel();
   if (kernel != kAttentionDefault || p.has_fused_attention) {
@@ -53,7 +55,7 @@ std::vector<std::pair<std::string, Figure*>> ranged(Profile& p, const TrainingSp
 Interval predict_interval(const Scenario& sc, const Registries& reg, std::int64_t samples, std::uint64_t seed) {
   Interval iv;
   Scenario s = sc;
-  auto figs = ranged(s.profile, s.training);
+  auto figs = ranged(s.profile, s.training, s.parallel.moe_dispatcher);
   for (const auto& f : figs) iv.figures.push_back(f.first);
   std::vector<double> steps;
   if (figs.empty()) {

@@ -86,6 +86,20 @@ TEST(Stacks, AValueWhoseConditionFailsKeepsTheDefaultAndSaysWhy) {
   EXPECT_EQ(test::scenario_from(j).training.attention_kernel, AttentionKernel::Flash);  // Transformer Engine on Ampere
 }
 
+TEST(Stacks, AProfileGivenByPathMeetsItsFamilysConditions) {
+  // The GPU conditions match the loaded profile's name, not the text of cluster.gpu: a copy of the
+  // H100 profile under another file name runs the H100 settings (cuDNN attention), and predicts
+  // the same step as the shipped profile by name.
+  Json j = test::base_scenario();
+  j["stack"] = "megatron-bridge@26.04";
+  const std::string copy = test::write_temp("my-gpu.json", test::slurp(test::data_dir() + "/calibrate/profiles/h100-sxm5-80g.json"));
+  const Scenario by_name = test::scenario_from(j);
+  j["cluster"]["gpu"] = copy;
+  const Scenario by_path = test::scenario_from(j);
+  EXPECT_EQ(by_path.training.attention_kernel, AttentionKernel::Cudnn);
+  EXPECT_EQ(simulate(by_path, Registries{}).result.step_time_s, simulate(by_name, Registries{}).result.step_time_s);
+}
+
 TEST(Stacks, UnknownNamesAndBadFilesAreConfigErrors) {
   Json j = test::base_scenario();
   j["stack"] = "torchtitan@2024-11";
