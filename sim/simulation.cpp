@@ -171,6 +171,23 @@ std::string host_launch_note(const Scenario& sc, const Program& p, const ModelGr
                      worst, 100 * share, share >= 1 ? ": launch-bound, the GPU waits on the host" : "; the GPU waits on it only after sync points");
 }
 
+// What rate an MoE dispatcher's own kernels (DeepEP, HybridEP) move their cross-node tokens at in this
+// scenario: the profile's published point (network.moe_dispatch_rdma) or, lacking one, NCCL's.
+std::string dispatcher_rate_note(const Scenario& sc) {
+  const MoeDispatcher d = sc.parallel.moe_dispatcher;
+  if (d == MoeDispatcher::AllToAll || !sc.model.moe || sc.parallel.ep <= 1) return "";
+  const CollectiveSpec g = make_layout(sc).ep_group(CollOp::AllToAll, 1);
+  const std::int64_t per_node = std::max<std::int64_t>(1, std::min(g.ranks_per_node, g.ranks)), nodes = (g.ranks + per_node - 1) / per_node;
+  if (nodes <= 1) return "";
+  const double eff = sc.profile.moe_dispatch_rdma_efficiency(d, nodes);
+  if (eff > 0)
+    return fmt::format("MoE dispatcher {} across {} nodes: its cross-node tokens move at {:.3g} of the NIC line rate, the profile's "
+                       "published figure for its kernels (network.moe_dispatch_rdma)", name_of(d), nodes, eff);
+  return fmt::format("MoE dispatcher {} across {} nodes: profile \"{}\" has no rate for its kernels (network.moe_dispatch_rdma), so its "
+                     "cross-node tokens move at NCCL's inter_bus_efficiency ({:.3g})", name_of(d), nodes, sc.profile.name,
+                     sc.profile.inter_bus_efficiency.value);
+}
+
 // Lowers, runs and measures the scenario `s` (sc with another microbatch count, when folding); the
 // memory curve only for a Timeline.
 void simulate_step(const Scenario& s, const Registries& reg, const LayerGraph& graph, const ModelGraph& layers,
@@ -252,6 +269,7 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
   });
   auto& w = out.result.warnings;
   if (!host_note.empty()) w.push_back(host_note);
+  if (std::string n = dispatcher_rate_note(sc); !n.empty()) w.push_back(std::move(n));
   if (out.fold.folded())
     w.push_back(fmt::format("steady state: of the {} microbatches per pipeline, {}, {} and {} were simulated; every figure of the "
                             "three lies on one line (to 1e-9) and was extended to {} (sim/steady_state.h)",

@@ -120,7 +120,8 @@ void add_check_commands(CLI::App& app, Context& ctx) {
       std::cerr << fmt::format("throughput MAPE {:.1f}% over {} runs; memory MAPE {:.1f}% over {} runs; {} load failures\n",
                                100 * rep.throughput.mape, rep.throughput.n, 100 * rep.memory.mape, rep.memory.n, rep.failures.size());
       int rc = 0;
-      for (const auto& f : rep.failures) std::cerr << "error: " << f.file << ": " << f.reason << "\n";
+      for (const auto& f : rep.failures)  // the reason names the file already when the loader's message does
+        std::cerr << "error: " << (f.reason.starts_with(f.file) ? "" : f.file + ": ") << f.reason << "\n";
       for (const auto& [what, stats, limit] : {std::tuple{"throughput", rep.throughput, vo->max_mape},
                                                std::tuple{"peak-memory", rep.memory, vo->max_memory_mape}})
         if (limit >= 0 && !(stats.n > 0 && stats.mape <= limit)) {

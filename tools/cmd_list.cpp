@@ -163,10 +163,13 @@ Json profile_json(const Profile& p) {
 void print_profile(const Profile& p) {
   fmt::print("{} ({}) — {}, {} SMs, {:.1f} GiB, profile made by: {}\n", p.name, p.file, p.device.name, p.device.sms,
              p.device.memory_bytes / kGiB, p.device.how);
-  for (const auto& [k, f] : figures(p))
-    fmt::print("  {:<28} {:>10.4g}  [{}] {}{}\n", k, f.value, f.how, f.source,
+  const auto figs = figures(p);
+  size_t w = 28;  // the name column: the longest figure name
+  for (const auto& [k, f] : figs) w = std::max(w, k.size());
+  for (const auto& [k, f] : figs)
+    fmt::print("  {:<{}} {:>10.4g}  [{}] {}{}\n", k, w, f.value, f.how, f.source,
                f.has_range() ? fmt::format(" (range {:.4g}..{:.4g}: {})", f.low, f.high, f.range_source) : "");
-  for (const auto& [k, v, how] : derived_figures(p)) fmt::print("  {:<28} {:>10.4g}  [derived] {}\n", k, v, how);
+  for (const auto& [k, v, how] : derived_figures(p)) fmt::print("  {:<{}} {:>10.4g}  [derived] {}\n", k, w, v, how);
   fmt::print("  gemm_points: {}   collective_points: {}\n", p.gemm_points.size(), p.collective_points.size());
 }
 
@@ -194,13 +197,16 @@ std::vector<FigureDiff> profile_diff(const Profile& a, const Profile& b) {
 }
 
 void print_profile_diff(const Profile& a, const Profile& b, const std::vector<FigureDiff>& diff) {
-  fmt::print("{:<28} {:>12} {:>12} {:>9}  how\n", "figure", a.name.substr(0, 12), b.name.substr(0, 12), "change");
+  size_t w = 28;  // the name column: the longest figure name; the value columns: the profile names
+  for (const FigureDiff& d : diff) w = std::max(w, d.name.size());
+  const size_t wa = std::max<size_t>(12, a.name.size()), wb = std::max<size_t>(12, b.name.size());
+  fmt::print("{:<{}} {:>{}} {:>{}} {:>9}  how\n", "figure", w, a.name, wa, b.name, wb, "change");
   for (const FigureDiff& d : diff) {
-    if (!d.b) fmt::print("{:<28} {:>12.4g} {:>12} {:>9}  {}\n", d.name, d.a->value, "-", "", d.a->how);
-    else if (!d.a) fmt::print("{:<28} {:>12} {:>12.4g} {:>9}  {}\n", d.name, "-", d.b->value, "", d.b->how);
+    if (!d.b) fmt::print("{:<{}} {:>{}.4g} {:>{}} {:>9}  {}\n", d.name, w, d.a->value, wa, "-", wb, "", d.a->how);
+    else if (!d.a) fmt::print("{:<{}} {:>{}} {:>{}.4g} {:>9}  {}\n", d.name, w, "-", wa, d.b->value, wb, "", d.b->how);
     else
-      fmt::print("{:<28} {:>12.4g} {:>12.4g} {:>+8.1f}%  {} -> {}\n", d.name, d.a->value, d.b->value, 100 * (d.b->value / d.a->value - 1),
-                 d.a->how, d.b->how);
+      fmt::print("{:<{}} {:>{}.4g} {:>{}.4g} {:>+8.1f}%  {} -> {}\n", d.name, w, d.a->value, wa, d.b->value, wb,
+                 100 * (d.b->value / d.a->value - 1), d.a->how, d.b->how);
   }
   fmt::print("{} figures differ; GEMM points {} vs {}, collective points {} vs {}\n", diff.size(), a.gemm_points.size(), b.gemm_points.size(),
              a.collective_points.size(), b.collective_points.size());

@@ -25,6 +25,16 @@ int run_guarded(const std::function<int()>& fn) {
   } catch (const ConfigError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
+  } catch (const Json::type_error& e) {
+    // Invalid UTF-8 can only have come in with the input (a command-line value, a file name), and
+    // JSON output cannot carry it: an input error, not parasim's.
+    if (e.id != 316) {
+      std::cerr << "internal error: " << e.what() << "\n";
+      return 3;
+    }
+    std::cerr << "error: an input text (a command-line value or a file name) is not valid UTF-8; JSON output cannot carry it ("
+              << e.what() << ")\n";
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "internal error: " << e.what() << "\n";
     return 3;

@@ -54,7 +54,7 @@ void add_sweep_command(CLI::App& app, Context& ctx) {
       SweepSpec spec;
       spec.file = o->file;
       spec.base = read_json_file(o->file);
-      for (const std::string& v : o->vary) spec.axes.push_back(parse_vary(v));
+      spec.axes = parse_vary_axes(o->vary);
       const InterruptGuard guard;
       EvalOptions opt;
       opt.jobs = o->jobs > 0 ? o->jobs : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));

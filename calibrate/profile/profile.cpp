@@ -20,7 +20,7 @@ Figure figure(const JsonObject& parent, const std::string& key, double min, doub
   f.value = o.number("value", min, max);
   f.how = o.choice("how", kHow);
   f.source = o.str("source");
-  if (f.source.empty()) o.fail("source", "every figure needs a source");
+  if (f.source.find_first_not_of(" \t\n\r") == std::string::npos) o.fail("source", "every figure needs a source");
   f.low = f.high = f.value;
   if (o.has("range")) {
     const auto r = o.raw("range");
@@ -41,6 +41,8 @@ Figure figure(const JsonObject& parent, const std::string& key, double min, doub
 // that run their own kernels (NCCL's all-to-all is priced by the NCCL model), nodes ascending.
 std::map<MoeDispatcher, std::vector<Profile::DispatchRdmaPoint>> parse_dispatch_rdma(const JsonObject& o) {
   std::map<MoeDispatcher, std::vector<Profile::DispatchRdmaPoint>> out;
+  if (o.has("alltoall"))
+    o.fail("alltoall", "NCCL's all-to-all takes no table here (the NCCL model prices it); the dispatchers with their own kernels: deepep, hybridep");
   for (const auto& e : moe_dispatchers().entries()) {
     if (e.factory.value == MoeDispatcher::AllToAll) continue;
     const Json* pts = o.raw_opt(e.name);
@@ -451,8 +453,17 @@ Profile load_profile(const std::string& data_dir, const std::string& name_or_pat
   const std::string path = profile_path(data_dir, name_or_path, where);
   const bool is_path = path == name_or_path;
   const std::string shown = is_path ? input_name(path) : "calibrate/profiles/" + name_or_path + ".json";
+  Json j;
   try {
-    return parse_profile(read_json_file(path), shown);
+    j = read_json_file(path);
+  } catch (const ConfigError& e) {
+    // A file that cannot be read or parsed: say which input named it (a scenario's /cluster/gpu, an option).
+    const bool no_extension = is_path && !path.ends_with(".json") && path != "-" && std::string(e.what()).ends_with("cannot open file");
+    throw ProfileError(where + ": the GPU profile " + e.what() +
+                       (no_extension ? " (a profile path names its .json file; a shipped profile is named without it: parasim list profiles)" : ""));
+  }
+  try {
+    return parse_profile(j, shown);
   } catch (const ProfileError&) {
     throw;
   } catch (const ConfigError& e) {

@@ -1,6 +1,7 @@
 #include "sim/config/json_reader.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -101,10 +102,17 @@ std::string read_text_file(const std::string& path) {
     if (!file) throw ConfigError(path + ": cannot open file");
   }
   std::istream& in = path == "-" ? std::cin : file;
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  // Read in chunks up to a bound, so that an endless source (/dev/zero, a pipe that never closes
+  // with data) is refused instead of filling memory: every input parasim reads is far smaller.
+  constexpr std::size_t kMaxInputBytes = std::size_t{256} << 20;
+  std::string text;
+  std::array<char, 1 << 16> buf{};
+  while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
+    text.append(buf.data(), static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxInputBytes) throw ConfigError(input_name(path) + ": larger than 256 MiB; not an input parasim reads");
+  }
   if (in.bad()) throw ConfigError(input_name(path) + ": cannot read file");
-  return ss.str();
+  return text;
 }
 
 std::string input_name(const std::string& path) { return path == "-" ? "<stdin>" : path; }

@@ -84,7 +84,9 @@ std::string why_for(const Row& r, const Row* best, Objective o) {
   for (size_t i = 1; i < own.size(); ++i)
     if (own[i].second - theirs[i].second > own[worst].second - theirs[worst].second) worst = i;
   const double gap = best->tokens_per_s_per_gpu > 0 ? 1.0 - r.tokens_per_s_per_gpu / best->tokens_per_s_per_gpu : 0.0;
-  std::string s = fmt::format("{:.1f} % less tokens/s/GPU than #1", 100 * gap);
+  // #1 ranks first by the objective (total throughput, cost, ...), so a row may have more tokens/s per GPU.
+  std::string s = gap >= 0 ? fmt::format("{:.1f} % less tokens/s/GPU than #1", 100 * gap)
+                           : fmt::format("{:.1f} % more tokens/s/GPU than #1, which ranks first by {}", -100 * gap, objective_name(o));
   if (own[worst].second - theirs[worst].second > 0)
     s += fmt::format("; loses most on {} ({:.3g} s vs {:.3g} s)", own[worst].first, own[worst].second, theirs[worst].second);
   s += fmt::format("; {:.0f} % headroom", 100 * r.headroom);

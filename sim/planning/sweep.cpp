@@ -180,20 +180,19 @@ double combination_cost(const Json& j, const std::string& data_dir, const Regist
 }  // namespace
 
 namespace {
-// The one declared scenario key a name that is no short name stands for: its last segment
-// ("moe_dispatcher") or its dotted path ("parallel.moe_dispatcher"); "" when none or several.
-std::string declared_pointer_named(const std::string& name) {
+// The declared scenario keys a name that is no short name stands for: its last segment
+// ("moe_dispatcher", "heads") or its dotted path ("parallel.moe_dispatcher"), as the suggestion of an
+// error ("did you mean \"/parallel/moe_dispatcher\"?", or "one of" several); "" when none.
+std::string declared_pointers_named(const std::string& name) {
   std::string dotted = "/" + name;
   std::replace(dotted.begin(), dotted.end(), '.', '/');
-  std::string found;
+  std::vector<std::string> found;
   for (const std::string& p : declared_scenario_pointers()) {
     if (p.find('*') != std::string::npos) continue;
-    const bool leaf = p.size() > name.size() && p.ends_with("/" + name);
-    if (p != dotted && !leaf) continue;
-    if (!found.empty() && found != p) return "";
-    found = p;
+    if (p == dotted || (p.size() > name.size() && p.ends_with("/" + name))) found.push_back("\"" + p + "\"");
   }
-  return found;
+  if (found.size() > 1) return "one of " + join_names(found, ", ");
+  return found.empty() ? "" : found.front();
 }
 }  // namespace
 
@@ -205,6 +204,14 @@ VaryAxis parse_vary(const std::string& arg) {
   a.name = arg.substr(0, eq);
   if (a.name.front() == '/') {
     a.pointer = a.name;
+    bool valid = a.pointer.size() > 1 && !a.pointer.ends_with("/") && a.pointer.find("//") == std::string::npos;
+    try {
+      (void)Json::json_pointer(a.pointer);
+    } catch (const std::exception&) {
+      valid = false;
+    }
+    if (!valid)
+      throw ConfigError("--vary " + arg + ": \"" + a.pointer + "\" is not a JSON pointer to a scenario key (/section/key; '~' only as ~0 or ~1)");
   } else {
     std::vector<std::string> names;
     for (const SweepKey& k : sweep_keys()) {
@@ -212,15 +219,32 @@ VaryAxis parse_vary(const std::string& arg) {
       if (a.name == k.name) a.pointer = k.pointer;
     }
     if (a.pointer.empty()) {
-      std::string close = closest_name(a.name, names);
-      if (close.empty()) close = declared_pointer_named(a.name);
-      throw ConfigError("--vary " + arg + ": unknown key \"" + a.name + "\"" + (close.empty() ? "" : "; did you mean \"" + close + "\"?") +
+      std::string close = declared_pointers_named(a.name);
+      if (close.empty() && !(close = closest_name(a.name, names)).empty()) close = "\"" + close + "\"";
+      throw ConfigError("--vary " + arg + ": unknown key \"" + a.name + "\"" + (close.empty() ? "" : "; did you mean " + close + "?") +
                         " (a JSON pointer such as /parallel/tp, or a short name: see parasim sweep --help)");
     }
   }
   const std::string what = "--vary " + arg;
   for (const std::string& v : split_top_level(arg.substr(eq + 1), what)) a.values.push_back(parse_value(v, what));
   return a;
+}
+
+std::vector<VaryAxis> parse_vary_axes(const std::vector<std::string>& args) {
+  std::vector<VaryAxis> axes;
+  for (const std::string& arg : args) {
+    VaryAxis a = parse_vary(arg);
+    for (const VaryAxis& b : axes) {
+      const auto inside = [](const std::string& inner, const std::string& outer) {
+        return inner == outer || inner.starts_with(outer + "/");
+      };
+      if (inside(a.pointer, b.pointer) || inside(b.pointer, a.pointer))
+        throw ConfigError("--vary " + arg + ": " + a.name + " (" + a.pointer + ") and the earlier --vary " + b.name + " (" + b.pointer +
+                          ") set the same setting; give each setting one --vary");
+    }
+    axes.push_back(std::move(a));
+  }
+  return axes;
 }
 
 bool SweepSpec::derive_dp() const {

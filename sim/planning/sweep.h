@@ -27,6 +27,10 @@ struct VaryAxis {
 // "tp=1,2,4" or "/parallel/tp=1,2,4". A value is read as JSON when it parses as a number, true,
 // false or null (null removes the key: the loader's default), else as a string.
 VaryAxis parse_vary(const std::string& arg);
+// The axes of one sweep, parsed; a ConfigError when two name the same setting or one lies inside
+// the other (/parallel and /parallel/tp): the later would overwrite the earlier's values, and the
+// rows would be labelled with settings that were never simulated.
+std::vector<VaryAxis> parse_vary_axes(const std::vector<std::string>& args);
 
 struct SweepSpec {
   std::string file;  // the scenario file (names errors)

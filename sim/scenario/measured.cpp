@@ -1,6 +1,6 @@
 #include "sim/scenario/measured.h"
 
-#include <cmath>
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -33,7 +33,7 @@ void check_step_and_rate_agree(const JsonObject& meas, const MeasuredRun& m) {
   if (step <= 0 || rate <= 0) return;
   const double tokens = static_cast<double>(m.scenario.training.global_batch) * static_cast<double>(m.scenario.training.seq_len);
   const double implied = tokens / (rate * static_cast<double>(m.scenario.cluster.gpus()));
-  if (std::abs(implied / step - 1) > 0.10)
+  if (std::max(implied / step, step / implied) - 1 > 0.10)
     meas.fail("tokens_per_s_per_gpu", fmt::format("{:.6g} tokens/s per GPU means a step of {:.4g} s ({} x {} tokens on {} GPUs), but "
                                                   "step_time_s is {:.4g} s: the two measured figures disagree by more than 10 %",
                                                   rate, implied, m.scenario.training.global_batch, m.scenario.training.seq_len,

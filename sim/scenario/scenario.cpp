@@ -8,6 +8,7 @@
 #include "sim/topology/topology.h"
 
 #include <algorithm>
+#include <limits>
 #include <filesystem>
 #include <numeric>
 
@@ -119,9 +120,9 @@ TrainingSpec parse_training(const JsonObject& o) {
   t.launch_impl = parse_enum(o, "launch_impl", launch_impls(), LaunchImpl::MegatronTe);
   // Bounded by the model in validate(): at most experts / top_k; any capacity factor above that keeps every token.
   t.moe_routing.expert_load = o.number("moe_expert_load", 1, 1e300, 0);
-  t.moe_routing.capacity_factor = o.number("moe_capacity_factor", -1e300, 1e300, 0);
-  if (o.has("moe_capacity_factor") && !(t.moe_routing.capacity_factor > 0))
-    o.fail("moe_capacity_factor", "expected a number > 0, got " + o.raw("moe_capacity_factor").dump() +
+  t.moe_routing.capacity_factor = o.number("moe_capacity_factor", -std::numeric_limits<double>::max(), std::numeric_limits<double>::max(), 0);
+  if (o.has("moe_capacity_factor") && !(t.moe_routing.capacity_factor > 0 && t.moe_routing.capacity_factor <= 1e6))
+    o.fail("moe_capacity_factor", "expected a number > 0 and at most 1e6, got " + o.raw("moe_capacity_factor").dump() +
                                       " (a capacity of 0 drops every token; leave the key out for dropless)");
   t.moe_routing.pad_to_capacity = o.boolean("moe_pad_to_capacity", false);
   t.make_vocab_size_divisible_by = o.integer("make_vocab_size_divisible_by", 1, 1 << 20, 1);

@@ -145,7 +145,7 @@ const std::vector<ScenarioKey>& scenario_keys() {
        "MoE: the busiest expert's routed tokens over the mean, per layer (MaxVio + 1), as measured; its expert-parallel rank sets the "
        "pace (none: routing balanced by force, each token's experts drawn at random).",
        "none (your run's tokens per expert; absent is Megatron's `--moe-router-force-load-balancing`)"},
-      {"/training/moe_capacity_factor", "number > 0", "none", "MoE: each expert keeps at most this times its mean share of a rank's "
+      {"/training/moe_capacity_factor", "number in (0, 1e6]", "none", "MoE: each expert keeps at most this times its mean share of a rank's "
        "tokens x top_k; the rest are dropped (none: dropless).", "Megatron `--moe-expert-capacity-factor`"},
       {"/training/moe_pad_to_capacity", "boolean", "false", "MoE: every expert's input padded to its capacity (needs moe_capacity_factor).",
        "Megatron `--moe-pad-expert-input-to-capacity`"},

@@ -194,6 +194,16 @@ TEST(Sweep, AKeyThatIsNoShortNameSuggestsTheDeclaredPointer) {
   }
 }
 
+TEST(Sweep, TwoAxesOnOneSettingAreRefused) {
+  // The later axis would overwrite the earlier's values, labelling rows with settings never run.
+  EXPECT_THROW(parse_vary_axes({"nodes=2,4", "nodes=8"}), ConfigError);
+  EXPECT_THROW(parse_vary_axes({"nodes=2", "/cluster/nodes=4"}), ConfigError);
+  EXPECT_THROW(parse_vary_axes({"/parallel/moe_dispatcher=deepep", R"(/parallel={"dp":16})"}), ConfigError);
+  EXPECT_EQ(parse_vary_axes({"tp=1,2", "pp=1,2", "/parallel/vpp=1"}).size(), 3u);
+  EXPECT_THROW(parse_vary("//=1"), ConfigError);
+  EXPECT_THROW(parse_vary("/parallel/~2=1"), ConfigError);
+}
+
 TEST(Sweep, ValuesAreTypedAndNullRemovesTheKey) {
   SweepSpec s;
   s.file = "test.json";

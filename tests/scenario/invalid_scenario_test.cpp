@@ -35,7 +35,7 @@ TEST(InvalidScenario, EachProducesItsExactError) {
          j["model"] = "qwen3-30b-a3b";
          j["training"]["moe_capacity_factor"] = -1;
        },
-       "test.json: /training/moe_capacity_factor: expected a number > 0, got -1 (a capacity of 0 drops every token; leave the key out "
+       "test.json: /training/moe_capacity_factor: expected a number > 0 and at most 1e6, got -1 (a capacity of 0 drops every token; leave the key out "
        "for dropless)"},
       {"misspelt key", [](Json& j) { j["parallel"]["scheudle"] = "ddp"; },
        "test.json: /parallel/scheudle: unknown key; did you mean \"schedule\"?"},

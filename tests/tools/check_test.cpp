@@ -51,6 +51,7 @@ TEST(Check, PassWithinToleranceFailOutside) {
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("FAIL"), std::string::npos);
   EXPECT_NE(r.out.find("0 passed, 1 failed"), std::string::npos);
+  EXPECT_NE(r.out.find("a step time predicted short (negative) is the same optimistic error as a rate predicted high"), std::string::npos);
   EXPECT_EQ(run_cli("check --tolerance 0.2 --tolerance-for step_time_s=0.01 " + path).code, 1);
 }
 
@@ -66,6 +67,12 @@ TEST(Check, AStepTimeAndARateThatContradictEachOtherAreRefused) {
   const std::string ok = ::testing::TempDir() + "both-ok.json", bad = ::testing::TempDir() + "both-bad.json";
   std::ofstream(ok) << j.dump();
   EXPECT_NO_THROW(load_measured(ok, test::data_dir()));
+  // Symmetric: a rate 11 % high is as contradictory as one 11 % low.
+  for (const double f : {1.11, 1 / 1.11}) {
+    j["measured"]["tokens_per_s_per_gpu"] = rate * f;
+    std::ofstream(bad) << j.dump();
+    EXPECT_THROW(load_measured(bad, test::data_dir()), ConfigError) << f;
+  }
   j["measured"]["tokens_per_s_per_gpu"] = rate * 1.2;
   std::ofstream(bad) << j.dump();
   const Ran r = run_cli("check " + bad);

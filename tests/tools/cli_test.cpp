@@ -436,6 +436,49 @@ TEST(Cli, ProfilePathInAScenarioIsRelativeToTheScenarioFile) {
   EXPECT_EQ(r.code, 0) << r.out;
 }
 
+TEST(Cli, AMissingProfileFileIsToldFromTheKeyThatNamedIt) {
+  // A profile path that does not open names the scenario and /cluster/gpu, and that a path names
+  // its .json file; an endless source is refused, not read into memory.
+  const std::string dir = ::testing::TempDir() + "missing_profile";
+  std::filesystem::create_directories(dir);
+  Json j = read_json_file(test::data_dir() + "/scenarios/ddp-gpt-1.7b-8xa100.json");
+  j["cluster"]["gpu"] = "./my_gpu";
+  std::ofstream(dir + "/s.json") << j.dump();
+  Ran r = run_cli("run '" + dir + "/s.json'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("s.json: /cluster/gpu: the GPU profile"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("names its .json file"), std::string::npos) << r.out;
+  r = run_cli("profile show /dev/zero");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("larger than 256 MiB"), std::string::npos) << r.out;
+}
+
+TEST(Cli, InvalidUtf8FromTheCommandLineIsAnInputError) {
+  // JSON output cannot carry it: exit 2 with a message, not an internal error.
+  const Ran r = run_cli(std::string("sweep ") + test::data_dir() + "/scenarios/fsdp-llama3-8b-8xh100.json --vary \"$(printf '/name=\\377\\376')\" --json");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("not valid UTF-8"), std::string::npos) << r.out;
+}
+
+TEST(Cli, TheDispatchersCrossNodeRateIsStated) {
+  // HybridEP across two H100 nodes: the profile's published point; DeepEP across A100 nodes: no
+  // point, so NCCL's rate, and the run says which.
+  Json j = read_json_file(test::data_dir() + "/scenarios/moe-qwen3-30b-a3b-16xh100-fp8.json");
+  j["parallel"]["moe_dispatcher"] = "hybridep";
+  Ran r = run_cli("run " + test::write_temp("hy.json", j.dump()));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("MoE dispatcher hybridep across 2 nodes: its cross-node tokens move at 0.539 of the NIC line rate"), std::string::npos)
+      << r.out;
+  j["cluster"]["gpu"] = "a100-sxm4-80g";
+  j["training"]["dtype"] = "bf16";
+  j["training"].erase("fp8_recipe");
+  j["training"].erase("attention_kernel");
+  j["parallel"]["moe_dispatcher"] = "deepep";
+  r = run_cli("run " + test::write_temp("de.json", j.dump()));
+  EXPECT_NE(r.out.find("has no rate for its kernels (network.moe_dispatch_rdma), so its cross-node tokens move at NCCL's"), std::string::npos)
+      << r.out;
+}
+
 TEST(Cli, UserStringsCannotCutMessagesOrDriveTheTerminal) {
   // raw_escaped_nul_in_gpu.json: "h100-sxm5-80g\u0000junk" no longer ends the message at the NUL.
   Ran r = run_cli("run " + test::test_data("repro/raw_escaped_nul_in_gpu.json"));
