@@ -271,9 +271,15 @@ void check_hybrid(const JsonObject& o, const ModelSpec& m) {
   for (size_t i = 0; i < p.size(); ++layer) {
     size_t len = 1;
     while (i + len < p.size() && (static_cast<unsigned char>(p[i + len]) & 0xC0) == 0x80) ++len;
-    if (len > 1 || !layer_type_of_symbol(p[i]))
-      o.fail("hybrid_pattern", "symbol '" + p.substr(i, len) + "' at layer " + std::to_string(layer) +
+    if (len > 1 || !layer_type_of_symbol(p[i])) {
+      std::string shown = p.substr(i, len);  // a control character (tab, newline) shown as its \xNN escape
+      if (len == 1 && static_cast<unsigned char>(p[i]) < 0x20) {
+        static constexpr char kHex[] = "0123456789abcdef";
+        shown = std::string("\\x") + kHex[static_cast<unsigned char>(p[i]) >> 4] + kHex[p[i] & 0xF];
+      }
+      o.fail("hybrid_pattern", "symbol '" + shown + "' at layer " + std::to_string(layer) +
                                    " is not modelled: 'M' Mamba-2, '*' attention, '-' MLP, 'E' mixture of experts (Megatron-Core's symbols)");
+    }
     i += len;
   }
   if (static_cast<std::int64_t>(p.size()) != m.layers)

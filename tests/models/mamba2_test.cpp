@@ -216,6 +216,9 @@ TEST(Mamba2, InvalidHybridModelsAreTold) {
   j["model"] = model;
   EXPECT_EQ(test::scenario_error(j), "test.json: /model/hybrid_pattern: symbol '\u2192' at layer 2 is not modelled: 'M' Mamba-2, "
                                      "'*' attention, '-' MLP, 'E' mixture of experts (Megatron-Core's symbols)");
+  model["hybrid_pattern"] = "M-\t*";  // a tab does not break the one-line message
+  j["model"] = model;
+  EXPECT_NE(test::scenario_error(j).find("symbol '\\x09' at layer 2"), std::string::npos) << test::scenario_error(j);
   model["hybrid_pattern"] = "M-M*";
   model.erase("mamba");
   j["model"] = model;
