@@ -176,8 +176,7 @@ std::string host_launch_note(const Scenario& sc, const Program& p, const ModelGr
 std::string dispatcher_rate_note(const Scenario& sc) {
   const MoeDispatcher d = sc.parallel.moe_dispatcher;
   if (d == MoeDispatcher::AllToAll || !sc.model.moe || sc.parallel.ep <= 1) return "";
-  const CollectiveSpec g = make_layout(sc).ep_group(CollOp::AllToAll, 1);
-  const std::int64_t per_node = std::max<std::int64_t>(1, std::min(g.ranks_per_node, g.ranks)), nodes = (g.ranks + per_node - 1) / per_node;
+  const std::int64_t nodes = make_layout(sc).ep_group(CollOp::AllToAll, 1).nodes();
   if (nodes <= 1) return "";
   const double eff = sc.profile.moe_dispatch_rdma_efficiency(d, nodes);
   if (eff > 0)

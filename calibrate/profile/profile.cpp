@@ -208,6 +208,10 @@ double Profile::moe_dispatch_rdma_efficiency(MoeDispatcher d, std::int64_t nodes
   return pts.back().efficiency.value;
 }
 
+std::string Profile::dispatch_rdma_figure_name(MoeDispatcher d, std::int64_t nodes) {
+  return "moe_dispatch_rdma." + name_of(d) + "." + std::to_string(nodes) + "_nodes";
+}
+
 double Profile::peak_flops(const std::string& dtype) const {
   auto it = peak_tflops.find(dtype);
   if (it == peak_tflops.end()) throw ProfileError(file + ": /compute/peak_tflops: no peak for dtype \"" + dtype + "\"");

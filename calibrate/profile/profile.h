@@ -278,6 +278,8 @@ struct Profile {
   // The efficiency at `nodes`: linear in log2(nodes) between the points, the nearest point's beyond
   // them; 0 when the profile has no points for the dispatcher.
   double moe_dispatch_rdma_efficiency(MoeDispatcher d, std::int64_t nodes) const;
+  // A point's name in `profile show`, `profile diff` and `run --interval`: moe_dispatch_rdma.hybridep.2_nodes.
+  static std::string dispatch_rdma_figure_name(MoeDispatcher d, std::int64_t nodes);
   NcclTuning nccl;
   // Multipliers on the priced time of each class of work. Not a profile figure (never read from
   // JSON): 1 in every prediction; `parasim validate` sets one at a time to measure how much of a

@@ -57,8 +57,7 @@ std::vector<const CollectivePoint*> AlphaBetaNetwork::measured_points(const Coll
   // Measured points of the same group shape (ranks and nodes): NCCL's choice (ring, tree, NVLS,
   // protocol) depends on both. The same op if present, else all-reduce on one node (ring bus
   // bandwidth per chunk is close across ring collectives: 367 vs 361 GB/s AR vs AG on 8x H200).
-  const std::int64_t g = std::max<std::int64_t>(1, std::min(c.ranks_per_node, c.ranks));
-  const std::int64_t nodes = (c.ranks + g - 1) / g;
+  const std::int64_t nodes = c.nodes();
   // A group inside one NVSwitch node smaller than the measured one runs NCCL's ring over the same
   // switch ports, so its bus bandwidth at the same per-rank chunk is the measured group's (ring
   // all-reduce at 8 GiB on 4..7 of 8 H200s: 363.3-365.7 GB/s, shared/validation/
@@ -124,8 +123,7 @@ bool AlphaBetaNetwork::use_measured(const CollectiveSpec& c) const {
   if (c_.intra_kind == IntraNode::Pcie || c.op == CollOp::SendRecv) return false;
   if (c_.nccl.algorithm || c_.nccl.protocol) return false;
   // A benchmark ran one group alone; groups sharing a node's NICs are priced by the tuner.
-  const std::int64_t g = std::max<std::int64_t>(1, std::min(c.ranks_per_node, c.ranks));
-  if ((c.ranks + g - 1) / g > 1 && c.groups_per_node > 1) return false;
+  if (c.nodes() > 1 && c.groups_per_node > 1) return false;
   return !measured_points(c).empty();
 }
 
@@ -134,8 +132,8 @@ AlgoInput AlphaBetaNetwork::tuner_input(const CollectiveSpec& c) const {
   in.op = c.op;
   in.bytes = c.bytes;
   in.ranks = c.ranks;
-  in.per_node = std::max<std::int64_t>(1, std::min(c.ranks_per_node, c.ranks));
-  in.nodes = (c.ranks + in.per_node - 1) / in.per_node;
+  in.per_node = c.per_node();
+  in.nodes = c.nodes();
   in.intra_busbw = link_gbps_ * 1e9 * p_.intra_bus_efficiency.value;
   // NCCL runs one ring channel per NIC; the node's NICs are shared by the groups active on it.
   in.net_busbw = in.nodes > 1 ? static_cast<double>(c_.nics_per_node) * c_.nic_gbps * 1e9 * p_.inter_bus_efficiency.value /
@@ -154,8 +152,7 @@ AlgoInput AlphaBetaNetwork::tuner_input(const CollectiveSpec& c) const {
 // and NIC loads are priced by the direct rule (NCCL's latencies stand in for the kernels'), its NIC
 // load at the dispatcher's own published rate where the profile has one (LinkLoads::nic_efficiency).
 double AlphaBetaNetwork::dispatch_time(const CollectiveSpec& c) const {
-  const std::int64_t g = std::max<std::int64_t>(1, std::min(c.ranks_per_node, c.ranks));
-  if (g >= c.ranks) {
+  if (c.nodes() == 1) {
     CollectiveSpec even = c;
     even.loads.reset();
     even.bytes = c.loads->nvlink * static_cast<double>(c.ranks) / static_cast<double>(c.ranks - 1);
@@ -180,7 +177,7 @@ double AlphaBetaNetwork::time_s(const CollectiveSpec& c) const {
 std::string AlphaBetaNetwork::algorithm(const CollectiveSpec& c) const {
   if (c.ranks <= 1 || c.bytes <= 0) return "none";
   if (c.op == CollOp::AllToAll && c.loads)
-    return c.loads->nic_efficiency > 0 && c.ranks > std::min(c.ranks_per_node, c.ranks)
+    return c.loads->nic_efficiency > 0 && c.nodes() > 1
                ? "dispatcher kernels (per-rank NVLink and NIC loads, direct; NIC at the dispatcher's published rate)"
                : "dispatcher kernels (per-rank NVLink and NIC loads, direct)";
   if (use_measured(c)) return "measured (NCCL's choice on this group shape)";

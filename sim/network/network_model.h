@@ -1,6 +1,7 @@
 // One interface for the cost of a collective or transfer, so that fidelity can be swapped:
 // the analytical alpha-beta model here; the flow-level topology model behind the same interface.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -36,6 +37,9 @@ struct CollectiveSpec {
   // All-to-all run by an MoE dispatcher's kernels (DeepEP, HybridEP): each rank's loads, priced
   // instead of an even spread of `bytes` (NCCL's all-to-all) when present.
   std::optional<LinkLoads> loads = std::nullopt;
+  // The group's ranks on each node it spans (at least 1, at most the group), and how many nodes.
+  std::int64_t per_node() const { return std::max<std::int64_t>(1, std::min(ranks_per_node, ranks)); }
+  std::int64_t nodes() const { return (ranks + per_node() - 1) / per_node(); }
 };
 
 struct AlgoInput;

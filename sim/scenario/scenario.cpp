@@ -606,9 +606,7 @@ Scenario parse_scenario(const Json& given, const std::string& file, const std::s
   // network model runs.
   if (s.cluster.inter_kind == InterNode::Custom && s.cluster.nodes > 1) build_topology(s.cluster, s.profile);
   StackContext ctx = stack_context(j);
-  // A stack's GPU conditions match the profile's own name, so a profile given by path (a copy, or a
-  // derived part) gets its family's settings as the shipped one does.
-  ctx.gpu = s.profile.name;
+  ctx.gpu = s.profile.name;  // a profile given by path (a copy, a derived part) meets its family's conditions
   ctx.norm = name_of(s.model.norm);
   ctx.position_embedding = name_of(s.model.position_embedding);
   s.origins = apply_stack(j, stack ? &*stack : nullptr, ctx);

@@ -185,7 +185,6 @@ StackContext stack_context(const Json& scenario) {
     const auto it = scenario.is_object() ? scenario.find(k) : scenario.end();
     return it != scenario.end() && it->is_object() ? *it : empty;
   };
-  x.gpu = str_at(section("cluster"), "gpu", "");
   x.dtype = str_at(section("training"), "dtype", name_of(Dtype::Bf16));
   const Json& par = section("parallel");
   x.pp = int_at(par, "pp", 1);

@@ -57,7 +57,8 @@ struct StackContext {
   bool fsdp = false;
 };
 bool holds(const StackCondition& c, const StackContext& x);
-// The layout fields of a scenario's JSON; norm and position_embedding are the caller's (the model
+// The layout fields of a scenario's JSON; gpu, norm and position_embedding are the caller's (gpu:
+// the loaded profile's name, so a profile given by path meets its family's conditions; the model
 // may be a zoo name).
 StackContext stack_context(const Json& scenario);
 

@@ -170,29 +170,24 @@ TEST(MoeDispatch, BadRdmaPointsAreProfileErrorsWithTheJsonPath) {
 }
 
 TEST(MoeDispatch, TheNicLegMovesAtTheDispatchersRate) {
-  // The cross-node leg of a dispatch dominated by its NIC load takes inter_bus_efficiency /
-  // nic_efficiency times as long at the dispatcher's published rate; inside one node nothing changes.
+  // A dispatcher rate equal to NCCL's prices the dispatch exactly as before; halving it doubles the
+  // time of a NIC-bound cross-node leg (its latency aside); inside one node the rate plays no part.
   const Scenario sc = ep16_on_two_h100_nodes();
   const auto net = make_network(NetworkKind::Analytical, sc.profile, sc.cluster);
-  for (const auto& [n, g] : {std::pair{16, 8}, {8, 8}}) {
+  const auto time = [&](std::int64_t n, double eff, double scale) {
     CollectiveSpec c;
     c.op = CollOp::AllToAll;
     c.ranks = n;
-    c.ranks_per_node = g;
+    c.ranks_per_node = 8;
     c.bytes = 1e9;
-    c.loads = LinkLoads{1e6, n > g ? 1e9 : 0.0};
-    const double ncc = net->time_s(c), tiny = [&] {
-      CollectiveSpec z = c;
-      z.loads = LinkLoads{1, n > g ? 1.0 : 0.0};
-      return net->time_s(z);
-    }();
-    c.loads->nic_efficiency = 0.5;
-    const double own = net->time_s(c);
-    if (n > g)
-      EXPECT_NEAR((own - tiny) / (ncc - tiny), sc.profile.inter_bus_efficiency.value / 0.5, 1e-6);
-    else
-      EXPECT_DOUBLE_EQ(own, ncc);
-  }
+    c.loads = LinkLoads{1e6 * scale, n > 8 ? 1e9 * scale : 0.0, eff};
+    return net->time_s(c);
+  };
+  const double ncc = sc.profile.inter_bus_efficiency.value;
+  EXPECT_EQ(time(16, ncc, 1), time(16, 0, 1));
+  const double lat = time(16, ncc / 2, 1e-9);  // the same leg with next to no bytes: its latency
+  EXPECT_NEAR(time(16, ncc / 2, 1) - lat, 2 * (time(16, ncc, 1) - lat), 1e-9);
+  EXPECT_EQ(time(8, 0.3, 1), time(8, 0, 1));
 }
 
 // Qwen3-30B-A3B on 16 H100: EP 16 across the two nodes, or PP 2 x EP 8 inside each node.
