@@ -6,7 +6,7 @@
 namespace parasim {
 
 void add_host_issue(Program& p, const HostLaunch& h) {
-  if (h.launches.size() != p.labels.size() || h.sync_before.size() != p.labels.size())
+  if (h.counts.size() != p.labels.size() || h.sync_before.size() != p.labels.size())
     throw std::logic_error("host launch counts not one per label");
   const size_t nr = p.ranks.size();
   std::vector<OpId> gate(nr, -1), prev(nr, -1);
@@ -19,11 +19,10 @@ void add_host_issue(Program& p, const HostLaunch& h) {
       gate[r] = prev[r];
       lag[r] = 0;
     }
-    const std::int64_t n = h.of(op);
     HostIssue& hi = p.host[i];
     hi.gate = gate[r];
-    hi.first = lag[r] + (n > 0 ? h.per_launch : 0);
-    lag[r] += n * h.per_launch;
+    hi.first = lag[r] + (h.count(op).calls > 0 ? h.per_call : 0);
+    lag[r] += h.issue_time(op);
     hi.last = lag[r];
     const OpId g = gate[r];
     if (g >= 0 && p.ops[static_cast<size_t>(g)].stream != op.stream && std::find(op.deps.begin(), op.deps.end(), g) == op.deps.end())
@@ -36,25 +35,32 @@ void add_host_issue(Program& p, const HostLaunch& h) {
 
 namespace parasim {
 
-std::int64_t block_launches(const Block& b, const std::vector<LayerModule>& graphed) {
-  std::int64_t n = 0;
+HostCosts host_costs(const TrainingSpec& t) {
+  const Time call = seconds_to_time(t.host_launch_us * 1e-6);
+  const bool own_loop = t.launch_impl != LaunchImpl::Eager && t.host_loop_launch_us > 0;
+  return {call, own_loop ? seconds_to_time(t.host_loop_launch_us * 1e-6) : call};
+}
+
+LaunchCount block_launches(const Block& b, const std::vector<LayerModule>& graphed) {
+  LaunchCount n;
   bool graph_open = false;  // the previous kernel was graphed: this one is in the same replay
   for (const Kernel& k : b.kernels) {
     if (std::find(graphed.begin(), graphed.end(), k.module) != graphed.end()) {
-      if (!graph_open) ++n;
+      if (!graph_open) n += {1, 1};
       graph_open = true;
       continue;
     }
     graph_open = false;
-    n += k.launches;
+    n += {1, k.launches};
   }
   return n;
 }
 
 namespace {
 
-// The blocks an op of each role runs (the emitter's op_labels.h); an op of no listed role is one launch.
-std::int64_t role_launches(OpRole role, const LayerGraph& g, const std::vector<LayerModule>& graphed) {
+// The blocks an op of each role runs (the emitter's op_labels.h); an op of no listed role is one
+// call of one launch.
+LaunchCount role_launches(OpRole role, const LayerGraph& g, const std::vector<LayerModule>& graphed) {
   auto n = [&](const Block& b) { return block_launches(b, graphed); };
   switch (role) {
     case OpRole::EmbeddingFwd: return n(g.embed_fwd);
@@ -67,9 +73,12 @@ std::int64_t role_launches(OpRole role, const LayerGraph& g, const std::vector<L
     case OpRole::HeadBwd: case OpRole::MtpHeadBwd: return n(g.head_bwd);
     case OpRole::MtpFwd: return n(g.mtp_fwd);
     case OpRole::MtpBwd: return n(g.mtp_bwd);
-    case OpRole::RecomputeFwd: return n(g.attn_fwd) + n(g.mlp_fwd);
+    case OpRole::RecomputeFwd: {
+      LaunchCount both = n(g.attn_fwd);
+      return both += n(g.mlp_fwd);
+    }
     case OpRole::TrainMetrics: return n(g.metrics);
-    default: return 1;
+    default: return {1, 1};
   }
 }
 
@@ -94,8 +103,7 @@ bool dispatch_sync(const ModelGraph& g) {
 
 std::vector<double> host_issue_s(const Program& p, const HostLaunch& h) {
   std::vector<double> s(p.ranks.size(), 0.0);
-  for (const Op& op : p.ops)
-    s[static_cast<size_t>(op.rank)] += static_cast<double>(h.of(op) * h.per_launch);
+  for (const Op& op : p.ops) s[static_cast<size_t>(op.rank)] += static_cast<double>(h.issue_time(op));
   for (double& x : s) x /= static_cast<double>(kPicosPerSecond);
   return s;
 }
@@ -114,26 +122,27 @@ std::vector<LayerModule> graphed_modules(const std::vector<CudaGraphScope>& scop
   return m;
 }
 
-HostLaunch host_launch_model(const Program& p, const ModelGraph& g, Time per_launch, const std::vector<LayerModule>& graphed) {
+HostLaunch host_launch_model(const Program& p, const ModelGraph& g, HostCosts costs, const std::vector<LayerModule>& graphed) {
   HostLaunch h;
-  h.per_launch = per_launch;
-  h.launches.assign(p.labels.size(), 0);
+  h.per_call = costs.per_call;
+  h.per_loop = costs.per_loop;
+  h.counts.assign(p.labels.size(), LaunchCount{});
   h.sync_before.assign(p.labels.size(), 0);
   if (g.kinds.size() > 1) {
     h.kinds = g.kinds.size();
-    h.kind_launches.assign(p.labels.size() * h.kinds, 0);
+    h.kind_counts.assign(p.labels.size() * h.kinds, LaunchCount{});
     h.kind_sync_before.assign(p.labels.size() * h.kinds, 0);
   }
   for (size_t l = 0; l < p.labels.size(); ++l) {
     const OpRole role = p.label_roles[l];
     const bool dispatch = role == OpRole::EpAllToAllFwd && dispatch_sync(g);
     for (size_t k = 0; k < g.kinds.size(); ++k) {
-      const std::int64_t n = role_launches(role, g.kinds[k], graphed);
+      const LaunchCount n = role_launches(role, g.kinds[k], graphed);
       const bool sync = dispatch || (role == OpRole::MlpFwd && eager_moe_sync(g.kinds[k]));
-      h.launches[l] = std::max(h.launches[l], n);
+      h.counts[l] = {std::max(h.counts[l].calls, n.calls), std::max(h.counts[l].launches, n.launches)};
       h.sync_before[l] = h.sync_before[l] || sync;
       if (h.kinds > 0) {
-        h.kind_launches[l * h.kinds + k] = n;
+        h.kind_counts[l * h.kinds + k] = n;
         h.kind_sync_before[l * h.kinds + k] = sync;
       }
     }

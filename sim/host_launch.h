@@ -1,6 +1,8 @@
 // The host thread that launches a rank's kernels. A framework in eager mode (PyTorch, and
 // Megatron-Core and Transformer Engine on it) issues every kernel from one CPU thread, in program
-// order, each costing the host a launch time; the GPU runs them asynchronously, so the host runs
+// order: each framework call (a module's forward, an autograd node's backward, a torch function)
+// costs the host its Python and dispatch time, and each further kernel the call launches from its
+// own C++ loop a bare launch; the GPU runs them asynchronously, so the host runs
 // ahead of it except where it waits for the GPU (a device-to-host copy it needs, such as an MoE
 // dispatcher's token counts). A kernel cannot start before the host has issued it: when kernels
 // are shorter than their launches, the step is bound by the host, not the GPU. Kernels inside a
@@ -16,23 +18,47 @@
 #include "models/layer_graph.h"
 #include "sim/core/program.h"
 #include "sim/scenario/choices.h"
+#include "sim/scenario/scenario.h"
 
 namespace parasim {
 
+// The launches behind a priced kernel or an op: the framework calls the host makes (one per
+// priced kernel: a module or function of Megatron-Core, Transformer Engine or PyTorch; one per CUDA
+// graph replay) and the kernels they launch in all (a call can launch more from its own C++ loop:
+// Transformer Engine's grouped GEMM issues one cuBLAS GEMM per local expert, an FP8 current-scaling
+// quantization four kernels).
+struct LaunchCount {
+  std::int64_t calls = 0;
+  std::int64_t launches = 0;
+  LaunchCount& operator+=(const LaunchCount& o) {
+    calls += o.calls;
+    launches += o.launches;
+    return *this;
+  }
+  bool operator==(const LaunchCount&) const = default;
+};
+
 struct HostLaunch {
-  Time per_launch = 0;  // host time to issue one kernel
-  // Per label index (Program::labels): the kernels an op of that label launches (the largest over
-  // the kinds of layer), and whether the host waits, before issuing the op, for the GPU to finish
-  // the rank's previous op (a sync point).
-  std::vector<std::int64_t> launches;
+  Time per_call = 0;  // host time of a framework call, its first kernel's launch included
+  Time per_loop = 0;  // host time of each further kernel a call launches from its own loop
+  // Per label index (Program::labels): the calls and launches of an op of that label (the largest
+  // over the kinds of layer), and whether the host waits, before issuing the op, for the GPU to
+  // finish the rank's previous op (a sync point).
+  std::vector<LaunchCount> counts;
   std::vector<char> sync_before;
   // In a model with more than one kind of layer, per label and kind (label x kinds + kind): the
-  // kernels a layer's op of that kind launches (Op::layer_kind); a hybrid model's Mamba-2 layer
-  // has no MLP block to launch, its MoE layer no attention block.
+  // launches of a layer's op of that kind (Op::layer_kind); a hybrid model's Mamba-2 layer has no
+  // MLP block to launch, its MoE layer no attention block.
   std::size_t kinds = 0;
-  std::vector<std::int64_t> kind_launches;
+  std::vector<LaunchCount> kind_counts;
   std::vector<char> kind_sync_before;  // likewise for sync_before
-  std::int64_t of(const Op& op) const { return by_kind(op) ? kind_launches[kind_index(op)] : launches[label_index(op)]; }
+  const LaunchCount& count(const Op& op) const { return by_kind(op) ? kind_counts[kind_index(op)] : counts[label_index(op)]; }
+  std::int64_t of(const Op& op) const { return count(op).launches; }  // the kernels it launches
+  // The host time to issue the op: each call, and each further launch of the calls' loops.
+  Time issue_time(const Op& op) const {
+    const LaunchCount& c = count(op);
+    return c.calls * per_call + (c.launches - c.calls) * per_loop;
+  }
   bool syncs_before(const Op& op) const { return (by_kind(op) ? kind_sync_before[kind_index(op)] : sync_before[label_index(op)]) != 0; }
 
  private:
@@ -41,25 +67,34 @@ struct HostLaunch {
   std::size_t kind_index(const Op& op) const { return label_index(op) * kinds + static_cast<std::size_t>(op.layer_kind); }
 };
 
+// The host's costs from a scenario's training settings: host_launch_us per framework call, and
+// host_loop_launch_us per further launch of a call's own loop (0: as a call). Eager PyTorch
+// modules (launch_impl "eager") loop in Python: every launch there is a call.
+struct HostCosts {
+  Time per_call = 0, per_loop = 0;
+};
+HostCosts host_costs(const TrainingSpec& t);
+
 // Program::host for every op: on each rank, the host issues the ops' kernels one after another from
 // the step's start, or from the end of the op before a sync point. An op whose gate is on another
 // stream gets the gate as a dependency, so that its end is known when the op is ready.
 void add_host_issue(Program& p, const HostLaunch& h);
 
-// Kernels the host launches for one block: each kernel's real launches (Kernel::launches: an
-// expert GEMM once per local expert under Transformer Engine, an FP8 quantization's amax, scale
-// and cast kernels, ...), and the kernels of a CUDA-graphed part (consecutive kernels of the
-// `graphed` modules) as one graph launch.
-std::int64_t block_launches(const Block& b, const std::vector<LayerModule>& graphed);
+// What the host launches for one block: a call per priced kernel with its real launches
+// (Kernel::launches: an expert GEMM once per local expert under Transformer Engine, an FP8
+// quantization's amax, scale and cast kernels, ...), and a CUDA-graphed part (consecutive kernels
+// of the `graphed` modules) as one call that launches one graph.
+LaunchCount block_launches(const Block& b, const std::vector<LayerModule>& graphed);
 
-// The host model of a lowered program: `per_launch` per kernel, each label's kernels from the
-// model's blocks (a layer's op: its kind's; any other: the largest over the kinds), a communication or other op one launch, and
+// The host model of a lowered program: `costs` per call and loop launch, each label's launches from
+// the model's blocks (a layer's op: its kind's; any other: the largest over the kinds), a
+// communication or other op one call of one launch, and
 // a sync point before each MoE layer's forward all-to-all (Megatron-Core's dropless token
 // dispatcher with expert parallelism copies the token counts to the host and waits for them
 // before the all-to-all: megatron/core/transformer/moe/token_dispatcher.py, cuda_sync_point
 // "before_ep_alltoall"), and with eager PyTorch modules (LayerShape::eager_launches) before each
 // MoE layer's MLP block (its token counts copied to the host for the grouped GEMM's group sizes).
-// Each rank's host time to issue its kernels (seconds): launches x per_launch over its ops.
+// Each rank's host time to issue its kernels (seconds): HostLaunch::issue_time over its ops.
 std::vector<double> host_issue_s(const Program& p, const HostLaunch& h);
 
 // The layer modules Megatron-Core's CUDA-graph scopes capture (TransformerLayer with
@@ -68,6 +103,6 @@ std::vector<double> host_issue_s(const Program& p, const HostLaunch& h);
 // preprocessing, which has no kernel priced apart.
 std::vector<LayerModule> graphed_modules(const std::vector<CudaGraphScope>& scopes);
 
-HostLaunch host_launch_model(const Program& p, const ModelGraph& g, Time per_launch, const std::vector<LayerModule>& graphed);
+HostLaunch host_launch_model(const Program& p, const ModelGraph& g, HostCosts costs, const std::vector<LayerModule>& graphed);
 
 }  // namespace parasim

@@ -127,7 +127,7 @@ Program lower_step(const Scenario& s, const Registries& reg, const LoweringInput
   try {
     Program p = lower(reg.schedules, in);
     if (host_modelled(s))
-      add_host_issue(p, host_launch_model(p, in.layers, seconds_to_time(s.training.host_launch_us * 1e-6), graphed_modules(s.training.cuda_graph_scope)));
+      add_host_issue(p, host_launch_model(p, in.layers, host_costs(s.training), graphed_modules(s.training.cuda_graph_scope)));
     if (run) {
       EngineOptions eo;
       eo.overlap_compute_slowdown = s.profile.overlap_compute_slowdown.value;
@@ -159,15 +159,17 @@ std::vector<double> compute_work_s(const Program& p) {
 // How close the host thread that launches the kernels comes to the GPU: the rank whose host issue
 // time is the largest share of its compute-stream work (a share near or above 1: launch-bound).
 std::string host_launch_note(const Scenario& sc, const Program& p, const ModelGraph& layers) {
-  const HostLaunch h = host_launch_model(p, layers, seconds_to_time(sc.training.host_launch_us * 1e-6), graphed_modules(sc.training.cuda_graph_scope));
+  const HostCosts costs = host_costs(sc.training);
+  const HostLaunch h = host_launch_model(p, layers, costs, graphed_modules(sc.training.cuda_graph_scope));
   const std::vector<double> host = host_issue_s(p, h), gpu = compute_work_s(p);
   size_t worst = 0;
   for (size_t r = 0; r < host.size(); ++r)
     if (host[r] * gpu[worst] > host[worst] * gpu[r]) worst = r;
   if (host.empty() || gpu[worst] <= 0) return "";
   const double share = host[worst] / gpu[worst];
-  return fmt::format("host launch path ({} us per kernel launch{}): rank {}'s host spends {:.0f} % of its GPU work time issuing its "
-                     "kernels{}", sc.training.host_launch_us, sc.training.cuda_graph_scope.empty() ? "" : ", CUDA graphs over part of each layer",
+  const std::string loop = costs.per_loop == costs.per_call ? "" : fmt::format(", {:g} us per further kernel of its own loop", sc.training.host_loop_launch_us);
+  return fmt::format("host launch path ({:g} us per framework call{}{}): rank {}'s host spends {:.0f} % of its GPU work time issuing its "
+                     "kernels{}", sc.training.host_launch_us, loop, sc.training.cuda_graph_scope.empty() ? "" : ", CUDA graphs over part of each layer",
                      worst, 100 * share, share >= 1 ? ": launch-bound, the GPU waits on the host" : "; the GPU waits on it only after sync points");
 }
 

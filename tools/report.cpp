@@ -119,7 +119,8 @@ void print_time_partition(std::ostream& os, const TimePartition& t, double step_
     total += v;
     fmt::print(os, "    {:<22} {:>10}  {:5.1f} %{}\n", name, human_s(v), 100 * v / step_s, note);
   };
-  for (const auto& [k, v] : t.compute_stream_s) line(k, v, comm_phase(k) ? "  (on the compute stream)" : "");
+  for (const auto& [k, v] : t.compute_stream_s)
+    line(k, v, k == kHostWaitKey ? "  (the GPU waiting for the host thread to issue kernels)" : comm_phase(k) ? "  (on the compute stream)" : "");
   line("comm_exposed_s", t.exposed_s, "  (waiting on the communication below)");
   line("idle_s", t.idle_s, "  (pipeline bubble, waiting on other ranks)");
   fmt::print(os, "    {:<22} {:>10}  {:5.1f} %\n", "step", human_s(total), 100 * total / step_s);

@@ -107,6 +107,11 @@ class Run {
     if (p.fused_ops > 0) fused_time_.assign(n, -1);
     tl_.start.assign(n, -1);
     tl_.end.assign(n, -1);
+    if (has_host_) {
+      tl_.host_wait_before.assign(n, 0);
+      tl_.host_wait_within.assign(n, 0);
+      host_blocked_since_.assign(n, -1);
+    }
     tl_.memory.resize(nr);
     hot_.reserve(n);
     // Successor lists and stream queues as arrays cut by offsets: counted, summed, then filled from
@@ -341,12 +346,12 @@ class Run {
     if (busy_[q] || head_[q] >= queue_begin_[q + 1]) return;
     const OpId id = queue_ops_[static_cast<size_t>(head_[q])];
     if (hot_[static_cast<size_t>(id)].remaining > 0) return;
-    if (has_host_ && !host_issued(id)) return;
+    if (has_host_ && !host_ready(id)) return;
     busy_[q] = 1;
     const HotOp& op = hot_[static_cast<size_t>(id)];
     if (op.flags & kCommStream) mark_dirty(op.rank);
     if (op.collective < 0) {
-      schedule(id, !has_host_ ? op.duration : std::max(op.duration, host_base(id) + p_.host[static_cast<size_t>(id)].last - now_));
+      schedule(id, !has_host_ ? op.duration : host_bound_duration(id, op.duration));
       return;
     }
     const auto& members = p_.collectives[static_cast<size_t>(op.collective)];
@@ -361,6 +366,25 @@ class Run {
     if (g < 0) return 0;
     if (tl_.end[static_cast<size_t>(g)] < 0) throw std::logic_error("host issue gated on an op that has not ended");
     return tl_.end[static_cast<size_t>(g)];
+  }
+  // Whether the op, ready on an idle stream, has its first kernel issued by now; the time its stream
+  // waits for the host from here is Timeline::host_wait_before.
+  bool host_ready(OpId id) {
+    const auto i = static_cast<size_t>(id);
+    if (!host_issued(id)) {
+      if (host_blocked_since_[i] < 0) host_blocked_since_[i] = now_;
+      return false;
+    }
+    if (host_blocked_since_[i] >= 0) tl_.host_wait_before[i] = now_ - host_blocked_since_[i];
+    return true;
+  }
+  // An op runs at least until the host has issued its last kernel (Timeline::host_wait_within).
+  Time host_bound_duration(OpId id, Time duration) {
+    const auto i = static_cast<size_t>(id);
+    const Time issued = host_base(id) + p_.host[i].last - now_;
+    if (issued <= duration) return duration;
+    tl_.host_wait_within[i] = issued - duration;
+    return issued;
   }
   // Whether the op's first kernel has been issued by now; if not, a wake-up at its issue time.
   bool host_issued(OpId id) {
@@ -486,6 +510,7 @@ class Run {
   const Program& p_;
   const EngineOptions& o_;
   const bool has_host_;  // Program::host is given: ops wait for their kernels' issue
+  std::vector<Time> host_blocked_since_;  // per op: when its stream was first ready for it but the host was not
   const bool slows_ = o_.overlap_compute_slowdown > 0.0;  // compute beside a collective runs slower
   const std::array<std::uint8_t, kStreams * kPhases> kind_flags_ = kind_flags();  // by stream and phase
   Timeline tl_;

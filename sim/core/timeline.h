@@ -27,10 +27,24 @@ struct Timeline {
   // the one before it ends, the first at its op's start); -1 for the segments of a fused op that
   // ran unslowed, each ending its duration after its start (each_segment()).
   std::vector<Time> seg_end;
+  // With the host launch model (Program::host), per op: how long its stream sat ready for it while
+  // the host had not yet issued its first kernel (before its start), and how long its span outlasts
+  // its own time because the host issued its last kernel late (within it). Empty without it.
+  std::vector<Time> host_wait_before, host_wait_within;
   std::vector<RankMemory> memory;  // per simulated rank
   Time makespan = 0;
   std::int64_t events = 0;
 };
+
+// Op i's waits on the host (Timeline::host_wait_before, host_wait_within) where they leave the GPU
+// idle: a compute-stream op's; none for an op on another stream or without the host launch model.
+struct HostWait {
+  Time before = 0, within = 0;
+};
+inline HostWait host_wait_of(const Timeline& t, const Op& op, std::size_t i) {
+  if (t.host_wait_before.empty() || op.stream != Stream::Compute) return {};
+  return {t.host_wait_before[i], t.host_wait_within[i]};
+}
 
 // Calls f(segment, start, end) on each segment of fused op `op`, which started at `start`, in
 // order; `ends`: its entries in Timeline::seg_end. Returns where its last segment ended.

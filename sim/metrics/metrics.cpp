@@ -207,6 +207,7 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
   const Time* starts = t.start.data();
   const Time* ends = t.end.data();
   const Time* seg_ends = t.seg_end.data();
+  std::vector<Time> host_wait(nr, 0);
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const Op& op = p.ops[i];
     const auto r = static_cast<size_t>(op.rank);
@@ -215,9 +216,11 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
       seg_ends += op.seg_count;
       continue;
     }
-    const std::pair<Time, Time> iv{starts[i], ends[i]};
+    const HostWait hw = host_wait_of(t, op, i);
+    const std::pair<Time, Time> iv{starts[i] - hw.before, ends[i]};
     flops.add(op.phase, op.model_flops * count[r], op.hw_flops * count[r]);
-    phase[r][static_cast<size_t>(op.phase)] += iv.second - iv.first;
+    phase[r][static_cast<size_t>(op.phase)] += ends[i] - starts[i] - hw.within;
+    host_wait[r] += hw.before + hw.within;
     ivs[r].add(op.stream, op.phase, iv);
     if (op.stream == Stream::Compute && pipeline_work(op.phase)) window.add(iv);
   }
@@ -226,7 +229,7 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
   for (RankIntervals& r : ivs) r.merge_all();
   double gpus_total = 0, bubble_sum = 0;
   std::array<double, kPhases> phase_mean{};
-  double exposed_mean = 0, idle_mean = 0;
+  double exposed_mean = 0, idle_mean = 0, host_wait_mean = 0;
   for (size_t r = 0; r < nr; ++r) {
     RankResult rr;
     const SimRank& sr = p.ranks[r];
@@ -260,6 +263,7 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
     gpus_total += w;
     bubble_sum += w * rr.bubble_fraction;
     exposed_mean += w * rr.comm_exposed_s;
+    host_wait_mean += w * time_to_seconds(host_wait[r]);
     idle_mean += w * rr.idle_s;
     for (int ph = 0; ph < kPhases; ++ph) phase_mean[static_cast<size_t>(ph)] += w * rr.phase_s[static_cast<size_t>(ph)];
     res.peak_mem_gib = std::max(res.peak_mem_gib, rr.peak_mem_gib);
@@ -272,6 +276,7 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
       res.breakdown[std::string(phase_name(static_cast<Phase>(ph))) + "_s"] = phase_mean[static_cast<size_t>(ph)] / gpus_total;
     res.breakdown["comm_exposed_s"] = exposed_mean / gpus_total;
     res.breakdown["idle_s"] = idle_mean / gpus_total;
+    if (!t.host_wait_before.empty()) res.breakdown[kHostWaitKey] = host_wait_mean / gpus_total;
   }
   if (win_hi > win_lo) res.window_s = time_to_seconds(win_hi - win_lo);
   res.exposed = exposed_of(p, ivs, step);

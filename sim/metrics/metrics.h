@@ -11,6 +11,10 @@
 
 namespace parasim {
 
+// Result::breakdown's line for the compute stream's wait on the host thread that issues the kernels
+// (with the host launch model): taken out of the phases whose ops waited.
+inline constexpr const char* kHostWaitKey = "host_wait_s";
+
 struct RankResult {
   std::int32_t rank = 0;   // first real rank this simulated rank stands for
   std::int64_t count = 1;  // real ranks it stands for
