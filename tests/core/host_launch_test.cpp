@@ -100,7 +100,9 @@ TEST(HostLaunch, WaitsOnTheHostAddUpToTheStep) {
       work += p.ops[i].duration;
     }
     EXPECT_EQ(work + waits, t.makespan) << kernel_us;
-    if (kernel_us > 50) EXPECT_EQ(waits, 2 * seconds_to_time(5.0 * kUs));  // the first launch, and the first after the sync
+    if (kernel_us > 50) {
+      EXPECT_EQ(waits, 2 * seconds_to_time(5.0 * kUs));  // the first launch, and the first after the sync
+    }
   }
 }
 
