@@ -51,7 +51,7 @@ LaunchCount block_launches(const Block& b, const std::vector<LayerModule>& graph
       continue;
     }
     graph_open = false;
-    n += {1, k.launches};
+    n += {1, std::max<std::int64_t>(1, k.launches)};
   }
   return n;
 }
@@ -139,7 +139,7 @@ HostLaunch host_launch_model(const Program& p, const ModelGraph& g, HostCosts co
     for (size_t k = 0; k < g.kinds.size(); ++k) {
       const LaunchCount n = role_launches(role, g.kinds[k], graphed);
       const bool sync = dispatch || (role == OpRole::MlpFwd && eager_moe_sync(g.kinds[k]));
-      h.counts[l] = {std::max(h.counts[l].calls, n.calls), std::max(h.counts[l].launches, n.launches)};
+      if (h.time_of(n) > h.time_of(h.counts[l])) h.counts[l] = n;
       h.sync_before[l] = h.sync_before[l] || sync;
       if (h.kinds > 0) {
         h.kind_counts[l * h.kinds + k] = n;

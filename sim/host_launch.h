@@ -41,9 +41,9 @@ struct LaunchCount {
 struct HostLaunch {
   Time per_call = 0;  // host time of a framework call, its first kernel's launch included
   Time per_loop = 0;  // host time of each further kernel a call launches from its own loop
-  // Per label index (Program::labels): the calls and launches of an op of that label (the largest
-  // over the kinds of layer), and whether the host waits, before issuing the op, for the GPU to
-  // finish the rank's previous op (a sync point).
+  // Per label index (Program::labels): the calls and launches of an op of that label (the kind of
+  // layer whose calls take the host longest), and whether the host waits, before issuing the op, for the
+  // GPU to finish the rank's previous op (a sync point).
   std::vector<LaunchCount> counts;
   std::vector<char> sync_before;
   // In a model with more than one kind of layer, per label and kind (label x kinds + kind): the
@@ -54,11 +54,9 @@ struct HostLaunch {
   std::vector<char> kind_sync_before;  // likewise for sync_before
   const LaunchCount& count(const Op& op) const { return by_kind(op) ? kind_counts[kind_index(op)] : counts[label_index(op)]; }
   std::int64_t of(const Op& op) const { return count(op).launches; }  // the kernels it launches
-  // The host time to issue the op: each call, and each further launch of the calls' loops.
-  Time issue_time(const Op& op) const {
-    const LaunchCount& c = count(op);
-    return c.calls * per_call + (c.launches - c.calls) * per_loop;
-  }
+  // The host time to issue `c`: each call, and each further launch of the calls' loops.
+  Time time_of(const LaunchCount& c) const { return c.calls * per_call + (c.launches - c.calls) * per_loop; }
+  Time issue_time(const Op& op) const { return time_of(count(op)); }
   bool syncs_before(const Op& op) const { return (by_kind(op) ? kind_sync_before[kind_index(op)] : sync_before[label_index(op)]) != 0; }
 
  private:

@@ -111,6 +111,7 @@ class Run {
       tl_.host_wait_before.assign(n, 0);
       tl_.host_wait_within.assign(n, 0);
       host_blocked_since_.assign(n, -1);
+      host_deadline_.assign(n, -1);
     }
     tl_.memory.resize(nr);
     hot_.reserve(n);
@@ -175,6 +176,8 @@ class Run {
       if (has_host_ && hot_[static_cast<size_t>(e.op)].host == kHostWaiting) {  // the host has issued it
         hot_[static_cast<size_t>(e.op)].host = kHostIssued;
         try_start(hot_[static_cast<size_t>(e.op)].queue);
+      } else if (has_host_ && host_deadline_[static_cast<size_t>(e.op)] > now_) {
+        hold_for_host(e.op);
       } else {
         finish(e.op);
       }
@@ -378,13 +381,29 @@ class Run {
     if (host_blocked_since_[i] >= 0) tl_.host_wait_before[i] = now_ - host_blocked_since_[i];
     return true;
   }
-  // An op runs at least until the host has issued its last kernel (Timeline::host_wait_within).
+  // An op runs at least until the host has issued its last kernel (Timeline::host_wait_within): its
+  // own work runs (and slows beside a collective) as usual, and if it ends before that issue time the
+  // op holds its stream until then (hold_for_host). An op on a shared link is stretched instead.
   Time host_bound_duration(OpId id, Time duration) {
     const auto i = static_cast<size_t>(id);
     const Time issued = host_base(id) + p_.host[i].last - now_;
     if (issued <= duration) return duration;
+    if (hot_[i].shared_link < 0) {
+      host_deadline_[i] = now_ + issued;
+      return duration;
+    }
     tl_.host_wait_within[i] = issued - duration;
     return issued;
+  }
+  // The op's own work has ended before the host issued its last kernel: it waits for that, its work
+  // no longer slowed by a collective.
+  void hold_for_host(OpId id) {
+    const auto i = static_cast<size_t>(id);
+    tl_.host_wait_within[i] = host_deadline_[i] - now_;
+    heap_.push({host_deadline_[i], seq_++, id, hot_[i].version});
+    host_deadline_[i] = -1;
+    const auto r = static_cast<size_t>(hot_[i].rank);
+    if (slowed_op_[r] == id) slowed_op_[r] = -1;
   }
   // Whether the op's first kernel has been issued by now; if not, a wake-up at its issue time.
   bool host_issued(OpId id) {
@@ -511,6 +530,7 @@ class Run {
   const EngineOptions& o_;
   const bool has_host_;  // Program::host is given: ops wait for their kernels' issue
   std::vector<Time> host_blocked_since_;  // per op: when its stream was first ready for it but the host was not
+  std::vector<Time> host_deadline_;       // per op: when the host issues its last kernel, where its work ends before (else -1)
   const bool slows_ = o_.overlap_compute_slowdown > 0.0;  // compute beside a collective runs slower
   const std::array<std::uint8_t, kStreams * kPhases> kind_flags_ = kind_flags();  // by stream and phase
   Timeline tl_;

@@ -16,6 +16,7 @@ TimePartition partition_time(const Program& p, const Timeline& t, const Result& 
     auto& into = stream == Stream::Compute ? out.compute_stream_s : out.other_streams_s;
     into[std::string(phase_name(phase)) + "_s"] += s;
   };
+  if (!t.host_wait_before.empty()) out.compute_stream_s[kHostWaitKey] = 0;  // a line whenever the host is modelled
   const Time* seg_end = t.seg_end.data();
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const Op& op = p.ops[i];

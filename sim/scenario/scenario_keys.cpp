@@ -138,7 +138,7 @@ const std::vector<ScenarioKey>& scenario_keys() {
        "Host time per further kernel a framework call launches from its own loop, microseconds (0: as a call; eager PyTorch: always as a call).",
        "none (framework and host CPU)"},
       {"/training/cuda_graph_scope", "choices", "none",
-       "Parts of each layer run as CUDA graphs, one launch each (with host_launch_us).", "Megatron `--cuda-graph-scope` with `--cuda-graph-impl transformer_engine`"},
+       "Parts of each layer run as CUDA graphs, one call each (with host_launch_us).", "Megatron `--cuda-graph-scope` with `--cuda-graph-impl transformer_engine`"},
       {"/training/cuda_graph_impl", "choice", "\"transformer_engine\"",
        "CUDA graphs over parts of each layer (cuda_graph_scope), or the whole step as one graph (no per-kernel host cost).",
        "Megatron `--cuda-graph-impl`"},

@@ -115,9 +115,38 @@ TEST(HostLaunch, CallsAndTheirLoopsCostTheirOwnFigures) {
   h.per_loop = seconds_to_time(10 * kUs);
   h.counts = {{1, 16}, {1, 16}};
   h.sync_before = {0, 0};
-  EXPECT_EQ(h.issue_time(p.ops[0]), seconds_to_time((100 + 15 * 10) * kUs));
   add_host_issue(p, h);
-  EXPECT_NEAR(makespan_us(p), 250.0 + 0.0, 1e-6);  // the kernel, 1 us, runs within its last launch
+  EXPECT_NEAR(makespan_us(p), 250.0, 1e-6);  // the kernel, 1 us, runs within its last launch
+}
+
+// An op whose own work ends before the host has issued its last kernel waits for that issue, its
+// work slowed beside a running collective but not its wait: a collective on the comm stream from
+// 5 us, and an op of 10 us of work issued from 10 us to 105 us (20 calls of 5 us) at a slowdown of
+// 0.5: its work ends at 25 us, and it holds its stream until 105 us, 80 us of it waiting.
+TEST(HostLaunch, WaitForTheLastIssueIsNotSlowedBesideACollective) {
+  Program p;
+  p.labels = {"collective", "kernel"};
+  p.ranks.resize(1);
+  Op c;
+  c.stream = Stream::Comm;
+  c.duration = seconds_to_time(1000 * kUs);
+  c.label = 0;
+  p.add(std::move(c));
+  Op k;
+  k.stream = Stream::Compute;
+  k.duration = seconds_to_time(10 * kUs);
+  k.label = 1;
+  p.add(std::move(k));
+  HostLaunch h;
+  h.per_call = h.per_loop = seconds_to_time(5 * kUs);
+  h.counts = {{1, 1}, {20, 20}};
+  h.sync_before = {0, 0};
+  add_host_issue(p, h);
+  EngineOptions eo;
+  eo.overlap_compute_slowdown = 0.5;
+  const Timeline t = run_program(p, eo);
+  EXPECT_NEAR(static_cast<double>(t.end[1]) / kPicosPerSecond / kUs, 105.0, 1e-6);
+  EXPECT_NEAR(static_cast<double>(t.host_wait_within[1]) / kPicosPerSecond / kUs, 80.0, 1e-6);
 }
 
 // The figures come from the training settings; eager PyTorch modules loop in Python, so each of

@@ -24,5 +24,26 @@ TEST(TimePartition, SumsToTheStepOnTheExamples) {
   }
 }
 
+// With the host thread modelled (Megatron-Bridge's stack), the GPU's wait on the host is a line of
+// its own, taken out of the phases whose ops waited: the lines still sum to the step, and the line
+// matches the result's host_wait_s. An EP 16 job whose forward dispatches sync each layer, and a
+// pipeline (PP 2 x VP 12) whose last stage waits on its host most.
+TEST(TimePartition, SumsToTheStepWithTheHostWaitOnItsOwnLine) {
+  const Registries reg;
+  for (const char* file : {"mbridge-skill-h100-qwen3_30b_a3b-bf16-16gpu-ep16-hybridep-overlap-off.json",
+                           "pub-mbridge-26.02.01-dgx-h100-qwen3_30b_a3b-fp8-16gpu-tp1pp2cp1.json"}) {
+    SCOPED_TRACE(file);
+    const Json j = read_json_file(test::data_dir() + "/scenarios/measured/" + file);
+    const SimulationOutput out = simulate(test::scenario_from(j["scenario"]), reg, nullptr, Detail::Timeline);
+    const TimePartition t = partition_time(out.program, out.timeline, out.result);
+    double sum = t.exposed_s + t.idle_s;
+    for (const auto& [phase, s] : t.compute_stream_s) sum += s;
+    EXPECT_NEAR(sum, out.result.step_time_s, 1e-9 * out.result.step_time_s);
+    ASSERT_TRUE(t.compute_stream_s.count(kHostWaitKey));
+    EXPECT_GT(t.compute_stream_s.at(kHostWaitKey), 0.05 * out.result.step_time_s);
+    EXPECT_NEAR(t.compute_stream_s.at(kHostWaitKey), out.result.breakdown.at(kHostWaitKey), 1e-9 * out.result.step_time_s);
+  }
+}
+
 }  // namespace
 }  // namespace parasim
