@@ -31,6 +31,8 @@ Figure figure(const JsonObject& parent, const std::string& key, double min, doub
     if (!(f.low >= min && f.low <= f.value && f.value <= f.high && f.high <= max))
       o.fail("range", "expected low <= value <= high within the figure's valid range");
     f.range_source = o.str("range_source");
+  } else if (o.has("range_source")) {
+    o.fail("range_source", "names the source of a range, but the figure has no \"range\": [low, high]");
   }
   o.finish(also_allowed);
   return f;

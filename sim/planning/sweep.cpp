@@ -181,16 +181,19 @@ double combination_cost(const Json& j, const std::string& data_dir, const Regist
 
 namespace {
 // The declared scenario keys a name that is no short name stands for: its last segment
-// ("moe_dispatcher", "heads") or its dotted path ("parallel.moe_dispatcher"), as the suggestion of an
-// error ("did you mean \"/parallel/moe_dispatcher\"?", or "one of" several); "" when none.
+// ("moe_dispatcher", "heads") or its dotted path ("parallel.moe_dispatcher"), or else the keys whose
+// last segment begins with it ("seq" -> "/training/seq_len"), as the suggestion of an error ("did you
+// mean \"/parallel/moe_dispatcher\"?", or "one of" several); "" when none.
 std::string declared_pointers_named(const std::string& name) {
   std::string dotted = "/" + name;
   std::replace(dotted.begin(), dotted.end(), '.', '/');
-  std::vector<std::string> found;
+  std::vector<std::string> found, prefixed;
   for (const std::string& p : declared_scenario_pointers()) {
     if (p.find('*') != std::string::npos) continue;
     if (p == dotted || (p.size() > name.size() && p.ends_with("/" + name))) found.push_back("\"" + p + "\"");
+    else if (name.size() >= 3 && p.find("/" + name) == p.rfind('/')) prefixed.push_back("\"" + p + "\"");
   }
+  if (found.empty()) found = prefixed;
   if (found.size() > 1) return "one of " + join_names(found, ", ");
   return found.empty() ? "" : found.front();
 }

@@ -168,6 +168,22 @@ TEST(AttentionKernels, ProfileRejectsUnknownOrDefaultKernelEntries) {
   EXPECT_EQ(error_of(j), "(no error)");
 }
 
+// A figure's range_source names the source of its range: without a range it is refused as that, not
+// as an unknown key.
+TEST(MeasuredProfile, RangeSourceWithoutARangeIsRefusedAsSuch) {
+  Json j = read_json_file(test::data_dir() + "/calibrate/profiles/h100-sxm5-80g.json");
+  Json& f = j["network"]["intra_bus_efficiency"];
+  ASSERT_FALSE(f.contains("range"));
+  f["range_source"] = "a sweep";
+  try {
+    parse_profile(j, "p.json");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "p.json: /network/intra_bus_efficiency/range_source: names the source of a range, but the figure has "
+                                     "no \"range\": [low, high]");
+  }
+}
+
 TEST(MeasuredProfile, MultiNodeRunAddsItsGroupsToTheBaseProfilesPoints) {
   // What `mpirun ... parasim-calibrate --mpi --base <single-node measured profile>` writes: the
   // base's points stay, the 16-rank 2-node groups are added, GEMM points are untouched.

@@ -192,6 +192,15 @@ TEST(Sweep, AKeyThatIsNoShortNameSuggestsTheDeclaredPointer) {
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()).find("did you mean"), std::string::npos) << e.what();
   }
+  // A beginning of a key's last segment names the keys it begins ("seq" is no short name: it once
+  // suggested "ep", the closest short name by spelling).
+  try {
+    parse_vary("seq=2048,4096");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"/training/seq_len\""), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("\"ep\""), std::string::npos) << e.what();
+  }
 }
 
 TEST(Sweep, TwoAxesOnOneSettingAreRefused) {
