@@ -99,14 +99,17 @@ std::string moe_summary(const ModelSpec& m) {
 namespace {
 // "  (ideal 0.9 % = (p-1)/(v*m+p-1) with p 4, v 5, m 64; ...)" for a pipeline schedule with a closed
 // form (the schedule registry's references); "" otherwise.
-std::string ideal_bubble(const Scenario& sc) {
+std::string ideal_bubble(const Scenario& sc, const Result& r) {
   const auto& p = sc.parallel;
   const IdealBubble& bubble = schedule_def(schedule_registry(), p.schedule).bubble;
   if (p.pp <= 1 || !bubble.formula) return "";
   const double pp = static_cast<double>(p.pp), m = static_cast<double>(sc.microbatches()), v = static_cast<double>(p.vpp);
+  const auto host = r.breakdown.find(kHostWaitKey);
+  const bool host_bound = host != r.breakdown.end() && host->second > 0;
   return fmt::format("  (ideal {} = {:.1f} % with p {}{}, m {}; the gap: unequal stages (embedding first, output layer and "
-                     "loss last), pipeline sends, warm-up)",
-                     bubble.formula, 100 * bubble.fraction(pp, m, v), p.pp, p.vpp > 1 ? fmt::format(", v {}", p.vpp) : "", sc.microbatches());
+                     "loss last{}), pipeline sends, warm-up)",
+                     bubble.formula, 100 * bubble.fraction(pp, m, v), p.pp, p.vpp > 1 ? fmt::format(", v {}", p.vpp) : "", sc.microbatches(),
+                     host_bound ? "; stages slowed by waiting on their host, host_wait_s" : "");
 }
 
 bool comm_phase(const std::string& key) { return key.find("comm_s") != std::string::npos || key == "fsdp_gather_s"; }
@@ -155,7 +158,7 @@ void print_summary(std::ostream& os, const Scenario& sc, const Result& r, const 
   fmt::print(os, "  {:<22} {:.0f} ({:.0f} per GPU)\n", "tokens/s", r.tokens_per_s, r.tokens_per_s / static_cast<double>(sc.cluster.gpus()));
   fmt::print(os, "  {:<22} {:.1f}\n", "TFLOP/s per GPU", r.tflops_per_gpu);
   fmt::print(os, "  {:<22} {:.1f} %  (HFU {:.1f} %)\n", "MFU", 100 * r.mfu, 100 * r.hfu);
-  fmt::print(os, "  {:<22} {:.1f} %{}\n", "bubble fraction", 100 * r.bubble_fraction, ideal_bubble(sc));
+  fmt::print(os, "  {:<22} {:.1f} %{}\n", "bubble fraction", 100 * r.bubble_fraction, ideal_bubble(sc, r));
   fmt::print(os, "  {:<22} {:.2f} GiB of {:.2f} GiB{}\n", "peak VRAM per GPU", r.peak_mem_gib, r.capacity_gib,
              r.fits_in_memory ? "" : "  ** OUT OF MEMORY **");
   fmt::print(os, "  {:<22} {:.2f} GiB  (the caching allocator's reserve, as nvidia-smi shows it)\n\n", "reserved per GPU",

@@ -123,6 +123,13 @@ struct RankIntervals {
       if (k >= 0) comm_kind[static_cast<size_t>(k)].add(iv);
     }
   }
+  // The compute stream waiting on the host (Timeline::host_wait_before/within): busy, for no kind of
+  // communication, so the communication beside it is not what the stream waits on.
+  void add_host_wait(std::pair<Time, Time> iv) {
+    if (iv.second <= iv.first) return;
+    compute.add(iv);
+    compute_work.add(iv);
+  }
   void merge_all() {
     for (IntervalSet* s : {&compute, &comm, &own_comm, &compute_work}) s->finish();
     for (IntervalSet& s : comm_kind) s.finish();
@@ -216,13 +223,16 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
       seg_ends += op.seg_count;
       continue;
     }
+    // A compute-stream op's wait on the host: before its start, and after its work within its span.
     const HostWait hw = host_wait_of(t, op, i);
-    const std::pair<Time, Time> iv{starts[i] - hw.before, ends[i]};
+    const std::pair<Time, Time> iv{starts[i], ends[i] - hw.within};
     flops.add(op.phase, op.model_flops * count[r], op.hw_flops * count[r]);
-    phase[r][static_cast<size_t>(op.phase)] += ends[i] - starts[i] - hw.within;
+    phase[r][static_cast<size_t>(op.phase)] += iv.second - iv.first;
     host_wait[r] += hw.before + hw.within;
     ivs[r].add(op.stream, op.phase, iv);
-    if (op.stream == Stream::Compute && pipeline_work(op.phase)) window.add(iv);
+    ivs[r].add_host_wait({starts[i] - hw.before, starts[i]});
+    ivs[r].add_host_wait({iv.second, ends[i]});
+    if (op.stream == Stream::Compute && pipeline_work(op.phase)) window.add({starts[i] - hw.before, ends[i]});
   }
   const double model_flops = flops.model, hw_flops = flops.hw, reported_hw_flops = flops.reported;
   Time win_lo = window.lo, win_hi = window.hi;

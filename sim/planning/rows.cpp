@@ -36,6 +36,8 @@ Row make_row(const Scenario& sc, const SimulationOutput& out, std::size_t index,
   r.exposed = res.exposed;
   const auto rc = res.breakdown.find("recompute_s");
   r.recompute_s = rc == res.breakdown.end() ? 0.0 : rc->second;
+  const auto hw = res.breakdown.find(kHostWaitKey);
+  r.host_wait_s = hw == res.breakdown.end() ? 0.0 : hw->second;
   r.gpu_hours_per_mtok = res.tokens_per_s > 0 ? static_cast<double>(r.gpus) / 3600.0 / res.tokens_per_s * 1e6 : 0.0;
   if (!res.fits_in_memory) {
     r.status = "oom";
@@ -66,9 +68,9 @@ bool dominates(const Row& a, const Row& b) {
 std::vector<std::pair<std::string, double>> costs(const Row& r) {
   return {{"bubble", r.bubble * r.step_s}, {"exposed TP comm", r.exposed.tp}, {"exposed DP comm", r.exposed.dp},
           {"exposed PP comm", r.exposed.pp}, {"exposed EP comm", r.exposed.ep}, {"exposed CP comm", r.exposed.cp},
-          {"recompute", r.recompute_s},
+          {"recompute", r.recompute_s}, {"waiting on the host", r.host_wait_s},
           // The rest of the step: the GPU computing (kernel efficiency at this shape).
-          {"compute", r.step_s - r.bubble * r.step_s - r.exposed.total() - r.recompute_s}};
+          {"compute", r.step_s - r.bubble * r.step_s - r.exposed.total() - r.recompute_s - r.host_wait_s}};
 }
 
 std::string why_for(const Row& r, const Row* best, Objective o) {
@@ -119,7 +121,7 @@ Json row_json(const Row& r, double price) {
             {"mfu", r.mfu}, {"bubble", r.bubble}, {"peak_mem_gib", r.peak_mem_gib}, {"capacity_gib", r.capacity_gib},
             {"headroom", r.headroom},
             {"exposed", {{"tp", r.exposed.tp}, {"dp", r.exposed.dp}, {"pp", r.exposed.pp}, {"ep", r.exposed.ep}, {"cp", r.exposed.cp}}},
-            {"recompute_s", r.recompute_s}, {"gpu_hours_per_mtok", r.gpu_hours_per_mtok},
+            {"recompute_s", r.recompute_s}, {"host_wait_s", r.host_wait_s}, {"gpu_hours_per_mtok", r.gpu_hours_per_mtok},
             {"pareto", r.pareto}, {"why", r.why}};
   j["cost_per_mtok"] = price > 0 ? Json(price * r.gpu_hours_per_mtok) : Json(nullptr);
   return j;
@@ -137,6 +139,7 @@ Row row_from_json(const Json& j) {
            {"mfu", &Row::mfu}, {"bubble", &Row::bubble}, {"peak_mem_gib", &Row::peak_mem_gib}, {"capacity_gib", &Row::capacity_gib},
            {"headroom", &Row::headroom}, {"recompute_s", &Row::recompute_s}, {"gpu_hours_per_mtok", &Row::gpu_hours_per_mtok}})
     r.*field = j.at(key).get<double>();
+  r.host_wait_s = j.value("host_wait_s", 0.0);  // rows written before it was
   const Json& e = j.at("exposed");
   r.exposed = {e.at("tp").get<double>(), e.at("dp").get<double>(), e.at("pp").get<double>(), e.at("ep").get<double>(),
                e.at("cp").get<double>()};

@@ -27,6 +27,7 @@ struct Row {
   double peak_mem_gib = 0, capacity_gib = 0, headroom = 0;
   ExposedComm exposed;
   double recompute_s = 0;
+  double host_wait_s = 0;  // the GPU waiting on the host thread (with the host launch model)
   double gpu_hours_per_mtok = 0;  // GPU-hours per million tokens (cost without a price)
   bool pareto = false;
   std::string why;

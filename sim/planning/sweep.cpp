@@ -120,14 +120,9 @@ Json parse_value(const std::string& v, const std::string& what) {
       for (const std::string& item : split_top_level(v.substr(1, v.size() - 2), what)) arr.push_back(parse_value(item, what));
     return arr;
   }
-  try {
-    size_t pos = 0;
-    const long long i = std::stoll(v, &pos);
-    if (pos == v.size()) return i;
-    const double d = std::stod(v, &pos);
-    if (pos == v.size()) return d;
-  } catch (const std::exception&) {
-  }
+  // A number as JSON spells one (as a scenario file reads it: not 0x10, +5, 5. or .5, which stay strings).
+  const Json n = Json::parse(v, nullptr, false);
+  if (!n.is_discarded() && n.is_number()) return n;
   return v;
 }
 

@@ -45,5 +45,17 @@ TEST(TimePartition, SumsToTheStepWithTheHostWaitOnItsOwnLine) {
   }
 }
 
+// The host's cost moves the GPU's wait on it, not the exposed communication: the EP 16 job's exposed
+// all-to-all time (what sweep and plan blame) is the same with the host modelled or not, where the
+// host wait before each dispatch used to count as exposed EP communication.
+TEST(TimePartition, TheWaitOnTheHostIsNotExposedCommunication) {
+  Json j = read_json_file(test::data_dir() + "/scenarios/measured/mbridge-skill-h100-qwen3_30b_a3b-bf16-16gpu-ep16-hybridep-overlap-off.json");
+  const Result with = simulate(test::scenario_from(j["scenario"]), Registries{}).result;
+  j["scenario"]["training"]["host_launch_us"] = 0;
+  const Result without = simulate(test::scenario_from(j["scenario"]), Registries{}).result;
+  ASSERT_GT(with.breakdown.at(kHostWaitKey), 1.0);
+  EXPECT_NEAR(with.exposed.ep, without.exposed.ep, 1e-3 * without.exposed.ep);
+}
+
 }  // namespace
 }  // namespace parasim

@@ -203,6 +203,18 @@ TEST(Sweep, AKeyThatIsNoShortNameSuggestsTheDeclaredPointer) {
   }
 }
 
+// Values are numbers where JSON spells one, as a scenario file reads them: 0x10, +5, 5. and .5 stay
+// strings (the scenario then refuses them where it wants a number); 2 stays an integer.
+TEST(Sweep, ValuesAreNumbersAsJsonSpellsThem) {
+  const VaryAxis a = parse_vary("/training/seq_len=2,2.5,1e3,-1,0x10,+5,5.,.5");
+  ASSERT_EQ(a.values.size(), 8u);
+  EXPECT_TRUE(a.values[0].is_number_integer());
+  EXPECT_EQ(a.values[1].get<double>(), 2.5);
+  EXPECT_EQ(a.values[2].get<double>(), 1000.0);
+  EXPECT_EQ(a.values[3].get<std::int64_t>(), -1);
+  for (size_t i = 4; i < 8; ++i) EXPECT_TRUE(a.values[i].is_string()) << a.values[i].dump();
+}
+
 TEST(Sweep, TwoAxesOnOneSettingAreRefused) {
   // The later axis would overwrite the earlier's values, labelling rows with settings never run.
   EXPECT_THROW(parse_vary_axes({"nodes=2,4", "nodes=8"}), ConfigError);
