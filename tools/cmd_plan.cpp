@@ -121,8 +121,8 @@ void add_plan_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--headroom", o->headroom, "fraction of GPU memory to leave free (default 0.1)");
   cmd->add_option("--top", o->top, "layouts to print (default 5)");
   cmd->add_option("--objective", o->objective, "throughput | cost | time");
-  cmd->add_option("--base", o->base, "scenario whose cluster and training blocks the layouts start from (default: the first in "
-                                     "scenarios/ on this GPU)");
+  cmd->add_option("--base", o->base, "scenario whose cluster, training and network blocks and stack the layouts start from (default: "
+                                     "the cluster of the first in scenarios/ on this GPU)");
   cmd->add_flag("--allow-cross-node-tp", o->cross_node_tp, "let tensor parallelism span nodes");
   cmd->add_option("--max-micro-batch", o->max_mb, "micro-batch sizes tried: powers of two up to this (default 8)");
   cmd->add_option("--max-vpp", o->max_vpp, "model chunks per stage tried: 1 to this (default 8)");

@@ -82,6 +82,7 @@ PlanJob plan_job_of(const PlanOpts& o, const std::string& data_dir) {
     throw ConfigError(o.base + ": expected a scenario (or a measured run, parasim.measured/1) with a cluster block");
   job.base = {{"schema", "parasim.scenario/1"}, {"cluster", j.at("cluster")}, {"training", j.value("training", Json::object())}};
   if (j.contains("network")) job.base["network"] = j.at("network");
+  if (j.contains("stack")) job.base["stack"] = j.at("stack");  // its framework's settings (the host thread among them)
   job.base["cluster"]["gpu"] = o.gpu;
   job.base_file = o.base;
   return job;
