@@ -60,7 +60,8 @@ TEST(MoeNsight, CommunicationKernelTimeWithinTenPercentOverlapOff) {
 // The GPU's wait on its host thread, EP overlap off: the prediction's host wait (the stack's cost
 // per framework call, fitted to a different A/B: tests/core/host_launch_test.cpp
 // CudaGraphAbGapAsPublished) against the published step less the profile's GPU-active union
-// (1.89 s derived; it mixes the unprofiled step with the profiled window, so within 35 %).
+// (1.89 s derived; it mixes the unprofiled step with the profiled window, so within 35 %, which
+// admits 165-187 us per call: the wait rises steeply with the cost once the host binds).
 TEST(MoeNsight, GpuWaitOnTheHostNearTheProfilesIdleOverlapOff) {
   const Json run = data()["runs"]["off"];
   const double measured = run["step_s"].get<double>() - run["gpu_active_union_s"].get<double>();
