@@ -319,9 +319,10 @@ void add_ffn_fwd(Block& f, const Kernel& up, const Kernel& down, const std::stri
   f.kernels.push_back(launched(tagged(up.module, mem(act, (glu ? 3 : 2) * ffb, false, MemClass::Activation), FfnStep::Activation), act_launches));
   f.kernels.push_back(down);
 }
+// down_bias: down's bias gradient is a kernel of its own (false: the caller prices it).
 void add_ffn_bwd(Block& b, const Kernel& up, const Kernel& down, const std::string& act, bool glu, double ffb, bool bias,
-                 double down_rows, double up_rows, double h, double e, std::int64_t act_launches = 1) {
-  if (bias) b.kernels.push_back(bias_grad(down, down_rows, h, e));
+                 double down_rows, double up_rows, double h, double e, std::int64_t act_launches = 1, bool down_bias = true) {
+  if (bias && down_bias) b.kernels.push_back(bias_grad(down, down_rows, h, e));
   add_gemm_bwd(b, down);
   b.kernels.push_back(
       launched(tagged(up.module, mem(act + ".bwd", (glu ? 5 : 3) * ffb, true, MemClass::Activation), FfnStep::Activation), act_launches));
@@ -360,6 +361,25 @@ void add_ffn_bwd(Block& b, const Kernel& up, const Kernel& down, const std::stri
 // torch._grouped_mm two kernels (prepare_grouped_gemm_data and the CUTLASS grouped GEMM), and
 // before the first the offsets' cumsum, int cast and the group sizes' copy (3); silu and multiply
 // forward (2), backward the two products, silu's backward and the gate/up concatenation (4).
+// The experts' biases under Megatron-Core's TEGroupedMLP (GPT-OSS): fc1's is added in
+// Transformer Engine's grouped GEMM, but fc2 returns its biases (skip_bias_add) and
+// TEGroupedMLP._apply_bias adds them in a Python loop over the local experts, each expert's
+// rows plus its bias times their routing weights (a multiply and an add), then one torch.cat
+// (megatron/core/transformer/moe/experts.py, core_v0.15.0 to core_v0.19.0). Its backward is
+// autograd's: per expert the multiply's two gradients, each summed to its operand's shape (4),
+// and the split routing weights' gradients concatenated (1); Megatron's DDP hook then adds each
+// of the 2 x local experts bias gradients into its main_grad (one add_ each,
+// megatron/core/distributed/distributed_data_parallel.py _make_backward_post_hook).
+// Bytes: forward the product written, the add's two reads and write, the cat's read and write
+// (6 passes over the rows x hidden output); backward the two products written from the
+// gradient and their sums reading them (6 passes).
+Kernel expert_bias_ops(const Kernel& fc2, double rows, double h, double e, std::int64_t local_experts, bool backward) {
+  Kernel k = launched(tagged(LayerModule::Experts, mem(fc2.name + (backward ? ".bias.bwd" : ".bias"), 6 * rows * h * e, backward)),
+                      backward ? 6 * local_experts + 1 : 2 * local_experts + 1);
+  k.python_ops = true;
+  return k;
+}
+
 struct MoeLaunches {
   std::int64_t router = 3, router_bwd = 3, permute = 4, permute_bwd = 1, unpermute = 1, unpermute_bwd = 1;
   std::int64_t expert_gemm = 1, expert_offsets = 0, activation = 1, activation_bwd = 1;
@@ -441,6 +461,8 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   const std::string act_name = "experts." + name_of(m.activation);
   // The forward's fc1 also launches the expert offsets' kernels (its backward GEMMs do not).
   add_ffn_fwd(mf, launched(fc1, ml.expert_gemm + ml.expert_offsets), fc2, act_name, glu, ffb, ml.activation);
+  const bool bias_loop = m.bias && !sh.eager_launches;
+  if (bias_loop) mf.kernels.push_back(expert_bias_ops(fc2, rows, hd, e, local_experts, false));
   mf.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.unpermute", (copies + Tr) * hd * e)), ml.unpermute));
   // Shared experts: one dense MLP (all shared experts fused, width S split like the experts over
   // etp) on the same T_r tokens beside the routed ones, its output added to theirs.
@@ -460,7 +482,8 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   mb.kernels.push_back(mem("residual2.bwd", 3 * act, true));
   if (m.dropout) mb.kernels.push_back(mem("dropout2.bwd", drop_b, true));
   mb.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.unpermute.bwd", (Tr + 2 * copies) * hd * e, true)), ml.unpermute_bwd));
-  add_ffn_bwd(mb, fc1, fc2, act_name, glu, ffb, m.bias, rows, rows, hd, e, ml.activation_bwd);
+  if (bias_loop) mb.kernels.push_back(expert_bias_ops(fc2, rows, hd, e, local_experts, true));
+  add_ffn_bwd(mb, fc1, fc2, act_name, glu, ffb, m.bias, rows, rows, hd, e, ml.activation_bwd, !bias_loop);
   if (S > 0) add_ffn_bwd(mb, sfc1, sfc2, sact_name, glu, sffb, m.bias, Tr, Tr, hd, e);
   mb.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.permute.bwd", (copies + Tr) * hd * e, true)), ml.permute_bwd));
   mb.kernels.push_back(launched(tagged(LayerModule::Router, mem("router.softmax_topk.bwd", (e + 8) * Tr * Ed, true)), ml.router_bwd));

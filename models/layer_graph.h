@@ -88,6 +88,10 @@ struct Kernel {
   // each: CostModel::memory_s), set where the kernel is built from LayerShape::eager_launches and
   // the FP8 recipe; the sources are named there (models/layer_graph.cpp).
   std::int64_t launches = 1;
+  // The framework issues those launches as bare PyTorch ops from a Python loop of its own module
+  // (each a torch function call with its autograd record, one kernel each), not as one call of a
+  // Megatron-Core or Transformer Engine module: the host prices each at training.host_op_us.
+  bool python_ops = false;
   // An MoE layer's expert GEMMs are shaped as the mean expert's (padded: the capacity); the busiest
   // expert-parallel rank's rows over that shape (sim/parallel/moe_routing.h) scale their time
   // (sim/cost/kernels.cpp). Executed FLOPs are the mean rank's, model FLOPs every routed copy once.

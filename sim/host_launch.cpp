@@ -21,7 +21,7 @@ void add_host_issue(Program& p, const HostLaunch& h) {
     }
     HostIssue& hi = p.host[i];
     hi.gate = gate[r];
-    hi.first = lag[r] + (h.count(op).calls > 0 ? h.per_call : 0);
+    hi.first = lag[r] + h.first_of(h.count(op));
     lag[r] += h.issue_time(op);
     hi.last = lag[r];
     const OpId g = gate[r];
@@ -37,8 +37,9 @@ namespace parasim {
 
 HostCosts host_costs(const TrainingSpec& t) {
   const Time call = seconds_to_time(t.host_launch_us * 1e-6);
-  const bool own_loop = t.launch_impl != LaunchImpl::Eager && t.host_loop_launch_us > 0;
-  return {call, own_loop ? seconds_to_time(t.host_loop_launch_us * 1e-6) : call};
+  const bool framework = t.launch_impl != LaunchImpl::Eager;
+  const bool own_loop = framework && t.host_loop_launch_us > 0, own_op = framework && t.host_op_us > 0;
+  return {call, own_loop ? seconds_to_time(t.host_loop_launch_us * 1e-6) : call, own_op ? seconds_to_time(t.host_op_us * 1e-6) : call};
 }
 
 LaunchCount block_launches(const Block& b, const std::vector<LayerModule>& graphed) {
@@ -51,7 +52,8 @@ LaunchCount block_launches(const Block& b, const std::vector<LayerModule>& graph
       continue;
     }
     graph_open = false;
-    n += {1, std::max<std::int64_t>(1, k.launches)};
+    const std::int64_t launches = std::max<std::int64_t>(1, k.launches);
+    n += k.python_ops ? LaunchCount{0, launches, launches} : LaunchCount{1, launches, 0};
   }
   return n;
 }
@@ -126,6 +128,7 @@ HostLaunch host_launch_model(const Program& p, const ModelGraph& g, HostCosts co
   HostLaunch h;
   h.per_call = costs.per_call;
   h.per_loop = costs.per_loop;
+  h.per_op = costs.per_op;
   h.counts.assign(p.labels.size(), LaunchCount{});
   h.sync_before.assign(p.labels.size(), 0);
   if (g.kinds.size() > 1) {

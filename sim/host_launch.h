@@ -27,12 +27,16 @@ namespace parasim {
 // graph replay) and the kernels they launch in all (a call can launch more from its own C++ loop:
 // Transformer Engine's grouped GEMM issues one cuBLAS GEMM per local expert, an FP8 current-scaling
 // quantization four kernels).
+// Of the launches, `ops` are bare PyTorch ops a module runs in its own Python loop (Kernel::python_ops),
+// each its own torch function call rather than a kernel of a call.
 struct LaunchCount {
   std::int64_t calls = 0;
   std::int64_t launches = 0;
+  std::int64_t ops = 0;
   LaunchCount& operator+=(const LaunchCount& o) {
     calls += o.calls;
     launches += o.launches;
+    ops += o.ops;
     return *this;
   }
   bool operator==(const LaunchCount&) const = default;
@@ -41,6 +45,7 @@ struct LaunchCount {
 struct HostLaunch {
   Time per_call = 0;  // host time of a framework call, its first kernel's launch included
   Time per_loop = 0;  // host time of each further kernel a call launches from its own loop
+  Time per_op = 0;    // host time of a bare PyTorch op run from a module's Python loop
   // Per label index (Program::labels): the calls and launches of an op of that label (the kind of
   // layer whose calls take the host longest), and whether the host waits, before issuing the op, for the
   // GPU to finish the rank's previous op (a sync point).
@@ -54,8 +59,10 @@ struct HostLaunch {
   std::vector<char> kind_sync_before;  // likewise for sync_before
   const LaunchCount& count(const Op& op) const { return by_kind(op) ? kind_counts[kind_index(op)] : counts[label_index(op)]; }
   std::int64_t of(const Op& op) const { return count(op).launches; }  // the kernels it launches
-  // The host time to issue `c`: each call, and each further launch of the calls' loops.
-  Time time_of(const LaunchCount& c) const { return c.calls * per_call + (c.launches - c.calls) * per_loop; }
+  // The host time to issue `c`: each call, each bare op, and each further launch of the calls' loops.
+  Time time_of(const LaunchCount& c) const { return c.calls * per_call + c.ops * per_op + (c.launches - c.calls - c.ops) * per_loop; }
+  // The host time before the first kernel of `c` is issued: its first call's, or first op's.
+  Time first_of(const LaunchCount& c) const { return c.calls > 0 ? per_call : c.ops > 0 ? per_op : 0; }
   Time issue_time(const Op& op) const { return time_of(count(op)); }
   bool syncs_before(const Op& op) const { return (by_kind(op) ? kind_sync_before[kind_index(op)] : sync_before[label_index(op)]) != 0; }
 
@@ -65,11 +72,12 @@ struct HostLaunch {
   std::size_t kind_index(const Op& op) const { return label_index(op) * kinds + static_cast<std::size_t>(op.layer_kind); }
 };
 
-// The host's costs from a scenario's training settings: host_launch_us per framework call, and
-// host_loop_launch_us per further launch of a call's own loop (0: as a call). Eager PyTorch
-// modules (launch_impl "eager") loop in Python: every launch there is a call.
+// The host's costs from a scenario's training settings: host_launch_us per framework call,
+// host_loop_launch_us per further launch of a call's own loop (0: as a call), and host_op_us per
+// bare PyTorch op of a module's Python loop (0: as a call). Eager PyTorch modules (launch_impl
+// "eager") loop in Python: every launch there is a call.
 struct HostCosts {
-  Time per_call = 0, per_loop = 0;
+  Time per_call = 0, per_loop = 0, per_op = 0;
 };
 HostCosts host_costs(const TrainingSpec& t);
 

@@ -168,8 +168,9 @@ std::string host_launch_note(const Scenario& sc, const Program& p, const ModelGr
   if (host.empty() || gpu[worst] <= 0) return "";
   const double share = host[worst] / gpu[worst];
   const std::string loop = costs.per_loop == costs.per_call ? "" : fmt::format(", {:g} us per further kernel of its own loop", sc.training.host_loop_launch_us);
-  return fmt::format("host launch path ({:g} us per framework call{}{}): rank {}'s host spends {:.0f} % of its GPU work time issuing its "
-                     "kernels{}", sc.training.host_launch_us, loop, sc.training.cuda_graph_scope.empty() ? "" : ", CUDA graphs over part of each layer",
+  const std::string op = costs.per_op == costs.per_call ? "" : fmt::format(", {:g} us per bare PyTorch op of a module's Python loop", sc.training.host_op_us);
+  return fmt::format("host launch path ({:g} us per framework call{}{}{}): rank {}'s host spends {:.0f} % of its GPU work time issuing its "
+                     "kernels{}", sc.training.host_launch_us, loop, op, sc.training.cuda_graph_scope.empty() ? "" : ", CUDA graphs over part of each layer",
                      worst, 100 * share, share >= 1 ? ": launch-bound, the GPU waits on the host" : "; the GPU waits on it only after sync points");
 }
 

@@ -114,6 +114,7 @@ TrainingSpec parse_training(const JsonObject& o) {
   t.mtp_layers = o.integer("mtp_layers", 0, 16, 0);
   t.host_launch_us = o.number("host_launch_us", 0, 1e4, 0);
   t.host_loop_launch_us = o.number("host_loop_launch_us", 0, 1e4, 0);
+  t.host_op_us = o.number("host_op_us", 0, 1e4, 0);
   if (o.has("cuda_graph_scope")) t.cuda_graph_scope = parse_enum_list(o, "cuda_graph_scope", cuda_graph_scopes());
   t.cuda_graph_impl = parse_enum(o, "cuda_graph_impl", cuda_graph_impls(), CudaGraphImpl::TransformerEngine);
   if (t.cuda_graph_impl == CudaGraphImpl::FullIteration && !t.cuda_graph_scope.empty())
@@ -701,6 +702,7 @@ Json Scenario::resolved() const {
   if (!training.train_metrics.empty()) j["training"]["train_metrics"] = training.train_metrics;
   if (training.host_launch_us > 0) j["training"]["host_launch_us"] = training.host_launch_us;
   if (training.host_loop_launch_us > 0) j["training"]["host_loop_launch_us"] = training.host_loop_launch_us;
+  if (training.host_op_us > 0) j["training"]["host_op_us"] = training.host_op_us;
   for (CudaGraphScope g : training.cuda_graph_scope) j["training"]["cuda_graph_scope"].push_back(name_of(g));
   if (training.cuda_graph_impl != CudaGraphImpl::TransformerEngine) j["training"]["cuda_graph_impl"] = name_of(training.cuda_graph_impl);
   if (training.launch_impl != LaunchImpl::MegatronTe) j["training"]["launch_impl"] = name_of(training.launch_impl);

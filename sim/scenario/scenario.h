@@ -119,11 +119,13 @@ struct TrainingSpec {
   std::int64_t mtp_layers = 0;
   // The host thread that launches the kernels (sim/host_launch.h): its time per framework call in
   // microseconds (0: not modelled, the GPU never waits on the host), per further kernel a call
-  // launches from its own loop (host_loop_launch_us; 0: as a call), and the parts of a layer the
+  // launches from its own loop (host_loop_launch_us; 0: as a call), per bare PyTorch op a module
+  // runs in its own Python loop (host_op_us; 0: as a call), and the parts of a layer the
   // framework runs as CUDA graphs (Megatron-Core's cuda_graph_scope with cuda_graph_impl
   // "transformer_engine": "attn", "moe_router", "moe_preprocess"), each issued by one call.
   double host_launch_us = 0;
   double host_loop_launch_us = 0;
+  double host_op_us = 0;
   std::vector<CudaGraphScope> cuda_graph_scope;
   // Megatron-Core's cuda_graph_impl: "full_iteration" captures the whole forward-backward step as
   // one CUDA graph, so no kernel of it costs the host a launch (cuda_graph_scope must be empty).

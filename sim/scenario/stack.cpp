@@ -22,6 +22,7 @@ const std::vector<StackField>& stack_fields() {
       {"training.train_metrics", "metrics the training loop evaluates on every microbatch's logits"},
       {"training.host_launch_us", "host time per framework call (the CPU thread that issues kernels)"},
       {"training.host_loop_launch_us", "host time per further kernel a framework call launches from its own loop"},
+      {"training.host_op_us", "host time per bare PyTorch op a framework module runs in its own Python loop"},
       {"training.cuda_graph_scope", "parts of each layer run as CUDA graphs"},
       {"training.cuda_graph_impl", "CUDA graphs per layer part, or the whole step as one graph"},
       {"training.launch_impl", "whose modules issue the kernels (the real launches behind each priced kernel)"},

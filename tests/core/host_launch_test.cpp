@@ -224,6 +224,50 @@ TEST(HostLaunch, TransformerEngineLaunchesPerLocalExpert) {
   EXPECT_EQ(expert_launches(16), 8 * (2 + 2 * 4) + 1);
 }
 
+// A bare PyTorch op of a module's Python loop costs the op figure, neither a call's nor a loop
+// launch's: one call of 2 launches and 10 ops at 100 / 10 / 30 us is 100 + 10 + 10 x 30 us.
+TEST(HostLaunch, BareOpsCostTheirOwnFigure) {
+  Program p = chain(1, 1.0);
+  HostLaunch h;
+  h.per_call = seconds_to_time(100 * kUs);
+  h.per_loop = seconds_to_time(10 * kUs);
+  h.per_op = seconds_to_time(30 * kUs);
+  h.counts = {{1, 12, 10}, {1, 12, 10}};
+  h.sync_before = {0, 0};
+  add_host_issue(p, h);
+  EXPECT_NEAR(makespan_us(p), 410.0, 1e-6);
+  TrainingSpec t;
+  t.host_launch_us = 173;
+  EXPECT_EQ(host_costs(t).per_op, host_costs(t).per_call);  // no op figure: as a call
+  t.host_op_us = 35.6;
+  EXPECT_EQ(host_costs(t).per_op, seconds_to_time(35.6e-6));
+  t.launch_impl = LaunchImpl::Eager;
+  EXPECT_EQ(host_costs(t).per_op, host_costs(t).per_call);
+}
+
+// Megatron-Core's TEGroupedMLP adds the experts' fc2 biases in a Python loop over the local experts
+// (experts.py _apply_bias: a multiply and an add each, then one cat); autograd's backward runs
+// four ops per expert and one for the routing weights, and the DDP hook adds each of the fc1 and
+// fc2 bias gradients into its main_grad. GPT-OSS 120B (128 experts, biases) at EP 8 and EP 64:
+// 16 and 2 local experts. Without biases, or under eager PyTorch's own modules, there is no loop.
+TEST(HostLaunch, ExpertBiasesAddedInAPythonLoopPerLocalExpert) {
+  Json j = read_json_file(test::data_dir() + "/scenarios/measured/pub-mbridge-26.04-dgx-h100-gpt_oss_120b-bf16-64gpu-tp1pp4cp1.json")["scenario"];
+  j.erase("stack");
+  auto ops = [&](std::int64_t ep, bool bias, LaunchImpl impl) {
+    j["model"]["bias"] = bias;
+    Scenario sc = test::scenario_from(j);
+    sc.training.launch_impl = impl;
+    LayerShape sh = layer_shape(sc);
+    sh.ep = ep;
+    const LayerGraph g = build_layer_graph(sc.model, sh);
+    return std::pair{block_launches(g.mlp_fwd, {}).ops, block_launches(g.mlp_bwd, {}).ops};
+  };
+  EXPECT_EQ(ops(8, true, LaunchImpl::MegatronTe), (std::pair<std::int64_t, std::int64_t>{2 * 16 + 1, 6 * 16 + 1}));
+  EXPECT_EQ(ops(64, true, LaunchImpl::MegatronTe), (std::pair<std::int64_t, std::int64_t>{2 * 2 + 1, 6 * 2 + 1}));
+  EXPECT_EQ(ops(8, false, LaunchImpl::MegatronTe), (std::pair<std::int64_t, std::int64_t>{0, 0}));
+  EXPECT_EQ(ops(8, true, LaunchImpl::Eager), (std::pair<std::int64_t, std::int64_t>{0, 0}));
+}
+
 // The host issue time of our eager MoE training steps on one H200 (tools/scripts/torch_moe_bench.py,
 // calibrate/measurements/h200-sxm-141g-moe-2026-12-04): the scenarios of those steps with eager
 // PyTorch's launches (training.launch_impl "eager") and the benchmark's gradient zeroing and
