@@ -174,6 +174,22 @@ std::string host_launch_note(const Scenario& sc, const Program& p, const ModelGr
                      worst, 100 * share, share >= 1 ? ": launch-bound, the GPU waits on the host" : "; the GPU waits on it only after sync points");
 }
 
+// Host-launch settings the scenario sets that cannot act on it: a loop or op cost with no cost per
+// call (the host is not modelled), or under eager PyTorch's modules (every launch there is a call).
+// (A CUDA-graph scope no layer has: idle_settings_note.)
+std::vector<std::string> inert_host_settings(const Scenario& sc) {
+  std::vector<std::string> out;
+  const TrainingSpec& t = sc.training;
+  for (const auto& [key, v] : {std::pair{"host_loop_launch_us", t.host_loop_launch_us}, std::pair{"host_op_us", t.host_op_us}}) {
+    if (v <= 0) continue;
+    if (t.host_launch_us <= 0)
+      out.push_back(fmt::format("training.{} has no effect without training.host_launch_us (the host is not modelled)", key));
+    else if (t.launch_impl == LaunchImpl::Eager)
+      out.push_back(fmt::format("training.{} has no effect with launch_impl \"eager\" (each launch is a call at host_launch_us)", key));
+  }
+  return out;
+}
+
 // What rate an MoE dispatcher's own kernels (DeepEP, HybridEP) move their cross-node tokens at in this
 // scenario: the profile's published point (network.moe_dispatch_rdma) or, lacking one, NCCL's.
 std::string dispatcher_rate_note(const Scenario& sc) {
@@ -271,6 +287,7 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
   });
   auto& w = out.result.warnings;
   if (!host_note.empty()) w.push_back(host_note);
+  for (std::string& n : inert_host_settings(sc)) w.push_back(std::move(n));
   if (std::string n = dispatcher_rate_note(sc); !n.empty()) w.push_back(std::move(n));
   if (out.fold.folded())
     w.push_back(fmt::format("steady state: of the {} microbatches per pipeline, {}, {} and {} were simulated; every figure of the "

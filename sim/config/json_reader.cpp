@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <string_view>
 
 #include "sim/core/registry.h"
 
@@ -260,7 +262,10 @@ double JsonObject::number(const std::string& key, double min, double max) const 
   const double d = v.get<double>();
   if (!(d >= min && d <= max)) {
     std::ostringstream os;
-    os << "expected a number in [" << min << ", " << max << "], got " << d;
+    // The value as JSON wrote it (shortest round trip): 10000.0001 is not "10000" beside a bound of 10000.
+    std::array<char, 32> got{};
+    const auto r = std::to_chars(got.data(), got.data() + got.size(), d);
+    os << "expected a number in [" << min << ", " << max << "], got " << std::string_view(got.data(), static_cast<size_t>(r.ptr - got.data()));
     fail(key, os.str());
   }
   return d;

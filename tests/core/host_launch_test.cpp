@@ -245,6 +245,29 @@ TEST(HostLaunch, BareOpsCostTheirOwnFigure) {
   EXPECT_EQ(host_costs(t).per_op, host_costs(t).per_call);
 }
 
+// A loop or op cost with no cost per call, or under eager PyTorch's modules, acts on nothing: the run
+// says so (and only then).
+TEST(HostLaunch, InertHostSettingsAreTold) {
+  auto notes = [](double call, double loop, double op, const char* impl) {
+    Json j = test::base_scenario();
+    j["training"]["host_launch_us"] = call;
+    j["training"]["host_loop_launch_us"] = loop;
+    j["training"]["host_op_us"] = op;
+    j["training"]["launch_impl"] = impl;
+    std::string all;
+    for (const std::string& w : simulate(test::scenario_from(j), Registries{}).result.warnings)
+      if (w.find("has no effect") != std::string::npos) all += w + "\n";
+    return all;
+  };
+  const std::string none = notes(0, 9.2, 35.6, "megatron-te");
+  EXPECT_NE(none.find("training.host_loop_launch_us has no effect without training.host_launch_us"), std::string::npos) << none;
+  EXPECT_NE(none.find("training.host_op_us has no effect without"), std::string::npos) << none;
+  const std::string eager = notes(35.6, 9.2, 0, "eager");
+  EXPECT_NE(eager.find("training.host_loop_launch_us has no effect with launch_impl \"eager\""), std::string::npos) << eager;
+  EXPECT_EQ(eager.find("host_op_us"), std::string::npos) << eager;
+  EXPECT_EQ(notes(173, 9.2, 35.6, "megatron-te"), "");
+}
+
 // Megatron-Core's TEGroupedMLP adds the experts' fc2 biases in a Python loop over the local experts
 // (experts.py _apply_bias: a multiply and an add each, then one cat); autograd's backward runs
 // four ops per expert and one for the routing weights, and the DDP hook adds each of the fc1 and

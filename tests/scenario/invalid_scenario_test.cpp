@@ -126,6 +126,8 @@ TEST(InvalidScenario, EachProducesItsExactError) {
        "test.json: /parallel/recompute_num_layers: applies to recompute \"full\" (Megatron's block method), but recompute is \"none\""},
       {"oversubscription below 1", [](Json& j) { j["cluster"]["inter_node"] = {{"oversubscription", 0.5}}; },
        "test.json: /cluster/inter_node/oversubscription: expected a number in [1, 64], got 0.5"},
+      {"a number just past its bound, printed as written", [](Json& j) { j["training"]["host_launch_us"] = 10000.0001; },
+       "test.json: /training/host_launch_us: expected a number in [0, 10000], got 10000.0001"},
       {"fp8 recipe without fp8", [](Json& j) { j["training"]["fp8_recipe"] = "current"; },
        "test.json: /training/fp8_recipe: applies to dtype \"fp8\" only (dtype is \"bf16\")"},
       {"unknown fp8 recipe", [](Json& j) { j["training"]["dtype"] = "fp8"; j["training"]["fp8_recipe"] = "mx"; },
