@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <future>
@@ -48,7 +49,29 @@ std::string data_dir(const std::optional<std::string>& given) {
   return resolve_data_dir(c);
 }
 
-Json to_json(const py::object& o) { return Json::parse(py::module_::import("json").attr("dumps")(o).cast<std::string>()); }
+// The JSON pointer of the first float in `o` that JSON cannot write (NaN, infinity), or nullopt.
+std::optional<std::string> non_finite_at(const py::handle& o, const std::string& at) {
+  if (py::isinstance<py::float_>(o)) return std::isfinite(o.cast<double>()) ? std::nullopt : std::optional<std::string>(at);
+  if (py::isinstance<py::dict>(o)) {
+    for (const auto& [k, v] : o.cast<py::dict>())
+      if (auto p = non_finite_at(v, at + "/" + py::str(k).cast<std::string>())) return p;
+  } else if (py::isinstance<py::list>(o) || py::isinstance<py::tuple>(o)) {
+    std::size_t i = 0;
+    for (const auto& v : o) {
+      if (auto p = non_finite_at(v, at + "/" + std::to_string(i))) return p;
+      ++i;
+    }
+  }
+  return std::nullopt;
+}
+
+// A dict or list as JSON; a NaN or infinity in it is bad input (JSON has neither), named by its pointer.
+Json to_json(const py::object& o) {
+  if (auto at = non_finite_at(o, ""))
+    throw ConfigError("<dict>: " + (at->empty() ? std::string("/") : *at) +
+                      ": expected a number, got a non-finite float (JSON has no NaN or infinity)");
+  return Json::parse(py::module_::import("json").attr("dumps")(o).cast<std::string>());
+}
 py::object to_py(const Json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
 // A path (str or os.PathLike) as a string, or nullopt for anything else.

@@ -100,6 +100,15 @@ try:
     raise AssertionError("a misspelled key was accepted")
 except parasim.ConfigError as e:
     assert str(e) == '<dict>: /parallel/scheudle: unknown key; did you mean "schedule"?' and isinstance(e, ValueError), str(e)
+# A NaN or infinity (which Python's json writes, and JSON has not) is named by its pointer.
+with open(scenario) as f:
+    bad = json.load(f)
+bad["training"]["global_batch"] = float("nan")
+try:
+    parasim.run(bad)
+    raise AssertionError("a NaN was accepted")
+except parasim.ConfigError as e:
+    assert str(e).startswith("<dict>: /training/global_batch: expected a number, got a non-finite float"), str(e)
 try:
     parasim.run(scenario, data_dir="/nonexistent")
     raise AssertionError("a missing data directory was accepted")
