@@ -330,6 +330,29 @@ void add_ffn_bwd(Block& b, const Kernel& up, const Kernel& down, const std::stri
   add_gemm_bwd(b, up);
 }
 
+// The experts' biases under Megatron-Core's TEGroupedMLP (GPT-OSS): fc1's is added in
+// Transformer Engine's grouped GEMM, but fc2 returns its biases (skip_bias_add) and
+// TEGroupedMLP._apply_bias adds them in a Python loop over the local experts, each expert's
+// rows plus its bias times their routing weights (a multiply and an add), then one torch.cat
+// (megatron/core/transformer/moe/experts.py, core_v0.15.0 on; from core_v0.18.0 the
+// use_transformer_engine_op_fuser path skips it: LayerShape::moe_bias_loop). Its backward is
+// autograd's: per expert the multiply's two gradients, each summed to its operand's shape (4),
+// and the two splits' gradients concatenated (the expert outputs' and the routing weights', 2);
+// Megatron's DDP hook then adds each of the 2 x local experts bias gradients into its main_grad
+// (one add_ each, megatron/core/distributed/distributed_data_parallel.py
+// _make_backward_post_hook). Bytes, in passes over the rows x hidden output (16-bit routing
+// weights; fp32 ones would promote the products): forward the product written, the add's two
+// reads and write, the cat's read and write (6); backward the two products written from the
+// gradient and their sums reading them, and the outputs' gradient concatenated (8).
+Kernel expert_bias_ops(const Kernel& fc2, double rows, double h, double e, std::int64_t local_experts, bool backward) {
+  const double passes = backward ? 8 : 6;
+  const std::string name = fc2.name + (backward ? ".bias.bwd" : ".bias");
+  Kernel k = launched(tagged(LayerModule::Experts, mem(name, passes * rows * h * e, backward)),
+                      backward ? 6 * local_experts + 2 : 2 * local_experts + 1);
+  k.python_ops = true;
+  return k;
+}
+
 // Real kernels behind an MoE layer's priced kernels (Kernel::launches), per microbatch.
 // Megatron-Core with Transformer Engine (moe_router_fusion, moe_permute_fusion, TEGroupedMLP; the
 // all-to-all dispatcher): the router's TE fused top-k (fused_topk_with_score_function), aux-loss
@@ -361,25 +384,6 @@ void add_ffn_bwd(Block& b, const Kernel& up, const Kernel& down, const std::stri
 // torch._grouped_mm two kernels (prepare_grouped_gemm_data and the CUTLASS grouped GEMM), and
 // before the first the offsets' cumsum, int cast and the group sizes' copy (3); silu and multiply
 // forward (2), backward the two products, silu's backward and the gate/up concatenation (4).
-// The experts' biases under Megatron-Core's TEGroupedMLP (GPT-OSS): fc1's is added in
-// Transformer Engine's grouped GEMM, but fc2 returns its biases (skip_bias_add) and
-// TEGroupedMLP._apply_bias adds them in a Python loop over the local experts, each expert's
-// rows plus its bias times their routing weights (a multiply and an add), then one torch.cat
-// (megatron/core/transformer/moe/experts.py, core_v0.15.0 to core_v0.19.0). Its backward is
-// autograd's: per expert the multiply's two gradients, each summed to its operand's shape (4),
-// and the split routing weights' gradients concatenated (1); Megatron's DDP hook then adds each
-// of the 2 x local experts bias gradients into its main_grad (one add_ each,
-// megatron/core/distributed/distributed_data_parallel.py _make_backward_post_hook).
-// Bytes: forward the product written, the add's two reads and write, the cat's read and write
-// (6 passes over the rows x hidden output); backward the two products written from the
-// gradient and their sums reading them (6 passes).
-Kernel expert_bias_ops(const Kernel& fc2, double rows, double h, double e, std::int64_t local_experts, bool backward) {
-  Kernel k = launched(tagged(LayerModule::Experts, mem(fc2.name + (backward ? ".bias.bwd" : ".bias"), 6 * rows * h * e, backward)),
-                      backward ? 6 * local_experts + 1 : 2 * local_experts + 1);
-  k.python_ops = true;
-  return k;
-}
-
 struct MoeLaunches {
   std::int64_t router = 3, router_bwd = 3, permute = 4, permute_bwd = 1, unpermute = 1, unpermute_bwd = 1;
   std::int64_t expert_gemm = 1, expert_offsets = 0, activation = 1, activation_bwd = 1;
@@ -461,7 +465,7 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   const std::string act_name = "experts." + name_of(m.activation);
   // The forward's fc1 also launches the expert offsets' kernels (its backward GEMMs do not).
   add_ffn_fwd(mf, launched(fc1, ml.expert_gemm + ml.expert_offsets), fc2, act_name, glu, ffb, ml.activation);
-  const bool bias_loop = m.bias && !sh.eager_launches;
+  const bool bias_loop = m.bias && sh.moe_bias_loop;
   if (bias_loop) mf.kernels.push_back(expert_bias_ops(fc2, rows, hd, e, local_experts, false));
   mf.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.unpermute", (copies + Tr) * hd * e)), ml.unpermute));
   // Shared experts: one dense MLP (all shared experts fused, width S split like the experts over

@@ -159,6 +159,10 @@ struct LayerShape {
   // tensor (fp8_quantize_launches()), and whether a grouped GEMM's per-expert inputs are quantized
   // by one fused kernel (fp8_grouped_quantize_fused()) or one quantization per expert.
   bool eager_launches = false;
+  // The experts' fc2 biases added by TEGroupedMLP._apply_bias's Python loop (expert_bias_ops):
+  // Megatron-Core with Transformer Engine's GroupedLinear, not eager PyTorch's modules or TE's
+  // fused grouped MLP (TrainingSpec::te_op_fuser).
+  bool moe_bias_loop = true;
   std::int64_t fp8_quantize_launches = 1;
   bool fp8_grouped_quantize_fused = true;
 };

@@ -37,6 +37,7 @@ LayerShape layer_shape(const Scenario& sc) {
   sh.loss = sc.training.loss_impl;
   sh.train_metrics = static_cast<std::int64_t>(sc.training.train_metrics.size());
   sh.eager_launches = sc.training.launch_impl == LaunchImpl::Eager;
+  sh.moe_bias_loop = !sh.eager_launches && !sc.training.te_op_fuser;
   sh.moe_sorts_chunks = sc.parallel.moe_dispatcher == MoeDispatcher::AllToAll;
   sh.fp8_quantize_launches = fp8_quantize_launches(sc.training.fp8_recipe);
   sh.fp8_grouped_quantize_fused = fp8_grouped_quantize_fused(sc.training.fp8_recipe);
@@ -168,18 +169,26 @@ std::string host_launch_note(const Scenario& sc, const Program& p, const ModelGr
   if (host.empty() || gpu[worst] <= 0) return "";
   const double share = host[worst] / gpu[worst];
   const std::string loop = costs.per_loop == costs.per_call ? "" : fmt::format(", {:g} us per further kernel of its own loop", sc.training.host_loop_launch_us);
-  const std::string op = costs.per_op == costs.per_call ? "" : fmt::format(", {:g} us per bare PyTorch op of a module's Python loop", sc.training.host_op_us);
+  const bool any_ops = std::any_of(h.counts.begin(), h.counts.end(), [](const LaunchCount& c) { return c.ops > 0; });
+  const std::string op = costs.per_op == costs.per_call || !any_ops
+                             ? ""
+                             : fmt::format(", {:g} us per bare PyTorch op of a module's Python loop", sc.training.host_op_us);
   return fmt::format("host launch path ({:g} us per framework call{}{}{}): rank {}'s host spends {:.0f} % of its GPU work time issuing its "
                      "kernels{}", sc.training.host_launch_us, loop, op, sc.training.cuda_graph_scope.empty() ? "" : ", CUDA graphs over part of each layer",
                      worst, 100 * share, share >= 1 ? ": launch-bound, the GPU waits on the host" : "; the GPU waits on it only after sync points");
 }
 
-// Host-launch settings the scenario sets that cannot act on it: a loop or op cost with no cost per
-// call (the host is not modelled), or under eager PyTorch's modules (every launch there is a call).
-// (A CUDA-graph scope no layer has: idle_settings_note.)
+// Host-launch settings the scenario sets that cannot act on it: any of them when the whole step is
+// one CUDA graph, a loop or op cost with no cost per call (the host is not modelled), or under eager
+// PyTorch's modules (every launch there is a call). (A CUDA-graph scope no layer has: idle_settings_note.)
 std::vector<std::string> inert_host_settings(const Scenario& sc) {
   std::vector<std::string> out;
   const TrainingSpec& t = sc.training;
+  if (t.cuda_graph_impl == CudaGraphImpl::FullIteration) {
+    if (t.host_launch_us > 0 || t.host_loop_launch_us > 0 || t.host_op_us > 0)
+      out.push_back("the host launch costs (training.host_*_us) have no effect with cuda_graph_impl \"full_iteration\" (the step is one CUDA graph)");
+    return out;
+  }
   for (const auto& [key, v] : {std::pair{"host_loop_launch_us", t.host_loop_launch_us}, std::pair{"host_op_us", t.host_op_us}}) {
     if (v <= 0) continue;
     if (t.host_launch_us <= 0)

@@ -105,6 +105,7 @@ TrainingSpec parse_training(const JsonObject& o) {
     o.fail("attention_kernel", "names a fused attention kernel, but flash_attention is false (unfused attention)");
   t.fp32_grad_accumulation = o.boolean("fp32_grad_accumulation", false);
   t.grad_accumulation_fusion = o.boolean("grad_accumulation_fusion", true);
+  t.te_op_fuser = o.boolean("te_op_fuser", false);
   t.norm_impl = parse_enum(o, "norm_impl", norm_impls(), NormImpl::Fused);
   t.rope_impl = parse_enum(o, "rope_impl", rope_impls(), RopeImpl::Fused);
   t.dropout_add_impl = parse_enum(o, "dropout_add_impl", dropout_add_impls(), DropoutAddImpl::Fused);
@@ -700,6 +701,7 @@ Json Scenario::resolved() const {
   if (training.dtype == Dtype::Fp8) j["training"]["fp8_recipe"] = name_of(training.fp8_recipe);
   if (training.mtp_layers > 0) j["training"]["mtp_layers"] = training.mtp_layers;
   if (!training.train_metrics.empty()) j["training"]["train_metrics"] = training.train_metrics;
+  if (training.te_op_fuser) j["training"]["te_op_fuser"] = true;
   if (training.host_launch_us > 0) j["training"]["host_launch_us"] = training.host_launch_us;
   if (training.host_loop_launch_us > 0) j["training"]["host_loop_launch_us"] = training.host_loop_launch_us;
   if (training.host_op_us > 0) j["training"]["host_op_us"] = training.host_op_us;

@@ -77,6 +77,12 @@ struct TrainingSpec {
   // and reading and writing the buffer. Sharded gradients (FSDP, ZeRO-3) accumulate 1/N of that;
   // not modelled.
   bool grad_accumulation_fusion = true;
+  // Megatron-Core's use_transformer_engine_op_fuser: TEGroupedMLP runs as Transformer Engine's
+  // fused grouped MLP (core_v0.18+ with TE 2.14+; experts.py _fused_forward), which adds the
+  // experts' fc2 bias inside its kernels instead of TEGroupedMLP._apply_bias's Python loop over the
+  // local experts (models/layer_graph.cpp expert_bias_ops). Its fused kernels are priced as the
+  // grouped GEMMs and activation they replace.
+  bool te_op_fuser = false;
   // How the framework runs its norms and RoPE: "fused" (one kernel per pass: Transformer Engine,
   // Liger, torch.compile), "two_pass" (norms only: one forward kernel, a backward of two kernels, the
   // input gradient and a weight-gradient reduction reading x and dy again: PyTorch's native

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -245,8 +246,8 @@ TEST(HostLaunch, BareOpsCostTheirOwnFigure) {
   EXPECT_EQ(host_costs(t).per_op, host_costs(t).per_call);
 }
 
-// A loop or op cost with no cost per call, or under eager PyTorch's modules, acts on nothing: the run
-// says so (and only then).
+// A loop or op cost with no cost per call, or under eager PyTorch's modules, and any host cost when
+// the whole step is one CUDA graph, acts on nothing: the run says so (and only then).
 TEST(HostLaunch, InertHostSettingsAreTold) {
   auto notes = [](double call, double loop, double op, const char* impl) {
     Json j = test::base_scenario();
@@ -266,29 +267,55 @@ TEST(HostLaunch, InertHostSettingsAreTold) {
   EXPECT_NE(eager.find("training.host_loop_launch_us has no effect with launch_impl \"eager\""), std::string::npos) << eager;
   EXPECT_EQ(eager.find("host_op_us"), std::string::npos) << eager;
   EXPECT_EQ(notes(173, 9.2, 35.6, "megatron-te"), "");
+  Json j = test::base_scenario();
+  j["training"]["host_launch_us"] = 173;
+  j["training"]["cuda_graph_impl"] = "full_iteration";
+  const std::vector<std::string> w = simulate(test::scenario_from(j), Registries{}).result.warnings;
+  EXPECT_EQ(std::count_if(w.begin(), w.end(), [](const std::string& n) { return n.find("\"full_iteration\" (the step is one CUDA graph)") != std::string::npos; }), 1);
 }
 
 // Megatron-Core's TEGroupedMLP adds the experts' fc2 biases in a Python loop over the local experts
 // (experts.py _apply_bias: a multiply and an add each, then one cat); autograd's backward runs
-// four ops per expert and one for the routing weights, and the DDP hook adds each of the fc1 and
-// fc2 bias gradients into its main_grad. GPT-OSS 120B (128 experts, biases) at EP 8 and EP 64:
-// 16 and 2 local experts. Without biases, or under eager PyTorch's own modules, there is no loop.
+// four ops per expert and two concatenations (the two splits' gradients), and the DDP hook adds
+// each of the fc1 and fc2 bias gradients into its main_grad. GPT-OSS 120B (128 experts, biases)
+// at EP 8 and EP 64: 16 and 2 local experts. Without biases, under eager PyTorch's own modules or
+// with Transformer Engine's fused grouped MLP (te_op_fuser) there is no loop, and fc2's bias
+// gradient is its own reduction kernel again; with the loop, autograd's products give it.
 TEST(HostLaunch, ExpertBiasesAddedInAPythonLoopPerLocalExpert) {
   Json j = read_json_file(test::data_dir() + "/scenarios/measured/pub-mbridge-26.04-dgx-h100-gpt_oss_120b-bf16-64gpu-tp1pp4cp1.json")["scenario"];
   j.erase("stack");
-  auto ops = [&](std::int64_t ep, bool bias, LaunchImpl impl) {
+  struct Counts {
+    std::int64_t fwd_ops, bwd_ops;
+    bool fc2_bias_grad;
+    bool operator==(const Counts&) const = default;
+  };
+  auto counts = [&](std::int64_t ep, bool bias, LaunchImpl impl, bool fuser = false) {
     j["model"]["bias"] = bias;
     Scenario sc = test::scenario_from(j);
     sc.training.launch_impl = impl;
+    sc.training.te_op_fuser = fuser;
     LayerShape sh = layer_shape(sc);
     sh.ep = ep;
     const LayerGraph g = build_layer_graph(sc.model, sh);
-    return std::pair{block_launches(g.mlp_fwd, {}).ops, block_launches(g.mlp_bwd, {}).ops};
+    const bool grad = std::any_of(g.mlp_bwd.kernels.begin(), g.mlp_bwd.kernels.end(),
+                                  [](const Kernel& k) { return k.name == "experts.down.bias_grad"; });
+    return Counts{block_launches(g.mlp_fwd, {}).ops, block_launches(g.mlp_bwd, {}).ops, grad};
   };
-  EXPECT_EQ(ops(8, true, LaunchImpl::MegatronTe), (std::pair<std::int64_t, std::int64_t>{2 * 16 + 1, 6 * 16 + 1}));
-  EXPECT_EQ(ops(64, true, LaunchImpl::MegatronTe), (std::pair<std::int64_t, std::int64_t>{2 * 2 + 1, 6 * 2 + 1}));
-  EXPECT_EQ(ops(8, false, LaunchImpl::MegatronTe), (std::pair<std::int64_t, std::int64_t>{0, 0}));
-  EXPECT_EQ(ops(8, true, LaunchImpl::Eager), (std::pair<std::int64_t, std::int64_t>{0, 0}));
+  EXPECT_EQ(counts(8, true, LaunchImpl::MegatronTe), (Counts{2 * 16 + 1, 6 * 16 + 2, false}));
+  EXPECT_EQ(counts(64, true, LaunchImpl::MegatronTe), (Counts{2 * 2 + 1, 6 * 2 + 2, false}));
+  EXPECT_EQ(counts(8, false, LaunchImpl::MegatronTe), (Counts{0, 0, false}));
+  EXPECT_EQ(counts(8, true, LaunchImpl::Eager), (Counts{0, 0, true}));
+  EXPECT_EQ(counts(8, true, LaunchImpl::MegatronTe, true), (Counts{0, 0, true}));
+}
+
+// An op of bare PyTorch ops only (no framework call) issues its first kernel after one op's time.
+TEST(HostLaunch, FirstKernelOfBareOpsAfterOneOp) {
+  HostLaunch h;
+  h.per_call = seconds_to_time(100 * kUs);
+  h.per_op = seconds_to_time(30 * kUs);
+  EXPECT_EQ(h.first_of({0, 5, 5}), h.per_op);
+  EXPECT_EQ(h.first_of({1, 6, 5}), h.per_call);
+  EXPECT_EQ(h.first_of({}), Time{0});
 }
 
 // The host issue time of our eager MoE training steps on one H200 (tools/scripts/torch_moe_bench.py,
