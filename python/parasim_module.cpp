@@ -13,8 +13,11 @@
 #include <filesystem>
 #include <future>
 #include <optional>
+#include <set>
 #include <thread>
+#include <vector>
 
+#include <fmt/format.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -49,29 +52,72 @@ std::string data_dir(const std::optional<std::string>& given) {
   return resolve_data_dir(c);
 }
 
-// The JSON pointer of the first float in `o` that JSON cannot write (NaN, infinity), or nullopt.
-std::optional<std::string> non_finite_at(const py::handle& o, const std::string& at) {
-  if (py::isinstance<py::float_>(o)) return std::isfinite(o.cast<double>()) ? std::nullopt : std::optional<std::string>(at);
-  if (py::isinstance<py::dict>(o)) {
-    for (const auto& [k, v] : o.cast<py::dict>())
-      if (auto p = non_finite_at(v, at + "/" + py::str(k).cast<std::string>())) return p;
-  } else if (py::isinstance<py::list>(o) || py::isinstance<py::tuple>(o)) {
-    std::size_t i = 0;
-    for (const auto& v : o) {
-      if (auto p = non_finite_at(v, at + "/" + std::to_string(i))) return p;
-      ++i;
-    }
-  }
-  return std::nullopt;
+// A numeric argument the CLI's validators would refuse (not finite, or below `min`, or at it when
+// `strict`) as a ConfigError naming it.
+double checked(const char* what, double v, double min, bool strict) {
+  if (!std::isfinite(v) || v < min || (strict && v == min))
+    throw ConfigError(fmt::format("{}: expected a finite number {} {}, got {}", what, strict ? ">" : ">=", min, v));
+  return v;
 }
 
-// A dict or list as JSON; a NaN or infinity in it is bad input (JSON has neither), named by its pointer.
-Json to_json(const py::object& o) {
-  if (auto at = non_finite_at(o, ""))
-    throw ConfigError("<dict>: " + (at->empty() ? std::string("/") : *at) +
-                      ": expected a number, got a non-finite float (JSON has no NaN or infinity)");
-  return Json::parse(py::module_::import("json").attr("dumps")(o).cast<std::string>());
+// A JSON pointer's segment for a dict key (RFC 6901: "~" as "~0", "/" as "~1").
+std::string pointer_segment(const std::string& key) {
+  std::string out;
+  for (char c : key) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+  return out;
 }
+
+// The JSON pointer of the first float in `o` that JSON cannot write (NaN, infinity), in the order
+// json.dumps writes them: depth first, without recursion, each dict or list visited once (a
+// cycle after it is not followed); "" when none is found.
+std::string non_finite_at(const py::handle& root) {
+  std::vector<std::pair<py::handle, std::string>> todo{{root, ""}};
+  std::set<const PyObject*> seen;
+  while (!todo.empty()) {
+    auto [o, at] = todo.back();
+    todo.pop_back();
+    if (py::isinstance<py::float_>(o)) {
+      if (!std::isfinite(o.cast<double>())) return at.empty() ? "/" : at;
+      continue;
+    }
+    if (!seen.insert(o.ptr()).second) continue;
+    std::vector<std::pair<py::handle, std::string>> kids;
+    if (py::isinstance<py::dict>(o)) {
+      for (const auto& [k, v] : py::reinterpret_borrow<py::dict>(o)) kids.emplace_back(v, at + "/" + pointer_segment(py::str(k).cast<std::string>()));
+    } else if (py::isinstance<py::list>(o) || py::isinstance<py::tuple>(o)) {
+      std::size_t i = 0;
+      for (const auto& v : o) kids.emplace_back(v, at + "/" + std::to_string(i++));
+    }
+    todo.insert(todo.end(), kids.rbegin(), kids.rend());  // depth first, in order
+  }
+  return "";
+}
+
+// A dict or list as JSON, through Python's json (allow_nan=False). What JSON cannot hold is bad
+// input: a NaN or infinity (named by its pointer), a cycle, nesting past Python's recursion
+// limit, an object json cannot write, an integer beyond a double.
+Json to_json(const py::object& o) {
+  std::string text;
+  try {
+    text = py::module_::import("json").attr("dumps")(o, py::arg("allow_nan") = false).cast<std::string>();
+  } catch (py::error_already_set& e) {
+    const bool bad_input = e.matches(PyExc_ValueError) || e.matches(PyExc_TypeError) || e.matches(PyExc_RecursionError);
+    if (!bad_input) throw;
+    const std::string what = e.what();
+    if (e.matches(PyExc_ValueError) && what.find("Out of range float") != std::string::npos) {
+      const std::string at = non_finite_at(o);
+      throw ConfigError("<dict>: " + (at.empty() ? std::string("/") : at) +
+                        ": expected a number, got a non-finite float (JSON has no NaN or infinity)");
+    }
+    throw ConfigError("<dict>: not JSON: " + what.substr(0, what.find('\n')));
+  }
+  try {
+    return Json::parse(text);
+  } catch (const Json::exception& e) {
+    throw ConfigError(std::string("<dict>: not JSON: ") + std::string(e.what()).substr(0, 200));
+  }
+}
+
 py::object to_py(const Json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
 // A path (str or os.PathLike) as a string, or nullopt for anything else.
@@ -106,7 +152,7 @@ py::object check(const py::object& measured, const std::optional<std::string>& d
     for (const py::handle& h : measured) files.push_back(as_path(py::reinterpret_borrow<py::object>(h)).value_or(""));
   const std::string dir = data_dir(dd);
   Tolerances tol;
-  tol.default_tolerance = tolerance;
+  tol.default_tolerance = checked("parasim.check: tolerance", tolerance, 0, true);
   const Registries reg;
   std::vector<RunCheck> checks;
   for (const auto& f : files) checks.push_back(check_run(load_measured(f, dir), reg, tol));
@@ -148,6 +194,7 @@ py::object sweep(const py::object& scenario, const py::dict& vary, const std::st
                  const std::optional<std::string>& dd) {
   const std::string dir = data_dir(dd);
   const Objective objective = parse_objective(objective_name, "objective");
+  checked("parasim.sweep: price_per_gpu_hour", price, 0, false);
   SweepSpec spec;
   if (const auto path = as_path(scenario)) {
     spec.file = *path;
@@ -239,7 +286,7 @@ py::object report(const py::object& source, const py::object& output, const std:
     fmt = asked;
   }
   TimeToTrainOptions ttt;
-  ttt.tokens = tokens;
+  ttt.tokens = checked("parasim.report: tokens", tokens, 0, false);
   const auto [doc_json, name] = report_input(source);
   const Registries reg;
   const std::string text = render_report(report_document(doc_json, name, dir, reg, ttt), fmt);

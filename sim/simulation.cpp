@@ -184,13 +184,18 @@ std::string host_launch_note(const Scenario& sc, const Program& p, const ModelGr
 std::vector<std::string> inert_host_settings(const Scenario& sc) {
   std::vector<std::string> out;
   const TrainingSpec& t = sc.training;
+  // A value the scenario's stack supplied is the framework's, not the user's: not told.
+  const auto set = [&](std::string_view key, double v) {
+    return v > 0 && std::none_of(sc.origins.begin(), sc.origins.end(),
+                                 [&](const FieldOrigin& o) { return o.from == "stack" && o.field == "training." + std::string(key); });
+  };
   if (t.cuda_graph_impl == CudaGraphImpl::FullIteration) {
-    if (t.host_launch_us > 0 || t.host_loop_launch_us > 0 || t.host_op_us > 0)
+    if (set("host_launch_us", t.host_launch_us) || set("host_loop_launch_us", t.host_loop_launch_us) || set("host_op_us", t.host_op_us))
       out.push_back("the host launch costs (training.host_*_us) have no effect with cuda_graph_impl \"full_iteration\" (the step is one CUDA graph)");
     return out;
   }
   for (const auto& [key, v] : {std::pair{"host_loop_launch_us", t.host_loop_launch_us}, std::pair{"host_op_us", t.host_op_us}}) {
-    if (v <= 0) continue;
+    if (!set(key, v)) continue;
     if (t.host_launch_us <= 0)
       out.push_back(fmt::format("training.{} has no effect without training.host_launch_us (the host is not modelled)", key));
     else if (t.launch_impl == LaunchImpl::Eager)

@@ -8,6 +8,7 @@
 #include "calibrate/profile/derive.h"
 #include "calibrate/profile/profile.h"
 #include "sim/core/errors.h"
+#include "tools/cli_checks.h"
 #include "tools/commands.h"
 
 namespace parasim {
@@ -79,7 +80,7 @@ void add_profile_derive_command(CLI::App* prof, Context& ctx) {
   cmd->add_option("--source", a->source, "where the set figures come from (required with --set)");
   cmd->add_option("--how", a->how, "how the set figures were obtained")->check(CLI::IsMember({"datasheet", "published", "measured"}));
   cmd->add_option("--power-limit-w", a->power_limit_w, "the variant's board power limit in W, recorded in the description")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_flag("--force", a->force, "replace an existing output file");
   cmd->callback([a, &ctx]() { ctx.exit_code = run_guarded([&]() { return run_derive(*a, ctx); }); });
 }

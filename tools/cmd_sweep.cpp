@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "sim/planning/sweep.h"
+#include "tools/cli_checks.h"
 #include "tools/commands.h"
 #include "tools/planning_io.h"
 
@@ -47,7 +48,7 @@ void add_sweep_command(CLI::App& app, Context& ctx) {
   cmd->add_flag("--json", o->json, "print the parasim.sweep/1 document on stdout instead of the table");
   cmd->add_option("--jobs,-j", o->jobs, "threads (0 = one per core); the output is the same for any count");
   cmd->add_option("--top", o->top, "rows in the terminal table (0 = all)");
-  cmd->add_option("--price-per-gpu-hour", o->price, "price of one GPU-hour: adds the cost per million tokens");
+  cmd->add_option("--price-per-gpu-hour", o->price, "price of one GPU-hour: adds the cost per million tokens")->check(non_negative_number());
   cmd->callback([o, &ctx]() {
     ctx.exit_code = run_guarded([&]() {
       const Objective objective = parse_objective(o->objective, "--objective");

@@ -1,7 +1,10 @@
 #include "tools/plan_document.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <optional>
 
 #include "sim/scenario/measured.h"
@@ -64,8 +67,10 @@ Json curve_point(const PlanJob& job, const PlanResult& res, const PlanOpts& o, c
 }  // namespace
 
 PlanJob plan_job_of(const PlanOpts& o, const std::string& data_dir) {
+  for (const auto& [name, v] : {std::pair{"--tokens", o.tokens}, std::pair{"--price-per-gpu-hour", o.price}, std::pair{"--deadline-days", o.deadline_days}})
+    if (!(std::isfinite(v) && v >= 0)) throw ConfigError(std::string(name) + ": expected a finite number >= 0, got " + fmt::format("{}", v));
   if (o.deadline_days > 0 && o.tokens <= 0) throw ConfigError("--deadline-days needs --tokens");
-  if (o.headroom < 0 || o.headroom >= 1) throw ConfigError("--headroom: expected a fraction in [0, 1)");
+  if (!(o.headroom >= 0 && o.headroom < 1)) throw ConfigError("--headroom: expected a fraction in [0, 1), got " + fmt::format("{}", o.headroom));
   PlanJob job;
   job.model = o.model, job.gpu = o.gpu, job.gpus = o.gpus, job.seq = o.seq, job.global_batch = o.global_batch, job.tokens = o.tokens;
   job.headroom = o.headroom, job.allow_cross_node_tp = o.cross_node_tp, job.max_micro_batch = o.max_mb, job.max_vpp = o.max_vpp;

@@ -60,13 +60,17 @@ ReportDoc result_doc(const Json& j, const std::string& name, const std::string& 
   return doc;
 }
 
-}  // namespace
-
-ReportDoc report_document(const Json& j, const std::string& name, const std::string& data_dir, const Registries& reg,
-                          const TimeToTrainOptions& ttt) {
+ReportDoc document_of(const Json& j, const std::string& name, const std::string& data_dir, const Registries& reg,
+                      const TimeToTrainOptions& ttt) {
   const std::string schema = schema_of(j);
-  if (schema == "parasim.sweep/1" || schema == "parasim.plan/1") return table_doc(j, name, schema);
-  if (schema == "parasim.result/1") return result_doc(j, name, data_dir, reg, ttt);
+  // parasim's own outputs are read as written; one edited by hand (a field of the wrong type or
+  // missing) is bad input, not an internal error.
+  try {
+    if (schema == "parasim.sweep/1" || schema == "parasim.plan/1") return table_doc(j, name, schema);
+    if (schema == "parasim.result/1") return result_doc(j, name, data_dir, reg, ttt);
+  } catch (const Json::exception& e) {
+    throw ConfigError(name + ": not a " + schema + " document as parasim writes it: " + e.what());
+  }
   if (is_measured_document(j)) {
     ReportDoc doc = step_doc(parse_measured(j, name, data_dir).scenario, data_dir, reg, ttt);
     doc.notes.push_back("the scenario of the measured run " + name);
@@ -79,6 +83,15 @@ ReportDoc report_document(const Json& j, const std::string& name, const std::str
   }
   throw_config(name, "/schema",
                "one of parasim.scenario/1, parasim.result/1 (parasim run --json), parasim.measured/1, parasim.sweep/1, parasim.plan/1");
+}
+
+}  // namespace
+
+ReportDoc report_document(const Json& j, const std::string& name, const std::string& data_dir, const Registries& reg,
+                          const TimeToTrainOptions& ttt) {
+  ReportDoc doc = document_of(j, name, data_dir, reg, ttt);
+  doc.source = name;
+  return doc;
 }
 
 ReportFormat report_format_of(const std::string& path, const std::string& option) {
@@ -95,7 +108,11 @@ ReportFormat report_format_named(const std::string& name, const std::string& opt
 }
 
 std::string render_report(const ReportDoc& doc, ReportFormat format) {
-  return format == ReportFormat::Markdown ? markdown_report(doc) : html_report(doc);
+  try {
+    return format == ReportFormat::Markdown ? markdown_report(doc) : html_report(doc);
+  } catch (const Json::exception& e) {  // a field check_table does not cover, edited by hand
+    throw ConfigError(doc.source + ": a field is not as parasim writes it: " + e.what());
+  }
 }
 
 }  // namespace parasim

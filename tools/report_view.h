@@ -70,6 +70,7 @@ namespace parasim {
 
 // One report: a simulated step and/or a sweep or plan, and time to train when known.
 struct ReportDoc {
+  std::string source;  // the input's name, for errors
   std::string title;
   std::vector<std::string> notes;  // where the input came from, what was re-simulated
   std::optional<StepView> step;

@@ -5,26 +5,27 @@
 #include <fmt/format.h>
 
 #include "sim/uncertainty.h"
+#include "tools/cli_checks.h"
 
 namespace parasim {
 
 void TimeToTrainOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--tokens", tokens, "also print the time to train on this many tokens, with goodput (checkpoints, failures, restarts)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd.add_option("--price-per-gpu-hour", price_per_gpu_hour, "price of one GPU-hour, for the cost of --tokens")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   cmd.add_option("--storage-gbps", storage_gbps, "checkpoint write bandwidth to storage, GB/s (default: the reliability file's)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd.add_option("--failures-per-gpu-hour", failures_per_gpu_hour, "unexpected job interruptions per GPU-hour (default: Llama 3's)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   cmd.add_option("--planned-per-day", planned_per_day, "planned job interruptions per day (default: Llama 3's)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   cmd.add_option("--restart-s", restart_s, "seconds to detect an interruption, restart and reload (default: the reliability file's)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   cmd.add_option("--checkpoint", checkpoint_mode, "async (training pauses for the copy to host memory) or sync (for the write)")
       ->check(CLI::IsMember({"async", "sync"}));
   cmd.add_option("--checkpoint-interval-s", interval_s, "seconds of training between checkpoints (default: the Young/Daly optimum)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd.add_option("--reliability", reliability_file, "failure, restart and storage figures (default: calibrate/reliability/llama3-herd.json)");
 }
 

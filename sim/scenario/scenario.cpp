@@ -700,14 +700,18 @@ Json Scenario::resolved() const {
                    {"make_vocab_size_divisible_by", training.make_vocab_size_divisible_by}};
   if (training.dtype == Dtype::Fp8) j["training"]["fp8_recipe"] = name_of(training.fp8_recipe);
   if (training.mtp_layers > 0) j["training"]["mtp_layers"] = training.mtp_layers;
-  if (!training.train_metrics.empty()) j["training"]["train_metrics"] = training.train_metrics;
+  if (!stack.empty() || !training.train_metrics.empty()) j["training"]["train_metrics"] = training.train_metrics;
   if (training.te_op_fuser) j["training"]["te_op_fuser"] = true;
-  if (training.host_launch_us > 0) j["training"]["host_launch_us"] = training.host_launch_us;
-  if (training.host_loop_launch_us > 0) j["training"]["host_loop_launch_us"] = training.host_loop_launch_us;
-  if (training.host_op_us > 0) j["training"]["host_op_us"] = training.host_op_us;
+  // A stack fills in what the scenario leaves out, so under a stack every field it can set is
+  // written, defaults included: the resolved scenario then runs as it was resolved.
+  const bool all = !stack.empty();
+  if (all || training.host_launch_us > 0) j["training"]["host_launch_us"] = training.host_launch_us;
+  if (all || training.host_loop_launch_us > 0) j["training"]["host_loop_launch_us"] = training.host_loop_launch_us;
+  if (all || training.host_op_us > 0) j["training"]["host_op_us"] = training.host_op_us;
+  if (all) j["training"]["cuda_graph_scope"] = Json::array();
   for (CudaGraphScope g : training.cuda_graph_scope) j["training"]["cuda_graph_scope"].push_back(name_of(g));
-  if (training.cuda_graph_impl != CudaGraphImpl::TransformerEngine) j["training"]["cuda_graph_impl"] = name_of(training.cuda_graph_impl);
-  if (training.launch_impl != LaunchImpl::MegatronTe) j["training"]["launch_impl"] = name_of(training.launch_impl);
+  if (all || training.cuda_graph_impl != CudaGraphImpl::TransformerEngine) j["training"]["cuda_graph_impl"] = name_of(training.cuda_graph_impl);
+  if (all || training.launch_impl != LaunchImpl::MegatronTe) j["training"]["launch_impl"] = name_of(training.launch_impl);
   if (training.moe_routing.expert_load > 0) j["training"]["moe_expert_load"] = training.moe_routing.expert_load;
   if (training.moe_routing.capacity_factor > 0) j["training"]["moe_capacity_factor"] = training.moe_routing.capacity_factor;
   if (training.moe_routing.pad_to_capacity) j["training"]["moe_pad_to_capacity"] = true;

@@ -109,6 +109,18 @@ try:
     raise AssertionError("a NaN was accepted")
 except parasim.ConfigError as e:
     assert str(e).startswith("<dict>: /training/global_batch: expected a number, got a non-finite float"), str(e)
+# What JSON cannot hold (a cycle, an object json cannot write) and numbers the CLI refuses are ConfigErrors too.
+cyclic = {"schema": "parasim.scenario/1"}
+cyclic["self"] = cyclic
+for call, what in [(lambda: parasim.run(cyclic), "Circular reference"),
+                   (lambda: parasim.run({"schema": "parasim.scenario/1", "x": {1, 2}}), "not JSON serializable"),
+                   (lambda: parasim.sweep(scenario, vary={"/training/micro_batch": [1]}, price_per_gpu_hour=float("nan")), "price_per_gpu_hour"),
+                   (lambda: parasim.report(scenario, tokens=float("inf")), "tokens")]:
+    try:
+        call()
+        raise AssertionError("accepted: " + what)
+    except parasim.ConfigError as e:
+        assert what in str(e), str(e)
 try:
     parasim.run(scenario, data_dir="/nonexistent")
     raise AssertionError("a missing data directory was accepted")

@@ -70,6 +70,21 @@ TEST(Stacks, TheScenarioOverridesTheStackWhichOverridesTheDefaults) {
   EXPECT_EQ(test::scenario_from(sc.resolved()).resolved()["training"], sc.resolved()["training"]);
 }
 
+// A default the scenario sets against its stack (host_launch_us 0, no CUDA graphs) survives the
+// resolved scenario: loaded again, the stack does not fill it back in.
+TEST(Stacks, TheResolvedScenarioKeepsDefaultsSetAgainstTheStack) {
+  Json j = read_json_file(test::data_dir() + "/scenarios/measured/pub-mbridge-26.04-dgx-h100-gpt_oss_120b-bf16-64gpu-tp1pp4cp1.json")["scenario"];
+  j["training"]["host_launch_us"] = 0;
+  j["training"]["host_op_us"] = 0;
+  const Scenario sc = test::scenario_from(j);
+  ASSERT_EQ(sc.training.host_launch_us, 0.0);
+  const Scenario again = test::scenario_from(sc.resolved());
+  EXPECT_EQ(again.training.host_launch_us, 0.0);
+  EXPECT_EQ(again.training.host_op_us, 0.0);
+  EXPECT_GT(again.training.host_loop_launch_us, 0.0);  // the stack's, carried over
+  EXPECT_EQ(again.resolved()["training"], sc.resolved()["training"]);
+}
+
 TEST(Stacks, AValueWhoseConditionFailsKeepsTheDefaultAndSaysWhy) {
   Json j = test::base_scenario();  // no FSDP, pp = 1, bf16 on H100
   j["stack"] = "llm-foundry@0.0.4";

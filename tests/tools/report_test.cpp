@@ -135,6 +135,15 @@ TEST(Report, BadInputExitsTwoAndWritesNothing) {
   r = run_cli("report " + noscenario + " -o " + out);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("/resolved_scenario"), std::string::npos) << r.out;
+  // A Result whose step time was edited to null: bad input naming the file, not an internal error.
+  const Ran ran = run_cli("run --json " + scenario("default.json"), false);
+  Json result = Json::parse(ran.out);
+  result["step_time_s"] = nullptr;
+  const std::string edited = tmp("edited_result.json");
+  std::ofstream(edited) << result.dump();
+  r = run_cli("report " + edited + " -o " + out);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find(edited + ": not a parasim.result/1 document as parasim writes it"), std::string::npos) << r.out;
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
@@ -171,6 +180,12 @@ TEST(TimeToTrain, RunPrintsItUnderTheSummaryAndInJson) {
 TEST(TimeToTrain, BadOverrideExitsNonZero) {
   EXPECT_NE(run_cli("run " + scenario("default.json") + " --tokens 1e9 --checkpoint sometimes").code, 0);
   EXPECT_NE(run_cli("run " + scenario("default.json") + " --tokens -5").code, 0);
+  // NaN and infinity are refused as numbers, in run's and plan's time-to-train options and plan's headroom.
+  for (const char* opt : {"--tokens nan", "--tokens inf", "--price-per-gpu-hour nan"})
+    EXPECT_EQ(run_cli("run " + scenario("default.json") + " " + opt).code, 2) << opt;
+  EXPECT_EQ(run_cli("plan --model llama3-8b --gpu h100-sxm5-80g --gpus 8 --seq 8192 --global-batch 64").code, 0);
+  for (const char* opt : {"--headroom nan", "--tokens nan", "--deadline-days nan --tokens 1e9", "--price-per-gpu-hour -1"})
+    EXPECT_EQ(run_cli(std::string("plan --model llama3-8b --gpu h100-sxm5-80g --gpus 8 --seq 8192 --global-batch 64 ") + opt).code, 2) << opt;
 }
 
 }  // namespace
