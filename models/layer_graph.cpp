@@ -403,6 +403,49 @@ MoeLaunches moe_launches(const LayerShape& sh, std::int64_t local_experts) {
   return l;
 }
 
+// The routed experts' fc1 (gate and up fused for SwiGLU) and fc2 as grouped GEMMs of the local
+// experts, shaped as the mean expert's `per_expert` rows (padded: exactly its capacity), each one
+// cuBLAS GEMM per `launches`; the busiest rank (every rank waits for it at the combine) scales their
+// time by its rows over the shape's. Executed FLOPs are the mean rank's kept copies (what capacity
+// keeps or pads); model FLOPs count every routed copy once (T_r k), whatever is padded or dropped.
+std::pair<Kernel, Kernel> routed_expert_gemms(const ModelSpec& m, const LayerShape& sh, std::int64_t per_expert, double shape_rows,
+                                              std::int64_t launches) {
+  const bool glu = m.activation == Activation::SwiGlu;
+  const std::int64_t ff = m.moe->expert_ffn_hidden / sh.etp, local_experts = m.moe->experts / sh.ep;
+  Kernel fc1 = tagged(LayerModule::Experts, grouped_gemm(glu ? "experts.gate_up" : "experts.up", local_experts, per_expert, (glu ? 2 : 1) * ff, m.hidden),
+                      FfnStep::Up);
+  Kernel fc2 = tagged(LayerModule::Experts, grouped_gemm("experts.down", local_experts, per_expert, m.hidden, ff), FfnStep::Down);
+  const double copies = static_cast<double>(sh.moe_tokens()) * static_cast<double>(m.moe->top_k);
+  const double nominal = copies * static_cast<double>(sh.ep) / static_cast<double>(m.moe->experts) / static_cast<double>(per_expert);
+  for (Kernel* fc : {&fc1, &fc2}) {
+    fc->launches = launches;
+    fc->scale = sh.moe_busiest / shape_rows;
+    fc->flops *= sh.moe_sent / shape_rows;
+    fc->model_flops *= nominal;
+  }
+  return {fc1, fc2};
+}
+
+// Shared experts: one dense MLP (all shared experts fused, width split like the experts over etp)
+// on the same T_r tokens beside the routed ones, its output added to theirs; width 0: none.
+struct SharedMlp {
+  std::int64_t width = 0;
+  Kernel up, down;
+  double ffb = 0;  // bytes of one pass over its intermediate activations
+  std::string act;
+};
+SharedMlp shared_experts(const ModelSpec& m, const LayerShape& sh, std::int64_t T_r) {
+  const bool glu = m.activation == Activation::SwiGlu;
+  SharedMlp x;
+  x.width = m.moe->shared_expert_ffn_hidden / sh.etp;
+  x.up = tagged(LayerModule::SharedExperts, gemm(glu ? "shared_experts.gate_up" : "shared_experts.up", T_r, (glu ? 2 : 1) * x.width, m.hidden),
+                FfnStep::Up);
+  x.down = tagged(LayerModule::SharedExperts, gemm("shared_experts.down", T_r, m.hidden, x.width), FfnStep::Down);
+  x.ffb = static_cast<double>(T_r) * static_cast<double>(x.width) * sh.dtype_bytes;
+  x.act = "shared_experts." + name_of(m.activation);
+  return x;
+}
+
 // The MLP block of a mixture-of-experts layer on one rank, as Megatron-Core runs it with the
 // all-to-all token dispatcher. The rank routes T_r tokens: its microbatch's T
 // (the experts split over etp = tp ranks, which all see the tokens of their tensor-parallel group,
@@ -448,18 +491,7 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   const MoeLaunches ml = moe_launches(sh, local_experts);
   mf.kernels.push_back(launched(tagged(LayerModule::Router, mem("router.softmax_topk", (e + 8) * Tr * Ed)), ml.router));
   mf.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.permute", 2 * copies * hd * e)), ml.permute));
-  Kernel fc1 = tagged(LayerModule::Experts, grouped_gemm(glu ? "experts.gate_up" : "experts.up", local_experts, per_expert, (glu ? 2 : 1) * ff, h),
-                      FfnStep::Up);
-  Kernel fc2 = tagged(LayerModule::Experts, grouped_gemm("experts.down", local_experts, per_expert, h, ff), FfnStep::Down);
-  fc1.launches = fc2.launches = ml.expert_gemm;
-  fc1.scale = fc2.scale = busiest;
-  // Executed FLOPs are the mean rank's kept copies (what capacity keeps or pads); model FLOPs count
-  // every routed copy once (T_r k), whatever is padded or dropped.
-  const double nominal = Tr * kd * static_cast<double>(sh.ep) / Ed / static_cast<double>(per_expert);
-  for (Kernel* fc : {&fc1, &fc2}) {
-    fc->flops *= sh.moe_sent / shape_rows;
-    fc->model_flops *= nominal;
-  }
+  auto [fc1, fc2] = routed_expert_gemms(m, sh, per_expert, shape_rows, ml.expert_gemm);
   const double rows = static_cast<double>(per_expert * local_experts) * busiest;
   const double ffb = rows * static_cast<double>(ff) * e;
   const std::string act_name = "experts." + name_of(m.activation);
@@ -468,16 +500,9 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   const bool bias_loop = m.bias && sh.moe_bias_loop;
   if (bias_loop) mf.kernels.push_back(expert_bias_ops(fc2, rows, hd, e, local_experts, false));
   mf.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.unpermute", (copies + Tr) * hd * e)), ml.unpermute));
-  // Shared experts: one dense MLP (all shared experts fused, width S split like the experts over
-  // etp) on the same T_r tokens beside the routed ones, its output added to theirs.
-  const std::int64_t S = m.moe->shared_expert_ffn_hidden / sh.etp;
-  const Kernel sfc1 = tagged(LayerModule::SharedExperts, gemm(glu ? "shared_experts.gate_up" : "shared_experts.up", T_r, (glu ? 2 : 1) * S, h),
-                         FfnStep::Up);
-  const Kernel sfc2 = tagged(LayerModule::SharedExperts, gemm("shared_experts.down", T_r, h, S), FfnStep::Down);
-  const double sffb = Tr * static_cast<double>(S) * e;
-  const std::string sact_name = "shared_experts." + name_of(m.activation);
-  if (S > 0) {
-    add_ffn_fwd(mf, sfc1, sfc2, sact_name, glu, sffb);
+  const SharedMlp sx = shared_experts(m, sh, T_r);
+  if (sx.width > 0) {
+    add_ffn_fwd(mf, sx.up, sx.down, sx.act, glu, sx.ffb);
     mf.kernels.push_back(tagged(LayerModule::SharedExperts, mem("shared_experts.add", 3 * Tr * hd * e)));
   }
   layer_kernels::add_residual(mf, "residual2", act, drop_f, sh);
@@ -488,13 +513,13 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   mb.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.unpermute.bwd", (Tr + 2 * copies) * hd * e, true)), ml.unpermute_bwd));
   if (bias_loop) mb.kernels.push_back(expert_bias_ops(fc2, rows, hd, e, local_experts, true));
   add_ffn_bwd(mb, fc1, fc2, act_name, glu, ffb, m.bias, rows, rows, hd, e, ml.activation_bwd, !bias_loop);
-  if (S > 0) add_ffn_bwd(mb, sfc1, sfc2, sact_name, glu, sffb, m.bias, Tr, Tr, hd, e);
+  if (sx.width > 0) add_ffn_bwd(mb, sx.up, sx.down, sx.act, glu, sx.ffb, m.bias, Tr, Tr, hd, e);
   mb.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.permute.bwd", (copies + Tr) * hd * e, true)), ml.permute_bwd));
   mb.kernels.push_back(launched(tagged(LayerModule::Router, mem("router.softmax_topk.bwd", (e + 8) * Tr * Ed, true)), ml.router_bwd));
   add_gemm_bwd(mb, router);
   add_norm(mb, "norm2", act_elems, e, sh, true, LayerModule::BlockNorm);
   fp8_linears = {fc1, fc2};
-  if (S > 0) fp8_linears.insert(fp8_linears.end(), {sfc1, sfc2});
+  if (sx.width > 0) fp8_linears.insert(fp8_linears.end(), {sx.up, sx.down});
 }
 
 }  // namespace
