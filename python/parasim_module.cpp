@@ -17,13 +17,13 @@
 #include <thread>
 #include <vector>
 
-#include <fmt/format.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include "sim/planning/sweep.h"
 #include "sim/scenario/measured.h"
 #include "sim/simulation.h"
+#include "tools/cli_checks.h"
 #include "tools/collective.h"
 #include "tools/data_dir.h"
 #include "tools/plan_document.h"
@@ -50,14 +50,6 @@ std::string data_dir(const std::optional<std::string>& given) {
   if (const char* d = std::getenv("PARASIM_DATA_DIR")) c.env = d;
   c.binary_dir = module_dir();
   return resolve_data_dir(c);
-}
-
-// A numeric argument the CLI's validators would refuse (not finite, or below `min`, or at it when
-// `strict`) as a ConfigError naming it.
-double checked(const char* what, double v, double min, bool strict) {
-  if (!std::isfinite(v) || v < min || (strict && v == min))
-    throw ConfigError(fmt::format("{}: expected a finite number {} {}, got {}", what, strict ? ">" : ">=", min, v));
-  return v;
 }
 
 // A JSON pointer's segment for a dict key (RFC 6901: "~" as "~0", "/" as "~1").
@@ -152,7 +144,7 @@ py::object check(const py::object& measured, const std::optional<std::string>& d
     for (const py::handle& h : measured) files.push_back(as_path(py::reinterpret_borrow<py::object>(h)).value_or(""));
   const std::string dir = data_dir(dd);
   Tolerances tol;
-  tol.default_tolerance = checked("parasim.check: tolerance", tolerance, 0, true);
+  tol.default_tolerance = checked_number("parasim.check: tolerance", tolerance, 0, true);
   const Registries reg;
   std::vector<RunCheck> checks;
   for (const auto& f : files) checks.push_back(check_run(load_measured(f, dir), reg, tol));
@@ -194,7 +186,7 @@ py::object sweep(const py::object& scenario, const py::dict& vary, const std::st
                  const std::optional<std::string>& dd) {
   const std::string dir = data_dir(dd);
   const Objective objective = parse_objective(objective_name, "objective");
-  checked("parasim.sweep: price_per_gpu_hour", price, 0, false);
+  checked_number("parasim.sweep: price_per_gpu_hour", price, 0, false);
   SweepSpec spec;
   if (const auto path = as_path(scenario)) {
     spec.file = *path;
@@ -286,7 +278,7 @@ py::object report(const py::object& source, const py::object& output, const std:
     fmt = asked;
   }
   TimeToTrainOptions ttt;
-  ttt.tokens = checked("parasim.report: tokens", tokens, 0, false);
+  ttt.tokens = checked_number("parasim.report: tokens", tokens, 0, false);
   const auto [doc_json, name] = report_input(source);
   const Registries reg;
   const std::string text = render_report(report_document(doc_json, name, dir, reg, ttt), fmt);

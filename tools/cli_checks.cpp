@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "sim/core/errors.h"
+
 namespace parasim {
 
 namespace {
@@ -32,6 +34,12 @@ CLI::Validator non_negative_number() {
         return finite_number(s, v) && v >= 0 ? "" : "expected a finite number >= 0, got \"" + s + "\"";
       },
       "NUMBER >= 0");
+}
+
+double checked_number(const std::string& what, double v, double min, bool strict) {
+  if (!std::isfinite(v) || v < min || (strict && v == min))
+    throw ConfigError(fmt::format("{}: expected a finite number {} {}, got {}", what, strict ? ">" : ">=", min, v));
+  return v;
 }
 
 CLI::Validator integer_in(std::int64_t lo, std::int64_t hi) {

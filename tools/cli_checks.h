@@ -16,4 +16,8 @@ CLI::Validator non_negative_number();
 // An integer in [lo, hi].
 CLI::Validator integer_in(std::int64_t lo, std::int64_t hi);
 
+// The same rule for a number already read (an option shared with the Python module, a value in a
+// document): `v` when finite and > min (`strict`) or >= min, else a ConfigError naming `what`.
+double checked_number(const std::string& what, double v, double min, bool strict);
+
 }  // namespace parasim

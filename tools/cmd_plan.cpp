@@ -9,7 +9,6 @@
 
 #include <fmt/format.h>
 
-#include "tools/cli_checks.h"
 #include "tools/commands.h"
 #include "tools/plan_document.h"
 #include "tools/planning_io.h"
@@ -116,10 +115,10 @@ void add_plan_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--gpus-range", o->range, "A..B: also plan A, 2A, 4A, ... B GPUs and print the time/cost curve");
   cmd->add_option("--seq", o->seq, "sequence length")->required();
   cmd->add_option("--global-batch", o->global_batch, "sequences per step")->required();
-  cmd->add_option("--tokens", o->tokens, "tokens to train on (time to train, the curve's days)")->check(positive_number());
-  cmd->add_option("--price-per-gpu-hour", o->price, "price of one GPU-hour")->check(non_negative_number());
-  cmd->add_option("--deadline-days", o->deadline_days, "the smallest GPU count (of --gpus or the range) that trains --tokens in time")
-      ->check(positive_number());
+  // Checked with the other plan options in plan_job_of (shared with the Python module).
+  cmd->add_option("--tokens", o->tokens, "tokens to train on (time to train, the curve's days)");
+  cmd->add_option("--price-per-gpu-hour", o->price, "price of one GPU-hour");
+  cmd->add_option("--deadline-days", o->deadline_days, "the smallest GPU count (of --gpus or the range) that trains --tokens in time");
   cmd->add_option("--headroom", o->headroom, "fraction of GPU memory to leave free (default 0.1)");
   cmd->add_option("--top", o->top, "layouts to print (default 5)");
   cmd->add_option("--objective", o->objective, "throughput | cost | time");

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <optional>
 
 #include "sim/scenario/measured.h"
+#include "tools/cli_checks.h"
 #include "tools/time_to_train.h"
 
 namespace parasim {
@@ -68,7 +68,7 @@ Json curve_point(const PlanJob& job, const PlanResult& res, const PlanOpts& o, c
 
 PlanJob plan_job_of(const PlanOpts& o, const std::string& data_dir) {
   for (const auto& [name, v] : {std::pair{"--tokens", o.tokens}, std::pair{"--price-per-gpu-hour", o.price}, std::pair{"--deadline-days", o.deadline_days}})
-    if (!(std::isfinite(v) && v >= 0)) throw ConfigError(std::string(name) + ": expected a finite number >= 0, got " + fmt::format("{}", v));
+    checked_number(name, v, 0, false);  // the one check of these options, for the CLI and the Python module
   if (o.deadline_days > 0 && o.tokens <= 0) throw ConfigError("--deadline-days needs --tokens");
   if (!(o.headroom >= 0 && o.headroom < 1)) throw ConfigError("--headroom: expected a fraction in [0, 1), got " + fmt::format("{}", o.headroom));
   PlanJob job;

@@ -308,14 +308,20 @@ TEST(HostLaunch, ExpertBiasesAddedInAPythonLoopPerLocalExpert) {
   EXPECT_EQ(counts(8, true, LaunchImpl::MegatronTe, true), (Counts{0, 0, true}));
 }
 
-// An op of bare PyTorch ops only (no framework call) issues its first kernel after one op's time.
+// An op of bare PyTorch ops only (no framework call) starts after the first op's host time, not a
+// call's: a 1 ms kernel behind one op of 30 us ends at 1,030 us (behind one call of 100 us, 1,100).
 TEST(HostLaunch, FirstKernelOfBareOpsAfterOneOp) {
-  HostLaunch h;
-  h.per_call = seconds_to_time(100 * kUs);
-  h.per_op = seconds_to_time(30 * kUs);
-  EXPECT_EQ(h.first_of({0, 5, 5}), h.per_op);
-  EXPECT_EQ(h.first_of({1, 6, 5}), h.per_call);
-  EXPECT_EQ(h.first_of({}), Time{0});
+  for (const auto& [count, end_us] : {std::pair{LaunchCount{0, 1, 1}, 1030.0}, std::pair{LaunchCount{1, 1, 0}, 1100.0}}) {
+    Program p = chain(1, 1000.0);
+    HostLaunch h;
+    h.per_call = seconds_to_time(100 * kUs);
+    h.per_loop = seconds_to_time(10 * kUs);
+    h.per_op = seconds_to_time(30 * kUs);
+    h.counts = {count, count};
+    h.sync_before = {0, 0};
+    add_host_issue(p, h);
+    EXPECT_NEAR(makespan_us(p), end_us, 1e-6);
+  }
 }
 
 // The host issue time of our eager MoE training steps on one H200 (tools/scripts/torch_moe_bench.py,
