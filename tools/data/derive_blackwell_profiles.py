@@ -177,13 +177,18 @@ def ultra_clock_ratio():
 
 
 ULTRA_CLOCK_WHY = (
-    "A backward pass does five GEMMs per exponential (10 d FLOPs each, 1,280 at head width 128, against the roughly 450 the "
-    "tensor cores do per exponential at 2,250 TFLOP/s and 5 T exp/s), so it is bound by the tensor cores, not by the "
-    "exponential units Blackwell Ultra doubled (its forward passes, nearer that limit, ran about 1.19x). At equal "
-    "datasheet BF16/FP8 peaks the difference is taken as the GB300's sustained clock under its 1,400 W limit against the "
-    "GB200's 1,200 W. The GB300's GEMM figures are the GB200's measurement (gemm_max_efficiency), so the ratio is carried "
-    "here, on the B200's training-sustained ratio; its cuDNN attention fits, from its own runs, are restated at this ratio "
-    "(attention_kernels.cudnn) so that they keep their measured times. No GEMM measurement on the GB300 is published")
+    "A backward pass does five GEMMs per exponential (10 d FLOPs in all, 1,280 at head width 128, 1,664 at MLA's 192), "
+    "against about 500 FLOPs the GB200's tensor cores do per exponential its exponential units compute (2,500 TFLOP/s "
+    "against 5 T exp/s, verda.com 'GB300 NVL72 architecture' per-GPU table; the GB300's doubled units, 10.7 T exp/s, "
+    "halve that), so by FLOP counts its tensor cores, not the exponential units Blackwell Ultra doubled, bind it (its "
+    "forward passes, nearer that limit, ran about 1.19x). At equal datasheet BF16/FP8 peaks the ratio is taken as the "
+    "GB300's sustained clock under its 1,400 W limit against the GB200's 1,200 W. It is not one clock ratio: it grows with "
+    "the kernel's length (a median 1.08 over kernels under 5 ms on the GB200, 1.17 over those of 20 ms or more) and is "
+    "1.13 over the deterministic backward passes against 1.10 over the others, though each benchmark runs 10 iterations. "
+    "The GB300's GEMM figures are the GB200's measurement (gemm_max_efficiency), so the ratio is carried here, on the "
+    "B200's training-sustained ratio; its cuDNN attention fits, from its own runs, are restated at this ratio "
+    "(attention_kernels.cudnn) so that they keep their measured times at this value (a sampled or measured ratio moves "
+    "them too). No GEMM measurement on the GB300 is published")
 
 
 LATER = (" (cuDNN 9.26 of 2026-07-24 in the same benchmark: the GB300's causal forward at seq 8k 1991 TFLOP/s against 1856 in "
