@@ -173,7 +173,7 @@ def ultra_clock_ratio():
     src = ("%s (%s, commit %s): the median GB200/GB300 time ratio of the %d BF16 backward passes both parts ran, %.4f "
            "(interquartile %.3f-%.3f; tests/data/cudnn_sdpa_bwd_gb200_gb300.json)" % (
                t["source"]["title"], t["source"]["address"], t["source"]["commit"], n, med, ratios[n // 4], ratios[(3 * n) // 4]))
-    return round(med, 4), src
+    return round(med, 4), src, (round(ratios[n // 4], 4), round(ratios[(3 * n) // 4], 4))
 
 
 ULTRA_CLOCK_WHY = (
@@ -275,15 +275,16 @@ def main():
                              "this errs slow" % ("GB200 (1200 W)" if gpu == "GB200" else "GB300 (1400 W)"))
         restate = None
         if gpu == "GB300":
-            ratio, ratio_src = ultra_clock_ratio()
+            ratio, ratio_src, (q1, q3) = ultra_clock_ratio()
             sc = c["sustained_clock_ratio"]
             base_clock = sc["value"]
             sc["value"] = round(base_clock * ratio, 4)
             sc["source"] = ("assumed: the B200's training-sustained ratio (%s) times %s, the rate at which the GB300 ran the "
                             "same tensor-core-bound kernels as the GB200: %s. %s; B200: %s" % (
                                 base_clock, ratio, ratio_src, ULTRA_CLOCK_WHY, b200["compute"]["sustained_clock_ratio"]["source"]))
-            sc["range"] = [base_clock, 1.0]
-            sc["range_source"] = "from the B200's measured MSMF/MAMF (the GB300 throttled as much as the B200) to no derating"
+            sc["range"] = [round(base_clock * q1, 4), round(base_clock * q3, 4)]
+            sc["range_source"] = ("the B200's ratio times the pairs' interquartile range (%s-%s); the attention fits, restated "
+                                  "at the value, move with it by up to 5 %%" % (q1, q3))
             restate = (ratio, "restated for this profile's sustained_clock_ratio (the B200's times the GB300/GB200 "
                               "backward-pass ratio): the fitted e_inf over that ratio")
         m["hbm_gbps"] = fig(8000, "datasheet", "NVIDIA %s NVL72 datasheet: 576 TB/s HBM3e per 72 GPUs = 8 TB/s per GPU" % gpu)
