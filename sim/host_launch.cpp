@@ -62,7 +62,7 @@ namespace {
 
 // The blocks an op of each role runs (the emitter's op_labels.h); an op of no listed role is one
 // call of one launch.
-LaunchCount role_launches(OpRole role, const LayerGraph& g, const std::vector<LayerModule>& graphed) {
+LaunchCount role_launches(OpRole role, const LayerGraph& g, const std::vector<LayerModule>& graphed, const HostReplay& replay) {
   auto n = [&](const Block& b) { return block_launches(b, graphed); };
   switch (role) {
     case OpRole::EmbeddingFwd: return n(g.embed_fwd);
@@ -78,6 +78,13 @@ LaunchCount role_launches(OpRole role, const LayerGraph& g, const std::vector<La
     case OpRole::RecomputeFwd: {
       LaunchCount both = n(g.attn_fwd);
       return both += n(g.mlp_fwd);
+    }
+    case OpRole::RecomputeSelective: {
+      Block replayed;
+      for (const Block* b : {&g.attn_fwd, &g.mlp_fwd})
+        for (const Kernel& k : b->kernels)
+          if (replays(replay.modules, k, replay.fused_attention)) replayed.kernels.push_back(k);
+      return n(replayed);
     }
     case OpRole::TrainMetrics: return n(g.metrics);
     default: return {1, 1};
@@ -124,7 +131,8 @@ std::vector<LayerModule> graphed_modules(const std::vector<CudaGraphScope>& scop
   return m;
 }
 
-HostLaunch host_launch_model(const Program& p, const ModelGraph& g, HostCosts costs, const std::vector<LayerModule>& graphed) {
+HostLaunch host_launch_model(const Program& p, const ModelGraph& g, HostCosts costs, const std::vector<LayerModule>& graphed,
+                             const HostReplay& replay) {
   HostLaunch h;
   h.per_call = costs.per_call;
   h.per_loop = costs.per_loop;
@@ -140,7 +148,7 @@ HostLaunch host_launch_model(const Program& p, const ModelGraph& g, HostCosts co
     const OpRole role = p.label_roles[l];
     const bool dispatch = role == OpRole::EpAllToAllFwd && dispatch_sync(g);
     for (size_t k = 0; k < g.kinds.size(); ++k) {
-      const LaunchCount n = role_launches(role, g.kinds[k], graphed);
+      const LaunchCount n = role_launches(role, g.kinds[k], graphed, replay);
       const bool sync = dispatch || (role == OpRole::MlpFwd && eager_moe_sync(g.kinds[k]));
       if (h.time_of(n) > h.time_of(h.counts[l])) h.counts[l] = n;
       h.sync_before[l] = h.sync_before[l] || sync;

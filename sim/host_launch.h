@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "models/layer_graph.h"
+#include "models/recompute.h"
 #include "sim/core/program.h"
 #include "sim/scenario/choices.h"
 #include "sim/scenario/scenario.h"
@@ -109,6 +110,15 @@ std::vector<double> host_issue_s(const Program& p, const HostLaunch& h);
 // preprocessing, which has no kernel priced apart.
 std::vector<LayerModule> graphed_modules(const std::vector<CudaGraphScope>& scopes);
 
-HostLaunch host_launch_model(const Program& p, const ModelGraph& g, HostCosts costs, const std::vector<LayerModule>& graphed);
+// What a selective recompute replays (ParallelSpec::recompute_modules, recompute_fused_attention):
+// Megatron-Core re-runs those modules' forward before their backward, so the host issues their
+// kernels again (tensor_parallel.checkpoint, CheckpointWithoutOutput).
+struct HostReplay {
+  RecomputeModules modules;
+  bool fused_attention = false;
+};
+
+HostLaunch host_launch_model(const Program& p, const ModelGraph& g, HostCosts costs, const std::vector<LayerModule>& graphed,
+                             const HostReplay& replay = {});
 
 }  // namespace parasim

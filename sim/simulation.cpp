@@ -121,6 +121,12 @@ void with_pricing(const Scenario& sc, const NetworkModel* network, F&& fn) {
   fn(layers, cost, sc.profile.time_scale.network != 1.0 ? static_cast<const NetworkModel&>(scaled) : base);
 }
 
+// What the host issues again under selective recompute (nothing under other recompute settings).
+HostReplay host_replay(const Scenario& s) {
+  if (s.parallel.recompute != Recompute::Selective) return {};
+  return {s.parallel.recompute_modules, s.parallel.recompute_fused_attention};
+}
+
 // The program of `s` (then run by `run`, when given): a RangeError or a forced NCCL algorithm that
 // does not apply as the scenario's ConfigError.
 Program lower_step(const Scenario& s, const Registries& reg, const LoweringInput& in, Timeline* run = nullptr,
@@ -128,7 +134,7 @@ Program lower_step(const Scenario& s, const Registries& reg, const LoweringInput
   try {
     Program p = lower(reg.schedules, in);
     if (host_modelled(s))
-      add_host_issue(p, host_launch_model(p, in.layers, host_costs(s.training), graphed_modules(s.training.cuda_graph_scope)));
+      add_host_issue(p, host_launch_model(p, in.layers, host_costs(s.training), graphed_modules(s.training.cuda_graph_scope), host_replay(s)));
     if (run) {
       EngineOptions eo;
       eo.overlap_compute_slowdown = s.profile.overlap_compute_slowdown.value;
@@ -161,7 +167,7 @@ std::vector<double> compute_work_s(const Program& p) {
 // time is the largest share of its compute-stream work (a share near or above 1: launch-bound).
 std::string host_launch_note(const Scenario& sc, const Program& p, const ModelGraph& layers) {
   const HostCosts costs = host_costs(sc.training);
-  const HostLaunch h = host_launch_model(p, layers, costs, graphed_modules(sc.training.cuda_graph_scope));
+  const HostLaunch h = host_launch_model(p, layers, costs, graphed_modules(sc.training.cuda_graph_scope), host_replay(sc));
   const std::vector<double> host = host_issue_s(p, h), gpu = compute_work_s(p);
   size_t worst = 0;
   for (size_t r = 0; r < host.size(); ++r)

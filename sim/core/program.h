@@ -96,7 +96,7 @@ struct HostIssue {
 // changes nothing that depends on it. None: only the label says.
 enum class OpRole : std::uint8_t {
   None,
-  EmbeddingFwd, EmbeddingBwd, AttnFwd, AttnBwd, MlpFwd, MlpBwd, HeadFwd, HeadBwd, RecomputeFwd,
+  EmbeddingFwd, EmbeddingBwd, AttnFwd, AttnBwd, MlpFwd, MlpBwd, HeadFwd, HeadBwd, RecomputeFwd, RecomputeSelective,
   MtpFwd, MtpBwd, MtpAttnFwd, MtpAttnBwd, MtpMlpFwd, MtpMlpBwd, MtpHeadFwd, MtpHeadBwd,
   TpCommFwd, TpCommBwd, EpAllToAllFwd, TrainMetrics,
   GradAllReduce, GradReduceScatter, GradAccumulate,

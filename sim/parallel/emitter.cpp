@@ -455,7 +455,7 @@ void Emitter::layer_backward(const BlockTimes& t, std::int64_t l, std::int32_t k
   } else if (op_sac_) {
     ops.add({Phase::Recompute, "recompute (op SAC)", t.op_sac_recompute, t.op_sac_flops, t.op_sac_hw, {MemCat::Activations, extra_working}, none});
   } else if (t.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == Recompute::Selective) {
-    ops.add({Phase::Recompute, "recompute (selective)", t.attn_recompute_selective, t.selective_recompute_flops, t.selective_recompute_hw,
+    ops.add({Phase::Recompute, op_label::kRecomputeSelective, t.attn_recompute_selective, t.selective_recompute_flops, t.selective_recompute_hw,
              none, none});
   }
   if (t.tp_comm_b > 0 && t.mlp_tp_comm) ops.add({Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none});
@@ -591,7 +591,7 @@ void Emitter::mtp_backward(const AddOp& add) const {
     add(Phase::Backward, op_label::kMtpHeadBwd, ends().head_b, 2 * ends().head_f_flops, 2 * ends().head_f_hw, {MemCat::Activations, to_bytes(a.head_working)},
         {MemCat::Activations, -to_bytes(a.head_working + a.head)});
     if (t.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == Recompute::Selective)
-      add(Phase::Recompute, "recompute (selective)", t.attn_recompute_selective, t.selective_recompute_flops, t.selective_recompute_hw, none,
+      add(Phase::Recompute, op_label::kRecomputeSelective, t.attn_recompute_selective, t.selective_recompute_flops, t.selective_recompute_hw, none,
           none);
     if (t.tp_comm_b > 0 && t.mlp_tp_comm) add(Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none);
     if (t.ep_comm_b > 0) add(Phase::EpComm, "ep all-to-all bwd", t.ep_comm_b, 0, 0, none, none);

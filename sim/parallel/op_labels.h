@@ -21,6 +21,7 @@ inline constexpr RoleLabel kMlpBwd{"mlp bwd", OpRole::MlpBwd};
 inline constexpr RoleLabel kHeadFwd{"head fwd", OpRole::HeadFwd};
 inline constexpr RoleLabel kHeadBwd{"head bwd", OpRole::HeadBwd};
 inline constexpr RoleLabel kRecomputeFwd{"recompute fwd", OpRole::RecomputeFwd};
+inline constexpr RoleLabel kRecomputeSelective{"recompute (selective)", OpRole::RecomputeSelective};
 inline constexpr RoleLabel kMtpFwd{"mtp fwd", OpRole::MtpFwd};
 inline constexpr RoleLabel kMtpBwd{"mtp bwd", OpRole::MtpBwd};
 inline constexpr RoleLabel kMtpAttnFwd{"mtp attention fwd", OpRole::MtpAttnFwd};

@@ -308,6 +308,38 @@ TEST(HostLaunch, ExpertBiasesAddedInAPythonLoopPerLocalExpert) {
   EXPECT_EQ(counts(8, true, LaunchImpl::MegatronTe, true), (Counts{0, 0, true}));
 }
 
+// Selective recompute re-runs the recomputed modules' forward before their backward
+// (Megatron-Core's tensor_parallel.checkpoint, CheckpointWithoutOutput), so the host issues their
+// kernels again: replaying the two layer norms as well as the core attention costs the host two more
+// calls per layer and microbatch, at the cost per call.
+TEST(HostLaunch, SelectiveRecomputeReplaysItsCallsOnTheHost) {
+  Json j = read_json_file(test::data_dir() + "/scenarios/default.json");
+  j.erase("stack");
+  j["parallel"]["recompute"] = "selective";
+  j["training"]["host_launch_us"] = 100.0;
+  auto host_s = [&](const std::vector<std::string>& modules) {
+    j["parallel"]["recompute_modules"] = modules;
+    const Scenario sc = test::scenario_from(j);
+    const SimulationOutput out = simulate(sc, Registries{}, nullptr, Detail::Timeline);
+    const HostLaunch h = host_launch_model(out.program, build_model_graph(sc.model, layer_shape(sc)), host_costs(sc.training),
+                                           graphed_modules(sc.training.cuda_graph_scope),
+                                           HostReplay{sc.parallel.recompute_modules, sc.parallel.recompute_fused_attention});
+    struct R {
+      double host_s;
+      double passes;  // layer passes on rank 0: its layers times the microbatches
+    };
+    double passes = 0;
+    for (const Op& op : out.program.ops)
+      if (op.rank == 0 && out.program.label_roles[static_cast<size_t>(op.label)] == OpRole::AttnBwd) passes += 1;
+    return R{host_issue_s(out.program, h)[0], passes};
+  };
+  const auto attn = host_s({"core_attn"});
+  const auto both = host_s({"core_attn", "layernorm"});
+  ASSERT_GT(attn.passes, 0);
+  EXPECT_DOUBLE_EQ(attn.passes, both.passes);
+  EXPECT_NEAR(both.host_s - attn.host_s, attn.passes * 2 * 100e-6, 1e-9);
+}
+
 // An op of bare PyTorch ops only (no framework call) starts after the first op's host time, not a
 // call's: a 1 ms kernel behind one op of 30 us ends at 1,030 us (behind one call of 100 us, 1,100).
 TEST(HostLaunch, FirstKernelOfBareOpsAfterOneOp) {
