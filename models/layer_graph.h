@@ -92,6 +92,10 @@ struct Kernel {
   // (each a torch function call with its autograd record, one kernel each), not as one call of a
   // Megatron-Core or Transformer Engine module: the host prices each at training.host_op_us.
   bool python_ops = false;
+  // A block norm that Transformer Engine runs inside the following linear's module (LayerNormLinear:
+  // Megatron-Core's TE layer spec builds input_layernorm and a dense MLP's pre_mlp_layernorm as
+  // IdentityOp), so no module of its own: selective recompute of "layernorm" does not replay it.
+  bool in_linear = false;
   // An MoE layer's expert GEMMs are shaped as the mean expert's (padded: the capacity); the busiest
   // expert-parallel rank's rows over that shape (sim/parallel/moe_routing.h) scale their time
   // (sim/cost/kernels.cpp). Executed FLOPs are the mean rank's, model FLOPs every routed copy once.
@@ -163,6 +167,9 @@ struct LayerShape {
   // Megatron-Core with Transformer Engine's GroupedLinear, not eager PyTorch's modules or TE's
   // fused grouped MLP (TrainingSpec::te_op_fuser).
   bool moe_bias_loop = true;
+  // Megatron-Core's Transformer Engine layer spec fuses the block norm before linear_qkv (not MLA's)
+  // and before a dense MLP's linear_fc1 into those linears (Kernel::in_linear).
+  bool norm_in_linear = false;
   std::int64_t fp8_quantize_launches = 1;
   bool fp8_grouped_quantize_fused = true;
 };

@@ -43,7 +43,7 @@ bool module_replays(RecomputeModule r, const Kernel& k, bool fused_attention) {
   const M m = k.module;
   switch (r) {
     case RecomputeModule::CoreAttn: return m == M::CoreAttn || (fused_attention && m == M::FusedAttn);
-    case RecomputeModule::Layernorm: return m == M::BlockNorm;
+    case RecomputeModule::Layernorm: return m == M::BlockNorm && !k.in_linear;
     case RecomputeModule::MlaUpProj: return m == M::MlaUpProj || m == M::Rope || m == M::MlaQkConcat;
     case RecomputeModule::MoeAct: return m == M::Experts && k.ffn == FfnStep::Activation;
     case RecomputeModule::Mlp: return m == M::Mlp;

@@ -42,6 +42,11 @@ HostCosts host_costs(const TrainingSpec& t) {
   return {call, own_loop ? seconds_to_time(t.host_loop_launch_us * 1e-6) : call, own_op ? seconds_to_time(t.host_op_us * 1e-6) : call};
 }
 
+HostReplay host_replay(const Scenario& s) {
+  if (s.parallel.recompute != Recompute::Selective) return {};
+  return {s.parallel.recompute_modules, s.parallel.recompute_fused_attention};
+}
+
 LaunchCount block_launches(const Block& b, const std::vector<LayerModule>& graphed) {
   LaunchCount n;
   bool graph_open = false;  // the previous kernel was graphed: this one is in the same replay
@@ -59,6 +64,13 @@ LaunchCount block_launches(const Block& b, const std::vector<LayerModule>& graph
 }
 
 namespace {
+
+// Whether a selective recompute replays an MoE layer's dispatcher with expert parallelism (the "moe"
+// module): its all-to-alls run again, and so does the dispatcher's wait for the token counts.
+bool replays_dispatch(const HostReplay& replay, const LayerGraph& k) {
+  return replay.modules.has(RecomputeModule::Moe) && k.shape.ep > 1 &&
+         std::any_of(k.mlp_fwd.kernels.begin(), k.mlp_fwd.kernels.end(), [](const Kernel& x) { return x.module == LayerModule::TokenDispatch; });
+}
 
 // The blocks an op of each role runs (the emitter's op_labels.h); an op of no listed role is one
 // call of one launch.
@@ -84,7 +96,9 @@ LaunchCount role_launches(OpRole role, const LayerGraph& g, const std::vector<La
       for (const Block* b : {&g.attn_fwd, &g.mlp_fwd})
         for (const Kernel& k : b->kernels)
           if (replays(replay.modules, k, replay.fused_attention)) replayed.kernels.push_back(k);
-      return n(replayed);
+      LaunchCount c = n(replayed);
+      if (replays_dispatch(replay, g)) c += {2, 2};  // the replayed dispatch and combine all-to-alls
+      return c;
     }
     case OpRole::TrainMetrics: return n(g.metrics);
     default: return {1, 1};
@@ -149,7 +163,8 @@ HostLaunch host_launch_model(const Program& p, const ModelGraph& g, HostCosts co
     const bool dispatch = role == OpRole::EpAllToAllFwd && dispatch_sync(g);
     for (size_t k = 0; k < g.kinds.size(); ++k) {
       const LaunchCount n = role_launches(role, g.kinds[k], graphed, replay);
-      const bool sync = dispatch || (role == OpRole::MlpFwd && eager_moe_sync(g.kinds[k]));
+      const bool sync = dispatch || (role == OpRole::MlpFwd && eager_moe_sync(g.kinds[k])) ||
+                        (role == OpRole::RecomputeSelective && dispatch_sync(g) && replays_dispatch(replay, g.kinds[k]));
       if (h.time_of(n) > h.time_of(h.counts[l])) h.counts[l] = n;
       h.sync_before[l] = h.sync_before[l] || sync;
       if (h.kinds > 0) {

@@ -118,7 +118,10 @@ struct HostReplay {
   bool fused_attention = false;
 };
 
+// A scenario's replay: its recompute modules under selective recompute, nothing otherwise.
+HostReplay host_replay(const Scenario& s);
+
 HostLaunch host_launch_model(const Program& p, const ModelGraph& g, HostCosts costs, const std::vector<LayerModule>& graphed,
-                             const HostReplay& replay = {});
+                             const HostReplay& replay);
 
 }  // namespace parasim

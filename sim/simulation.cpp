@@ -37,6 +37,7 @@ LayerShape layer_shape(const Scenario& sc) {
   sh.loss = sc.training.loss_impl;
   sh.train_metrics = static_cast<std::int64_t>(sc.training.train_metrics.size());
   sh.eager_launches = sc.training.launch_impl == LaunchImpl::Eager;
+  sh.norm_in_linear = !sh.eager_launches;
   sh.moe_bias_loop = !sh.eager_launches && !sc.training.te_op_fuser;
   sh.moe_sorts_chunks = sc.parallel.moe_dispatcher == MoeDispatcher::AllToAll;
   sh.fp8_quantize_launches = fp8_quantize_launches(sc.training.fp8_recipe);
@@ -119,12 +120,6 @@ void with_pricing(const Scenario& sc, const NetworkModel* network, F&& fn) {
   const NetworkModel& base = network ? *network : *own;
   const ScaledNetwork scaled(base, sc.profile.time_scale.network);
   fn(layers, cost, sc.profile.time_scale.network != 1.0 ? static_cast<const NetworkModel&>(scaled) : base);
-}
-
-// What the host issues again under selective recompute (nothing under other recompute settings).
-HostReplay host_replay(const Scenario& s) {
-  if (s.parallel.recompute != Recompute::Selective) return {};
-  return {s.parallel.recompute_modules, s.parallel.recompute_fused_attention};
 }
 
 // The program of `s` (then run by `run`, when given): a RangeError or a forced NCCL algorithm that

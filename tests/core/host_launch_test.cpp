@@ -310,34 +310,44 @@ TEST(HostLaunch, ExpertBiasesAddedInAPythonLoopPerLocalExpert) {
 
 // Selective recompute re-runs the recomputed modules' forward before their backward
 // (Megatron-Core's tensor_parallel.checkpoint, CheckpointWithoutOutput), so the host issues their
-// kernels again: replaying the two layer norms as well as the core attention costs the host two more
-// calls per layer and microbatch, at the cost per call.
+// kernels again. Replaying "layernorm" as well as the expert activation costs an MoE layer's host the
+// calls of its pre-MLP norm per layer pass; the input norm, which Transformer Engine runs inside
+// linear_qkv (LayerNormLinear; the TE layer spec's input_layernorm is an IdentityOp), is not replayed,
+// so on a dense layer, whose pre-MLP norm is fused into linear_fc1 too, "layernorm" replays nothing.
 TEST(HostLaunch, SelectiveRecomputeReplaysItsCallsOnTheHost) {
-  Json j = read_json_file(test::data_dir() + "/scenarios/default.json");
-  j.erase("stack");
-  j["parallel"]["recompute"] = "selective";
-  j["training"]["host_launch_us"] = 100.0;
-  auto host_s = [&](const std::vector<std::string>& modules) {
+  struct R {
+    double host_s = 0, passes = 0, norm_calls = 0;
+  };
+  auto host = [](Json j, const std::vector<std::string>& modules) {
+    j.erase("stack");
+    j["parallel"]["recompute"] = "selective";
     j["parallel"]["recompute_modules"] = modules;
+    j["training"]["host_launch_us"] = 100.0;
     const Scenario sc = test::scenario_from(j);
     const SimulationOutput out = simulate(sc, Registries{}, nullptr, Detail::Timeline);
-    const HostLaunch h = host_launch_model(out.program, build_model_graph(sc.model, layer_shape(sc)), host_costs(sc.training),
-                                           graphed_modules(sc.training.cuda_graph_scope),
-                                           HostReplay{sc.parallel.recompute_modules, sc.parallel.recompute_fused_attention});
-    struct R {
-      double host_s;
-      double passes;  // layer passes on rank 0: its layers times the microbatches
-    };
-    double passes = 0;
+    const std::vector<LayerModule> graphed = graphed_modules(sc.training.cuda_graph_scope);
+    const ModelGraph g = build_model_graph(sc.model, layer_shape(sc));
+    const HostLaunch h = host_launch_model(out.program, g, host_costs(sc.training), graphed, host_replay(sc));
+    R r;
+    r.host_s = host_issue_s(out.program, h)[0];
     for (const Op& op : out.program.ops)
-      if (op.rank == 0 && out.program.label_roles[static_cast<size_t>(op.label)] == OpRole::AttnBwd) passes += 1;
-    return R{host_issue_s(out.program, h)[0], passes};
+      if (op.rank == 0 && out.program.role(op) == OpRole::AttnBwd) r.passes += 1;
+    Block norm2;
+    for (const Kernel& k : g.kinds.back().mlp_fwd.kernels)
+      if (k.module == LayerModule::BlockNorm) norm2.kernels.push_back(k);
+    r.norm_calls = static_cast<double>(block_launches(norm2, graphed).calls);
+    return r;
   };
-  const auto attn = host_s({"core_attn"});
-  const auto both = host_s({"core_attn", "layernorm"});
+  const Json moe = read_json_file(test::data_dir() + "/scenarios/moe-qwen3-30b-a3b-16xh100-fp8.json");
+  const R act = host(moe, {"moe_act"}), both = host(moe, {"moe_act", "layernorm"});
+  ASSERT_GT(act.passes, 0);
+  ASSERT_GT(both.norm_calls, 0);
+  EXPECT_DOUBLE_EQ(act.passes, both.passes);
+  EXPECT_NEAR(both.host_s - act.host_s, act.passes * both.norm_calls * 100e-6, 1e-9);
+  const Json dense = read_json_file(test::data_dir() + "/scenarios/default.json");
+  const R attn = host(dense, {"core_attn"}), norms = host(dense, {"core_attn", "layernorm"});
   ASSERT_GT(attn.passes, 0);
-  EXPECT_DOUBLE_EQ(attn.passes, both.passes);
-  EXPECT_NEAR(both.host_s - attn.host_s, attn.passes * 2 * 100e-6, 1e-9);
+  EXPECT_NEAR(norms.host_s, attn.host_s, 1e-12);
 }
 
 // An op of bare PyTorch ops only (no framework call) starts after the first op's host time, not a
