@@ -302,6 +302,12 @@ void check_moe_features(const Scenario& s, const std::string& par) {
       fail("/training/cuda_graph_scope", "\"" + name_of(x) + "\" captures a mixture-of-experts layer's part, but the model has no experts");
   if (has(CudaGraphScope::MoePreprocess) && !has(CudaGraphScope::MoeRouter))
     fail("/training/cuda_graph_scope", "\"moe_preprocess\" is captured only with \"moe_router\" (Megatron-Core's transformer_config.py)");
+  // A recomputed module must lie wholly inside or outside a graph: Megatron-Core refuses the MoE block's
+  // recompute around a graphed router (transformer_config.py, "moe recompute is not supported with
+  // moe_router CUDA graph", core_v0.16.0 on).
+  if (has(CudaGraphScope::MoeRouter) && s.parallel.recompute == Recompute::Selective && s.parallel.recompute_modules.has(RecomputeModule::Moe))
+    fail("/parallel/recompute_modules", "\"moe\" is not recomputed around a CUDA-graphed router (training.cuda_graph_scope has \"moe_router\"; "
+                                        "Megatron-Core's transformer_config.py refuses it)");
 }
 
 void validate(const Scenario& s, const JsonObject& root) {

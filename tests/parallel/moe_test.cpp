@@ -206,6 +206,18 @@ TEST(MoE, MegatronCoresRefusalsOfItsMoeFeaturesAreRefused) {
   EXPECT_NE(err([](Json& j) { j["training"]["cuda_graph_scope"] = {"moe_preprocess"}; }).find("only with \"moe_router\""),
             std::string::npos);
   EXPECT_EQ(err([](Json& j) { j["training"]["cuda_graph_scope"] = {"moe_router", "moe_preprocess"}; }), "(no error)");
+  // The MoE block is not recomputed around a graphed router (Megatron-Core's transformer_config.py);
+  // the expert activation inside the block may be.
+  const auto recompute = [](const char* module) {
+    return [module](Json& j) {
+      j["training"]["cuda_graph_scope"] = {"moe_router"};
+      j["parallel"]["recompute"] = "selective";
+      j["parallel"]["recompute_modules"] = {module};
+    };
+  };
+  const std::string around = err(recompute("moe"));
+  EXPECT_NE(around.find("/parallel/recompute_modules: \"moe\" is not recomputed around a CUDA-graphed router"), std::string::npos) << around;
+  EXPECT_EQ(err(recompute("moe_act")), "(no error)");
   const std::string dense = err([](Json& j) {
     j["model"] = "llama3-8b";
     j["parallel"].erase("ep");
