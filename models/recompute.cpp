@@ -60,4 +60,12 @@ bool replays(const RecomputeModules& mods, const Kernel& k, bool fused_attention
   return false;
 }
 
+Block replayed_kernels(const LayerGraph& g, const RecomputeModules& mods, bool fused_attention) {
+  Block out;
+  for (const Block* b : {&g.attn_fwd, &g.mlp_fwd})
+    for (const Kernel& k : b->kernels)
+      if (replays(mods, k, fused_attention)) out.kernels.push_back(k);
+  return out;
+}
+
 }  // namespace parasim

@@ -48,9 +48,13 @@ class RecomputeModules {
 // Whether selective recompute of `mods` replays forward kernel `k` before the layer's backward:
 // core_attn the attention core (the unfused kernels; a fused attention kernel only where
 // `fused_attention`, ParallelSpec::recompute_fused_attention: the stack's choice), layernorm the
-// block norms, mla_up_proj MLA's up projections with the RoPE and the query-key assembly, moe_act
+// block norms that are modules of their own (not Kernel::in_linear), mla_up_proj MLA's up projections with the RoPE and the query-key assembly, moe_act
 // the routed experts' activation, mlp a dense layer's MLP, moe an MoE layer's router, token
 // dispatch, experts and shared experts, shared_experts the shared experts.
 bool replays(const RecomputeModules& mods, const Kernel& k, bool fused_attention);
+
+// The forward kernels of layer `g` that selective recompute of `mods` replays, in issue order: what the
+// GPU runs again (sim/parallel/emitter.cpp) and the host issues again (sim/host_launch.cpp).
+Block replayed_kernels(const LayerGraph& g, const RecomputeModules& mods, bool fused_attention);
 
 }  // namespace parasim

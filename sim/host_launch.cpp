@@ -92,11 +92,7 @@ LaunchCount role_launches(OpRole role, const LayerGraph& g, const std::vector<La
       return both += n(g.mlp_fwd);
     }
     case OpRole::RecomputeSelective: {
-      Block replayed;
-      for (const Block* b : {&g.attn_fwd, &g.mlp_fwd})
-        for (const Kernel& k : b->kernels)
-          if (replays(replay.modules, k, replay.fused_attention)) replayed.kernels.push_back(k);
-      LaunchCount c = n(replayed);
+      LaunchCount c = n(replayed_kernels(g, replay.modules, replay.fused_attention));
       if (replays_dispatch(replay, g)) c += {2, 2};  // the replayed dispatch and combine all-to-alls
       return c;
     }

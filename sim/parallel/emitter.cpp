@@ -135,13 +135,11 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
     // stack does (recompute_fused_attention); an MoE block's replay includes its dispatch and
     // combine all-to-alls (added below with them).
     const ParallelSpec& par = in.scenario.parallel;
-    for (const Block* b : {&g.attn_fwd, &g.mlp_fwd})
-      for (const auto& k : b->kernels)
-        if (replays(par.recompute_modules, k, par.recompute_fused_attention)) {
-          t.attn_recompute_selective += kernel_seconds(c, k);
-          t.selective_recompute_flops += k.model_flops;
-          t.selective_recompute_hw += k.flops;
-        }
+    for (const Kernel& k : replayed_kernels(g, par.recompute_modules, par.recompute_fused_attention).kernels) {
+      t.attn_recompute_selective += kernel_seconds(c, k);
+      t.selective_recompute_flops += k.model_flops;
+      t.selective_recompute_hw += k.flops;
+    }
   }
   if (in.scenario.parallel.recompute == Recompute::SelectiveOp) {
     // torchtitan's op-level SAC replays every elementwise op and the even-numbered matmuls of the
