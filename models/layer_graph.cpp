@@ -195,12 +195,12 @@ namespace {
 
 using layer_kernels::add_norm;
 
-// add_norm for a block norm Transformer Engine fuses into the linear after it, where the layer spec does
-// (LayerShape::norm_in_linear and `fused`).
-void add_block_norm(Block& b, const std::string& name, double elems, double e, const LayerShape& sh, bool bwd, bool fused) {
+// add_norm for a block norm, tagged Kernel::in_linear where Transformer Engine runs it inside the
+// linear after it (input_norm_in_linear, pre_mlp_norm_in_linear).
+void add_block_norm(Block& b, const std::string& name, double elems, double e, const LayerShape& sh, bool bwd, bool in_linear) {
   const size_t first = b.kernels.size();
   add_norm(b, name, elems, e, sh, bwd, LayerModule::BlockNorm);
-  for (size_t i = first; i < b.kernels.size(); ++i) b.kernels[i].in_linear = sh.norm_in_linear && fused;
+  for (size_t i = first; i < b.kernels.size(); ++i) b.kernels[i].in_linear = in_linear;
 }
 
 // `k` standing for `launches` kernels launched (Kernel::launches).
@@ -577,7 +577,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   // --- attention block, forward
   Block& af = g.attn_fwd;
   const double act_elems = act / e;
-  add_block_norm(af, "norm1", act_elems, e, sh, false, !m.mla);
+  add_block_norm(af, "norm1", act_elems, e, sh, false, input_norm_in_linear(m, sh));
   const double heads_local = static_cast<double>(m.heads / t);
   const double dqk = static_cast<double>(m.qk_head_dim()), dv = static_cast<double>(m.v_head_dim());
   const double q_elems = Td * heads_local * dqk;  // queries (and with MLA keys) on this rank
@@ -725,7 +725,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     // Eager q and kv Linears (one priced GEMM launched twice): autograd adds their two input gradients.
     add_gemm_bwd(ab, it->gemm, sh.eager_launches && it->gemm.launches > 1 ? 1 : 0);
   }
-  add_block_norm(ab, "norm1", act_elems, e, sh, true, !m.mla);
+  add_block_norm(ab, "norm1", act_elems, e, sh, true, input_norm_in_linear(m, sh));
 
   // --- MLP block (dense, or the experts of a mixture-of-experts layer: add_moe_mlp)
   const bool glu = m.activation == Activation::SwiGlu;
@@ -735,7 +735,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   } else {
     const std::int64_t f_local = f / t;
     Block& mf = g.mlp_fwd;
-    add_block_norm(mf, "norm2", act_elems, e, sh, false, true);
+    add_block_norm(mf, "norm2", act_elems, e, sh, false, pre_mlp_norm_in_linear(m, sh));
     const Kernel up = tagged(LayerModule::Mlp, gemm(glu ? "mlp_gate_up" : "mlp_up", T, (glu ? 2 : 1) * f_local, h), FfnStep::Up);
     const Kernel down = tagged(LayerModule::Mlp, gemm("mlp_down", T, h, f_local), FfnStep::Down);
     const double ffb = Td * static_cast<double>(f_local) * e;
@@ -747,7 +747,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     if (m.dropout) mb.kernels.push_back(mem("dropout2.bwd", drop_b, true));
     // Row-parallel down bias: added after the TP reduction, over T/t tokens with sequence parallel.
     add_ffn_bwd(mb, up, down, name_of(m.activation), glu, ffb, m.bias, Td / sp_div, Td, hd, e);
-    add_block_norm(mb, "norm2", act_elems, e, sh, true, true);
+    add_block_norm(mb, "norm2", act_elems, e, sh, true, pre_mlp_norm_in_linear(m, sh));
     fp8_linears = {up, down};
   }
 

@@ -29,8 +29,11 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, Recom
   //  its weight-gradient GEMM reads (1 byte, plus one scale byte per 32 elements under MXFP8)
   //  instead of the 16-bit tensor: the QKV, attention-projection, fc1 and fc2 inputs.
   const double li = sh.fp8_gemms ? sh.fp8_saved_input_bytes : e;
-  //  Recomputed norms (layernorm) keep neither output: the two linear inputs go.
-  const double norm_outputs = recomputes(RecomputeModule::Layernorm) ? 0.0 : li + li;
+  //  A recomputed norm (layernorm) keeps no output, the linear input it feeds; a norm Transformer
+  //  Engine runs inside that linear (LayerNormLinear) is no module of its own and is not recomputed,
+  //  so its output stays (input_norm_in_linear, pre_mlp_norm_in_linear: the layer graph's rule).
+  auto norm_output = [&](bool in_linear) { return recomputes(RecomputeModule::Layernorm) && !in_linear ? 0.0 : li; };
+  const double norm_outputs = norm_output(input_norm_in_linear(m, sh)) + norm_output(pre_mlp_norm_in_linear(m, sh));
   //  A hybrid model's layer is one block (Mamba-2, attention or MLP; LayerKind): one norm input, one
   //  norm output and one dropout mask, half the transformer layer's two.
   const LayerKind kind = m.layer_kind(0);

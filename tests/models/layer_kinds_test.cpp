@@ -214,6 +214,18 @@ TEST(SelectiveRecompute, EachModuleDropsItsActivationsAndReplaysItsKernels) {
   const double base = stored(moe, {"core_attn"});
   // layernorm: the two norm outputs (the attention's and the MLP's input), 2 bytes per element.
   EXPECT_NEAR(base - stored(moe, {"layernorm"}), 2 * e * s * h, 1.0);
+  // Under Megatron-Core's Transformer Engine spec a norm run inside the next linear (LayerNormLinear)
+  // is not recomputed and keeps its output: MLA's input norm and an MoE block's pre-MLP norm are
+  // modules of their own (both go), a dense MLP's pre-MLP norm is not (the MLA dense layer frees one),
+  // and a GQA layer's input norm is not (a Qwen3 MoE layer frees one, a Llama layer none).
+  sh.norm_in_linear = true;
+  EXPECT_NEAR(base - stored(moe, {"layernorm"}), 2 * e * s * h, 1.0);
+  EXPECT_NEAR(stored(dense, {"core_attn"}) - stored(dense, {"core_attn", "layernorm"}), e * s * h, 1.0);
+  const ModelSpec qwen = load_zoo_model(test::data_dir(), "qwen3-30b-a3b", "test");
+  const ModelSpec llama = load_zoo_model(test::data_dir(), "llama3-8b", "test");
+  EXPECT_NEAR(stored(qwen, {"core_attn"}) - stored(qwen, {"core_attn", "layernorm"}), e * s * 2048, 1.0);
+  EXPECT_DOUBLE_EQ(stored(llama, {"core_attn"}), stored(llama, {"core_attn", "layernorm"}));
+  sh.norm_in_linear = false;
   // mla_up_proj: Q and K (128 heads x 192) and V (128 x 128).
   EXPECT_NEAR(base - stored(moe, {"mla_up_proj"}), e * s * H * (192 + 192 + 128), 1.0);
   // moe_act: fc2's input for each of the 8 routed copies of every token, 2048 wide.
