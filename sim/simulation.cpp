@@ -205,20 +205,26 @@ std::vector<std::string> inert_host_settings(const Scenario& sc) {
   return out;
 }
 
-// What rate an MoE dispatcher's own kernels (DeepEP, HybridEP) move their cross-node tokens at in this
-// scenario: the profile's published point (network.moe_dispatch_rdma) or, lacking one, NCCL's.
+// What rates an MoE dispatcher's own kernels (DeepEP, HybridEP) move their tokens at in this scenario:
+// over NVLink and, across nodes, over RDMA, each the profile's published point
+// (network.moe_dispatch_nvlink, moe_dispatch_rdma) or, lacking one, NCCL's.
 std::string dispatcher_rate_note(const Scenario& sc) {
   const MoeDispatcher d = sc.parallel.moe_dispatcher;
   if (d == MoeDispatcher::AllToAll || !sc.model.moe || sc.parallel.ep <= 1) return "";
-  const std::int64_t nodes = make_layout(sc).ep_group(CollOp::AllToAll, 1).nodes();
-  if (nodes <= 1) return "";
+  const CollectiveSpec group = make_layout(sc).ep_group(CollOp::AllToAll, 1);
+  const std::int64_t nodes = group.nodes();
+  std::string nvlink;
+  if (const double eff = sc.profile.moe_dispatch_nvlink_efficiency(d, group.ranks_per_node); eff > 0 && group.ranks_per_node > 1)
+    nvlink = fmt::format("{} move over NVLink among {} ranks at {:.3g} of the NVLink line rate, the profile's published figure for its "
+                         "kernels (network.moe_dispatch_nvlink)", nodes > 1 ? "; its tokens" : ": its tokens", group.ranks_per_node, eff);
+  if (nodes <= 1) return nvlink.empty() ? "" : fmt::format("MoE dispatcher {}{}", name_of(d), nvlink);
   const double eff = sc.profile.moe_dispatch_rdma_efficiency(d, nodes);
   if (eff > 0)
     return fmt::format("MoE dispatcher {} across {} nodes: its cross-node tokens move at {:.3g} of the NIC line rate, the profile's "
-                       "published figure for its kernels (network.moe_dispatch_rdma)", name_of(d), nodes, eff);
+                       "published figure for its kernels (network.moe_dispatch_rdma){}", name_of(d), nodes, eff, nvlink);
   return fmt::format("MoE dispatcher {} across {} nodes: profile \"{}\" has no rate for its kernels (network.moe_dispatch_rdma), so its "
-                     "cross-node tokens move at NCCL's inter_bus_efficiency ({:.3g})", name_of(d), nodes, sc.profile.name,
-                     sc.profile.inter_bus_efficiency.value);
+                     "cross-node tokens move at NCCL's inter_bus_efficiency ({:.3g}){}", name_of(d), nodes, sc.profile.name,
+                     sc.profile.inter_bus_efficiency.value, nvlink);
 }
 
 // Lowers, runs and measures the scenario `s` (sc with another microbatch count, when folding); the

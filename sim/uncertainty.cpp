@@ -26,7 +26,9 @@ struct SplitMix {
 std::vector<std::pair<std::string, Figure*>> ranged(Profile& p, const TrainingSpec& t, MoeDispatcher dispatcher) {
   std::vector<std::pair<std::string, Figure*>> out;
   if (auto it = p.moe_dispatch_rdma.find(dispatcher); it != p.moe_dispatch_rdma.end())
-    for (auto& pt : it->second) out.push_back({Profile::dispatch_rdma_figure_name(dispatcher, pt.nodes), &pt.efficiency});
+    for (auto& pt : it->second) out.push_back({Profile::dispatch_rdma_figure_name(dispatcher, pt.at), &pt.efficiency});
+  if (auto it = p.moe_dispatch_nvlink.find(dispatcher); it != p.moe_dispatch_nvlink.end())
+    for (auto& pt : it->second) out.push_back({Profile::dispatch_nvlink_figure_name(dispatcher, pt.at), &pt.efficiency});
   for (auto& [dt, f] : p.gemm_max_efficiency) out.push_back({"gemm_max_efficiency." + dt, &f});
   const std::string kernel = t.priced_attention_kernel();
   if (kernel != kAttentionDefault || p.has_fused_attention) {

@@ -121,7 +121,9 @@ std::vector<std::pair<std::string, Figure>> figures(const Profile& p) {
   if (p.has_fused_attention) attention("attention_", p.attention);
   for (const auto& [k, a] : p.attention_kernels) attention("attention_kernels." + k + ".", a);
   for (const auto& [d, pts] : p.moe_dispatch_rdma)
-    for (const auto& pt : pts) out.push_back({Profile::dispatch_rdma_figure_name(d, pt.nodes), pt.efficiency});
+    for (const auto& pt : pts) out.push_back({Profile::dispatch_rdma_figure_name(d, pt.at), pt.efficiency});
+  for (const auto& [d, pts] : p.moe_dispatch_nvlink)
+    for (const auto& pt : pts) out.push_back({Profile::dispatch_nvlink_figure_name(d, pt.at), pt.efficiency});
   if (p.has_host) {
     out.push_back({"host_memory_gbps", p.host_memory_gbps});
     out.push_back({"host_optimizer_efficiency", p.host_optimizer_efficiency});

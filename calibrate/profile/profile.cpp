@@ -39,23 +39,24 @@ Figure figure(const JsonObject& parent, const std::string& key, double min, doub
 }
 
 
-// network.moe_dispatch_rdma: {dispatcher: [{nodes, efficiency: figure}, ...]}, for the dispatchers
-// that run their own kernels (NCCL's all-to-all is priced by the NCCL model), nodes ascending.
-std::map<MoeDispatcher, std::vector<Profile::DispatchRdmaPoint>> parse_dispatch_rdma(const JsonObject& o) {
-  std::map<MoeDispatcher, std::vector<Profile::DispatchRdmaPoint>> out;
+// network.moe_dispatch_rdma / moe_dispatch_nvlink: {dispatcher: [{<key>, efficiency: figure}, ...]}
+// for the dispatchers that run their own kernels (NCCL's all-to-all is priced by the NCCL model),
+// `key` ("nodes" or "ranks") ascending.
+Profile::DispatchTable parse_dispatch_table(const JsonObject& o, const char* key) {
+  Profile::DispatchTable out;
   if (o.has("alltoall"))
     o.fail("alltoall", "NCCL's all-to-all takes no table here (the NCCL model prices it); the dispatchers with their own kernels: deepep, hybridep");
   for (const auto& e : moe_dispatchers().entries()) {
     if (e.factory.value == MoeDispatcher::AllToAll) continue;
     const Json* pts = o.raw_opt(e.name);
     if (!pts) continue;
-    if (!pts->is_array() || pts->empty()) o.fail(e.name, "expected a non-empty array of {nodes, efficiency}");
+    if (!pts->is_array() || pts->empty()) o.fail(e.name, std::string("expected a non-empty array of {") + key + ", efficiency}");
     auto& list = out[e.factory.value];
     for (size_t i = 0; i < pts->size(); ++i) {
       const JsonObject g((*pts)[i], o.file(), o.path(e.name) + "/" + std::to_string(i));
-      Profile::DispatchRdmaPoint pt;
-      pt.nodes = g.integer("nodes", 2, 1 << 20);
-      if (!list.empty() && pt.nodes <= list.back().nodes) g.fail("nodes", "expected node counts in ascending order, each once");
+      Profile::DispatchPoint pt;
+      pt.at = g.integer(key, 2, 1 << 20);
+      if (!list.empty() && pt.at <= list.back().at) g.fail(key, std::string("expected ") + key + " in ascending order, each once");
       pt.efficiency = figure(g, "efficiency", 0.01, 1.0);
       g.finish();
       list.push_back(pt);
@@ -196,22 +197,26 @@ const char* nccl_proto_name(NcclProto p) {
   return "?";
 }
 
-double Profile::moe_dispatch_rdma_efficiency(MoeDispatcher d, std::int64_t nodes) const {
-  const auto it = moe_dispatch_rdma.find(d);
-  if (it == moe_dispatch_rdma.end()) return 0;
-  const std::vector<DispatchRdmaPoint>& pts = it->second;
-  if (nodes <= pts.front().nodes) return pts.front().efficiency.value;
+double Profile::dispatch_efficiency(const DispatchTable& t, MoeDispatcher d, std::int64_t at) {
+  const auto it = t.find(d);
+  if (it == t.end()) return 0;
+  const std::vector<DispatchPoint>& pts = it->second;
+  if (at <= pts.front().at) return pts.front().efficiency.value;
   for (size_t i = 1; i < pts.size(); ++i) {
-    if (nodes > pts[i].nodes) continue;
-    const double x0 = std::log2(static_cast<double>(pts[i - 1].nodes)), x1 = std::log2(static_cast<double>(pts[i].nodes));
-    const double t = (std::log2(static_cast<double>(nodes)) - x0) / (x1 - x0);
-    return pts[i - 1].efficiency.value + t * (pts[i].efficiency.value - pts[i - 1].efficiency.value);
+    if (at > pts[i].at) continue;
+    const double x0 = std::log2(static_cast<double>(pts[i - 1].at)), x1 = std::log2(static_cast<double>(pts[i].at));
+    const double f = (std::log2(static_cast<double>(at)) - x0) / (x1 - x0);
+    return pts[i - 1].efficiency.value + f * (pts[i].efficiency.value - pts[i - 1].efficiency.value);
   }
   return pts.back().efficiency.value;
 }
 
 std::string Profile::dispatch_rdma_figure_name(MoeDispatcher d, std::int64_t nodes) {
   return "moe_dispatch_rdma." + name_of(d) + "." + std::to_string(nodes) + "_nodes";
+}
+
+std::string Profile::dispatch_nvlink_figure_name(MoeDispatcher d, std::int64_t ranks) {
+  return "moe_dispatch_nvlink." + name_of(d) + "." + std::to_string(ranks) + "_ranks";
 }
 
 double Profile::peak_flops(const std::string& dtype) const {
@@ -426,7 +431,8 @@ Profile parse_profile(const Json& j, const std::string& file) {
         p.collective_points.push_back(cp);
       }
     }
-    if (auto md = n.object_opt("moe_dispatch_rdma")) p.moe_dispatch_rdma = parse_dispatch_rdma(*md);
+    if (auto md = n.object_opt("moe_dispatch_rdma")) p.moe_dispatch_rdma = parse_dispatch_table(*md, "nodes");
+    if (auto md = n.object_opt("moe_dispatch_nvlink")) p.moe_dispatch_nvlink = parse_dispatch_table(*md, "ranks");
     if (auto nc = n.object_opt("nccl")) p.nccl = parse_nccl(*nc);
     n.finish();
   }

@@ -264,22 +264,33 @@ struct Profile {
   Figure gpu_speed_spread;
   std::vector<GemmPoint> gemm_points;
   std::vector<CollectivePoint> collective_points;
-  // The network rate an MoE dispatcher's own kernels (DeepEP, HybridEP) reach for the tokens that
-  // cross nodes, as a fraction of the GPU's NIC line rate, at the expert-parallel group's node count
-  // (network.moe_dispatch_rdma.<dispatcher>: points by nodes, each a figure). Their published
-  // benchmarks count a token's copy to its own node as network traffic too, so a point is the
-  // published rate times (nodes - 1) / nodes. Optional: a dispatcher without points moves its
-  // tokens at inter_bus_efficiency, as NCCL would.
-  struct DispatchRdmaPoint {
-    std::int64_t nodes = 2;
+  // The rates an MoE dispatcher's own kernels (DeepEP, HybridEP) reach, as fractions of a line rate,
+  // from their published benchmarks: each table holds points by a count, each point a figure.
+  //  - moe_dispatch_rdma.<dispatcher>, by the expert-parallel group's node count: the tokens that
+  //    cross nodes, of the GPU's NIC line rate. The benchmarks count a token's copy to its own node
+  //    as network traffic too, so a point is the published rate times (nodes - 1) / nodes.
+  //  - moe_dispatch_nvlink.<dispatcher>, by the group's ranks inside one NVLink domain: the tokens
+  //    sent to the other GPUs of the domain, of nvlink_gbps. The benchmarks count the copies a rank
+  //    receives, its own tokens included, so a point is the published rate times (ranks - 1) / ranks.
+  // Optional: a dispatcher without points moves its tokens at NCCL's rate (inter_bus_efficiency,
+  // intra_bus_efficiency).
+  struct DispatchPoint {
+    std::int64_t at = 2;  // nodes (rdma) or ranks (nvlink)
     Figure efficiency;
   };
-  std::map<MoeDispatcher, std::vector<DispatchRdmaPoint>> moe_dispatch_rdma;
-  // The efficiency at `nodes`: linear in log2(nodes) between the points, the nearest point's beyond
-  // them; 0 when the profile has no points for the dispatcher.
-  double moe_dispatch_rdma_efficiency(MoeDispatcher d, std::int64_t nodes) const;
-  // A point's name in `profile show`, `profile diff` and `run --interval`: moe_dispatch_rdma.hybridep.2_nodes.
+  using DispatchTable = std::map<MoeDispatcher, std::vector<DispatchPoint>>;
+  DispatchTable moe_dispatch_rdma, moe_dispatch_nvlink;
+  // The efficiency at `at`: linear in log2(at) between the points, the nearest point's beyond them;
+  // 0 when the table has no points for the dispatcher.
+  static double dispatch_efficiency(const DispatchTable& t, MoeDispatcher d, std::int64_t at);
+  double moe_dispatch_rdma_efficiency(MoeDispatcher d, std::int64_t nodes) const { return dispatch_efficiency(moe_dispatch_rdma, d, nodes); }
+  double moe_dispatch_nvlink_efficiency(MoeDispatcher d, std::int64_t ranks) const {
+    return dispatch_efficiency(moe_dispatch_nvlink, d, ranks);
+  }
+  // A point's name in `profile show`, `profile diff` and `run --interval`: moe_dispatch_rdma.hybridep.2_nodes,
+  // moe_dispatch_nvlink.hybridep.8_ranks.
   static std::string dispatch_rdma_figure_name(MoeDispatcher d, std::int64_t nodes);
+  static std::string dispatch_nvlink_figure_name(MoeDispatcher d, std::int64_t ranks);
   NcclTuning nccl;
   // Multipliers on the priced time of each class of work. Not a profile figure (never read from
   // JSON): 1 in every prediction; `parasim validate` sets one at a time to measure how much of a

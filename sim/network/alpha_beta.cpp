@@ -146,21 +146,26 @@ AlgoInput AlphaBetaNetwork::tuner_input(const CollectiveSpec& c) const {
   return in;
 }
 
-// An all-to-all of an MoE dispatcher's kernels (CollectiveSpec::loads). Inside one node only its
-// NVLink load counts, priced as NCCL's all-to-all moving the same bytes per rank (measured points
-// included), so a dispatcher never pays a different NVLink rate than NCCL's. Across nodes its NVLink
-// and NIC loads are priced by the direct rule (NCCL's latencies stand in for the kernels'), its NIC
-// load at the dispatcher's own published rate where the profile has one (LinkLoads::nic_efficiency).
+// An all-to-all of an MoE dispatcher's kernels (CollectiveSpec::loads). Its NVLink load moves at the
+// dispatcher's own published rate where the profile has one (LinkLoads::nvlink_efficiency); without
+// one, inside a node, it is priced as NCCL's all-to-all moving the same bytes per rank (measured
+// points included). Across nodes its NVLink and NIC loads are priced by the direct rule (NCCL's
+// latencies stand in for the kernels'), each leg at the dispatcher's published rate where the
+// profile has one (nvlink_efficiency, nic_efficiency), NCCL's otherwise.
 double AlphaBetaNetwork::dispatch_time(const CollectiveSpec& c) const {
-  if (c.nodes() == 1) {
+  const LinkLoads& loads = *c.loads;
+  // A published NVLink rate applies where the GPUs are linked by NVLink (not PCIe-only nodes).
+  const bool own_nvlink = loads.nvlink_efficiency > 0 && c_.intra_kind != IntraNode::Pcie;
+  if (c.nodes() == 1 && !own_nvlink) {
     CollectiveSpec even = c;
     even.loads.reset();
-    even.bytes = c.loads->nvlink * static_cast<double>(c.ranks) / static_cast<double>(c.ranks - 1);
+    even.bytes = loads.nvlink * static_cast<double>(c.ranks) / static_cast<double>(c.ranks - 1);
     return time_s(even);
   }
   AlgoInput in = tuner_input(c);
   in.loads = c.loads;
-  if (c.loads->nic_efficiency > 0) in.net_busbw *= c.loads->nic_efficiency / p_.inter_bus_efficiency.value;
+  if (own_nvlink) in.intra_busbw = link_gbps_ * 1e9 * loads.nvlink_efficiency;
+  if (loads.nic_efficiency > 0) in.net_busbw *= loads.nic_efficiency / p_.inter_bus_efficiency.value;
   return direct_estimate(in, NcclProto::Simple)->time_s;
 }
 
@@ -176,10 +181,14 @@ double AlphaBetaNetwork::time_s(const CollectiveSpec& c) const {
 
 std::string AlphaBetaNetwork::algorithm(const CollectiveSpec& c) const {
   if (c.ranks <= 1 || c.bytes <= 0) return "none";
-  if (c.op == CollOp::AllToAll && c.loads)
-    return c.loads->nic_efficiency > 0 && c.nodes() > 1
-               ? "dispatcher kernels (per-rank NVLink and NIC loads, direct; NIC at the dispatcher's published rate)"
-               : "dispatcher kernels (per-rank NVLink and NIC loads, direct)";
+  if (c.op == CollOp::AllToAll && c.loads) {
+    const bool nic = c.loads->nic_efficiency > 0 && c.nodes() > 1, nvlink = c.loads->nvlink_efficiency > 0 && c_.intra_kind != IntraNode::Pcie;
+    const char* rates = nic && nvlink ? "; NVLink and NIC at the dispatcher's published rates"
+                        : nvlink      ? "; NVLink at the dispatcher's published rate"
+                        : nic         ? "; NIC at the dispatcher's published rate"
+                                      : "";
+    return std::string("dispatcher kernels (per-rank NVLink and NIC loads, direct") + rates + ")";
+  }
   if (use_measured(c)) return "measured (NCCL's choice on this group shape)";
   const AlgoEstimate e = tuner_choose(tuner_input(c), c_.nccl);
   return std::string(nccl_algo_name(e.algo)) + "/" + nccl_proto_name(e.proto);

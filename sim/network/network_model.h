@@ -26,6 +26,9 @@ struct LinkLoads {
   // The fraction of the NIC line rate the dispatcher's kernels move `nic` at (the profile's
   // network.moe_dispatch_rdma); 0: the profile's inter_bus_efficiency, as NCCL's kernels.
   double nic_efficiency = 0;
+  // The fraction of the NVLink line rate they move `nvlink` at (network.moe_dispatch_nvlink); 0:
+  // NCCL's all-to-all rate over the same bytes.
+  double nvlink_efficiency = 0;
 };
 
 struct CollectiveSpec {

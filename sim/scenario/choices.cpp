@@ -184,14 +184,14 @@ const ChoiceRegistry<MoeDispatcher>& moe_dispatchers() {
      "MoEAlltoAllTokenDispatcher: permute by expert, then all_to_all)",
      {MoeDispatcher::AllToAll}},
     {"deepep", "DeepEP's normal kernels: a token sent once per destination rank over NVLink and once per destination node over "
-     "RDMA to the same-index GPU, which forwards it over NVLink (the RDMA leg at the profile's network.moe_dispatch_rdma "
-     "rate where it has one)",
+     "RDMA to the same-index GPU, which forwards it over NVLink (the RDMA and NVLink legs at the profile's "
+     "network.moe_dispatch_rdma and moe_dispatch_nvlink rates where it has them)",
      "github.com/deepseek-ai/DeepEP README (normal kernels, NVLink-to-RDMA forwarding); Megatron-Core moe_token_dispatcher_type "
      "\"flex\" with moe_flex_dispatcher_backend \"deepep\" (megatron/core/transformer/moe/fused_a2a.py)",
      {MoeDispatcher::DeepEp}},
     {"hybridep", "HybridEP's kernels: a token written once per destination rank in the NVLink domain, sent once per other "
-     "domain over RDMA to the peer GPU of the same local rank, which forwards it over NVLink (the RDMA leg at the profile's "
-     "network.moe_dispatch_rdma rate where it has one)",
+     "domain over RDMA to the peer GPU of the same local rank, which forwards it over NVLink (the RDMA and NVLink legs at "
+     "the profile's network.moe_dispatch_rdma and moe_dispatch_nvlink rates where it has them)",
      "github.com/deepseek-ai/DeepEP branch hybrid-ep, Hybrid-EP_Implementation.md (sections 4.2 and 8: RDMA buffers of "
      "tokens x (nodes - 1), peer-GPU RDMA then NVLink); Megatron-Core \"flex\" dispatcher, backend \"hybridep\"",
      {MoeDispatcher::HybridEp}}});

@@ -190,6 +190,64 @@ TEST(MoeDispatch, TheNicLegMovesAtTheDispatchersRate) {
   EXPECT_EQ(time(8, 0.3, 1), time(8, 0, 1));
 }
 
+TEST(MoeDispatch, NvlinkPointsAreReadByRanksWithTheirJsonPath) {
+  Json j = h100_profile_json();
+  j["network"]["moe_dispatch_nvlink"] = Json::parse(R"({"hybridep": [
+    {"ranks": 8, "efficiency": {"value": 0.5, "how": "assumed", "source": "test"}},
+    {"ranks": 32, "efficiency": {"value": 0.4, "how": "assumed", "source": "test"}}]})");
+  const Profile p = parse_profile(j, "test.json");
+  EXPECT_NEAR(p.moe_dispatch_nvlink_efficiency(MoeDispatcher::HybridEp, 16), 0.45, 1e-12);  // log2 16 is halfway
+  EXPECT_DOUBLE_EQ(p.moe_dispatch_nvlink_efficiency(MoeDispatcher::HybridEp, 64), 0.4);
+  EXPECT_EQ(p.moe_dispatch_nvlink_efficiency(MoeDispatcher::DeepEp, 8), 0.0);
+  // A table of its own: the RDMA points stay the profile's.
+  EXPECT_EQ(p.moe_dispatch_rdma_efficiency(MoeDispatcher::HybridEp, 2),
+            parse_profile(h100_profile_json(), "h100.json").moe_dispatch_rdma_efficiency(MoeDispatcher::HybridEp, 2));
+  j["network"]["moe_dispatch_nvlink"]["hybridep"][1]["ranks"] = 4;
+  try {
+    parse_profile(j, "p.json");
+    ADD_FAILURE() << "loaded";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("/network/moe_dispatch_nvlink/hybridep/1/ranks"), std::string::npos) << e.what();
+  }
+}
+
+// HybridEP's own kernels inside one NVLink domain: the GB200 profile's points reproduce the published
+// table they come from (DeepEP branch hybrid-ep, docs/README_Hybrid-EP.md, 'GB200 Platform', Torch API,
+// 32 SMs): 4,096 tokens of hidden 7,168 (BF16) per rank, top 8 of 8 local experts per rank, uniform
+// random routing. The benchmark's 'algorithm bandwidth' is the copies a rank receives (its own
+// tokens included) over the time, so the published time is those bytes over it; parasim prices the
+// dispatch and the combine alike, at their harmonic mean, so each lands within the pair's spread.
+TEST(MoeDispatch, HybridEpInsideAnNvl72DomainTakesItsPublishedTime) {
+  struct Row {
+    std::int64_t ranks;
+    double dispatch_gbps, combine_gbps;
+  };
+  for (const Row& r : {Row{8, 545.71, 568.94}, Row{16, 523.48, 521.55}, Row{32, 484.22, 464.54}}) {
+    const Scenario sc = test::scenario_from(Json::parse(R"({
+      "schema": "parasim.scenario/1", "name": "a2a", "model": "qwen3-30b-a3b",
+      "cluster": {"gpu": "gb200-nvl72-186g", "nodes": 1, "gpus_per_node": )" + std::to_string(r.ranks) + R"(},
+      "training": {"global_batch": 64, "micro_batch": 1, "seq_len": 4096},
+      "parallel": {"dp": )" + std::to_string(r.ranks) + R"(, "ep": )" + std::to_string(r.ranks) + R"(, "zero_stage": 1}})"));
+    const auto net = make_network(NetworkKind::Analytical, sc.profile, sc.cluster);
+    const std::int64_t experts = 8 * r.ranks;
+    const double tokens = 4096, bytes = tokens * 7168 * 2;
+    const DispatchTraffic t = dispatch_traffic(MoeDispatcher::HybridEp, DispatchShape{bytes, experts, 8, r.ranks, r.ranks});
+    CollectiveSpec c;
+    c.op = CollOp::AllToAll;
+    c.ranks = c.ranks_per_node = r.ranks;
+    c.bytes = bytes * 8;
+    c.loads = t.loads();
+    c.loads->nvlink_efficiency = sc.profile.moe_dispatch_nvlink_efficiency(MoeDispatcher::HybridEp, r.ranks);
+    const double received = static_cast<double>(r.ranks) * t.to_each_rank;  // every rank's copies for this one
+    const double priced = net->time_s(c);
+    EXPECT_NEAR(priced / (received / (r.dispatch_gbps * 1e9)), 1.0, 0.05) << r.ranks << " ranks, dispatch";
+    EXPECT_NEAR(priced / (received / (r.combine_gbps * 1e9)), 1.0, 0.05) << r.ranks << " ranks, combine";
+    // NCCL's all-to-all over the same NVLink bytes (no published point) is faster than the kernels.
+    c.loads->nvlink_efficiency = 0;
+    EXPECT_LT(net->time_s(c), 0.8 * priced) << r.ranks;
+  }
+}
+
 // Qwen3-30B-A3B on 16 H100: EP 16 across the two nodes, or PP 2 x EP 8 inside each node.
 double tokens_per_s(const std::string& dispatcher, bool pipelined) {
   Json j = Json::parse(R"({

@@ -51,6 +51,68 @@ NVL72_NODE = ("Scenarios model the NVLink domain as the node: an NVL72 rack, or 
               "talks over NVLink 5 through the rack's NVLink switch trays; NICs: one per GPU.")
 
 
+# HybridEP's published rates inside one NVLink domain (github.com/deepseek-ai/DeepEP branch hybrid-ep,
+# docs/README_Hybrid-EP.md, 'B200 Platform' and 'GB200 Platform' tables: 4,096 tokens of hidden 7,168 per rank,
+# top-8 of 8 local experts per rank, uniform random routing; the 'Torch API' columns, which time what Megatron-Core
+# calls: the kernel, the copy out of HybridEP's buffer and the flag updates), GB/s of 'algorithm bandwidth':
+# (ranks, SMs): (dispatch BF16, combine).
+HYBRIDEP_DOC = "github.com/deepseek-ai/DeepEP branch hybrid-ep, docs/README_Hybrid-EP.md"
+HYBRIDEP_GB200 = {(8, 16): (550.10, 538.44), (8, 32): (545.71, 568.94), (16, 16): (472.84, 474.48), (16, 32): (523.48, 521.55),
+                  (24, 16): (441.89, 444.40), (24, 32): (507.32, 483.76), (32, 16): (485.50, 423.19), (32, 32): (484.22, 464.54),
+                  (36, 16): (469.96, 418.27), (36, 32): (479.02, 447.89)}
+HYBRIDEP_B200 = {(8, 16): (535.94, 530.86)}
+NVLINK5_GBPS = 900  # per direction (NVLink 5)
+# Megatron-Bridge's performance runs give HybridEP 32 SMs (scripts/performance/utils/overrides.py, v0.4.0 on:
+# moe_hybridep_num_sms = 32 whenever the backend is hybridep; perf_recipes/_common.py at v0.6.0 the same).
+HYBRIDEP_SMS = 32
+
+
+def hybridep_efficiency(ranks, dispatch, combine):
+    """A published (dispatch, combine) pair as a fraction of the NVLink line rate. tests/test_hybrid_ep.py counts the
+    copies a rank receives (dispatched_hidden.numel() x 2 bytes), its own tokens included, so the NVLink carries
+    (ranks - 1) / ranks of them; a dispatch and a combine together run at their harmonic mean."""
+    off = (ranks - 1) / ranks
+    return round(2 / (1 / (dispatch * off) + 1 / (combine * off)) / NVLINK5_GBPS, 4)
+
+
+def hybridep_nvlink_points(table, platform):
+    """network.moe_dispatch_nvlink.hybridep: one point per published rank count, at the presets' SM count where the
+    table has it (else its largest), the range over the SM counts it gives."""
+    points = []
+    for ranks in sorted({r for r, _ in table}):
+        rows = {sm: v for (r, sm), v in table.items() if r == ranks}
+        sm = HYBRIDEP_SMS if HYBRIDEP_SMS in rows else max(rows)
+        effs = {k: hybridep_efficiency(ranks, *v) for k, v in rows.items()}
+        d, c = rows[sm]
+        src = ("published: %s, '%s Platform' table, %d ranks, %d SMs, Torch API: dispatch (BF16) %.2f GB/s, combine %.2f "
+               "GB/s of 'algorithm bandwidth', which tests/test_hybrid_ep.py counts as the copies a rank receives, its own "
+               "tokens included: the NVLink carries %d/%d of them, %.1f and %.1f GB/s, %.1f GB/s for a dispatch and a combine "
+               "together (their harmonic mean) = %.4f of the %d GB/s NVLink 5 line rate per direction%s"
+               % (HYBRIDEP_DOC, platform, ranks, sm, d, c, ranks - 1, ranks, d * (ranks - 1) / ranks, c * (ranks - 1) / ranks,
+                  effs[sm] * NVLINK5_GBPS, effs[sm], NVLINK5_GBPS,
+                  "" if sm == HYBRIDEP_SMS else "; Megatron-Bridge's runs give it %d SMs, which the table does not cover" % HYBRIDEP_SMS))
+        lo, hi = min(effs.values()), max(effs.values())
+        f = fig(effs[sm], "published", src, *(((lo, hi), "the same table's rows at %s SMs, converted the same way"
+                                                % " and ".join(str(k) for k in sorted(rows))) if lo < hi else ()))
+        points.append({"ranks": ranks, "efficiency": f})
+    return points
+
+
+def carried_points_gb200(points):
+    """The GB200's points on the GB300: the same NVLink 5 switch trays; HybridEP publishes no GB300 table."""
+    out = []
+    for pt in points:
+        g = copy.deepcopy(pt["efficiency"])
+        g["how"] = "assumed"
+        g["source"] = "assumed: the GB200 profile's figure (the same NVLink 5 switch trays; HybridEP publishes no GB300 table); GB200: " + g["source"]
+        out.append({"ranks": pt["ranks"], "efficiency": g})
+    return out
+
+
+def carried_points(points, why):
+    return [{"ranks": pt["ranks"], "efficiency": carried(pt["efficiency"], why)} for pt in points]
+
+
 def fig(value, how, source, rng=None, range_source=None, **extra):
     f = {"value": value, "how": how, "source": source}
     if rng:
@@ -211,6 +273,7 @@ def main():
                         cudnn_kernel("gb200-nvl72-186g", "the GB200's fit (the same Blackwell die; no B200 sweep with current cuDNN published)",
                                      b200_cudnn_low(b200["compute"]["peak_tflops"]["bf16"]["value"]), "from the B200's own cuDNN 9.13 point (%s)" % (CUDNN_B200_913[0] % CUDNN_B200_913[1:]),
                                      measured_gpu=True))
+    b200["network"]["moe_dispatch_nvlink"] = {"hybridep": hybridep_nvlink_points(HYBRIDEP_B200, "B200")}
     json.dump(b200, open(b200_path, "w"), indent=1, ensure_ascii=False)
     open(b200_path, "a").write("\n")
 
@@ -301,6 +364,8 @@ def main():
         n["nvlink_gbps"] = fig(900, "datasheet", "NVIDIA %s NVL72 datasheet: NVLink 5, 130 TB/s per 72 GPUs = 1.8 TB/s per GPU "
                                "= 900 GB/s per direction, to every GPU of the rack through the NVLink switch trays" % gpu)
         n["intra_bus_efficiency"] = carried(n["intra_bus_efficiency"], "the same NVLink 5 links, measured on an 8-GPU HGX board")
+        gb200_points = hybridep_nvlink_points(HYBRIDEP_GB200, "GB200")
+        n["moe_dispatch_nvlink"] = {"hybridep": gb200_points if gpu == "GB200" else carried_points_gb200(gb200_points)}
         n["intra_alpha_us"] = carried(n["intra_alpha_us"], "NVLink 5 through NVSwitch; one switch hop as on HGX")
         n["inter_bus_efficiency"] = carried(n["inter_bus_efficiency"], "a measured multi-node all_reduce on Blackwell nodes")
         n["node_nics"] = fig(72, "datasheet", nic_src + "; 72 per NVL72 rack (a scenario using part of the rack sets "
@@ -366,6 +431,8 @@ def write_b300(base):
     n["nvlink_gbps"] = fig(900, "datasheet", "NVIDIA HGX B300 datasheet: NVLink 5, 1.8 TB/s GPU-to-GPU through the NVLink "
                            "switches = 900 GB/s per direction")
     n["intra_bus_efficiency"] = carried(n["intra_bus_efficiency"], "the same NVLink 5 switch board, measured on 8x B200")
+    n["moe_dispatch_nvlink"] = {"hybridep": carried_points(hybridep_nvlink_points(HYBRIDEP_B200, "B200"),
+                                                           "the same NVLink 5 switch board; HybridEP publishes no B300 table")}
     n["intra_alpha_us"] = carried(n["intra_alpha_us"], "the same NVLink 5 switch board")
     n["inter_bus_efficiency"] = carried(n["inter_bus_efficiency"], "a measured multi-node all_reduce on Blackwell nodes")
     nic = ("NVIDIA DGX B300 datasheet: 8x single-port ConnectX-8 SuperNIC, up to 800 Gb/s (100 GB/s) each, for compute "
