@@ -191,17 +191,17 @@ void layer_kernels::add_norm(Block& b, const std::string& name, double elems, do
   for (size_t i = first; i < b.kernels.size(); ++i) b.kernels[i].module = mod;
 }
 
-namespace {
-
-using layer_kernels::add_norm;
-
-// add_norm for a block norm, tagged Kernel::in_linear where Transformer Engine runs it inside the
-// linear after it (input_norm_in_linear, pre_mlp_norm_in_linear).
-void add_block_norm(Block& b, const std::string& name, double elems, double e, const LayerShape& sh, bool bwd, bool in_linear) {
+void layer_kernels::add_block_norm(Block& b, const std::string& name, double elems, double e, const LayerShape& sh, bool bwd,
+                                   bool in_linear) {
   const size_t first = b.kernels.size();
-  add_norm(b, name, elems, e, sh, bwd, LayerModule::BlockNorm);
+  layer_kernels::add_norm(b, name, elems, e, sh, bwd, LayerModule::BlockNorm);
   for (size_t i = first; i < b.kernels.size(); ++i) b.kernels[i].in_linear = in_linear;
 }
+
+namespace {
+
+using layer_kernels::add_block_norm;
+using layer_kernels::add_norm;
 
 // `k` standing for `launches` kernels launched (Kernel::launches).
 Kernel launched(Kernel k, std::int64_t launches) {
@@ -492,7 +492,7 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   g.mlp_tp_comm = !sp_tokens;
 
   Block& mf = g.mlp_fwd;
-  add_norm(mf, "norm2", act_elems, e, sh, false, LayerModule::BlockNorm);
+  add_block_norm(mf, "norm2", act_elems, e, sh, false, pre_mlp_norm_in_linear(m, sh));
   Kernel router = tagged(LayerModule::Router, gemm("router", T_r, E, h));
   router.sixteen_bit = true;
   mf.kernels.push_back(router);
@@ -525,7 +525,7 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   mb.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.permute.bwd", (copies + Tr) * hd * e, true)), ml.permute_bwd));
   mb.kernels.push_back(launched(tagged(LayerModule::Router, mem("router.softmax_topk.bwd", (e + 8) * Tr * Ed, true)), ml.router_bwd));
   add_gemm_bwd(mb, router);
-  add_norm(mb, "norm2", act_elems, e, sh, true, LayerModule::BlockNorm);
+  add_block_norm(mb, "norm2", act_elems, e, sh, true, pre_mlp_norm_in_linear(m, sh));
   fp8_linears = {fc1, fc2};
   if (sx.width > 0) fp8_linears.insert(fp8_linears.end(), {sx.up, sx.down});
 }

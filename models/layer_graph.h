@@ -174,15 +174,17 @@ struct LayerShape {
   bool fp8_grouped_quantize_fused = true;
 };
 
-// Whether Transformer Engine runs a layer's input norm, or its pre-MLP norm, inside the linear after
-// it (LayerNormLinear: Megatron-Core's TE layer spec builds input_layernorm as an IdentityOp before
-// linear_qkv, except MLA's, whose latent projections read a norm module of its own, and
-// pre_mlp_layernorm as one before a dense MLP's linear_fc1, not an MoE block's router): the one rule
-// the layer graph tags its norms by (Kernel::in_linear) and the activation memory model keeps
-// their outputs by, since selective recompute's "layernorm" replays (and frees) only a norm that is
-// a module of its own.
+// Whether Transformer Engine runs a block's norm inside the linear after it (LayerNormLinear):
+// Megatron-Core's TE layer specs build input_layernorm as an IdentityOp before linear_qkv, except
+// MLA's, whose latent projections read a norm module of its own; pre_mlp_layernorm as one before a
+// dense MLP's linear_fc1, not before an MoE block's router (TENorm); and a Mamba-2 layer's norm
+// inside its mixer's in_proj (mamba_layer_specs.py: TELayerNormColumnParallelLinear). The one rule
+// the layer graph tags its norms by (Kernel::in_linear) and the activation memory model keeps their
+// outputs by, since selective recompute's "layernorm" replays (and frees) only a norm that is a
+// module of its own.
 inline bool input_norm_in_linear(const ModelSpec& m, const LayerShape& sh) { return sh.norm_in_linear && !m.mla; }
 inline bool pre_mlp_norm_in_linear(const ModelSpec& m, const LayerShape& sh) { return sh.norm_in_linear && !m.moe; }
+inline bool mamba_norm_in_linear(const LayerShape& sh) { return sh.norm_in_linear; }
 
 // HBM bytes per element of quantizing one 16-bit GEMM operand to FP8 with its transpose (the
 // weight gradient GEMM reads the transposed copy), by Transformer Engine scaling recipe:

@@ -28,5 +28,9 @@ void add_gemm_bwd(Block& b, const Kernel& f, std::int64_t input_grad_adds = 0);
 // (LayerShape::eager_norm), with a two-pass backward where the shape says so.
 void add_norm(Block& b, const std::string& name, double elems, double e, const LayerShape& sh, bool bwd,
               LayerModule mod = LayerModule::None);
+// add_norm for a block norm (LayerModule::BlockNorm), tagged Kernel::in_linear where Transformer
+// Engine runs it inside the linear after it (input_norm_in_linear, pre_mlp_norm_in_linear,
+// mamba_norm_in_linear in models/layer_graph.h).
+void add_block_norm(Block& b, const std::string& name, double elems, double e, const LayerShape& sh, bool bwd, bool in_linear);
 
 }  // namespace parasim::layer_kernels

@@ -6,8 +6,8 @@ namespace parasim {
 
 namespace {
 
+using layer_kernels::add_block_norm;
 using layer_kernels::add_gemm_bwd;
-using layer_kernels::add_norm;
 using layer_kernels::gemm;
 using layer_kernels::mem;
 using layer_kernels::tagged;
@@ -136,7 +136,7 @@ void add_mamba2_block(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, d
   conv_b.flops = 3 * conv_f.flops;  // the recompute, then the input and the weight gradients
 
   Block& f = g.attn_fwd;
-  add_norm(f, "norm1", act_elems, e, sh, false, LayerModule::BlockNorm);
+  add_block_norm(f, "norm1", act_elems, e, sh, false, mamba_norm_in_linear(sh));
   f.kernels.push_back(in_proj);
   if (copies) f.kernels.push_back(tagged(LayerModule::MambaMixer, mem("mamba.in_proj.rearrange", 2 * e * Td * in_wd)));
   f.kernels.push_back(conv_f);
@@ -156,7 +156,7 @@ void add_mamba2_block(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, d
   b.kernels.push_back(conv_b);
   if (copies) b.kernels.push_back(tagged(LayerModule::MambaMixer, mem("mamba.in_proj.rearrange.bwd", 2 * e * Td * in_wd, true)));
   add_gemm_bwd(b, in_proj);
-  add_norm(b, "norm1", act_elems, e, sh, true, LayerModule::BlockNorm);
+  add_block_norm(b, "norm1", act_elems, e, sh, true, mamba_norm_in_linear(sh));
   linears.push_back(in_proj);
   linears.push_back(out_proj);
 }

@@ -10,6 +10,7 @@
 #include "sim/host_launch.h"
 #include "sim/network/flow_network.h"
 #include "sim/parallel/emitter.h"
+#include "sim/parallel/moe_dispatch.h"
 #include "sim/parallel/placement.h"
 
 namespace parasim {
@@ -205,23 +206,32 @@ std::vector<std::string> inert_host_settings(const Scenario& sc) {
   return out;
 }
 
-// What rates an MoE dispatcher's own kernels (DeepEP, HybridEP) move their tokens at in this scenario:
-// over NVLink and, across nodes, over RDMA, each the profile's published point
-// (network.moe_dispatch_nvlink, moe_dispatch_rdma) or, lacking one, NCCL's.
+// How the dispatcher table's points read at `at` were obtained: "assumed" if either is.
+std::string dispatch_point_how(const Profile::DispatchTable& t, MoeDispatcher d, std::int64_t at) {
+  const std::vector<Profile::DispatchPoint>& pts = t.at(d);
+  const auto [i, j] = Profile::dispatch_bracket(pts, at);
+  return pts[j].efficiency.how == "assumed" ? pts[j].efficiency.how : pts[i].efficiency.how;
+}
+
+// What rates an MoE dispatcher's own kernels (DeepEP, HybridEP) move their tokens at in this scenario
+// (dispatch_rates): over NVLink and, across nodes, over RDMA, each the profile's point or, lacking
+// one, NCCL's.
 std::string dispatcher_rate_note(const Scenario& sc) {
   const MoeDispatcher d = sc.parallel.moe_dispatcher;
   if (d == MoeDispatcher::AllToAll || !sc.model.moe || sc.parallel.ep <= 1) return "";
   const CollectiveSpec group = make_layout(sc).ep_group(CollOp::AllToAll, 1);
-  const std::int64_t nodes = group.nodes();
+  const std::int64_t nodes = group.nodes(), per_node = group.per_node();
+  const DispatchRates r = dispatch_rates(sc.profile, sc.cluster.intra_kind, d, nodes, per_node);
   std::string nvlink;
-  if (const double eff = sc.profile.moe_dispatch_nvlink_efficiency(d, group.ranks_per_node); eff > 0 && group.ranks_per_node > 1)
-    nvlink = fmt::format("{} move over NVLink among {} ranks at {:.3g} of the NVLink line rate, the profile's published figure for its "
-                         "kernels (network.moe_dispatch_nvlink)", nodes > 1 ? "; its tokens" : ": its tokens", group.ranks_per_node, eff);
+  if (r.nvlink > 0)
+    nvlink = fmt::format("{} move over NVLink among {} ranks at {:.3g} of the NVLink line rate, the profile's {} figure for its "
+                         "kernels (network.moe_dispatch_nvlink)", nodes > 1 ? "; its tokens" : ": its tokens", per_node, r.nvlink,
+                         dispatch_point_how(sc.profile.moe_dispatch_nvlink, d, per_node));
   if (nodes <= 1) return nvlink.empty() ? "" : fmt::format("MoE dispatcher {}{}", name_of(d), nvlink);
-  const double eff = sc.profile.moe_dispatch_rdma_efficiency(d, nodes);
-  if (eff > 0)
+  if (r.nic > 0)
     return fmt::format("MoE dispatcher {} across {} nodes: its cross-node tokens move at {:.3g} of the NIC line rate, the profile's "
-                       "published figure for its kernels (network.moe_dispatch_rdma){}", name_of(d), nodes, eff, nvlink);
+                       "{} figure for its kernels (network.moe_dispatch_rdma){}", name_of(d), nodes, r.nic,
+                       dispatch_point_how(sc.profile.moe_dispatch_rdma, d, nodes), nvlink);
   return fmt::format("MoE dispatcher {} across {} nodes: profile \"{}\" has no rate for its kernels (network.moe_dispatch_rdma), so its "
                      "cross-node tokens move at NCCL's inter_bus_efficiency ({:.3g}){}", name_of(d), nodes, sc.profile.name,
                      sc.profile.inter_bus_efficiency.value, nvlink);
@@ -365,6 +375,14 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
     if (p.host_optimizer_efficiency.how == "assumed") assumed.insert("host_optimizer_efficiency");
   }
   if (p.nccl.present && p.nccl.how == "assumed") assumed.insert("network.nccl");
+  if (sc.model.moe && sc.parallel.ep > 1 && sc.parallel.moe_dispatcher != MoeDispatcher::AllToAll) {
+    const CollectiveSpec group = make_layout(sc).ep_group(CollOp::AllToAll, 1);
+    const DispatchRates r = dispatch_rates(p, sc.cluster.intra_kind, sc.parallel.moe_dispatcher, group.nodes(), group.per_node());
+    if (r.nic > 0 && dispatch_point_how(p.moe_dispatch_rdma, sc.parallel.moe_dispatcher, group.nodes()) == "assumed")
+      assumed.insert("moe_dispatch_rdma." + name_of(sc.parallel.moe_dispatcher));
+    if (r.nvlink > 0 && dispatch_point_how(p.moe_dispatch_nvlink, sc.parallel.moe_dispatcher, group.per_node()) == "assumed")
+      assumed.insert("moe_dispatch_nvlink." + name_of(sc.parallel.moe_dispatcher));
+  }
   if (!assumed.empty()) {
     std::string s = "profile figures marked 'assumed' (no measurement yet):";
     for (const auto& a : assumed) s += " " + a;

@@ -5,6 +5,8 @@
 #include <filesystem>
 
 #include "sim/config/json_reader.h"
+#include "sim/parallel/emitter.h"
+#include "sim/parallel/moe_dispatch.h"
 
 namespace parasim {
 
@@ -22,13 +24,26 @@ struct SplitMix {
   }
 };
 
-// The profile figures with a spread that this scenario's prediction reads.
-std::vector<std::pair<std::string, Figure*>> ranged(Profile& p, const TrainingSpec& t, MoeDispatcher dispatcher) {
+// The dispatcher table's points the scenario reads at `at` (Profile::dispatch_bracket), named.
+void add_dispatch_points(std::vector<std::pair<std::string, Figure*>>& out, Profile::DispatchTable& table, MoeDispatcher d,
+                         std::int64_t at, std::string (*name)(MoeDispatcher, std::int64_t)) {
+  const auto it = table.find(d);
+  if (it == table.end() || at <= 0) return;
+  const auto [i, j] = Profile::dispatch_bracket(it->second, at);
+  for (size_t k : {i, j}) {
+    Profile::DispatchPoint& pt = it->second[k];
+    out.push_back({name(d, pt.at), &pt.efficiency});
+    if (i == j) break;
+  }
+}
+
+// The profile figures with a spread that this scenario's prediction reads; the dispatcher's points
+// at the rates dispatch_rates reads (its group's nodes and ranks per NVLink domain, 0: none).
+std::vector<std::pair<std::string, Figure*>> ranged(Profile& p, const TrainingSpec& t, MoeDispatcher dispatcher,
+                                                    const DispatchRates& read, std::int64_t nodes, std::int64_t ranks_per_node) {
   std::vector<std::pair<std::string, Figure*>> out;
-  if (auto it = p.moe_dispatch_rdma.find(dispatcher); it != p.moe_dispatch_rdma.end())
-    for (auto& pt : it->second) out.push_back({Profile::dispatch_rdma_figure_name(dispatcher, pt.at), &pt.efficiency});
-  if (auto it = p.moe_dispatch_nvlink.find(dispatcher); it != p.moe_dispatch_nvlink.end())
-    for (auto& pt : it->second) out.push_back({Profile::dispatch_nvlink_figure_name(dispatcher, pt.at), &pt.efficiency});
+  add_dispatch_points(out, p.moe_dispatch_rdma, dispatcher, read.nic > 0 ? nodes : 0, Profile::dispatch_rdma_figure_name);
+  add_dispatch_points(out, p.moe_dispatch_nvlink, dispatcher, read.nvlink > 0 ? ranks_per_node : 0, Profile::dispatch_nvlink_figure_name);
   for (auto& [dt, f] : p.gemm_max_efficiency) out.push_back({"gemm_max_efficiency." + dt, &f});
   const std::string kernel = t.priced_attention_kernel();
   if (kernel != kAttentionDefault || p.has_fused_attention) {
@@ -57,7 +72,11 @@ std::vector<std::pair<std::string, Figure*>> ranged(Profile& p, const TrainingSp
 Interval predict_interval(const Scenario& sc, const Registries& reg, std::int64_t samples, std::uint64_t seed) {
   Interval iv;
   Scenario s = sc;
-  auto figs = ranged(s.profile, s.training, s.parallel.moe_dispatcher);
+  const CollectiveSpec ep = make_layout(s).ep_group(CollOp::AllToAll, 1);
+  const DispatchRates read = s.model.moe && s.parallel.ep > 1
+                                 ? dispatch_rates(s.profile, s.cluster.intra_kind, s.parallel.moe_dispatcher, ep.nodes(), ep.per_node())
+                                 : DispatchRates{};
+  auto figs = ranged(s.profile, s.training, s.parallel.moe_dispatcher, read, ep.nodes(), ep.per_node());
   for (const auto& f : figs) iv.figures.push_back(f.first);
   std::vector<double> steps;
   if (figs.empty()) {

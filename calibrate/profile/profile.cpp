@@ -197,18 +197,22 @@ const char* nccl_proto_name(NcclProto p) {
   return "?";
 }
 
+std::pair<size_t, size_t> Profile::dispatch_bracket(const std::vector<DispatchPoint>& pts, std::int64_t at) {
+  if (at <= pts.front().at) return {0, 0};
+  for (size_t i = 1; i < pts.size(); ++i)
+    if (at <= pts[i].at) return at == pts[i].at ? std::pair{i, i} : std::pair{i - 1, i};
+  return {pts.size() - 1, pts.size() - 1};
+}
+
 double Profile::dispatch_efficiency(const DispatchTable& t, MoeDispatcher d, std::int64_t at) {
   const auto it = t.find(d);
   if (it == t.end()) return 0;
   const std::vector<DispatchPoint>& pts = it->second;
-  if (at <= pts.front().at) return pts.front().efficiency.value;
-  for (size_t i = 1; i < pts.size(); ++i) {
-    if (at > pts[i].at) continue;
-    const double x0 = std::log2(static_cast<double>(pts[i - 1].at)), x1 = std::log2(static_cast<double>(pts[i].at));
-    const double f = (std::log2(static_cast<double>(at)) - x0) / (x1 - x0);
-    return pts[i - 1].efficiency.value + f * (pts[i].efficiency.value - pts[i - 1].efficiency.value);
-  }
-  return pts.back().efficiency.value;
+  const auto [i, j] = dispatch_bracket(pts, at);
+  if (i == j) return pts[i].efficiency.value;
+  const double x0 = std::log2(static_cast<double>(pts[i].at)), x1 = std::log2(static_cast<double>(pts[j].at));
+  const double f = (std::log2(static_cast<double>(at)) - x0) / (x1 - x0);
+  return pts[i].efficiency.value + f * (pts[j].efficiency.value - pts[i].efficiency.value);
 }
 
 std::string Profile::dispatch_rdma_figure_name(MoeDispatcher d, std::int64_t nodes) {

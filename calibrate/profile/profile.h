@@ -283,6 +283,9 @@ struct Profile {
   // The efficiency at `at`: linear in log2(at) between the points, the nearest point's beyond them;
   // 0 when the table has no points for the dispatcher.
   static double dispatch_efficiency(const DispatchTable& t, MoeDispatcher d, std::int64_t at);
+  // The indices of the one or two points that efficiency reads at `at` (equal when it reads one);
+  // `pts` not empty. `run --interval` samples those, the run notes say how they were obtained.
+  static std::pair<size_t, size_t> dispatch_bracket(const std::vector<DispatchPoint>& pts, std::int64_t at);
   double moe_dispatch_rdma_efficiency(MoeDispatcher d, std::int64_t nodes) const { return dispatch_efficiency(moe_dispatch_rdma, d, nodes); }
   double moe_dispatch_nvlink_efficiency(MoeDispatcher d, std::int64_t ranks) const {
     return dispatch_efficiency(moe_dispatch_nvlink, d, ranks);

@@ -29,16 +29,20 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, Recom
   //  its weight-gradient GEMM reads (1 byte, plus one scale byte per 32 elements under MXFP8)
   //  instead of the 16-bit tensor: the QKV, attention-projection, fc1 and fc2 inputs.
   const double li = sh.fp8_gemms ? sh.fp8_saved_input_bytes : e;
-  //  A recomputed norm (layernorm) keeps no output, the linear input it feeds; a norm Transformer
-  //  Engine runs inside that linear (LayerNormLinear) is no module of its own and is not recomputed,
-  //  so its output stays (input_norm_in_linear, pre_mlp_norm_in_linear: the layer graph's rule).
-  auto norm_output = [&](bool in_linear) { return recomputes(RecomputeModule::Layernorm) && !in_linear ? 0.0 : li; };
-  const double norm_outputs = norm_output(input_norm_in_linear(m, sh)) + norm_output(pre_mlp_norm_in_linear(m, sh));
-  //  A hybrid model's layer is one block (Mamba-2, attention or MLP; LayerKind): one norm input, one
-  //  norm output and one dropout mask, half the transformer layer's two.
+  //  Each block (attention or Mamba-2 mixer; MLP or experts) has one norm before it: its input (e)
+  //  and dropout mask stay; its output, the next linear's input, stays unless recomputed: a
+  //  recomputed norm (layernorm) keeps no output, but one Transformer Engine runs inside that linear
+  //  (LayerNormLinear) is no module of its own and is not recomputed (input_norm_in_linear,
+  //  pre_mlp_norm_in_linear, mamba_norm_in_linear: the layer graph's rule).
+  auto block_norm = [&](bool in_linear) {
+    const double output = recomputes(RecomputeModule::Layernorm) && !in_linear ? 0.0 : li;
+    return (e + output + mask + eager_norm) * sbh;
+  };
   const LayerKind kind = m.layer_kind(0);
-  const double blocks = kind.type == LayerType::Transformer ? 2.0 : 1.0;
-  const double replicated = blocks / 2 * ((2 * e + norm_outputs) * sbh + 2 * mask * sbh + 2 * eager_norm * sbh);
+  double replicated = 0;
+  if (kind.type == LayerType::Mamba) replicated += block_norm(mamba_norm_in_linear(sh));
+  if (kind.has_attention()) replicated += block_norm(input_norm_in_linear(m, sh));
+  if (kind.has_mlp()) replicated += block_norm(pre_mlp_norm_in_linear(m, sh));
   //  split by t: Q (e*sbh), K and V (e*sb*kv each), attention-projection input (li*sbh);
   //  MLP: GeLU input and fc2 input (e + li per sbf), SwiGLU gate+up output and fc2 input (2e + li).
   //  With head_dim set, Q and the attention-projection input are heads x head_dim wide, not h.

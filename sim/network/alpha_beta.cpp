@@ -154,9 +154,7 @@ AlgoInput AlphaBetaNetwork::tuner_input(const CollectiveSpec& c) const {
 // profile has one (nvlink_efficiency, nic_efficiency), NCCL's otherwise.
 double AlphaBetaNetwork::dispatch_time(const CollectiveSpec& c) const {
   const LinkLoads& loads = *c.loads;
-  // A published NVLink rate applies where the GPUs are linked by NVLink (not PCIe-only nodes).
-  const bool own_nvlink = loads.nvlink_efficiency > 0 && c_.intra_kind != IntraNode::Pcie;
-  if (c.nodes() == 1 && !own_nvlink) {
+  if (c.nodes() == 1 && loads.nvlink_efficiency <= 0) {
     CollectiveSpec even = c;
     even.loads.reset();
     even.bytes = loads.nvlink * static_cast<double>(c.ranks) / static_cast<double>(c.ranks - 1);
@@ -164,7 +162,7 @@ double AlphaBetaNetwork::dispatch_time(const CollectiveSpec& c) const {
   }
   AlgoInput in = tuner_input(c);
   in.loads = c.loads;
-  if (own_nvlink) in.intra_busbw = link_gbps_ * 1e9 * loads.nvlink_efficiency;
+  if (loads.nvlink_efficiency > 0) in.intra_busbw = link_gbps_ * 1e9 * loads.nvlink_efficiency;
   if (loads.nic_efficiency > 0) in.net_busbw *= loads.nic_efficiency / p_.inter_bus_efficiency.value;
   return direct_estimate(in, NcclProto::Simple)->time_s;
 }
@@ -182,7 +180,7 @@ double AlphaBetaNetwork::time_s(const CollectiveSpec& c) const {
 std::string AlphaBetaNetwork::algorithm(const CollectiveSpec& c) const {
   if (c.ranks <= 1 || c.bytes <= 0) return "none";
   if (c.op == CollOp::AllToAll && c.loads) {
-    const bool nic = c.loads->nic_efficiency > 0 && c.nodes() > 1, nvlink = c.loads->nvlink_efficiency > 0 && c_.intra_kind != IntraNode::Pcie;
+    const bool nic = c.loads->nic_efficiency > 0 && c.nodes() > 1, nvlink = c.loads->nvlink_efficiency > 0;
     const char* rates = nic && nvlink ? "; NVLink and NIC at the dispatcher's published rates"
                         : nvlink      ? "; NVLink at the dispatcher's published rate"
                         : nic         ? "; NIC at the dispatcher's published rate"

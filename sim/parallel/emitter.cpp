@@ -217,8 +217,9 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
                                 a2a_spec.ranks_per_node, load};
       const DispatchTraffic traffic = dispatch_traffic(disp, shape);
       a2a_spec.loads = traffic.loads();
-      a2a_spec.loads->nic_efficiency = c.profile().moe_dispatch_rdma_efficiency(disp, traffic.nodes);
-      a2a_spec.loads->nvlink_efficiency = c.profile().moe_dispatch_nvlink_efficiency(disp, a2a_spec.ranks_per_node);
+      const DispatchRates rates = dispatch_rates(c.profile(), in.scenario.cluster.intra_kind, disp, traffic.nodes, traffic.ranks_per_node);
+      a2a_spec.loads->nic_efficiency = rates.nic;
+      a2a_spec.loads->nvlink_efficiency = rates.nvlink;
     }
     const double a2a = in.network.time_s(a2a_spec);
     t.ep_comm_f = 2 * a2a;

@@ -38,4 +38,12 @@ DispatchTraffic dispatch_traffic(MoeDispatcher d, const DispatchShape& s) {
   return t;
 }
 
+DispatchRates dispatch_rates(const Profile& p, IntraNode intra, MoeDispatcher d, std::int64_t nodes, std::int64_t ranks_per_node) {
+  DispatchRates r;
+  if (d == MoeDispatcher::AllToAll) return r;
+  if (nodes > 1) r.nic = p.moe_dispatch_rdma_efficiency(d, nodes);
+  if (intra != IntraNode::Pcie && ranks_per_node > 1) r.nvlink = p.moe_dispatch_nvlink_efficiency(d, ranks_per_node);
+  return r;
+}
+
 }  // namespace parasim

@@ -19,6 +19,7 @@
 #pragma once
 #include <cstdint>
 
+#include "calibrate/profile/profile.h"
 #include "sim/network/network_model.h"
 #include "sim/scenario/choices.h"
 
@@ -48,5 +49,15 @@ struct DispatchTraffic {
 double hit_probability(std::int64_t experts, std::int64_t held, std::int64_t top_k);
 
 DispatchTraffic dispatch_traffic(MoeDispatcher d, const DispatchShape& s);
+
+// The rates a dispatcher's own kernels move a group's tokens at, as fractions of the line rates
+// (LinkLoads::nic_efficiency, nvlink_efficiency): the profile's published points at the group's node
+// count (network.moe_dispatch_rdma, across nodes) and at its ranks in one NVLink domain
+// (moe_dispatch_nvlink, where the GPUs are linked by NVLink, not PCIe alone); 0 where it has none
+// (NCCL's rate), and for NCCL's all-to-all.
+struct DispatchRates {
+  double nic = 0, nvlink = 0;
+};
+DispatchRates dispatch_rates(const Profile& p, IntraNode intra, MoeDispatcher d, std::int64_t nodes, std::int64_t ranks_per_node);
 
 }  // namespace parasim

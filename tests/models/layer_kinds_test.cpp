@@ -4,9 +4,11 @@
 // layer's blocks, activations and parameters from its kind.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "../test_util.h"
+#include "models/recompute.h"
 #include "sim/cost/kernels.h"
 #include "sim/memory/memory_model.h"
 
@@ -196,6 +198,36 @@ TEST(LayerKinds, InvalidCombinationsAreTold) {
                                           "interval 2 over 4 layers");
   j["model"]["mla"]["extra"] = 1;
   EXPECT_NE(test::scenario_error(j).find("/model/mla"), std::string::npos) << test::scenario_error(j);
+}
+
+// The memory model and the layer graph read one rule for which block norms "layernorm" recomputes
+// (input_norm_in_linear, pre_mlp_norm_in_linear, mamba_norm_in_linear): on every layer kind of a
+// dense, an MoE, an MLA and two hybrid models, under Megatron-Core's Transformer Engine specs, the
+// activation bytes it frees are exactly one norm output (the next linear's 16-bit input) per norm
+// kernel it replays.
+TEST(SelectiveRecompute, LayernormFreesTheOutputOfEachNormItReplays) {
+  LayerShape sh;
+  sh.seq_len = 4096;
+  sh.norm_in_linear = true;
+  const RecomputeModules layernorm = RecomputeModules::from_names({"layernorm"});
+  std::int64_t replaying_kinds = 0, kinds = 0;
+  for (const char* name : {"llama3-8b", "qwen3-30b-a3b", "deepseek-v3", "nemotron-h-8b", "nemotron-3-nano-30b-a3b"}) {
+    const ModelSpec m = load_zoo_model(test::data_dir(), name, "test");
+    for (const LayerKind& k : m.kinds()) {
+      const ModelSpec mk = m.of_kind(k);
+      const Block replayed = replayed_kernels(build_layer_graph(mk, sh), layernorm, false);
+      const auto norms = std::count_if(replayed.kernels.begin(), replayed.kernels.end(),
+                                       [](const Kernel& x) { return x.module == LayerModule::BlockNorm; });
+      const double freed = activation_bytes(mk, sh, Recompute::Selective, {}).layer_stored -
+                           activation_bytes(mk, sh, Recompute::Selective, layernorm).layer_stored;
+      EXPECT_NEAR(freed, static_cast<double>(norms) * 2 * 4096 * static_cast<double>(mk.hidden), 1.0)
+          << name << " kind '" << layer_symbol(k) << "'";
+      replaying_kinds += norms > 0;
+      ++kinds;
+    }
+  }
+  EXPECT_GT(replaying_kinds, 0);       // MoE and MLA layers replay a norm
+  EXPECT_LT(replaying_kinds, kinds);  // dense, Mamba-2 and attention-only layers run theirs inside a linear
 }
 
 // Megatron-Core's --recompute-modules: each recomputed module keeps none of its activations and its

@@ -91,26 +91,13 @@ def hybridep_nvlink_points(table, platform):
                % (HYBRIDEP_DOC, platform, ranks, sm, d, c, ranks - 1, ranks, d * (ranks - 1) / ranks, c * (ranks - 1) / ranks,
                   effs[sm] * NVLINK5_GBPS, effs[sm], NVLINK5_GBPS,
                   "" if sm == HYBRIDEP_SMS else "; Megatron-Bridge's runs give it %d SMs, which the table does not cover" % HYBRIDEP_SMS))
-        lo, hi = min(effs.values()), max(effs.values())
-        f = fig(effs[sm], "published", src, *(((lo, hi), "the same table's rows at %s SMs, converted the same way"
-                                                % " and ".join(str(k) for k in sorted(rows))) if lo < hi else ()))
-        points.append({"ranks": ranks, "efficiency": f})
+        # No range: the presets' SM count is known, and the table's other SM count is another configuration.
+        points.append({"ranks": ranks, "efficiency": fig(effs[sm], "published", src)})
     return points
 
 
-def carried_points_gb200(points):
-    """The GB200's points on the GB300: the same NVLink 5 switch trays; HybridEP publishes no GB300 table."""
-    out = []
-    for pt in points:
-        g = copy.deepcopy(pt["efficiency"])
-        g["how"] = "assumed"
-        g["source"] = "assumed: the GB200 profile's figure (the same NVLink 5 switch trays; HybridEP publishes no GB300 table); GB200: " + g["source"]
-        out.append({"ranks": pt["ranks"], "efficiency": g})
-    return out
-
-
-def carried_points(points, why):
-    return [{"ranks": pt["ranks"], "efficiency": carried(pt["efficiency"], why)} for pt in points]
+def carried_points(points, why, frm="B200"):
+    return [{"ranks": pt["ranks"], "efficiency": carried(pt["efficiency"], why, frm)} for pt in points]
 
 
 def fig(value, how, source, rng=None, range_source=None, **extra):
@@ -122,11 +109,12 @@ def fig(value, how, source, rng=None, range_source=None, **extra):
     return f
 
 
-def carried(f, why):
-    """A B200 figure carried over: same value and range, 'assumed' with the reason in front."""
+def carried(f, why, frm="B200"):
+    """A figure of another profile (the B200's unless `frm` names another) carried over: same value and range, 'assumed'
+    with the reason in front."""
     g = copy.deepcopy(f)
     g["how"] = "assumed"
-    g["source"] = "assumed: the B200 profile's figure (%s); B200: %s" % (why, f["source"])
+    g["source"] = "assumed: the %s profile's figure (%s); %s: %s" % (frm, why, frm, f["source"])
     return g
 
 
@@ -365,7 +353,8 @@ def main():
                                "= 900 GB/s per direction, to every GPU of the rack through the NVLink switch trays" % gpu)
         n["intra_bus_efficiency"] = carried(n["intra_bus_efficiency"], "the same NVLink 5 links, measured on an 8-GPU HGX board")
         gb200_points = hybridep_nvlink_points(HYBRIDEP_GB200, "GB200")
-        n["moe_dispatch_nvlink"] = {"hybridep": gb200_points if gpu == "GB200" else carried_points_gb200(gb200_points)}
+        n["moe_dispatch_nvlink"] = {"hybridep": gb200_points if gpu == "GB200" else carried_points(
+            gb200_points, "the same NVLink 5 switch trays; HybridEP publishes no GB300 table", "GB200")}
         n["intra_alpha_us"] = carried(n["intra_alpha_us"], "NVLink 5 through NVSwitch; one switch hop as on HGX")
         n["inter_bus_efficiency"] = carried(n["inter_bus_efficiency"], "a measured multi-node all_reduce on Blackwell nodes")
         n["node_nics"] = fig(72, "datasheet", nic_src + "; 72 per NVL72 rack (a scenario using part of the rack sets "
