@@ -209,14 +209,40 @@ Kernel launched(Kernel k, std::int64_t launches) {
   return k;
 }
 
-// RoPE on `elems` query or key elements. Fused: one kernel reading and writing them. Eager (the Llama
-// reference apply_rotary_emb: view_as_complex(x.float()) * freqs_cis, view_as_real, type_as(x)):
-// upcast e+4, complex multiply 8 (the [s, d/2] complex table is negligible), downcast 4+e bytes per
-// element, in forward and again in backward (the gradient times the conjugate).
-void add_rope(Block& b, const std::string& tensor, double elems, double e, bool eager, bool bwd) {
+// Megatron-Core's unfused RoPE (rope_utils.py _apply_rotary_pos_emb_bshd), each step a PyTorch op from
+// its Python function (Kernel::python_ops). Forward: the [s, d] fp32 tables, cos and sin each taken,
+// scaled by the model's rope_mscale and cast to 16 bits (6 ops, 44 bytes per table element); then
+// t * cos (2 e per element), the rotate-half's negation of one half (e) and cat (2 e), a multiply by
+// sin (2 e), the add (3 e) and the cat with the empty non-rotary part (2 e): 6 ops, 12 e. Backward
+// (autograd): the gradient times cos and times sin (2 e each), the negation's (e), the split's cat
+// (2 e) and the two paths' sum (3 e): 5 ops, 10 e.
+void add_unfused_rope(Block& b, const std::string& name, double elems, double table_elems, double e, bool bwd) {
+  auto op = [](Kernel k, std::int64_t ops) {
+    k.launches = ops;
+    k.python_ops = true;
+    return tagged(LayerModule::Rope, k);
+  };
+  if (bwd) {
+    b.kernels.push_back(op(mem(name, 10 * elems * e, true), 5));
+    return;
+  }
+  b.kernels.push_back(op(mem(name + ".tables", 44 * table_elems), 6));
+  b.kernels.push_back(op(mem(name, 12 * elems * e), 6));
+}
+
+// RoPE on `elems` query or key elements, its tables `table_elems` wide ([s, d] positions x rotary
+// dims). Fused: one kernel reading and writing them. Eager (the Llama reference apply_rotary_emb:
+// view_as_complex(x.float()) * freqs_cis, view_as_real, type_as(x)): upcast e+4, complex multiply 8
+// (the [s, d/2] complex table is negligible), downcast 4+e bytes per element, in forward and again
+// in backward (the gradient times the conjugate). Unfused: add_unfused_rope.
+void add_rope(Block& b, const std::string& tensor, double elems, double table_elems, double e, RopeImpl impl, bool bwd) {
   const std::string name = std::string("rope.") + tensor + (bwd ? ".bwd" : "");
-  if (!eager) {
+  if (impl == RopeImpl::Fused) {
     b.kernels.push_back(tagged(LayerModule::Rope, mem(name, 2 * elems * e, bwd)));
+    return;
+  }
+  if (impl == RopeImpl::Unfused) {
+    add_unfused_rope(b, name, elems, table_elems, e, bwd);
     return;
   }
   for (const auto& [step, bytes] : {std::pair<const char*, double>{"upcast", e + 4}, {"complex_mul", 8}, {"downcast", 4 + e}})
@@ -623,9 +649,10 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   // RoPE: on the queries and keys, or with MLA on their rotary parts (the key's shared by the heads).
   const double rope_q = m.mla ? Td * heads_local * static_cast<double>(m.mla->qk_rope_head_dim) : q_elems;
   const double rope_k = m.mla ? Td * static_cast<double>(m.mla->qk_rope_head_dim) : k_elems;
+  const double rope_table = static_cast<double>(sh.seq_len / sh.cp) * static_cast<double>(m.mla ? m.mla->qk_rope_head_dim : m.qk_head_dim());
   if (m.position_embedding == PositionEmbedding::Rope) {
-    add_rope(af, "q", rope_q, e, sh.eager_rope, false);
-    add_rope(af, "k", rope_k, e, sh.eager_rope, false);
+    add_rope(af, "q", rope_q, rope_table, e, sh.rope, false);
+    add_rope(af, "k", rope_k, rope_table, e, sh.rope, false);
   }
   // MLA: the queries and keys are assembled from their non-rotary and rotary parts (the shared
   // rotary key broadcast to every head), each read and written once.
@@ -712,8 +739,8 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   }
   if (m.mla) ab.kernels.push_back(tagged(LayerModule::MlaQkConcat, mem("mla.qk_concat.bwd", 2 * (q_elems + k_elems) * e, true)));
   if (m.position_embedding == PositionEmbedding::Rope) {
-    add_rope(ab, "q", rope_q, e, sh.eager_rope, true);
-    add_rope(ab, "k", rope_k, e, sh.eager_rope, true);
+    add_rope(ab, "q", rope_q, rope_table, e, sh.rope, true);
+    add_rope(ab, "k", rope_k, rope_table, e, sh.rope, true);
   }
   if (m.qk_norm) {
     add_norm(ab, "q_norm", q_elems, e, sh, true, LayerModule::QkNorm);

@@ -146,7 +146,9 @@ struct LayerShape {
   // Eager-PyTorch RMSNorm and RoPE as in the Llama reference code: each elementwise step its own
   // kernel through HBM (see layer_graph.cpp for the kernels and their bytes).
   bool eager_norm = false;
-  bool eager_rope = false;
+  // The RoPE kernels (RopeImpl; rope_impl() resolves "fused" to "unfused" for a model whose tables
+  // are scaled).
+  RopeImpl rope = RopeImpl::Fused;
   // The hidden dropout and the residual add as two kernels (TrainingSpec::dropout_add_impl "eager").
   bool eager_dropout_add = false;
   // Norms whose backward is two kernels, the input gradient and a weight-gradient reduction that

@@ -15,6 +15,11 @@
 
 namespace parasim {
 
+RopeImpl rope_impl(const Scenario& sc) {
+  const RopeImpl r = sc.training.rope_impl;
+  return r == RopeImpl::Fused && sc.model.rope_mscale != 1.0 ? RopeImpl::Unfused : r;
+}
+
 LayerShape layer_shape(const Scenario& sc) {
   LayerShape sh;
   sh.tp = sc.parallel.tp;
@@ -32,7 +37,7 @@ LayerShape layer_shape(const Scenario& sc) {
   sh.fp8_saved_input_bytes = fp8_saved_input_bytes(sc.training.fp8_recipe);
   sh.eager_norm = sc.training.norm_impl == NormImpl::Eager;
   sh.two_pass_norm = sc.training.norm_impl == NormImpl::TwoPass;
-  sh.eager_rope = sc.training.rope_impl == RopeImpl::Eager;
+  sh.rope = rope_impl(sc);
   sh.eager_dropout_add = sc.training.dropout_add_impl == DropoutAddImpl::Eager;
   sh.mtp_layers = sc.training.mtp_layers;
   sh.loss = sc.training.loss_impl;
@@ -320,6 +325,11 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
   if (!host_note.empty()) w.push_back(host_note);
   for (std::string& n : inert_host_settings(sc)) w.push_back(std::move(n));
   if (std::string n = dispatcher_rate_note(sc); !n.empty()) w.push_back(std::move(n));
+  if (sc.training.rope_impl == RopeImpl::Fused && rope_impl(sc) == RopeImpl::Unfused)
+    w.push_back(fmt::format("RoPE: the model's tables are scaled (rope_mscale {:.4g}, YaRN's attention factor), which Megatron-Core's "
+                            "fused RoPE does not take, so it runs its unfused RoPE: 12 PyTorch ops forward and 5 backward per "
+                            "query or key tensor (training.rope_impl \"unfused\"; rope_utils.py apply_rotary_pos_emb)",
+                            sc.model.rope_mscale));
   if (out.fold.folded())
     w.push_back(fmt::format("steady state: of the {} microbatches per pipeline, {}, {} and {} were simulated; every figure of the "
                             "three lies on one line (to 1e-9) and was extended to {} (sim/steady_state.h)",

@@ -37,7 +37,7 @@ enum class Optimizer : std::uint8_t { Adam, Sgd };
 // training.norm_impl, rope_impl, dropout_add_impl, optimizer_impl: the frameworks' kernels for
 // norms, rotary embeddings, dropout-add and the optimizer step (sim/scenario/scenario.h).
 enum class NormImpl : std::uint8_t { Fused, TwoPass, Eager };
-enum class RopeImpl : std::uint8_t { Fused, Eager };
+enum class RopeImpl : std::uint8_t { Fused, Eager, Unfused };
 enum class DropoutAddImpl : std::uint8_t { Fused, Eager };
 enum class OptimizerImpl : std::uint8_t { Fused, Unfused };
 // training.fp8_recipe: Transformer Engine's scaling recipe with dtype fp8. The block-scaled ones'

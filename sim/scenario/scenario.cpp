@@ -439,6 +439,9 @@ void validate(const Scenario& s, const JsonObject& root) {
   if (t.rope_impl == RopeImpl::Eager && s.model.position_embedding != PositionEmbedding::Rope)
     fail("/training/rope_impl", "\"eager\" is the Llama reference rotary embedding; the model's position_embedding is \"" +
                                     name_of(s.model.position_embedding) + "\"");
+  if (t.rope_impl == RopeImpl::Unfused && s.model.position_embedding != PositionEmbedding::Rope)
+    fail("/training/rope_impl", "\"unfused\" is Megatron-Core's rotary embedding; the model's position_embedding is \"" +
+                                    name_of(s.model.position_embedding) + "\"");
   if (t.flash_attention && t.attention_kernel == AttentionKernel::Flash && !s.profile.has_fused_attention)
     fail("/training/flash_attention", "the GPU profile \"" + s.profile.name + "\" (" + s.profile.file +
                                           ") prices no fused attention kernel (FlashAttention needs Ampere or later): set "
@@ -667,6 +670,7 @@ Json Scenario::resolved() const {
   if (model.position_embedding == PositionEmbedding::Learned) mj["max_positions"] = model.max_positions;
   if (model.head_dim_override > 0) mj["head_dim"] = model.head_dim_override;
   if (model.qk_norm) mj["qk_norm"] = true;
+  if (model.rope_mscale != 1.0) mj["rope_mscale"] = model.rope_mscale;
   if (model.moe) {
     mj["moe"] = {{"experts", model.moe->experts}, {"top_k", model.moe->top_k}, {"expert_ffn_hidden", model.moe->expert_ffn_hidden}};
     if (model.moe->shared_expert_ffn_hidden > 0) mj["moe"]["shared_expert_ffn_hidden"] = model.moe->shared_expert_ffn_hidden;

@@ -39,6 +39,8 @@ const std::vector<ScenarioKey>& scenario_keys() {
       {"/model/dropout", "boolean", "false", "Dropout is applied (its masks are stored and its kernels run).",
        "Megatron `--attention-dropout`, `--hidden-dropout` > 0"},
       {"/model/qk_norm", "boolean", "false", "Queries and keys are normalised per head.", "Megatron `--qk-layernorm`"},
+      {"/model/rope_mscale", "number", "1", "The factor RoPE's cos and sin tables are multiplied by: YaRN's attention factor, 0.1 ln(s) + 1 for scaling factor s. Megatron-Core's fused RoPE takes only 1, so other values run its unfused RoPE.",
+       "Megatron-Core `--yarn-rotary-scaling-factor` (rope_utils.py `apply_rotary_pos_emb`); HF `rope_scaling` (yarn)"},
       {"/model/head_dim", "integer >= 0", "hidden / heads", "Head width when it is not hidden / heads (0: hidden / heads).",
        "Megatron `--kv-channels`; HF `head_dim`"},
       {"/model/moe", "object | null", "none", "Mixture of experts; absent for a dense model.", ""},

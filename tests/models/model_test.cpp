@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -269,7 +270,8 @@ TEST(LayerGraph, EagerRmsNormAndRopeTraffic) {
   const ModelSpec m = load_zoo_model(test::data_dir(), "llama3-8b", "test");
   LayerShape fused, eager;
   fused.seq_len = eager.seq_len = 4096;
-  eager.eager_norm = eager.eager_rope = true;
+  eager.eager_norm = true;
+  eager.rope = RopeImpl::Eager;
   const LayerGraph a = build_layer_graph(m, fused), b = build_layer_graph(m, eager);
   const double T = 4096, h = static_cast<double>(m.hidden), kv = static_cast<double>(m.kv_dim());
   const double norm_f = (36 - 4) * T * h, norm_b = (76 - 6) * T * h, rope = (20 - 4) * T * (h + kv);
@@ -291,6 +293,64 @@ TEST(LayerGraph, EagerRmsNormAndRopeTraffic) {
   EXPECT_NEAR(ea.head - fa.head, 4 * sbh, 1e-3);
   EXPECT_DOUBLE_EQ(activation_bytes(m, eager, Recompute::Full).layer_stored, activation_bytes(m, fused, Recompute::Full).layer_stored);
   EXPECT_DOUBLE_EQ(activation_bytes(m, eager, Recompute::SelectiveOp).layer_stored, activation_bytes(m, fused, Recompute::SelectiveOp).layer_stored);
+}
+
+// Megatron-Core's unfused RoPE (rope_utils.py _apply_rotary_pos_emb_bshd, core_v0.16.0), per query or
+// key tensor of E elements, counted from its source: forward t * cos, the rotate-half's negation of
+// one half and its cat, * sin, the add and the cat with the (empty) non-rotary part, 12 e per element
+// over fused RoPE's 2 e, in 6 PyTorch ops, after the cos and sin tables (cos or sin, * mscale, cast:
+// 6 ops over the [s, d] fp32 table, 44 B per table element); backward (autograd) the gradient times cos
+// and times sin, the negation's, the split's cat and the two paths' sum, 10 e in 5 ops. It is what
+// Megatron-Core runs for YaRN-scaled tables (GPT-OSS: scaling factor 32), whatever rope_impl says.
+TEST(LayerGraph, MegatronUnfusedRopeTrafficAndOps) {
+  const ModelSpec m = load_zoo_model(test::data_dir(), "gpt-oss-120b", "test");
+  // The zoo's factor is YaRN's attention factor for the released scaling factor 32.
+  EXPECT_NEAR(m.rope_mscale, 0.1 * std::log(32.0) + 1, 5e-5);
+  EXPECT_NEAR(load_zoo_model(test::data_dir(), "gpt-oss-20b", "test").rope_mscale, m.rope_mscale, 1e-12);
+  LayerShape fused, unfused;
+  fused.seq_len = unfused.seq_len = 4096;
+  unfused.rope = RopeImpl::Unfused;
+  const ModelSpec full = m.of_kind(m.layer_kind(1));  // a full-attention layer
+  const LayerGraph a = build_layer_graph(full, fused), b = build_layer_graph(full, unfused);
+  const double T = 4096, E = T * static_cast<double>(m.q_dim() + m.kv_dim()), table = T * 64;
+  EXPECT_NEAR(block_bytes(b.attn_fwd) - block_bytes(a.attn_fwd), (12 - 2) * 2 * E + 2 * 44 * table, 1e-3);
+  EXPECT_NEAR(block_bytes(b.attn_bwd) - block_bytes(a.attn_bwd), (10 - 2) * 2 * E, 1e-3);
+  auto rope_ops = [](const Block& blk) {
+    std::int64_t n = 0;
+    for (const Kernel& k : blk.kernels)
+      if (k.module == LayerModule::Rope) n += k.python_ops ? k.launches : 0;
+    return n;
+  };
+  EXPECT_EQ(rope_ops(b.attn_fwd), 2 * 12);
+  EXPECT_EQ(rope_ops(b.attn_bwd), 2 * 5);
+  EXPECT_EQ(rope_ops(a.attn_fwd) + rope_ops(a.attn_bwd), 0);  // fused: one Transformer Engine call each
+}
+
+// "fused" RoPE resolves to Megatron-Core's unfused one for a model with scaled tables, and only then;
+// a model without rotary embeddings takes neither a scale nor the unfused kernels.
+TEST(Scenario, ScaledRopeTablesRunMegatronsUnfusedRope) {
+  Json j = test::base_scenario();  // llama2-7b
+  EXPECT_EQ(rope_impl(test::scenario_from(j)), RopeImpl::Fused);
+  j["model"] = "gpt-oss-20b";
+  j["parallel"]["ep"] = 1;
+  const Scenario oss = test::scenario_from(j);
+  EXPECT_EQ(oss.training.rope_impl, RopeImpl::Fused);
+  EXPECT_EQ(rope_impl(oss), RopeImpl::Unfused);
+  const Registries reg;
+  const auto notes = simulate(oss, reg).result.warnings;
+  EXPECT_TRUE(std::any_of(notes.begin(), notes.end(), [](const std::string& n) { return n.starts_with("RoPE: the model's tables are scaled"); }));
+  j["training"]["rope_impl"] = "eager";
+  EXPECT_EQ(rope_impl(test::scenario_from(j)), RopeImpl::Eager);
+  j = test::base_scenario();
+  j["model"] = "megatron-gpt-1.7b";
+  j["training"]["rope_impl"] = "unfused";
+  EXPECT_EQ(test::scenario_error(j), "test.json: /training/rope_impl: \"unfused\" is Megatron-Core's rotary embedding; the model's "
+                                     "position_embedding is \"learned\"");
+  Json mj = read_json_file(test::data_dir() + "/models/megatron-gpt-1.7b.json");
+  mj["rope_mscale"] = 1.3;
+  j = test::base_scenario();
+  j["model"] = mj;
+  EXPECT_NE(test::scenario_error(j).find("/model/rope_mscale"), std::string::npos) << test::scenario_error(j);
 }
 
 // Hidden dropout then the residual add, eager (nn.Dropout, then x + b: the dropout kernel reads the
