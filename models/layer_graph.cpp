@@ -211,11 +211,12 @@ Kernel launched(Kernel k, std::int64_t launches) {
 
 // Megatron-Core's unfused RoPE (rope_utils.py _apply_rotary_pos_emb_bshd), each step a PyTorch op from
 // its Python function (Kernel::python_ops). Forward: the [s, d] fp32 tables, cos and sin each taken,
-// scaled by the model's rope_mscale and cast to 16 bits (6 ops, 44 bytes per table element); then
+// scaled by YaRN's attention factor and cast to 16 bits (6 ops, 44 bytes per table element); then
 // t * cos (2 e per element), the rotate-half's negation of one half (e) and cat (2 e), a multiply by
 // sin (2 e), the add (3 e) and the cat with the empty non-rotary part (2 e): 6 ops, 12 e. Backward
 // (autograd): the gradient times cos and times sin (2 e each), the negation's (e), the split's cat
-// (2 e) and the two paths' sum (3 e): 5 ops, 10 e.
+// (2 e) and the two paths' sum (3 e), and the empty non-rotary slice's SliceBackward, a zero-filled
+// gradient (e) added in (3 e): 7 ops, 14 e.
 void add_unfused_rope(Block& b, const std::string& name, double elems, double table_elems, double e, bool bwd) {
   auto op = [](Kernel k, std::int64_t ops) {
     k.launches = ops;
@@ -223,7 +224,7 @@ void add_unfused_rope(Block& b, const std::string& name, double elems, double ta
     return tagged(LayerModule::Rope, k);
   };
   if (bwd) {
-    b.kernels.push_back(op(mem(name, 10 * elems * e, true), 5));
+    b.kernels.push_back(op(mem(name, 14 * elems * e, true), 7));
     return;
   }
   b.kernels.push_back(op(mem(name + ".tables", 44 * table_elems), 6));

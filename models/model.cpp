@@ -343,7 +343,7 @@ ModelSpec parse_model(const JsonObject& o) {
   m.bias = o.boolean("bias", true);
   m.dropout = o.boolean("dropout", false);
   m.qk_norm = o.boolean("qk_norm", false);
-  m.rope_mscale = o.number("rope_mscale", 0.01, 100.0, 1.0);
+  m.rope_yarn = o.choice("rope_scaling", {"none", "yarn"}, "none") == "yarn";
   m.head_dim_override = o.integer("head_dim", 0, big, 0);
   m.hybrid_pattern = o.str("hybrid_pattern", "");
   if (auto moe = o.object_opt("moe")) {
@@ -412,8 +412,8 @@ ModelSpec parse_model(const JsonObject& o) {
     o.fail("full_attention_interval", "needs sliding_window > 0 (the layers between the full-attention ones are windowed)");
   if (m.heads % m.kv_heads != 0)
     o.fail("kv_heads", "heads (" + std::to_string(m.heads) + ") must be divisible by kv_heads (" + std::to_string(m.kv_heads) + ")");
-  if (m.rope_mscale != 1.0 && m.position_embedding != PositionEmbedding::Rope)
-    o.fail("rope_mscale", "scales the rotary embedding's tables; position_embedding is \"" + name_of(m.position_embedding) + "\"");
+  if (m.rope_yarn && m.position_embedding != PositionEmbedding::Rope)
+    o.fail("rope_scaling", "\"yarn\" scales a rotary embedding; position_embedding is \"" + name_of(m.position_embedding) + "\"");
   if (m.position_embedding == PositionEmbedding::Learned && m.max_positions == 0)
     o.fail("max_positions", "learned position embeddings need max_positions > 0");
   return m;

@@ -114,11 +114,10 @@ struct ModelSpec {
   bool dropout = false;
   // Per-head RMSNorm of the queries and keys after their projection (Qwen3, OLMo 2, Gemma 3).
   bool qk_norm = false;
-  // The factor RoPE's cos and sin tables are multiplied by: YaRN's attention (concentration) factor,
-  // 0.1 ln(s) + 1 for YaRN scaling factor s (GPT-OSS: s = 32, 1.3466); 1 without YaRN. Megatron-Core's
-  // fused RoPE takes none but 1 (rope_utils.py apply_rotary_pos_emb), so a scenario that fuses RoPE
-  // runs Megatron-Core's unfused one for such a model (RopeImpl::Unfused).
-  double rope_mscale = 1.0;
+  // RoPE with YaRN scaling (model.rope_scaling "yarn"; GPT-OSS: factor 32): Megatron's position
+  // embedding type "yarn", which its RoPE fusion does not take, so a scenario that fuses RoPE runs
+  // Megatron-Core's unfused one for such a model (RopeImpl::Unfused, rope_impl()).
+  bool rope_yarn = false;
   // Width of one attention head when it is not hidden / heads (Qwen3: 128 with hidden 2048 and 32
   // heads, so the query projection is 4096 wide); 0 = hidden / heads.
   std::int64_t head_dim_override = 0;

@@ -17,7 +17,7 @@ namespace parasim {
 
 RopeImpl rope_impl(const Scenario& sc) {
   const RopeImpl r = sc.training.rope_impl;
-  return r == RopeImpl::Fused && sc.model.rope_mscale != 1.0 ? RopeImpl::Unfused : r;
+  return r == RopeImpl::Fused && sc.model.rope_yarn ? RopeImpl::Unfused : r;
 }
 
 LayerShape layer_shape(const Scenario& sc) {
@@ -326,10 +326,9 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
   for (std::string& n : inert_host_settings(sc)) w.push_back(std::move(n));
   if (std::string n = dispatcher_rate_note(sc); !n.empty()) w.push_back(std::move(n));
   if (sc.training.rope_impl == RopeImpl::Fused && rope_impl(sc) == RopeImpl::Unfused)
-    w.push_back(fmt::format("RoPE: the model's tables are scaled (rope_mscale {:.4g}, YaRN's attention factor), which Megatron-Core's "
-                            "fused RoPE does not take, so it runs its unfused RoPE: 12 PyTorch ops forward and 5 backward per "
-                            "query or key tensor (training.rope_impl \"unfused\"; rope_utils.py apply_rotary_pos_emb)",
-                            sc.model.rope_mscale));
+    w.push_back("RoPE: the model's RoPE is YaRN-scaled (position embedding type \"yarn\"), for which Megatron turns its RoPE fusion "
+                "off (Megatron-Bridge GPTModelProvider.provide(), utils/fusions.py), so Megatron-Core runs its unfused RoPE: 12 PyTorch "
+                "ops forward and 7 backward per query or key tensor (training.rope_impl \"unfused\", rope_utils.py)");
   if (out.fold.folded())
     w.push_back(fmt::format("steady state: of the {} microbatches per pipeline, {}, {} and {} were simulated; every figure of the "
                             "three lies on one line (to 1e-9) and was extended to {} (sim/steady_state.h)",

@@ -40,9 +40,10 @@ struct Registries {
 std::vector<NamedChoice> named_choices(const Registries& reg);
 
 LayerShape layer_shape(const Scenario& sc);
-// The RoPE kernels the scenario runs: training.rope_impl, except that Megatron-Core's fused RoPE takes
-// no scaled tables (rope_utils.py apply_rotary_pos_emb: "mscale ... is not supported by TE's fused
-// RoPE. Using unfused implementation."), so "fused" runs "unfused" for a model with rope_mscale != 1.
+// The RoPE kernels the scenario runs: training.rope_impl, except that "fused" runs "unfused" for a
+// YaRN-scaled model (model.rope_scaling): Megatron-Bridge's GPTModelProvider.provide() turns
+// apply_rope_fusion off for any position_embedding_type but "rope" (utils/fusions.py
+// validate_rope_fusion_compatibility), as Megatron-LM's arguments.py does.
 RopeImpl rope_impl(const Scenario& sc);
 // The MoE routing fields of a shape (LayerShape::moe_sent, moe_busiest, moe_padded) for its ep and
 // tokens (sim/parallel/moe_routing.h); draw: E[max of ep standard normal draws], 0 for a lower bound.

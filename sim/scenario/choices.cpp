@@ -84,7 +84,7 @@ const ChoiceRegistry<RopeImpl>& rope_impls() {
     {"eager", "the Llama reference rotary embedding: an fp32 complex multiply in eager PyTorch",
      "meta-llama/llama model.py apply_rotary_emb", {RopeImpl::Eager}},
     {"unfused", "Megatron-Core's unfused RoPE: the cos and sin tables built and scaled, then a multiply, the rotate-half (a negation "
-     "and a cat), a multiply, an add and a cat, each a PyTorch op; what a fused scenario runs for a model whose rope_mscale is not 1",
+     "and a cat), a multiply, an add and a cat, each a PyTorch op; what a fused scenario runs for a YaRN-scaled model",
      "megatron/core/models/common/embeddings/rope_utils.py _apply_rotary_pos_emb_bshd (core_v0.16.0)", {RopeImpl::Unfused}}});
   return registry;
 }

@@ -670,7 +670,7 @@ Json Scenario::resolved() const {
   if (model.position_embedding == PositionEmbedding::Learned) mj["max_positions"] = model.max_positions;
   if (model.head_dim_override > 0) mj["head_dim"] = model.head_dim_override;
   if (model.qk_norm) mj["qk_norm"] = true;
-  if (model.rope_mscale != 1.0) mj["rope_mscale"] = model.rope_mscale;
+  if (model.rope_yarn) mj["rope_scaling"] = "yarn";
   if (model.moe) {
     mj["moe"] = {{"experts", model.moe->experts}, {"top_k", model.moe->top_k}, {"expert_ffn_hidden", model.moe->expert_ffn_hidden}};
     if (model.moe->shared_expert_ffn_hidden > 0) mj["moe"]["shared_expert_ffn_hidden"] = model.moe->shared_expert_ffn_hidden;

@@ -296,17 +296,17 @@ TEST(LayerGraph, EagerRmsNormAndRopeTraffic) {
 }
 
 // Megatron-Core's unfused RoPE (rope_utils.py _apply_rotary_pos_emb_bshd, core_v0.16.0), per query or
-// key tensor of E elements, counted from its source: forward t * cos, the rotate-half's negation of
-// one half and its cat, * sin, the add and the cat with the (empty) non-rotary part, 12 e per element
-// over fused RoPE's 2 e, in 6 PyTorch ops, after the cos and sin tables (cos or sin, * mscale, cast:
-// 6 ops over the [s, d] fp32 table, 44 B per table element); backward (autograd) the gradient times cos
-// and times sin, the negation's, the split's cat and the two paths' sum, 10 e in 5 ops. It is what
-// Megatron-Core runs for YaRN-scaled tables (GPT-OSS: scaling factor 32), whatever rope_impl says.
+// key tensor of E elements, its ops read off the function and the autograd graph PyTorch builds for
+// it: forward t * cos, the rotate-half's negation of one half and its cat, * sin, the add and the cat
+// with the (empty) non-rotary part, 12 e per element over fused RoPE's 2 e, in 6 PyTorch ops, after
+// the cos and sin tables (cos or sin, the scale, the cast: 6 ops over the [s, d] fp32 table, 44 B per
+// table element); backward the gradient times cos and times sin, the negation's, the split's cat, the
+// two paths' sum, and the empty slice's SliceBackward (a zero fill and an add): 14 e in 7 ops. It is
+// what Megatron runs for a YaRN-scaled model (GPT-OSS), whatever rope_impl says.
 TEST(LayerGraph, MegatronUnfusedRopeTrafficAndOps) {
   const ModelSpec m = load_zoo_model(test::data_dir(), "gpt-oss-120b", "test");
-  // The zoo's factor is YaRN's attention factor for the released scaling factor 32.
-  EXPECT_NEAR(m.rope_mscale, 0.1 * std::log(32.0) + 1, 5e-5);
-  EXPECT_NEAR(load_zoo_model(test::data_dir(), "gpt-oss-20b", "test").rope_mscale, m.rope_mscale, 1e-12);
+  EXPECT_TRUE(m.rope_yarn);
+  EXPECT_TRUE(load_zoo_model(test::data_dir(), "gpt-oss-20b", "test").rope_yarn);
   LayerShape fused, unfused;
   fused.seq_len = unfused.seq_len = 4096;
   unfused.rope = RopeImpl::Unfused;
@@ -314,7 +314,7 @@ TEST(LayerGraph, MegatronUnfusedRopeTrafficAndOps) {
   const LayerGraph a = build_layer_graph(full, fused), b = build_layer_graph(full, unfused);
   const double T = 4096, E = T * static_cast<double>(m.q_dim() + m.kv_dim()), table = T * 64;
   EXPECT_NEAR(block_bytes(b.attn_fwd) - block_bytes(a.attn_fwd), (12 - 2) * 2 * E + 2 * 44 * table, 1e-3);
-  EXPECT_NEAR(block_bytes(b.attn_bwd) - block_bytes(a.attn_bwd), (10 - 2) * 2 * E, 1e-3);
+  EXPECT_NEAR(block_bytes(b.attn_bwd) - block_bytes(a.attn_bwd), (14 - 2) * 2 * E, 1e-3);
   auto rope_ops = [](const Block& blk) {
     std::int64_t n = 0;
     for (const Kernel& k : blk.kernels)
@@ -322,13 +322,13 @@ TEST(LayerGraph, MegatronUnfusedRopeTrafficAndOps) {
     return n;
   };
   EXPECT_EQ(rope_ops(b.attn_fwd), 2 * 12);
-  EXPECT_EQ(rope_ops(b.attn_bwd), 2 * 5);
+  EXPECT_EQ(rope_ops(b.attn_bwd), 2 * 7);
   EXPECT_EQ(rope_ops(a.attn_fwd) + rope_ops(a.attn_bwd), 0);  // fused: one Transformer Engine call each
 }
 
-// "fused" RoPE resolves to Megatron-Core's unfused one for a model with scaled tables, and only then;
-// a model without rotary embeddings takes neither a scale nor the unfused kernels.
-TEST(Scenario, ScaledRopeTablesRunMegatronsUnfusedRope) {
+// "fused" RoPE resolves to Megatron-Core's unfused one for a YaRN-scaled model, and only then; a
+// model without rotary embeddings takes neither YaRN nor the unfused kernels.
+TEST(Scenario, YarnRopeRunsMegatronsUnfusedRope) {
   Json j = test::base_scenario();  // llama2-7b
   EXPECT_EQ(rope_impl(test::scenario_from(j)), RopeImpl::Fused);
   j["model"] = "gpt-oss-20b";
@@ -338,7 +338,7 @@ TEST(Scenario, ScaledRopeTablesRunMegatronsUnfusedRope) {
   EXPECT_EQ(rope_impl(oss), RopeImpl::Unfused);
   const Registries reg;
   const auto notes = simulate(oss, reg).result.warnings;
-  EXPECT_TRUE(std::any_of(notes.begin(), notes.end(), [](const std::string& n) { return n.starts_with("RoPE: the model's tables are scaled"); }));
+  EXPECT_TRUE(std::any_of(notes.begin(), notes.end(), [](const std::string& n) { return n.starts_with("RoPE: the model's RoPE is YaRN-scaled"); }));
   j["training"]["rope_impl"] = "eager";
   EXPECT_EQ(rope_impl(test::scenario_from(j)), RopeImpl::Eager);
   j = test::base_scenario();
@@ -347,10 +347,10 @@ TEST(Scenario, ScaledRopeTablesRunMegatronsUnfusedRope) {
   EXPECT_EQ(test::scenario_error(j), "test.json: /training/rope_impl: \"unfused\" is Megatron-Core's rotary embedding; the model's "
                                      "position_embedding is \"learned\"");
   Json mj = read_json_file(test::data_dir() + "/models/megatron-gpt-1.7b.json");
-  mj["rope_mscale"] = 1.3;
+  mj["rope_scaling"] = "yarn";
   j = test::base_scenario();
   j["model"] = mj;
-  EXPECT_NE(test::scenario_error(j).find("/model/rope_mscale"), std::string::npos) << test::scenario_error(j);
+  EXPECT_NE(test::scenario_error(j).find("/model/rope_scaling"), std::string::npos) << test::scenario_error(j);
 }
 
 // Hidden dropout then the residual add, eager (nn.Dropout, then x + b: the dropout kernel reads the

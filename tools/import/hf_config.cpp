@@ -1,7 +1,6 @@
 // A Hugging Face config.json -> a parasim model (parasim.model/1). Llama-family (llama, mistral,
 // qwen2, qwen3), their mixture-of-experts kin (mixtral, qwen2_moe, qwen3_moe) and GPT-2 are read;
 // every key that would change the model and is not read is reported.
-#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -16,7 +15,7 @@ const std::set<std::string> kLlamaLike = {"llama", "mistral", "qwen2", "qwen3", 
 // Keys that describe weights, tokens or numerics, not the model's shape or cost.
 const std::set<std::string> kHfNoEffect = {
     "architectures", "model_type", "torch_dtype", "dtype", "transformers_version", "bos_token_id", "eos_token_id", "pad_token_id",
-    "initializer_range", "rms_norm_eps", "layer_norm_epsilon", "rope_theta", "rope_scaling", "use_cache", "attention_dropout",
+    "initializer_range", "rms_norm_eps", "layer_norm_epsilon", "rope_theta", "use_cache", "attention_dropout",
     "pretraining_tp", "max_window_layers", "use_sliding_window", "sliding_window", "output_router_logits", "router_aux_loss_coef",
     "router_jitter_noise", "norm_topk_prob", "decoder_sparse_step", "mlp_only_layers", "resid_pdrop", "embd_pdrop", "attn_pdrop",
     "summary_type", "summary_use_proj", "summary_activation", "summary_proj_to_labels", "summary_first_dropout", "scale_attn_weights",
@@ -27,24 +26,10 @@ std::int64_t need(const Json& c, const char* key, const std::string& file) {
   return c[key].get<std::int64_t>();
 }
 
-// YaRN's attention factor from rope_scaling (HF modeling_rope_utils _compute_yarn_parameters, as
-// Megatron-Core's _yarn_get_concentration_factor: 0.1 ln(factor) + 1 unless mscale and mscale_all_dim
-// are both given): 1 without YaRN.
-double yarn_mscale(const Json& c) {
-  const Json* r = c.contains("rope_scaling") && c["rope_scaling"].is_object() ? &c["rope_scaling"] : nullptr;
-  if (!r || r->value("rope_type", r->value("type", "")) != "yarn") return 1.0;
-  const auto get = [](double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; };
-  const double factor = r->value("factor", 1.0);
-  if (r->contains("attention_factor") && (*r)["attention_factor"].is_number()) return (*r)["attention_factor"].get<double>();
-  if (r->contains("mscale") && r->contains("mscale_all_dim"))
-    return get(factor, r->value("mscale", 1.0)) / get(factor, r->value("mscale_all_dim", 1.0));
-  return get(factor, 1.0);
-}
-
 Json llama_like(const Json& c, const std::string& file, std::set<std::string>& read) {
   read.insert({"hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "intermediate_size", "vocab_size",
                "tie_word_embeddings", "hidden_act", "max_position_embeddings", "head_dim", "attention_bias", "num_local_experts",
-               "num_experts", "num_experts_per_tok", "moe_intermediate_size", "shared_expert_intermediate_size"});
+               "num_experts", "num_experts_per_tok", "moe_intermediate_size", "shared_expert_intermediate_size", "rope_scaling"});
   const std::int64_t heads = need(c, "num_attention_heads", file);
   Json m = {{"layers", need(c, "num_hidden_layers", file)}, {"hidden", need(c, "hidden_size", file)}, {"heads", heads},
             {"kv_heads", c.value("num_key_value_heads", heads)}, {"ffn_hidden", need(c, "intermediate_size", file)},
@@ -59,7 +44,11 @@ Json llama_like(const Json& c, const std::string& file, std::set<std::string>& r
     if (c.value("shared_expert_intermediate_size", 0) > 0) m["moe"]["shared_expert_ffn_hidden"] = c["shared_expert_intermediate_size"];
   }
   if (c.value("model_type", "") == "qwen3" || c.value("model_type", "") == "qwen3_moe") m["qk_norm"] = true;
-  if (const double ms = yarn_mscale(c); ms != 1.0) m["rope_mscale"] = ms;
+  if (c.contains("rope_scaling") && c["rope_scaling"].is_object()) {
+    const Json& r = c["rope_scaling"];
+    const Json& type = r.contains("rope_type") ? r["rope_type"] : r.contains("type") ? r["type"] : Json();
+    if (type.is_string() && type.get<std::string>() == "yarn") m["rope_scaling"] = "yarn";
+  }
   return m;
 }
 
