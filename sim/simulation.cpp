@@ -224,9 +224,9 @@ std::string dispatch_point_how(const Profile::DispatchTable& t, MoeDispatcher d,
 std::string dispatcher_rate_note(const Scenario& sc) {
   const MoeDispatcher d = sc.parallel.moe_dispatcher;
   if (d == MoeDispatcher::AllToAll || !sc.model.moe || sc.parallel.ep <= 1) return "";
-  const CollectiveSpec group = make_layout(sc).ep_group(CollOp::AllToAll, 1);
-  const std::int64_t nodes = group.nodes(), per_node = group.per_node();
-  const DispatchRates r = dispatch_rates(sc.profile, sc.cluster.intra_kind, d, nodes, per_node);
+  const ScenarioDispatch g = scenario_dispatch(sc);
+  const std::int64_t nodes = g.nodes, per_node = g.ranks_per_node;
+  const DispatchRates& r = g.rates;
   std::string nvlink;
   if (r.nvlink > 0)
     nvlink = fmt::format("{} move over NVLink among {} ranks at {:.3g} of the NVLink line rate, the profile's {} figure for its "
@@ -384,13 +384,11 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
     if (p.host_optimizer_efficiency.how == "assumed") assumed.insert("host_optimizer_efficiency");
   }
   if (p.nccl.present && p.nccl.how == "assumed") assumed.insert("network.nccl");
-  if (sc.model.moe && sc.parallel.ep > 1 && sc.parallel.moe_dispatcher != MoeDispatcher::AllToAll) {
-    const CollectiveSpec group = make_layout(sc).ep_group(CollOp::AllToAll, 1);
-    const DispatchRates r = dispatch_rates(p, sc.cluster.intra_kind, sc.parallel.moe_dispatcher, group.nodes(), group.per_node());
-    if (r.nic > 0 && dispatch_point_how(p.moe_dispatch_rdma, sc.parallel.moe_dispatcher, group.nodes()) == "assumed")
-      assumed.insert("moe_dispatch_rdma." + name_of(sc.parallel.moe_dispatcher));
-    if (r.nvlink > 0 && dispatch_point_how(p.moe_dispatch_nvlink, sc.parallel.moe_dispatcher, group.per_node()) == "assumed")
-      assumed.insert("moe_dispatch_nvlink." + name_of(sc.parallel.moe_dispatcher));
+  if (const ScenarioDispatch g = scenario_dispatch(sc); g.rates.nic > 0 || g.rates.nvlink > 0) {
+    const MoeDispatcher d = sc.parallel.moe_dispatcher;
+    if (g.rates.nic > 0 && dispatch_point_how(p.moe_dispatch_rdma, d, g.nodes) == "assumed") assumed.insert("moe_dispatch_rdma." + name_of(d));
+    if (g.rates.nvlink > 0 && dispatch_point_how(p.moe_dispatch_nvlink, d, g.ranks_per_node) == "assumed")
+      assumed.insert("moe_dispatch_nvlink." + name_of(d));
   }
   if (!assumed.empty()) {
     std::string s = "profile figures marked 'assumed' (no measurement yet):";

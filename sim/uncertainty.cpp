@@ -5,7 +5,6 @@
 #include <filesystem>
 
 #include "sim/config/json_reader.h"
-#include "sim/parallel/emitter.h"
 #include "sim/parallel/moe_dispatch.h"
 
 namespace parasim {
@@ -72,11 +71,8 @@ std::vector<std::pair<std::string, Figure*>> ranged(Profile& p, const TrainingSp
 Interval predict_interval(const Scenario& sc, const Registries& reg, std::int64_t samples, std::uint64_t seed) {
   Interval iv;
   Scenario s = sc;
-  const CollectiveSpec ep = make_layout(s).ep_group(CollOp::AllToAll, 1);
-  const DispatchRates read = s.model.moe && s.parallel.ep > 1
-                                 ? dispatch_rates(s.profile, s.cluster.intra_kind, s.parallel.moe_dispatcher, ep.nodes(), ep.per_node())
-                                 : DispatchRates{};
-  auto figs = ranged(s.profile, s.training, s.parallel.moe_dispatcher, read, ep.nodes(), ep.per_node());
+  const ScenarioDispatch ep = scenario_dispatch(s);
+  auto figs = ranged(s.profile, s.training, s.parallel.moe_dispatcher, ep.rates, ep.nodes, ep.ranks_per_node);
   for (const auto& f : figs) iv.figures.push_back(f.first);
   std::vector<double> steps;
   if (figs.empty()) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/parallel/emitter.h"
+
 namespace parasim {
 
 double hit_probability(std::int64_t experts, std::int64_t held, std::int64_t top_k) {
@@ -44,6 +46,14 @@ DispatchRates dispatch_rates(const Profile& p, IntraNode intra, MoeDispatcher d,
   if (nodes > 1) r.nic = p.moe_dispatch_rdma_efficiency(d, nodes);
   if (intra != IntraNode::Pcie && ranks_per_node > 1) r.nvlink = p.moe_dispatch_nvlink_efficiency(d, ranks_per_node);
   return r;
+}
+
+ScenarioDispatch scenario_dispatch(const Scenario& sc) {
+  const CollectiveSpec group = make_layout(sc).ep_group(CollOp::AllToAll, 1);
+  ScenarioDispatch out{group.nodes(), group.per_node(), {}};
+  if (sc.model.moe && sc.parallel.ep > 1)
+    out.rates = dispatch_rates(sc.profile, sc.cluster.intra_kind, sc.parallel.moe_dispatcher, out.nodes, out.ranks_per_node);
+  return out;
 }
 
 }  // namespace parasim

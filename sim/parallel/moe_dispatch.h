@@ -60,4 +60,14 @@ struct DispatchRates {
 };
 DispatchRates dispatch_rates(const Profile& p, IntraNode intra, MoeDispatcher d, std::int64_t nodes, std::int64_t ranks_per_node);
 
+// The expert-parallel group a scenario's dispatcher serves (its nodes and ranks per NVLink domain)
+// and the rates dispatch_rates gives it: what the run notes, `run --interval` and the assumed-figure
+// list read. Rates 0 for a dense model, ep 1 or NCCL's all-to-all.
+struct ScenarioDispatch {
+  std::int64_t nodes = 1, ranks_per_node = 1;
+  DispatchRates rates;
+};
+struct Scenario;
+ScenarioDispatch scenario_dispatch(const Scenario& sc);
+
 }  // namespace parasim
