@@ -671,7 +671,10 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   // of it, a causal window of w computes w s - w (w - 1) / 2 of its s w entries.
   attn.model_flops = 2.0 * b * heads_local * sq * w * (dqk + dv);
   attn.flops = attn.model_flops * (windowed ? 1.0 - (w - 1.0) / (2.0 * sq) : 0.5);
-  attn.seq = windowed ? m.sliding_window : sh.seq_len;
+  // The kernel is priced as the causal attention whose queries see as many keys on average (its
+  // fixed cost per query the same): twice the window's mean keys per query, 2 w - w (w - 1) / s,
+  // s at w = s. Checked against cuDNN's published banded-window timings (tests/data).
+  attn.seq = windowed ? std::llround(2.0 * w * (1.0 - (w - 1.0) / (2.0 * sq))) : sh.seq_len;
   attn.cp = sh.cp;
   attn.head_dim = std::max(m.qk_head_dim(), m.v_head_dim());
   const double score_flops = 2.0 * b * heads_local * sq * s_kv * dqk;  // unfused QK^T (PV: dv for dqk)

@@ -110,7 +110,8 @@ TEST(LayerKinds, SlidingWindowAttentionComputesItsBand) {
   const Kernel& aw = kernel_named(win.attn_fwd, "attention");
   EXPECT_DOUBLE_EQ(aw.model_flops, 2 * b * heads * s * w * (d + d));
   EXPECT_NEAR(aw.flops, 2 * b * heads * (w * s - w * (w - 1) / 2) * (d + d), 1e-3 * aw.flops);
-  EXPECT_EQ(aw.seq, 128);
+  // Priced as the causal attention whose queries see as many keys on average: 2 w - w (w - 1) / s.
+  EXPECT_EQ(aw.seq, 254);
   const Kernel& af = kernel_named(full.attn_fwd, "attention");
   EXPECT_DOUBLE_EQ(af.flops, 0.5 * 2 * b * heads * s * s * (d + d));
   EXPECT_NEAR(gemm_flops(win.attn_fwd), gemm_flops(full.attn_fwd), 1e-6);
@@ -118,6 +119,13 @@ TEST(LayerKinds, SlidingWindowAttentionComputesItsBand) {
   const Scenario sc = test::scenario_from(test::base_scenario());
   const CostModel c(sc.profile, "bf16", sc.training.priced_attention_kernel());
   EXPECT_LT(c.attention_s(aw.flops, false, static_cast<double>(aw.seq), 1, 64), 0.2 * c.attention_s(af.flops, false, s, 1, 64));
+  // A window one short of the sequence is priced as the full causal attention it almost is.
+  ModelSpec wide = m;
+  wide.sliding_window = 8191;
+  const Kernel& near_full = kernel_named(build_model_graph(wide, sh).layer(0).attn_fwd, "attention");
+  EXPECT_NEAR(static_cast<double>(near_full.seq), 8192, 1);
+  EXPECT_NEAR(c.attention_s(near_full.flops, false, static_cast<double>(near_full.seq), 1, 64), c.attention_s(af.flops, false, s, 1, 64),
+              1e-3 * c.attention_s(af.flops, false, s, 1, 64));
 }
 
 // Llama 3 8B with its first 16 layers dense and the last 16 MoE (8 experts, top 2), on 2 pipeline
