@@ -251,6 +251,75 @@ TEST(FrameworkImport, HuggingFaceConfigIsTheZooModel) {
   EXPECT_EQ(l3.unmapped, std::vector<std::string>{"quantization_config"});
 }
 
+// GPT-OSS 120B's released config is the zoo model: its layer_types (a window of 128, then full
+// attention, alternating) become full_attention_interval 2, its experts_per_token the top k.
+TEST(FrameworkImport, HuggingFaceGptOssConfigIsTheZooModel) {
+  const ImportResult r = import_hf_config(read_json_file(test::test_data("frameworks/gpt-oss-120b-config.json")), "config.json");
+  const ModelSpec m = parse_model(JsonObject(r.scenario, "m.json", ""));
+  const ModelSpec zoo = load_zoo_model(test::data_dir(), "gpt-oss-120b", "test");
+  EXPECT_EQ(count_params(m).total(), count_params(zoo).total());
+  EXPECT_EQ(m.sliding_window, 128);
+  EXPECT_EQ(m.full_attention_interval, 2);
+  EXPECT_TRUE(m.rope_yarn);
+  EXPECT_TRUE(r.unmapped.empty()) << r.unmapped.front();
+  for (std::int64_t i = 0; i < m.layers; ++i) EXPECT_EQ(m.layer_kind(i).windowed, zoo.layer_kind(i).windowed) << i;
+}
+
+// Every key read is typed and bounded: a wrong type or value is the file's error naming the key
+// (exit 2), never a library exception or a silent truncation; null reads as unset, as Hugging
+// Face writes it.
+TEST(FrameworkImport, HuggingFaceConfigKeysAreTyped) {
+  const Json base = read_json_file(test::test_data("frameworks/llama-3-8b-config.json"));
+  const auto error_of = [&](const char* key, const Json& v) {
+    Json c = base;
+    c[key] = v;
+    try {
+      import_hf_config(c, "c.json");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of("num_key_value_heads", "8").find("c.json: /num_key_value_heads: expected an integer"), std::string::npos);
+  EXPECT_NE(error_of("num_experts", 127.9).find("/num_experts"), std::string::npos);
+  EXPECT_NE(error_of("num_experts", 4294967424.0).find("/num_experts"), std::string::npos);
+  EXPECT_NE(error_of("tie_word_embeddings", "false").find("/tie_word_embeddings: expected true or false"), std::string::npos);
+  EXPECT_NE(error_of("hidden_act", 1).find("/hidden_act"), std::string::npos);
+  Json c = base;
+  c["num_key_value_heads"] = nullptr;
+  EXPECT_EQ(parse_model(JsonObject(import_hf_config(c, "c.json").scenario, "m.json", "")).kv_heads, 32);
+}
+
+// Qwen MoE's layer placement: decoder_sparse_step n puts experts in every n-th layer (the n-th,
+// 2n-th, ...), mlp_only_layers 0..k-1 makes the first k dense; a pattern parasim cannot place,
+// and Qwen's windows from max_window_layers on, are refused by key.
+TEST(FrameworkImport, HuggingFaceMoeLayersAndWindowsArePlaced) {
+  Json c = read_json_file(test::test_data("frameworks/llama-3-8b-config.json"));
+  c["model_type"] = "qwen3_moe";
+  c["num_experts"] = 8;
+  c["num_experts_per_tok"] = 2;
+  c["moe_intermediate_size"] = 1024;
+  const auto model = [](const Json& j) { return parse_model(JsonObject(import_hf_config(j, "c.json").scenario, "m.json", "")); };
+  c["decoder_sparse_step"] = 2;
+  const ModelSpec every2 = model(c);
+  for (std::int64_t i = 0; i < every2.layers; ++i) EXPECT_EQ(every2.layer_kind(i).moe, (i + 1) % 2 == 0) << i;
+  c["decoder_sparse_step"] = 1;
+  c["mlp_only_layers"] = {0, 1};
+  const ModelSpec first2 = model(c);
+  for (std::int64_t i = 0; i < first2.layers; ++i) EXPECT_EQ(first2.layer_kind(i).moe, i >= 2) << i;
+  c["mlp_only_layers"] = {1};
+  EXPECT_THROW(model(c), ConfigError);
+  c.erase("mlp_only_layers");
+  c["use_sliding_window"] = true;
+  c["sliding_window"] = 4096;
+  c["max_window_layers"] = 28;
+  EXPECT_THROW(model(c), ConfigError);
+  c["max_window_layers"] = 0;
+  EXPECT_EQ(model(c).sliding_window, 4096);
+  c["use_sliding_window"] = false;
+  EXPECT_EQ(model(c).sliding_window, 0);
+}
+
 }  // namespace
 }  // namespace parasim
 
