@@ -8,6 +8,12 @@ double overlap_extra(double gemm, double comm, double slowdown, double exposed_s
   return std::max(gemm * slowdown + exposed_share * comm, comm - gemm);
 }
 
+double overlap_extra_while_running(double compute, double comm, double slowdown) {
+  // While the collective runs the kernels do comm / (1 + slowdown) of their work.
+  if (comm <= compute * (1 + slowdown)) return comm * slowdown / (1 + slowdown);
+  return comm - compute;
+}
+
 TpOverlapPricing tp_overlap_pricing(const Profile& p) {
   if (!p.has_tp_overlap) return {p.overlap_compute_slowdown.value, 0, 0};
   const double held = p.tp_overlap.comm_sms.value;

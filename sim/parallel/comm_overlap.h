@@ -12,6 +12,13 @@ namespace parasim {
 // takes max(gemm * (1 + slowdown) + exposed_share * comm, comm) in all; returned: that less gemm.
 double overlap_extra(double gemm, double comm, double slowdown, double exposed_share = 0);
 
+// A collective of `comm` seconds beside `compute` seconds of kernels that run `slowdown` slower
+// only while it runs (its kernels hold SMs and HBM for as long as it moves data: the MoE
+// all-to-all of another microbatch): the block takes compute + comm * slowdown / (1 + slowdown)
+// while the collective ends first, else the collective's time; returned: that less compute.
+// Never more than the collective it hides.
+double overlap_extra_while_running(double compute, double comm, double slowdown);
+
 // How Transformer Engine's userbuffers overlap prices a TP block on this GPU: the profile's
 // compute.tp_overlap (its GEMMs slowed by the SMs the communication kernels hold,
 // comm_sms / (sms - comm_sms), and the exposed shares), or, where a profile has none, the NCCL

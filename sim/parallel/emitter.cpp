@@ -228,12 +228,13 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
       t.attn_recompute_selective += t.ep_comm_f;
     if (in.scenario.parallel.ep_comm_overlap) {
       // Hidden under the layer's compute of the microbatch it is paired with (the same pass's
-      // layer stands in for it), which runs slower meanwhile; what does not fit stays exposed. The
+      // layer stands in for it), which runs slower while the all-to-alls run; what does not fit
+      // stays exposed (overlap_extra_while_running). The
       // passes with no partner (ep_overlap_paired_share) keep their all-to-alls exposed: every
       // layer carries that share of them.
       const double sd = c.profile().overlap_compute_slowdown.value, paired = ep_overlap_paired_share(in.scenario);
-      t.mlp_f += paired * overlap_extra(t.attn_f + t.mlp_f, t.ep_comm_f, sd);
-      t.mlp_b += paired * overlap_extra(t.attn_b + t.mlp_b, t.ep_comm_b, sd);
+      t.mlp_f += paired * overlap_extra_while_running(t.attn_f + t.mlp_f, t.ep_comm_f, sd);
+      t.mlp_b += paired * overlap_extra_while_running(t.attn_b + t.mlp_b, t.ep_comm_b, sd);
       t.ep_comm_f *= 1 - paired;
       t.ep_comm_b *= 1 - paired;
     }

@@ -47,6 +47,25 @@ TEST(CommOverlap, OverlapBeatsNoOverlapWhenTheSlowdownCostsLessThanWhatItHides) 
   EXPECT_LT(block(2.0, 1.0, 0.1, 0.125), 3.0);
 }
 
+// The all-to-all beside another microbatch's kernels slows them only while it runs: a short
+// collective costs a share of itself, never more than it hides (hostile test: ep_comm_overlap on a
+// fast NVLink made a step 3.6 s slower, the slowdown charged on the whole layer's compute); a
+// collective longer than the slowed compute is the block's time.
+TEST(CommOverlap, AllToAllSlowsTheComputeOnlyWhileItRuns) {
+  const double sd = 0.189;
+  for (double comm : {0.001, 0.1, 0.5, 1.0, 1.189, 1.5, 3.0}) {
+    const double extra = overlap_extra_while_running(1.0, comm, sd);
+    EXPECT_LE(extra, comm + 1e-15) << comm;                      // overlap never costs more than the collective
+    EXPECT_GE(1.0 + extra, std::max(1.0, comm) - 1e-15) << comm;  // nor less than the longer part
+    // Closed form: the kernels do comm / (1 + sd) of their work while it runs.
+    if (comm <= 1.0 + sd) EXPECT_NEAR(1.0 + extra, comm + (1.0 - comm / (1 + sd)), 1e-12) << comm;
+    else EXPECT_DOUBLE_EQ(1.0 + extra, comm);
+  }
+  // Continuous where the collective outlasts the slowed kernels, and growing with the collective.
+  EXPECT_NEAR(overlap_extra_while_running(1.0, 1.189, sd), 0.189, 1e-12);
+  EXPECT_LT(overlap_extra_while_running(1.0, 0.1, sd), overlap_extra_while_running(1.0, 0.2, sd));
+}
+
 TEST(CommOverlap, UserbuffersSlowTheGemmsByTheSmsTheyHold) {
   Profile p = load_profile(test::data_dir(), "h100-sxm5-80g", "test");
   ASSERT_TRUE(p.has_tp_overlap);
