@@ -117,3 +117,28 @@ TEST(CustomFabric, BadFabricsGiveExactErrors) {
 
 }  // namespace
 }  // namespace parasim
+
+namespace parasim {
+namespace {
+
+// An unstated network is the profile's reference node's: a NIC per GPU (DGX H100: 8 for 8 GPUs;
+// an NVL72 rack: 72). A node of fewer GPUs has as many NICs as GPUs, not the reference count
+// (a hostile tester's 16 one-GPU nodes had 128 NICs, and ran faster the fewer GPUs shared a node);
+// a stated count is kept.
+TEST(DefaultNetwork, ANodeHasANicPerGpuUpToTheReferenceNode) {
+  for (std::int64_t g : {1, 2, 4, 8}) {
+    Json j = test::base_scenario();
+    j["cluster"] = {{"gpu", "h100-sxm5-80g"}, {"nodes", 16 / g}, {"gpus_per_node", g}};
+    j["parallel"] = {{"dp", 16}, {"tp", 1}, {"pp", 1}};
+    EXPECT_EQ(test::scenario_from(j).cluster.nics_per_node, g) << g;
+  }
+  Json rack = test::base_scenario();
+  rack["cluster"] = {{"gpu", "gb200-nvl72-186g"}, {"nodes", 1}, {"gpus_per_node", 64}};
+  rack["parallel"] = {{"dp", 64}, {"tp", 1}, {"pp", 1}};
+  EXPECT_EQ(test::scenario_from(rack).cluster.nics_per_node, 64);
+  rack["cluster"]["inter_node"] = {{"nics_per_node", 2}};
+  EXPECT_EQ(test::scenario_from(rack).cluster.nics_per_node, 2);
+}
+
+}  // namespace
+}  // namespace parasim
