@@ -42,7 +42,7 @@ int run_guarded(const std::function<int()>& fn) {
 }
 
 // The bound of `run --interval N`: each sample is a whole simulation of the step.
-inline constexpr std::int64_t kMaxIntervalSamples = 100000;
+inline constexpr std::int64_t kMaxIntervalSamples = 10000;
 
 namespace {
 
