@@ -61,10 +61,20 @@ bool replays(const RecomputeModules& mods, const Kernel& k, bool fused_attention
 }
 
 Block replayed_kernels(const LayerGraph& g, const RecomputeModules& mods, bool fused_attention) {
+  // "mla_up_proj" names a module only multi-head latent attention has (Megatron-Core's
+  // MLASelfAttention); on any other layer it replays nothing, its RoPE included.
+  const bool mla = std::any_of(g.attn_fwd.kernels.begin(), g.attn_fwd.kernels.end(),
+                               [](const Kernel& k) { return k.module == LayerModule::MlaUpProj; });
+  RecomputeModules effective = mods;
+  if (!mla && mods.has(RecomputeModule::MlaUpProj)) {
+    std::vector<std::string> names = mods.names();
+    std::erase(names, std::string(recompute_module_name(RecomputeModule::MlaUpProj)));
+    effective = RecomputeModules::from_names(names);
+  }
   Block out;
   for (const Block* b : {&g.attn_fwd, &g.mlp_fwd})
     for (const Kernel& k : b->kernels)
-      if (replays(mods, k, fused_attention)) out.kernels.push_back(k);
+      if (replays(effective, k, fused_attention)) out.kernels.push_back(k);
   return out;
 }
 

@@ -387,6 +387,11 @@ TEST(SelectiveRecompute, EveryModuleReplaysKernelsOfALayerThatHasIt) {
           EXPECT_FALSE(replays(all, k, true)) << k.name;
         }
   EXPECT_THROW(recompute_module_from_name("moe_ac"), std::invalid_argument);
+  // mla_up_proj names MLA's module: on a layer without it, nothing is replayed, its RoPE included
+  // (the run's note says the module changes nothing; a hostile tester found 96 ms of replayed RoPE).
+  const ModelSpec qwen = load_zoo_model(test::data_dir(), "qwen3-30b-a3b", "test");
+  EXPECT_TRUE(replayed_kernels(build_layer_graph(qwen, sh), RecomputeModules{RecomputeModule::MlaUpProj}, true).kernels.empty());
+  EXPECT_FALSE(replayed_kernels(moe, RecomputeModules{RecomputeModule::MlaUpProj}, true).kernels.empty());
 }
 
 // Multi-token prediction: per microbatch the last stage runs, per module, its input kernels, one
