@@ -1,6 +1,7 @@
 // `parasim import megatron|deepspeed|torchtitan|llm-foundry|hf-config`: a framework's own config
 // read into a scenario that names the framework's stack (tools/import/). Options that could not be
 // mapped are listed by name on stderr; the result must load before it is written.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -76,7 +77,10 @@ void add_framework_import_commands(CLI::App& app, Context& ctx) {
     ctx.exit_code = run_guarded([&]() {
       const bool file = f->inputs.size() == 1 && !f->inputs[0].starts_with("--");
       f->opt.data_dir = ctx.data_dir;
-      return emit(import_megatron(file ? split_args(read_text(f->inputs[0])) : f->inputs, f->opt), *f, ctx, false);
+      // After "--", the arguments as given: CLI11 splits a bracketed value ("--moe-layer-freq [0,1]").
+      const auto dashes = std::find(ctx.args.begin(), ctx.args.end(), "--");
+      const std::vector<std::string> given = file || dashes == ctx.args.end() ? f->inputs : std::vector<std::string>(dashes + 1, ctx.args.end());
+      return emit(import_megatron(file ? split_args(read_text(f->inputs[0])) : given, f->opt), *f, ctx, false);
     });
   });
   const auto one_file = [&](const char* name, const char* what, bool scenario,

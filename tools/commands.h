@@ -1,6 +1,7 @@
 // Subcommands of the parasim CLI, one file each. Each registers itself on the app and sets
 // Context::exit_code; errors are caught in run_guarded().
 #pragma once
+#include <vector>
 #include <functional>
 #include <string>
 
@@ -18,6 +19,9 @@ struct Context {
   // Set under mpirun (tools/mpi.h): sweeps and plans share their layouts; only part 0 prints.
   const Distribution* distribution = nullptr;
   bool prints() const { return !distribution || distribution->root(); }
+  // The command line as given (argv after the program name): what follows "--" reaches a command
+  // verbatim, where CLI11 would split a bracketed value ("[0,1,1]") at its commas.
+  std::vector<std::string> args;
 };
 
 // Runs fn; ConfigError (bad input) -> message on stderr, exit code 2; other errors -> code 3.

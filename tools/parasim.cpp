@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   const MpiSession mpi(&argc, &argv);
   Context ctx;
   ctx.distribution = mpi.distribution();
+  ctx.args.assign(argv + 1, argv + argc);
   // Found once, after parsing and before any command runs: --data-dir, else $PARASIM_DATA_DIR, else
   // ../share/parasim beside the executable (docs/install.md).
   DataDirCandidates where;

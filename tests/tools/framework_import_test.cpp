@@ -251,6 +251,38 @@ TEST(FrameworkImport, HuggingFaceConfigIsTheZooModel) {
   EXPECT_EQ(l3.unmapped, std::vector<std::string>{"quantization_config"});
 }
 
+// Megatron's per-layer options as parasim's placements: --moe-layer-freq as a Python list (DeepSeek-V3's
+// "([0]*3+[1]*58)": three dense layers first) or every other layer; --window-size (left, 0) with
+// --window-attn-skip-freq as GPT-OSS runs them (a 128-key window, every 2nd layer full), YaRN RoPE
+// and the expert all-to-all overlap; a placement parasim cannot express is refused by option.
+TEST(FrameworkImport, MegatronLayerPlacementsAreRead) {
+  const std::vector<std::string> base = {"--num-layers", "61", "--hidden-size", "1024", "--num-attention-heads", "8", "--seq-length", "1024",
+                                         "--micro-batch-size", "1", "--global-batch-size", "64", "--bf16", "--swiglu", "--vocab-size", "32000",
+                                         "--num-experts", "8", "--moe-router-topk", "2", "--expert-model-parallel-size", "8"};
+  const auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return import_megatron(a, on("h100-sxm5-80g", 1));
+  };
+  const auto model = [](const ImportResult& r) { return parse_model(JsonObject(r.scenario["model"], "m.json", "/model")); };
+  const ModelSpec ds = model(with({"--moe-layer-freq", "([0]*3+[1]*58)"}));
+  for (std::int64_t i = 0; i < 61; ++i) EXPECT_EQ(ds.layer_kind(i).moe, i >= 3) << i;
+  const ModelSpec odd = model(with({"--moe-layer-freq", "[0,1]*30+[0]"}));
+  for (std::int64_t i = 0; i < 61; ++i) EXPECT_EQ(odd.layer_kind(i).moe, i % 2 == 1) << i;
+  EXPECT_THROW(with({"--moe-layer-freq", "2"}), ConfigError);  // layers 0, 2, 4, ...: not every n-th after dense ones
+  EXPECT_THROW(with({"--moe-layer-freq", "[1,0]"}), ConfigError);  // 2 entries for 61 layers
+  EXPECT_FALSE(model(with({"--moe-layer-freq", "[0]*61", "--expert-model-parallel-size", "1"})).moe.has_value());
+  const ImportResult oss = with({"--window-size", "(127,0)", "--window-attn-skip-freq", "2", "--position-embedding-type", "yarn",
+                                 "--overlap-moe-expert-parallel-comm"});
+  const ModelSpec w = model(oss);
+  EXPECT_EQ(w.sliding_window, 128);
+  EXPECT_EQ(w.full_attention_interval, 2);
+  EXPECT_TRUE(w.rope_yarn);
+  EXPECT_EQ(oss.scenario["parallel"]["ep_comm_overlap"], true);
+  EXPECT_THROW(with({"--window-size", "(127,8)"}), ConfigError);  // not causal
+  EXPECT_THROW(with({"--window-size", "(127,0)", "--window-attn-skip-freq", "[1,0,1]"}), ConfigError);
+}
+
 // GPT-OSS 120B's released config is the zoo model: its layer_types (a window of 128, then full
 // attention, alternating) become full_attention_interval 2, its experts_per_token the top k.
 TEST(FrameworkImport, HuggingFaceGptOssConfigIsTheZooModel) {

@@ -3,6 +3,7 @@
 // on a training step's time or memory (data, checkpoints, learning rate, logging) are skipped and
 // counted; the rest are reported by name.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -140,6 +141,10 @@ const std::map<std::string, ArgHandler>& valued() {
          if (f > 0) a.t()["moe_capacity_factor"] = f;
        }},
       {"moe-ffn-hidden-size", [](Args& a, const std::string& v) { a.m()["moe"]["expert_ffn_hidden"] = to_int("--moe-ffn-hidden-size", v); }},
+      // Layer placements, resolved against the layer count (finish_layer_patterns).
+      {"moe-layer-freq", [](Args& a, const std::string& v) { a.sc["_moe_layer_freq"] = v; }},
+      {"window-size", [](Args& a, const std::string& v) { a.sc["_window_size"] = v; }},
+      {"window-attn-skip-freq", [](Args& a, const std::string& v) { a.sc["_window_skip_freq"] = v; }},
       {"moe-shared-expert-intermediate-size",
        [](Args& a, const std::string& v) { a.m()["moe"]["shared_expert_ffn_hidden"] = to_int("--moe-shared-expert-intermediate-size", v); }},
       // Hybrid models (megatron/training/arguments.py: --hybrid-layer-pattern, and its deprecated
@@ -166,8 +171,10 @@ const std::map<std::string, ArgHandler>& valued() {
       {"mamba-num-groups", [](Args& a, const std::string& v) { a.m()["mamba"]["groups"] = to_int("--mamba-num-groups", v); }},
       {"position-embedding-type",
        [](Args& a, const std::string& v) {
-         if (v != "rope" && v != "learned_absolute" && v != "none") throw ConfigError("--position-embedding-type: \"" + v + "\" is not modelled");
-         a.m()["position_embedding"] = v == "learned_absolute" ? name_of(PositionEmbedding::Learned) : v;
+         if (v != "rope" && v != "yarn" && v != "learned_absolute" && v != "none")
+           throw ConfigError("--position-embedding-type: \"" + v + "\" is not modelled (rope, yarn, learned_absolute, none)");
+         a.m()["position_embedding"] = v == "learned_absolute" ? name_of(PositionEmbedding::Learned) : v == "yarn" ? "rope" : v;
+         if (v == "yarn") a.m()["rope_scaling"] = "yarn";  // YaRN-scaled RoPE tables (yarn_rotary_pos_embedding.py)
        }},
       {"hidden-dropout", [](Args& a, const std::string& v) { a.sc["_dropout"]["hidden"] = to_number("--hidden-dropout", v) > 0; }},
       {"attention-dropout", [](Args& a, const std::string& v) { a.sc["_dropout"]["attention"] = to_number("--attention-dropout", v) > 0; }},
@@ -212,6 +219,7 @@ const std::map<std::string, ArgHandler>& flags() {
       {"use-distributed-optimizer", [](Args& a, const std::string&) { a.p()["zero_stage"] = 1; }},
       {"overlap-grad-reduce", set_bool("parallel", "overlap_grad_reduce", true)},
       {"tp-comm-overlap", set_bool("parallel", "tp_comm_overlap", true)},
+      {"overlap-moe-expert-parallel-comm", set_bool("parallel", "ep_comm_overlap", true)},
       {"recompute-activations", [](Args& a, const std::string&) { a.p()["recompute"] = "selective"; }},
       {"no-gradient-accumulation-fusion", set_bool("training", "grad_accumulation_fusion", false)},
       {"accumulate-allreduce-grads-in-fp32", set_bool("training", "fp32_grad_accumulation", true)},
@@ -292,6 +300,122 @@ void finish_cuda_graphs_and_recompute(ImportResult& r) {
   for (const char* k : {"_cuda_graph_impl", "_cuda_graph_scope", "_recompute_modules"}) sc.erase(k);
 }
 
+std::vector<std::string> split_commas(const std::string& v) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  for (size_t comma; (comma = v.find(',', at)) != std::string::npos; at = comma + 1) out.push_back(v.substr(at, comma - at));
+  out.push_back(v.substr(at));
+  return out;
+}
+
+// A per-layer option as Megatron's moe_freq_type reads it (megatron/training/arguments.py): an
+// integer, or a Python list written as a literal ("[0,1,1]") or a sum of repeated ones
+// ("([0]*3+[1]*58)"). An integer comes back as one element, `is_int` set.
+std::vector<std::int64_t> layer_list(const std::string& opt, const std::string& value, bool& is_int) {
+  std::string v;
+  for (char ch : value)
+    if (!std::isspace(static_cast<unsigned char>(ch))) v += ch;
+  is_int = !v.empty() && v.find_first_not_of("-0123456789") == std::string::npos;
+  if (is_int) return {to_int(opt, v)};
+  while (v.size() >= 2 && v.front() == '(' && v.back() == ')') v = v.substr(1, v.size() - 2);
+  const auto bad = [&] { return ConfigError(opt + ": \"" + value + "\": expected an integer, a list [a,b,...] or a sum of lists times counts ([0]*3+[1]*58)"); };
+  std::vector<std::int64_t> out;
+  for (size_t at = 0; at < v.size();) {
+    if (v[at] != '[') throw bad();
+    const size_t close = v.find(']', at);
+    if (close == std::string::npos) throw bad();
+    std::vector<std::int64_t> items;
+    for (const std::string& x : split_commas(v.substr(at + 1, close - at - 1))) items.push_back(to_int(opt, x));
+    at = close + 1;
+    std::int64_t times = 1;
+    if (at < v.size() && v[at] == '*') {
+      const size_t end = v.find('+', at);
+      times = to_int(opt, v.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1));
+      if (times < 0 || times > (1 << 20)) throw bad();
+      at = end == std::string::npos ? v.size() : end;
+    }
+    for (std::int64_t t = 0; t < times; ++t) out.insert(out.end(), items.begin(), items.end());
+    if (at < v.size() && v[at] != '+') throw bad();
+    if (at < v.size()) ++at;
+  }
+  return out;
+}
+
+// The dense first layers f and the period n with flags[i] == (i >= f && (i - f + 1) % n == 0)
+// for every layer (parasim's moe.first_dense_layers and moe.interval); n 0 when none fits.
+std::pair<std::int64_t, std::int64_t> every_nth(const std::vector<bool>& flags) {
+  const auto L = static_cast<std::int64_t>(flags.size());
+  for (std::int64_t f = 0; f < L; ++f)
+    for (std::int64_t n = 1; f + n <= L; ++n) {
+      bool ok = true;
+      for (std::int64_t i = 0; i < L && ok; ++i) ok = flags[static_cast<size_t>(i)] == (i >= f && (i - f + 1) % n == 0);
+      if (ok) return {f, n};
+    }
+  return {0, 0};
+}
+
+// --moe-layer-freq (which layers have experts: Megatron-Core's gpt_layer_specs.py, an integer N
+// meaning layers 0, N, 2N, ...), --window-size (left, right) and --window-attn-skip-freq (which
+// layers attend through the window: utils.py is_layer_window_attention, layer_number % N != 0) as
+// parasim's placements: moe.first_dense_layers and moe.interval (experts in every n-th layer after
+// the dense first ones), model.sliding_window (left + 1 keys) and full_attention_interval.
+void finish_layer_patterns(ImportResult& r) {
+  Json& sc = r.scenario;
+  Json& m = sc["model"];
+  const std::int64_t layers = m.value("layers", std::int64_t{0});
+  if (sc.contains("_moe_layer_freq") && m.contains("moe")) {
+    const std::string v = sc["_moe_layer_freq"];
+    bool is_int = false;
+    const std::vector<std::int64_t> list = layer_list("--moe-layer-freq", v, is_int);
+    std::vector<bool> moe(static_cast<size_t>(layers));
+    for (std::int64_t i = 0; i < layers; ++i) moe[static_cast<size_t>(i)] = is_int ? i % std::max<std::int64_t>(1, list[0]) == 0 : false;
+    if (!is_int) {
+      if (static_cast<std::int64_t>(list.size()) != layers)
+        throw ConfigError("--moe-layer-freq: " + std::to_string(list.size()) + " entries for " + std::to_string(layers) + " layers");
+      for (std::int64_t i = 0; i < layers; ++i) moe[static_cast<size_t>(i)] = list[static_cast<size_t>(i)] != 0;
+    }
+    if (std::find(moe.begin(), moe.end(), true) == moe.end()) {
+      m.erase("moe");
+      r.notes.push_back("--moe-layer-freq " + v + ": no layer has experts, so the model is dense");
+      sc.erase("_moe_layer_freq");
+    } else {
+      const auto [f, n] = every_nth(moe);
+      if (n == 0)
+        throw ConfigError("--moe-layer-freq " + v + ": parasim places experts in every n-th layer after f dense ones (layers f+n-1, f+2n-1, ...), " +
+                          "which this pattern is not" + (is_int ? " (an integer N puts them in layers 0, N, 2N, ...)" : ""));
+      if (f > 0) m["moe"]["first_dense_layers"] = f;
+      if (n > 1) m["moe"]["interval"] = n;
+    }
+  }
+  if (sc.contains("_window_size")) {
+    bool is_int = false;
+    std::string v = sc["_window_size"];
+    for (char& ch : v) ch = ch == '(' ? '[' : ch == ')' ? ']' : ch;
+    if (v.find('[') == std::string::npos) v = "[" + v + "]";  // (left, right) or left,right
+    const std::vector<std::int64_t> w = layer_list("--window-size", v, is_int);
+    if (w.size() != 2 || w[1] != 0 || w[0] < -1)
+      throw ConfigError("--window-size " + sc["_window_size"].get<std::string>() + ": a causal window (left, 0) is modelled");
+    if (w[0] >= 0) m["sliding_window"] = w[0] + 1;  // the left keys and the query's own
+  }
+  if (sc.contains("_window_skip_freq") && m.contains("sliding_window")) {
+    bool is_int = false;
+    const std::string v = sc["_window_skip_freq"];
+    const std::vector<std::int64_t> list = layer_list("--window-attn-skip-freq", v, is_int);
+    std::vector<bool> full(static_cast<size_t>(layers));
+    for (std::int64_t i = 0; i < layers; ++i)
+      full[static_cast<size_t>(i)] = is_int ? (i + 1) % std::max<std::int64_t>(1, list[0]) == 0
+                                            : i < static_cast<std::int64_t>(list.size()) && list[static_cast<size_t>(i)] == 0;
+    if (!is_int && static_cast<std::int64_t>(list.size()) != layers)
+      throw ConfigError("--window-attn-skip-freq: " + std::to_string(list.size()) + " entries for " + std::to_string(layers) + " layers");
+    const auto [f, n0] = every_nth(full);
+    const std::int64_t n = std::find(full.begin(), full.end(), true) == full.end() ? -1 : f == 0 ? n0 : 0;
+    if (n == 0) throw ConfigError("--window-attn-skip-freq " + v + ": full attention in every n-th layer (the n-th, 2n-th, ...) is modelled, not this pattern");
+    if (n == 1) m.erase("sliding_window");  // every layer attends fully
+    else if (n > 1) m["full_attention_interval"] = n;
+  }
+  for (const char* k : {"_moe_layer_freq", "_window_size", "_window_skip_freq"}) sc.erase(k);
+}
+
 // Megatron's derived model defaults: kv_heads = heads, ffn_hidden 4h (or 8h/3 rounded down to a
 // multiple of 64 with SwiGLU), max_positions = seq_len, dropout from the two dropout options.
 void finish_megatron_model(ImportResult& r, bool model_given) {
@@ -312,6 +436,7 @@ void finish_megatron_model(ImportResult& r, bool model_given) {
   if (!m.contains("vocab") && !model_given)
     r.notes.push_back("model.vocab: the tokenizer's size, not on the command line: give --vocab-size or --model");
   finish_hybrid_model(r);
+  finish_layer_patterns(r);
 }
 
 }  // namespace
