@@ -38,8 +38,21 @@ void set_value(Json& doc, const std::string& key, double value, const ProfileDer
   if (!doc.contains(jp))
     throw ConfigError(fmt::format("profile derive: --set {}: the base profile has no {} (see `parasim profile show` and the "
                                   "profile's JSON for the names)", key, ptr));
+  // A figure's own "value" sets the figure (its source and range go with the old value).
+  const auto is_figure = [](const Json& j) { return j.is_object() && j.contains("value") && j["value"].is_number(); };
+  if (!jp.empty() && jp.back() == "value" && is_figure(doc[jp.parent_pointer()])) jp = jp.parent_pointer();
   Json& target = doc[jp];
-  if (target.is_object() && target.contains("value") && target["value"].is_number()) {
+  // A plain number inside a table's point (its nodes, ranks, shape) says which measurement the
+  // point is: changing it would relabel that measurement.
+  const bool in_table_point = ptr.find_first_of("0123456789") != std::string::npos && [&] {
+    for (Json::json_pointer p = jp; !p.empty(); p = p.parent_pointer())
+      if (!p.back().empty() && p.back().find_first_not_of("0123456789") == std::string::npos) return true;
+    return false;
+  }();
+  if (!is_figure(target) && in_table_point)
+    throw ConfigError(fmt::format("profile derive: --set {}: {} names a measured point (which nodes, ranks or shape it was measured at); "
+                                  "set its figure instead", key, ptr));
+  if (is_figure(target)) {
     target["value"] = value;
     target["how"] = d.how;
     target["source"] = d.source;

@@ -80,6 +80,22 @@ TEST(ProfileDerive, BadRequestsAreConfigErrorsNamingTheKey) {
   EXPECT_THROW(derive_profile(base_doc(), "h100-sxm5-80g", d), ConfigError);
 }
 
+// A figure's "value" sets the figure, its base range dropped with its base value (a value outside
+// the HybridEP point's carried range [0.539, 0.573] failed the derived profile's load, blaming a
+// range the user never set); a measured point's coordinates (its node count) are not relabelled.
+TEST(ProfileDerive, AFiguresValueSetsTheFigureAndPointsKeepTheirCoordinates) {
+  ProfileDerivation d = variant();
+  d.sets = {{"/network/moe_dispatch_rdma/hybridep/0/efficiency/value", 0.7}};
+  const Json out = derive_profile(base_doc(), "h100-sxm5-80g", d);
+  const Json& point = out["network"]["moe_dispatch_rdma"]["hybridep"][0];
+  EXPECT_EQ(point["efficiency"]["value"].get<double>(), 0.7);
+  EXPECT_EQ(point["efficiency"]["source"], "a datasheet");
+  EXPECT_FALSE(point["efficiency"].contains("range"));
+  EXPECT_NO_THROW(parse_profile(out, "h100-variant.json"));
+  d.sets = {{"/network/moe_dispatch_rdma/hybridep/0/nodes", 3}};
+  EXPECT_THROW(derive_profile(base_doc(), "h100-sxm5-80g", d), ConfigError);
+}
+
 TEST(ProfileDerive, DottedPathsAreJsonPointers) {
   EXPECT_EQ(profile_key_pointer("memory.hbm_gbps"), "/memory/hbm_gbps");
   EXPECT_EQ(profile_key_pointer("/compute/sustained_clock_ratio"), "/compute/sustained_clock_ratio");
