@@ -31,6 +31,14 @@ void print_plan(const PlanJob& job, const PlanResult& res, const PlanOpts& o) {
                              "the counts and the Pareto column below cover the simulated layouts\n",
                              res.evaluated.bound_skipped, job.search_top);
   const auto fit = std::count_if(res.evaluated.rows.begin(), res.evaluated.rows.end(), [](const Row& r) { return r.status == "ok"; });
+  if (res.evaluated.rows.empty()) {
+    std::cout << fmt::format("  no layout of {} on {} GPUs is left to simulate: the rules above removed all {} candidates{}\n", job.model,
+                             job.gpus, en.candidates,
+                             std::any_of(en.pruned.begin(), en.pruned.end(), [](const auto& r) { return r.first.starts_with("memory"); })
+                                 ? " (plan on more GPUs where the memory bound removed them)"
+                                 : "");
+    return;
+  }
   if (fit == 0) {
     std::cout << fmt::format("  no layout of {} fits in memory with {:.0f} % headroom on {} GPUs (every micro batch, recompute and "
                              "sharding above was tried): plan on more GPUs; --csv or --json lists each simulated layout and its status\n",

@@ -71,6 +71,8 @@ PlanJob plan_job_of(const PlanOpts& o, const std::string& data_dir) {
     checked_number(name, v, 0, false);  // the one check of these options, for the CLI and the Python module
   if (o.deadline_days > 0 && o.tokens <= 0) throw ConfigError("--deadline-days needs --tokens");
   if (!(o.headroom >= 0 && o.headroom < 1)) throw ConfigError("--headroom: expected a fraction in [0, 1), got " + fmt::format("{}", o.headroom));
+  for (const auto& [name, v] : {std::pair{"--top", o.top}, std::pair{"--max-micro-batch", o.max_mb}, std::pair{"--max-vpp", o.max_vpp}})
+    if (v < 1) throw ConfigError(fmt::format("{}: expected an integer >= 1, got {}", name, v));
   PlanJob job;
   job.model = o.model, job.gpu = o.gpu, job.gpus = o.gpus, job.seq = o.seq, job.global_batch = o.global_batch, job.tokens = o.tokens;
   job.headroom = o.headroom, job.allow_cross_node_tp = o.cross_node_tp, job.max_micro_batch = o.max_mb, job.max_vpp = o.max_vpp;
