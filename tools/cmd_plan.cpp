@@ -31,12 +31,10 @@ void print_plan(const PlanJob& job, const PlanResult& res, const PlanOpts& o) {
                              "the counts and the Pareto column below cover the simulated layouts\n",
                              res.evaluated.bound_skipped, job.search_top);
   const auto fit = std::count_if(res.evaluated.rows.begin(), res.evaluated.rows.end(), [](const Row& r) { return r.status == "ok"; });
-  if (res.evaluated.rows.empty()) {
-    std::cout << fmt::format("  no layout of {} on {} GPUs is left to simulate: the rules above removed all {} candidates{}\n", job.model,
-                             job.gpus, en.candidates,
-                             std::any_of(en.pruned.begin(), en.pruned.end(), [](const auto& r) { return r.first.starts_with("memory"); })
-                                 ? " (plan on more GPUs where the memory bound removed them)"
-                                 : "");
+  const bool memory_pruned = std::any_of(en.pruned.begin(), en.pruned.end(), [](const auto& r) { return r.first.starts_with("memory"); });
+  if (res.evaluated.rows.empty() && !memory_pruned) {
+    std::cout << fmt::format("  no layout of {} on {} GPUs is left to simulate: the rules above removed all {} candidates\n", job.model,
+                             job.gpus, en.candidates);
     return;
   }
   if (fit == 0) {
