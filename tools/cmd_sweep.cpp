@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "sim/planning/sweep.h"
+#include "sim/scenario/measured.h"
 #include "tools/cli_checks.h"
 #include "tools/commands.h"
 #include "tools/planning_io.h"
@@ -55,6 +56,8 @@ void add_sweep_command(CLI::App& app, Context& ctx) {
       SweepSpec spec;
       spec.file = o->file;
       spec.base = read_json_file(o->file);
+      // A measured run sweeps its scenario (as `parasim run` and `plan --base` read one).
+      if (is_measured_document(spec.base) && spec.base.contains("scenario")) spec.base = Json(spec.base["scenario"]);
       spec.axes = parse_vary_axes(o->vary);
       const InterruptGuard guard;
       EvalOptions opt;

@@ -255,6 +255,30 @@ bool SweepSpec::derive_dp() const {
   return shape;
 }
 
+namespace {
+
+// The schedule is derived too when an axis changes pp and none sets the schedule: a pipeline
+// schedule with pp > 1 (the scenario's if it is one, else 1f1b, interleaved with vpp > 1) and
+// "ddp" with pp 1, where the loader takes no pipeline schedule.
+bool derives_schedule(const std::vector<VaryAxis>& axes) {
+  bool pp = false;
+  for (const VaryAxis& a : axes) {
+    if (a.pointer == "/parallel/schedule") return false;
+    pp = pp || a.pointer == "/parallel/pp";
+  }
+  return pp;
+}
+
+void derive_schedule(Json& j) {
+  const std::int64_t pp = int_at(j, "/parallel/pp", 1), vpp = int_at(j, "/parallel/vpp", 1);
+  const std::string given = j.value(Json::json_pointer("/parallel/schedule"), std::string("ddp"));
+  const bool pipeline = given != "ddp";
+  if (pp <= 1) j["parallel"]["schedule"] = "ddp";
+  else if (!pipeline) j["parallel"]["schedule"] = vpp > 1 ? "interleaved" : "1f1b";
+}
+
+}  // namespace
+
 std::size_t SweepSpec::combinations() const {
   std::size_t n = 1;
   for (const VaryAxis& a : axes) n *= a.values.size();
@@ -265,6 +289,7 @@ std::vector<std::string> SweepSpec::setting_names() const {
   std::vector<std::string> names;
   for (const VaryAxis& a : axes) names.push_back(a.name);
   if (derive_dp()) names.push_back("dp");
+  if (derives_schedule(axes)) names.push_back("schedule");
   return names;
 }
 
@@ -291,6 +316,7 @@ Json SweepSpec::scenario(std::size_t i) const {
     const std::int64_t shape = int_at(j, "/parallel/tp", 1) * int_at(j, "/parallel/pp", 1) * int_at(j, "/parallel/cp", 1);
     if (shape > 0 && gpus % shape == 0) j["parallel"]["dp"] = gpus / shape;
   }
+  if (derives_schedule(axes)) derive_schedule(j);
   return j;
 }
 
@@ -299,6 +325,7 @@ Json SweepSpec::settings(std::size_t i) const {
   const auto v = pick(axes, i);
   for (size_t k = 0; k < axes.size(); ++k) s[axes[k].name] = *v[k];
   if (derive_dp()) s["dp"] = scenario(i).value(Json::json_pointer("/parallel/dp"), Json(nullptr));
+  if (derives_schedule(axes)) s["schedule"] = scenario(i).value(Json::json_pointer("/parallel/schedule"), Json(nullptr));
   return s;
 }
 

@@ -46,6 +46,29 @@ TEST(Sweep, CountsSkipsAndKeepsOutOfMemoryRows) {
   EXPECT_TRUE(oom);
 }
 
+// Varying pp derives the schedule as it derives dp: a pipeline schedule for pp > 1 (1f1b, or
+// interleaved with vpp > 1; the scenario's own if it names one) and ddp for pp 1, so every pp of the
+// sweep loads (without it every pp > 1 row of a ddp scenario was skipped); an axis that sets the
+// schedule turns it off.
+TEST(Sweep, VaryingPpDerivesTheSchedule) {
+  SweepSpec s;
+  s.file = "test.json";
+  s.base = test::base_scenario();
+  s.base["parallel"]["schedule"] = "ddp";
+  s.axes = {parse_vary("pp=1,2,4")};
+  const std::vector<std::string> want = {"ddp", "1f1b", "1f1b"};
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(s.scenario(i)["parallel"]["schedule"], want[i]) << i;
+  EXPECT_EQ(s.setting_names().back(), "schedule");
+  const Evaluated ev = run_sweep(s, test::data_dir(), Registries{}, Objective::Throughput, {});
+  EXPECT_EQ(ev.rows.size(), 3u);
+  s.base["parallel"]["vpp"] = 2;
+  EXPECT_EQ(s.scenario(1)["parallel"]["schedule"], "interleaved");
+  s.base["parallel"]["schedule"] = "gpipe";
+  EXPECT_EQ(s.scenario(2)["parallel"]["schedule"], "gpipe");
+  s.axes.push_back(parse_vary("schedule=1f1b"));
+  EXPECT_EQ(s.scenario(0)["parallel"]["schedule"], "1f1b");  // the axis's, not derived
+}
+
 TEST(Sweep, RanksAgreeWithIndividualSimulations) {
   const Registries reg;
   const SweepSpec spec = small_sweep();
