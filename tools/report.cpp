@@ -87,6 +87,8 @@ Json kernels_json(const std::vector<KernelRow>& rows) {
   return a;
 }
 
+std::string rate_text(double per_s) { return per_s >= 100 ? fmt::format("{:.0f}", per_s) : fmt::format("{:.3g}", per_s); }
+
 std::string moe_summary(const ModelSpec& m) {
   if (!m.moe) return {};
   std::int64_t moe_layers = 0;
@@ -155,7 +157,7 @@ void print_summary(std::ostream& os, const Scenario& sc, const Result& r, const 
              name_of(p.recompute),
              sc.training.flash_attention ? name_of(sc.training.attention_kernel) : std::string("unfused"));
   fmt::print(os, "  {:<22} {}\n", "step time", human_s(r.step_time_s));
-  fmt::print(os, "  {:<22} {:.0f} ({:.0f} per GPU)\n", "tokens/s", r.tokens_per_s, r.tokens_per_s / static_cast<double>(sc.cluster.gpus()));
+  fmt::print(os, "  {:<22} {} ({} per GPU)\n", "tokens/s", rate_text(r.tokens_per_s), rate_text(r.tokens_per_s / static_cast<double>(sc.cluster.gpus())));
   fmt::print(os, "  {:<22} {:.1f}\n", "TFLOP/s per GPU", r.tflops_per_gpu);
   fmt::print(os, "  {:<22} {:.1f} %  (HFU {:.1f} %)\n", "MFU", 100 * r.mfu, 100 * r.hfu);
   fmt::print(os, "  {:<22} {:.1f} %{}\n", "bubble fraction", 100 * r.bubble_fraction, ideal_bubble(sc, r));

@@ -35,5 +35,8 @@ void dump_program(std::ostream& os, const Program& p, const Timeline& t, std::in
 
 // "128 experts, top 8, 3.35B active" for an MoE model; "" for a dense one.
 std::string moe_summary(const ModelSpec& m);
+// A rate for the summary: whole above 100 (496052), three significant digits below (0.00291), so a
+// tiny rate never prints as 0.
+std::string rate_text(double per_s);
 
 }  // namespace parasim

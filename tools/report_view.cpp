@@ -1,5 +1,7 @@
 #include "tools/report_view.h"
 
+#include "tools/report.h"
+
 #include <algorithm>
 #include <map>
 
@@ -145,7 +147,7 @@ std::vector<std::pair<std::string, std::string>> summary_rows(const Scenario& sc
           {"batch", fmt::format("global {} x seq {}, micro batch {}, {} microbatches, {}, recompute {}", sc.training.global_batch,
                                 sc.training.seq_len, sc.training.micro_batch, sc.microbatches(), name_of(sc.training.dtype), name_of(p.recompute))},
           {"step time", fmt::format("{:.4g} s", r.step_time_s)},
-          {"tokens/s", fmt::format("{:.0f} ({:.0f} per GPU)", r.tokens_per_s, r.tokens_per_s / static_cast<double>(sc.cluster.gpus()))},
+          {"tokens/s", fmt::format("{} ({} per GPU)", rate_text(r.tokens_per_s), rate_text(r.tokens_per_s / static_cast<double>(sc.cluster.gpus())))},
           {"MFU", fmt::format("{:.1f} % (HFU {:.1f} %), {:.1f} TFLOP/s per GPU", 100 * r.mfu, 100 * r.hfu, r.tflops_per_gpu)},
           {"bubble", fmt::format("{:.1f} %", 100 * r.bubble_fraction)},
           {"peak memory", fmt::format("{:.2f} of {:.2f} GiB per GPU{}", r.peak_mem_gib, r.capacity_gib,
