@@ -62,7 +62,7 @@ void add_network_commands(CLI::App& app, Context& ctx) {
   c->add_option("--network", o->network, join_names(models, " | "))->check(CLI::IsMember(models));
   c->add_option("--concurrent-groups", o->concurrent_groups, "groups of this collective running at once on each node")
       ->check(integer_in(1, kMaxConcurrentGroups));
-  c->add_option("--nics-per-node", o->nics_per_node, "NICs per node (default: the profile's reference node)")->check(integer_in(1, kMaxNicsPerNode));
+  c->add_option("--nics-per-node", o->nics_per_node, "NICs per node (default: one per GPU, up to the profile's reference node's count)")->check(integer_in(1, kMaxNicsPerNode));
   c->add_option("--nic-gbps", o->nic_gbps, "GB/s per NIC per direction (default: the profile's reference node)")->check(positive_number());
   const std::vector<std::string> algos = nccl_algorithm_choice().name_list(), protos = nccl_protocol_choice().name_list();
   c->add_option("--algorithm", o->algorithm, "force NCCL's algorithm (like NCCL_ALGO): " + join_names(algos, " | "))->check(CLI::IsMember(algos));

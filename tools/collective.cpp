@@ -8,6 +8,7 @@
 
 #include "sim/core/units.h"
 #include "sim/network/flow_network.h"
+#include "sim/topology/builder.h"
 
 namespace parasim {
 
@@ -51,14 +52,14 @@ Json predict_collective(const CollectiveQuery& q, const std::string& data_dir) {
   require_in("ranks", q.ranks, 1, kMaxCollectiveRanks);
   require_in("gpus_per_node", q.gpus_per_node, 1, kMaxGpusPerNode);
   require_in("concurrent_groups", q.concurrent_groups, 1, kMaxConcurrentGroups);
-  require_in("nics_per_node", q.nics_per_node, 0, kMaxNicsPerNode);  // 0: the profile's reference node
+  require_in("nics_per_node", q.nics_per_node, 0, kMaxNicsPerNode);  // 0: one per GPU, up to the reference node's (default_nics_per_node)
   if (!std::isfinite(q.nic_gbps) || q.nic_gbps < 0) throw ConfigError("nic_gbps: expected a finite number >= 0 (0: the profile's reference node)");
   const Profile p = load_profile(data_dir, q.gpu, "--gpu");
   ClusterSpec cl;
   cl.gpu = q.gpu;
   cl.gpus_per_node = std::min(q.gpus_per_node, q.ranks);
   cl.nodes = (q.ranks + cl.gpus_per_node - 1) / cl.gpus_per_node;
-  cl.nics_per_node = q.nics_per_node > 0 ? q.nics_per_node : static_cast<std::int64_t>(p.node_nics.value);
+  cl.nics_per_node = q.nics_per_node > 0 ? q.nics_per_node : default_nics_per_node(p, cl.gpus_per_node);
   cl.nic_gbps = q.nic_gbps > 0 ? q.nic_gbps : p.node_nic_gbps.value;
   cl.inter_kind = inter_node_kinds().find(q.inter_node)->factory.value;
   cl.nccl = nccl_override(q.algorithm, q.protocol, "");

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "sim/core/registry.h"
+#include "sim/parallel/schedule.h"
 #include "sim/scenario/scenario_keys.h"
 
 namespace parasim {
@@ -257,9 +258,10 @@ bool SweepSpec::derive_dp() const {
 
 namespace {
 
-// The schedule is derived too when an axis changes pp and none sets the schedule: a pipeline
-// schedule with pp > 1 (the scenario's if it is one, else 1f1b, interleaved with vpp > 1) and
-// "ddp" with pp 1, where the loader takes no pipeline schedule.
+// The schedule is derived too when an axis changes pp and none sets the schedule: a schedule that
+// does not fit the pp (the registry's `pipeline`: needs pp > 1) gives way to the default for it
+// (default_schedule: ddp at pp 1, 1f1b above; interleaved when the scenario has vpp > 1); one that
+// fits is kept (gpipe at pp 4, dataparallel at pp 1). An unknown name is left to the loader.
 bool derives_schedule(const std::vector<VaryAxis>& axes) {
   bool pp = false;
   for (const VaryAxis& a : axes) {
@@ -271,10 +273,13 @@ bool derives_schedule(const std::vector<VaryAxis>& axes) {
 
 void derive_schedule(Json& j) {
   const std::int64_t pp = int_at(j, "/parallel/pp", 1), vpp = int_at(j, "/parallel/vpp", 1);
-  const std::string given = j.value(Json::json_pointer("/parallel/schedule"), std::string("ddp"));
-  const bool pipeline = given != "ddp";
-  if (pp <= 1) j["parallel"]["schedule"] = "ddp";
-  else if (!pipeline) j["parallel"]["schedule"] = vpp > 1 ? "interleaved" : "1f1b";
+  const Json::json_pointer at("/parallel/schedule");
+  const Schedule fallback = default_schedule(pp);
+  const std::string given = j.contains(at) && j[at].is_string() ? j[at].get<std::string>() : name_of(fallback);
+  const auto* entry = schedule_registry().find(given);
+  if (entry && entry->factory.pipeline == (pp > 1)) return;
+  if (!entry && j.contains(at)) return;
+  j[at] = pp > 1 && vpp > 1 ? name_of(Schedule::Interleaved) : name_of(fallback);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "sim/parallel/schedule.h"
 #include "sim/scenario/scenario_keys.h"
 #include "sim/scenario/stack.h"
+#include "sim/topology/builder.h"
 #include "sim/topology/topology.h"
 
 #include <algorithm>
@@ -611,11 +612,9 @@ Scenario parse_scenario(const Json& given, const std::string& file, const std::s
   if (known_gpu) s.profile = *known_gpu;
   else s.profile = load_profile(data_dir, gpu_is_path ? relative_to_file(file, s.cluster.gpu) : s.cluster.gpu, file + ": /cluster/gpu");
   if (s.profile.gpu_speed_spread.value > 0) s.slowest_gpu.draw = expected_max_draw(loaded, s.cluster.gpus());
-  // Unstated network: the profile's reference node (e.g. DGX A100: 8 x HDR 200 Gb/s). Every
-  // reference node has a NIC per GPU, so a node of fewer GPUs (part of an NVL72 rack, a 4-GPU
-  // server) has as many NICs as GPUs, not the reference node's count.
-  if (s.cluster.nics_per_node == 0)
-    s.cluster.nics_per_node = std::min(static_cast<std::int64_t>(s.profile.node_nics.value), s.cluster.gpus_per_node);
+  // Unstated network: the profile's reference node (e.g. DGX A100: 8 x HDR 200 Gb/s), its NICs
+  // scaled to the node's GPUs (default_nics_per_node).
+  if (s.cluster.nics_per_node == 0) s.cluster.nics_per_node = default_nics_per_node(s.profile, s.cluster.gpus_per_node);
   if (s.cluster.nic_gbps == 0) s.cluster.nic_gbps = s.profile.node_nic_gbps.value;
   // A listed fabric is checked when loaded (endpoints, every NIC linked, nodes connected), whatever
   // network model runs.

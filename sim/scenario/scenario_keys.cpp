@@ -91,7 +91,7 @@ const std::vector<ScenarioKey>& scenario_keys() {
       {"/cluster/inter_node", "object", "the profile's reference node", "The network between nodes.", ""},
       {"/cluster/inter_node/kind", "choice", "\"fat_tree\"",
        "Fabric: a fat tree, a rail-optimised one (NIC i of every node on leaf i), or listed switches and links.", ""},
-      {"/cluster/inter_node/nics_per_node", "integer >= 1", "the profile's reference node's, up to one per GPU", "NICs per node (every reference node has one per GPU: a node of fewer GPUs gets as many as its GPUs).", ""},
+      {"/cluster/inter_node/nics_per_node", "integer >= 1", "one per GPU, up to the profile's reference node's count", "NICs per node (the reference nodes have one per GPU, the V100's DGX-2 one per two; a node of fewer GPUs gets one per GPU).", ""},
       {"/cluster/inter_node/nic_gbps", "number > 0", "the profile's reference node", "GB/s per NIC per direction (400 Gb/s = 50).", ""},
       {"/cluster/inter_node/oversubscription", "number in [1, 64]", "1", "Leaf-to-spine oversubscription ratio.", ""},
       {"/cluster/inter_node/leaf_ports", "integer >= 1", "32", "Down ports per leaf switch.", ""},

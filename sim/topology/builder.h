@@ -22,5 +22,9 @@ void build_custom(Topology& t, const ClusterSpec& c, const Profile& p, const std
 // Shared by node builders: NICs of one node attached to its GPUs over PCIe.
 NodeNics attach_nics(Topology& t, const ClusterSpec& c, const Profile& p, std::int32_t node, const std::vector<TopoVertex>& gpus);
 double nic_link_gbps(const ClusterSpec& c, const Profile& p);
+// The NICs a node has when the scenario does not say: the profile's reference node's NIC per GPU
+// (DGX/HGX H100 8 for 8, an NVL72 rack 72 for 72; the V100's DGX-2, 8 for 16, is taken as one per
+// GPU too), up to that node's NIC count. A node of fewer GPUs gets fewer NICs.
+std::int64_t default_nics_per_node(const Profile& p, std::int64_t gpus_per_node);
 
 }  // namespace parasim

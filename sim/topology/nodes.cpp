@@ -3,6 +3,8 @@
 // Capacities are datasheet rates times the profile's achievable efficiency.
 #include "sim/topology/builder.h"
 
+#include <algorithm>
+
 namespace parasim {
 
 double nic_link_gbps(const ClusterSpec& c, const Profile& p) { return c.nic_gbps * p.inter_bus_efficiency.value; }
@@ -56,6 +58,10 @@ std::vector<NodeNics> build_pcie_nodes(Topology& t, const ClusterSpec& c, const 
     out.push_back(n);
   }
   return out;
+}
+
+std::int64_t default_nics_per_node(const Profile& p, std::int64_t gpus_per_node) {
+  return std::min(static_cast<std::int64_t>(p.node_nics.value), gpus_per_node);
 }
 
 }  // namespace parasim

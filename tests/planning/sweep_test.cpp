@@ -65,6 +65,10 @@ TEST(Sweep, VaryingPpDerivesTheSchedule) {
   EXPECT_EQ(s.scenario(1)["parallel"]["schedule"], "interleaved");
   s.base["parallel"]["schedule"] = "gpipe";
   EXPECT_EQ(s.scenario(2)["parallel"]["schedule"], "gpipe");
+  EXPECT_EQ(s.scenario(0)["parallel"]["schedule"], "ddp");
+  s.base["parallel"]["schedule"] = "dataparallel";  // a non-pipeline schedule is kept at pp 1
+  EXPECT_EQ(s.scenario(0)["parallel"]["schedule"], "dataparallel");
+  EXPECT_EQ(s.scenario(1)["parallel"]["schedule"], "interleaved");
   s.axes.push_back(parse_vary("schedule=1f1b"));
   EXPECT_EQ(s.scenario(0)["parallel"]["schedule"], "1f1b");  // the axis's, not derived
 }

@@ -3,6 +3,8 @@
 // the framework runs, names its stack, lists what it could not map, and the scenario loads and runs.
 #include <gtest/gtest.h>
 
+#include <numeric>
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -279,6 +281,11 @@ TEST(FrameworkImport, MegatronLayerPlacementsAreRead) {
   EXPECT_EQ(w.full_attention_interval, 2);
   EXPECT_TRUE(w.rope_yarn);
   EXPECT_EQ(oss.scenario["parallel"]["ep_comm_overlap"], true);
+  // Grouped sums (moe_freq_type's own example form), and what Megatron refuses or reads otherwise.
+  const ModelSpec grouped = model(with({"--moe-layer-freq", "([0]*1+[1])*30+[0]"}));
+  for (std::int64_t i = 0; i < 61; ++i) EXPECT_EQ(grouped.layer_kind(i).moe, i % 2 == 1) << i;
+  for (const char* bad : {"0", "-2", "[2,1]*30+[1]", "[0]*60+", "([0]*61"}) EXPECT_THROW(with({"--moe-layer-freq", bad}), ConfigError) << bad;
+  EXPECT_THROW(with({"--window-size", "(9223372036854775807,0)"}), ConfigError);
   EXPECT_THROW(with({"--window-size", "(127,8)"}), ConfigError);  // not causal
   EXPECT_THROW(with({"--window-size", "(127,0)", "--window-attn-skip-freq", "[1,0,1]"}), ConfigError);
 }
@@ -350,6 +357,22 @@ TEST(FrameworkImport, HuggingFaceMoeLayersAndWindowsArePlaced) {
   EXPECT_EQ(model(c).sliding_window, 4096);
   c["use_sliding_window"] = false;
   EXPECT_EQ(model(c).sliding_window, 0);
+  // Qwen's config class defaults (sliding_window 4096, max_window_layers 28): 28 full layers of 32.
+  c["use_sliding_window"] = true;
+  c.erase("sliding_window");
+  c.erase("max_window_layers");
+  EXPECT_THROW(model(c), ConfigError);
+  c["num_hidden_layers"] = 24;  // max_window_layers 28 >= 24: no layer is windowed
+  EXPECT_EQ(model(c).sliding_window, 0);
+  c["num_hidden_layers"] = 32;
+  c["use_sliding_window"] = false;
+  c["mlp_only_layers"] = std::vector<int>(32);
+  std::iota(c["mlp_only_layers"].begin(), c["mlp_only_layers"].end(), 0);
+  EXPECT_FALSE(model(c).moe.has_value());  // every layer dense
+  // Llama's attention ignores a stray sliding_window.
+  Json llama = read_json_file(test::test_data("frameworks/llama-3-8b-config.json"));
+  llama["sliding_window"] = 4096;
+  EXPECT_EQ(model(llama).sliding_window, 0);
 }
 
 }  // namespace

@@ -357,8 +357,8 @@ def main():
             gb200_points, "the same NVLink 5 switch trays; HybridEP publishes no GB300 table", "GB200")}
         n["intra_alpha_us"] = carried(n["intra_alpha_us"], "NVLink 5 through NVSwitch; one switch hop as on HGX")
         n["inter_bus_efficiency"] = carried(n["inter_bus_efficiency"], "a measured multi-node all_reduce on Blackwell nodes")
-        n["node_nics"] = fig(72, "datasheet", nic_src + "; 72 per NVL72 rack (a scenario using part of the rack sets "
-                             "cluster.inter_node.nics_per_node to its GPU count)")
+        n["node_nics"] = fig(72, "datasheet", nic_src + "; 72 per NVL72 rack (a scenario using part of the rack gets one per GPU "
+                             "unless it sets cluster.inter_node.nics_per_node)")
         n["node_nic_gbps"] = fig(nic_gbps, "datasheet", nic_src)
         n["collective_points"] = []  # the B200's were measured on 8-GPU HGX nodes and EFA, not on this system
         nv = n["nccl"]["nvls"]

@@ -43,22 +43,8 @@ Json without_nulls(const Json& c) {
   return out;
 }
 
-// Which layers attend through a window: Mistral's sliding_window windows every layer; Qwen2/3's
-// only with use_sliding_window, from max_window_layers on; layer_types (GPT-OSS, newer
-// transformers) names each layer's. parasim windows every layer, or all but every n-th
-// (model.full_attention_interval).
-void read_window(const JsonObject& o, const std::string& type, std::int64_t layers, Json& m) {
-  const bool qwen = type.rfind("qwen", 0) == 0;
-  const bool on = qwen ? o.boolean("use_sliding_window", false) : true;
-  const std::int64_t window = o.integer("sliding_window", 0, kBig, 0);
-  const std::int64_t first_windowed = o.integer("max_window_layers", 0, kBig, 0);
-  if (!on || window == 0) return;
-  if (qwen && first_windowed > 0 && first_windowed < layers)
-    o.fail("max_window_layers", "full attention in the first " + std::to_string(first_windowed) +
-                                    " layers and windows after them is not modelled (parasim windows every layer, or all but every n-th)");
-  if (qwen && first_windowed >= layers) return;  // no layer is windowed
-  m["sliding_window"] = window;
-  if (!o.has("layer_types")) return;
+// layer_types: "sliding_attention" or "full_attention" per layer, as a full layer every n-th.
+void read_layer_types(const JsonObject& o, std::int64_t layers, std::int64_t window, Json& m) {
   const Json& types = o.raw("layer_types");
   if (!types.is_array() || static_cast<std::int64_t>(types.size()) != layers)
     o.fail("layer_types", "expected one entry per layer (" + std::to_string(layers) + ")");
@@ -72,8 +58,34 @@ void read_window(const JsonObject& o, const std::string& type, std::int64_t laye
   for (std::int64_t i = 0; i < layers; ++i)
     if ((types[static_cast<size_t>(i)] == "full_attention") != (interval > 0 && (i + 1) % interval == 0))
       o.fail("layer_types", "only a full-attention layer every n-th layer (the n-th, 2n-th, ...) is modelled");
-  if (interval == 1) m.erase("sliding_window");  // every layer attends fully
-  else if (interval > 1) m["full_attention_interval"] = interval;
+  if (interval == 1) return;  // every layer attends fully
+  m["sliding_window"] = window;
+  if (interval > 1) m["full_attention_interval"] = interval;
+}
+
+// Which layers attend through a window (the model types whose attention reads sliding_window:
+// Mistral, Mixtral, Qwen2/3 and their MoE kin, GPT-OSS; Llama's ignores it). layer_types (GPT-OSS,
+// newer transformers) names each layer's and takes precedence. Mistral and Mixtral window every
+// layer; Qwen only with use_sliding_window, from max_window_layers on, with the config class's
+// defaults (sliding_window 4096, max_window_layers 28: configuration_qwen2.py). parasim windows
+// every layer, or all but every n-th (model.full_attention_interval).
+void read_window(const JsonObject& o, const std::string& type, std::int64_t layers, Json& m) {
+  static const std::set<std::string> windowing = {"mistral", "mixtral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "gpt_oss"};
+  if (!windowing.count(type)) return;
+  const bool qwen = type.rfind("qwen", 0) == 0;
+  const bool on = qwen ? o.boolean("use_sliding_window", false) : true;
+  const std::int64_t window = o.integer("sliding_window", 0, kBig, qwen ? 4096 : 0);
+  const std::int64_t first_windowed = o.integer("max_window_layers", 0, kBig, qwen ? 28 : 0);
+  if (!on || window == 0) return;
+  if (o.has("layer_types")) {
+    read_layer_types(o, layers, window, m);
+    return;
+  }
+  if (qwen && first_windowed >= layers) return;  // no layer is windowed
+  if (qwen && first_windowed > 0)
+    o.fail("max_window_layers", "full attention in the first " + std::to_string(first_windowed) +
+                                    " layers and windows after them is not modelled (parasim windows every layer, or all but every n-th)");
+  m["sliding_window"] = window;
 }
 
 // Qwen2/3-MoE's decoder_sparse_step (experts in every n-th layer) and mlp_only_layers (dense
@@ -85,7 +97,8 @@ void read_moe_layers(const JsonObject& o, std::int64_t layers, Json& moe) {
   for (size_t i = 0; i < dense.size(); ++i)
     if (dense[i] != static_cast<std::int64_t>(i) || step > 1)
       o.fail("mlp_only_layers", "only dense first layers (0, 1, ..., n-1) with experts in every layer after them are modelled");
-  if (!dense.empty()) moe["first_dense_layers"] = static_cast<std::int64_t>(dense.size());
+  if (static_cast<std::int64_t>(dense.size()) == layers) moe = nullptr;  // every layer dense: no experts
+  else if (!dense.empty()) moe["first_dense_layers"] = static_cast<std::int64_t>(dense.size());
 }
 
 Json llama_like(const JsonObject& o, const std::string& type) {
@@ -113,6 +126,7 @@ Json llama_like(const JsonObject& o, const std::string& type) {
                 {"expert_ffn_hidden", o.integer("moe_intermediate_size", 1, kBig, m["ffn_hidden"].get<std::int64_t>())}};
     if (const std::int64_t shared = o.integer("shared_expert_intermediate_size", 0, kBig, 0); shared > 0) m["moe"]["shared_expert_ffn_hidden"] = shared;
     read_moe_layers(o, layers, m["moe"]);
+    if (m["moe"].is_null()) m.erase("moe");
   }
   if (type == "qwen3" || type == "qwen3_moe") m["qk_norm"] = true;
   if (const auto r = o.object_opt("rope_scaling")) {

@@ -309,109 +309,178 @@ std::vector<std::string> split_commas(const std::string& v) {
 }
 
 // A per-layer option as Megatron's moe_freq_type reads it (megatron/training/arguments.py): an
-// integer, or a Python list written as a literal ("[0,1,1]") or a sum of repeated ones
-// ("([0]*3+[1]*58)"). An integer comes back as one element, `is_int` set.
-std::vector<std::int64_t> layer_list(const std::string& opt, const std::string& value, bool& is_int) {
+// integer, or a Python list expression of 0/1 entries: a literal ("[0,1,1]"), repeated ("[0]*3"),
+// summed and grouped ("([1]*3+[0]*1)*3"). An integer comes back as one element, `is_int` set; a list
+// longer than `max_len` is refused.
+class LayerListParser {
+ public:
+  LayerListParser(std::string opt, const std::string& value, std::size_t max_len) : opt_(std::move(opt)), raw_(value), max_len_(max_len) {
+    for (char ch : value)
+      if (!std::isspace(static_cast<unsigned char>(ch))) v_ += ch;
+  }
+  std::vector<std::int64_t> parse() {
+    std::vector<std::int64_t> out = sum();
+    if (at_ != v_.size()) throw bad();
+    return out;
+  }
+
+ private:
+  ConfigError bad() const {
+    return ConfigError(opt_ + ": \"" + raw_ + "\": expected an integer or a list of 0s and 1s ([0,1,1], [0]*3+[1]*58, ([1]*3+[0])*3)" +
+                       " of at most " + std::to_string(max_len_) + " entries");
+  }
+  bool eat(char c) { return at_ < v_.size() && v_[at_] == c ? (++at_, true) : false; }
+  std::int64_t count() {
+    const std::size_t from = at_;
+    while (at_ < v_.size() && std::isdigit(static_cast<unsigned char>(v_[at_]))) ++at_;
+    if (from == at_ || at_ - from > 7) throw bad();
+    return std::stoll(v_.substr(from, at_ - from));
+  }
+  std::vector<std::int64_t> sum() {
+    std::vector<std::int64_t> out = term();
+    while (eat('+')) {
+      const std::vector<std::int64_t> more = term();
+      out.insert(out.end(), more.begin(), more.end());
+      if (out.size() > max_len_) throw bad();
+    }
+    return out;
+  }
+  std::vector<std::int64_t> term() {
+    std::vector<std::int64_t> one = atom(), out = one;
+    while (eat('*')) {
+      const std::int64_t k = count();
+      if (k > 0 && one.size() * static_cast<std::size_t>(k) > max_len_) throw bad();
+      out.clear();
+      for (std::int64_t i = 0; i < k; ++i) out.insert(out.end(), one.begin(), one.end());
+      one = out;
+    }
+    return out;
+  }
+  std::vector<std::int64_t> atom() {
+    if (eat('(')) {
+      std::vector<std::int64_t> inner = sum();
+      if (!eat(')')) throw bad();
+      return inner;
+    }
+    if (!eat('[')) throw bad();
+    std::vector<std::int64_t> items;
+    do {
+      const std::int64_t x = count();
+      if (x > 1) throw bad();
+      items.push_back(x);
+    } while (eat(','));
+    if (!eat(']')) throw bad();
+    return items;
+  }
+  std::string opt_, raw_, v_;
+  std::size_t max_len_, at_ = 0;
+};
+
+// Every layer's flag under a per-layer option: an integer N (N >= 1) flags layers where
+// `on_multiple(i)` holds, a list names each layer (exactly `layers` entries of 0 and 1).
+std::vector<bool> layer_flags(const std::string& opt, const std::string& value, std::int64_t layers,
+                              const std::function<bool(std::int64_t i, std::int64_t n)>& on_multiple) {
   std::string v;
   for (char ch : value)
     if (!std::isspace(static_cast<unsigned char>(ch))) v += ch;
-  is_int = !v.empty() && v.find_first_not_of("-0123456789") == std::string::npos;
-  if (is_int) return {to_int(opt, v)};
-  while (v.size() >= 2 && v.front() == '(' && v.back() == ')') v = v.substr(1, v.size() - 2);
-  const auto bad = [&] { return ConfigError(opt + ": \"" + value + "\": expected an integer, a list [a,b,...] or a sum of lists times counts ([0]*3+[1]*58)"); };
-  std::vector<std::int64_t> out;
-  for (size_t at = 0; at < v.size();) {
-    if (v[at] != '[') throw bad();
-    const size_t close = v.find(']', at);
-    if (close == std::string::npos) throw bad();
-    std::vector<std::int64_t> items;
-    for (const std::string& x : split_commas(v.substr(at + 1, close - at - 1))) items.push_back(to_int(opt, x));
-    at = close + 1;
-    std::int64_t times = 1;
-    if (at < v.size() && v[at] == '*') {
-      const size_t end = v.find('+', at);
-      times = to_int(opt, v.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1));
-      if (times < 0 || times > (1 << 20)) throw bad();
-      at = end == std::string::npos ? v.size() : end;
-    }
-    for (std::int64_t t = 0; t < times; ++t) out.insert(out.end(), items.begin(), items.end());
-    if (at < v.size() && v[at] != '+') throw bad();
-    if (at < v.size()) ++at;
+  std::vector<bool> flags(static_cast<std::size_t>(layers));
+  if (!v.empty() && v.find_first_not_of("0123456789-") == std::string::npos) {
+    const std::int64_t n = to_int(opt, v);
+    if (n < 1) throw ConfigError(opt + ": expected an integer >= 1 or a list, got " + v);
+    for (std::int64_t i = 0; i < layers; ++i) flags[static_cast<std::size_t>(i)] = on_multiple(i, n);
+    return flags;
   }
-  return out;
+  const std::vector<std::int64_t> list = LayerListParser(opt, value, static_cast<std::size_t>(layers)).parse();
+  if (static_cast<std::int64_t>(list.size()) != layers)
+    throw ConfigError(opt + ": " + std::to_string(list.size()) + " entries for " + std::to_string(layers) + " layers");
+  for (std::int64_t i = 0; i < layers; ++i) flags[static_cast<std::size_t>(i)] = list[static_cast<std::size_t>(i)] == 1;
+  return flags;
 }
 
 // The dense first layers f and the period n with flags[i] == (i >= f && (i - f + 1) % n == 0)
-// for every layer (parasim's moe.first_dense_layers and moe.interval); n 0 when none fits.
+// for every layer (parasim's moe.first_dense_layers and moe.interval), from the first two flagged
+// layers (one flagged layer: its period reaches past the last); n 0 when the flags are not so.
 std::pair<std::int64_t, std::int64_t> every_nth(const std::vector<bool>& flags) {
   const auto L = static_cast<std::int64_t>(flags.size());
-  for (std::int64_t f = 0; f < L; ++f)
-    for (std::int64_t n = 1; f + n <= L; ++n) {
-      bool ok = true;
-      for (std::int64_t i = 0; i < L && ok; ++i) ok = flags[static_cast<size_t>(i)] == (i >= f && (i - f + 1) % n == 0);
-      if (ok) return {f, n};
-    }
-  return {0, 0};
+  const auto first = static_cast<std::int64_t>(std::find(flags.begin(), flags.end(), true) - flags.begin());
+  if (first == L) return {0, 0};
+  const auto next = static_cast<std::int64_t>(std::find(flags.begin() + first + 1, flags.end(), true) - flags.begin());
+  const std::int64_t n = next < L ? next - first : std::max<std::int64_t>(1, L - first);
+  const std::int64_t f = first - n + 1;
+  if (f < 0) return {0, 0};
+  for (std::int64_t i = 0; i < L; ++i)
+    if (flags[static_cast<std::size_t>(i)] != (i >= f && (i - f + 1) % n == 0)) return {0, 0};
+  return {f, n};
+}
+
+constexpr std::int64_t kMaxLayers = 100000;  // parse_model's bound on model.layers
+
+void place_experts(ImportResult& r, std::int64_t layers) {
+  Json& sc = r.scenario;
+  Json& m = sc["model"];
+  if (!sc.contains("_moe_layer_freq") || !m.contains("moe")) return;
+  const std::string v = sc["_moe_layer_freq"];
+  const std::vector<bool> moe = layer_flags("--moe-layer-freq", v, layers, [](std::int64_t i, std::int64_t n) { return i % n == 0; });
+  if (std::find(moe.begin(), moe.end(), true) == moe.end()) {
+    m.erase("moe");
+    r.notes.push_back("--moe-layer-freq " + v + ": no layer has experts, so the model is dense");
+    return;
+  }
+  const auto [f, n] = every_nth(moe);
+  if (n == 0)
+    throw ConfigError("--moe-layer-freq " + v + ": parasim places experts in every n-th layer after f dense ones (layers f+n-1, f+2n-1, ...), " +
+                      "which this pattern is not (an integer N > 1 puts them in layers 0, N, 2N, ...)");
+  if (f > 0) m["moe"]["first_dense_layers"] = f;
+  if (n > 1) m["moe"]["interval"] = n;
+}
+
+void place_windows(ImportResult& r, std::int64_t layers) {
+  Json& sc = r.scenario;
+  Json& m = sc["model"];
+  if (sc.contains("_window_size")) {
+    // (left, right) or left,right: Megatron's tuple_type.
+    std::string v;
+    for (char ch : sc["_window_size"].get<std::string>())
+      if (ch != '(' && ch != ')' && !std::isspace(static_cast<unsigned char>(ch))) v += ch;
+    const std::vector<std::string> parts = split_commas(v);
+    const std::string given = sc["_window_size"];
+    if (parts.size() != 2) throw ConfigError("--window-size " + given + ": expected (left, right)");
+    const std::int64_t left = to_int("--window-size", parts[0]), right = to_int("--window-size", parts[1]);
+    if (right != 0 || left < -1 || left >= (std::int64_t{1} << 40))
+      throw ConfigError("--window-size " + given + ": a causal window (left, 0) with 0 <= left < 2^40, or (-1, 0) for none, is modelled");
+    if (left >= 0) m["sliding_window"] = left + 1;  // the left keys and the query's own
+  }
+  if (!sc.contains("_window_skip_freq") || !m.contains("sliding_window")) return;
+  const std::string v = sc["_window_skip_freq"];
+  // is_layer_window_attention: an integer N windows layer_number % N != 0 (1-based); a list's 1s window.
+  std::vector<bool> full = layer_flags("--window-attn-skip-freq", v, layers, [](std::int64_t i, std::int64_t n) { return (i + 1) % n == 0; });
+  if (!v.empty() && v.find('[') != std::string::npos) full.flip();  // a list names the windowed layers
+  if (std::find(full.begin(), full.end(), true) == full.end()) return;  // every layer windowed
+  const auto [f, n] = every_nth(full);
+  if (n == 0 || f != 0)
+    throw ConfigError("--window-attn-skip-freq " + v + ": full attention in every n-th layer (the n-th, 2n-th, ...) is modelled, not this pattern");
+  if (n == 1) m.erase("sliding_window");  // every layer attends fully
+  else m["full_attention_interval"] = n;
 }
 
 // --moe-layer-freq (which layers have experts: Megatron-Core's gpt_layer_specs.py, an integer N
 // meaning layers 0, N, 2N, ...), --window-size (left, right) and --window-attn-skip-freq (which
 // layers attend through the window: utils.py is_layer_window_attention, layer_number % N != 0) as
 // parasim's placements: moe.first_dense_layers and moe.interval (experts in every n-th layer after
-// the dense first ones), model.sliding_window (left + 1 keys) and full_attention_interval.
-void finish_layer_patterns(ImportResult& r) {
+// the dense first ones), model.sliding_window (left + 1 keys) and full_attention_interval. They
+// place the command line's own layers: with --model (or no --num-layers) they are noted, not read.
+void finish_layer_patterns(ImportResult& r, bool model_given) {
   Json& sc = r.scenario;
   Json& m = sc["model"];
   const std::int64_t layers = m.value("layers", std::int64_t{0});
-  if (sc.contains("_moe_layer_freq") && m.contains("moe")) {
-    const std::string v = sc["_moe_layer_freq"];
-    bool is_int = false;
-    const std::vector<std::int64_t> list = layer_list("--moe-layer-freq", v, is_int);
-    std::vector<bool> moe(static_cast<size_t>(layers));
-    for (std::int64_t i = 0; i < layers; ++i) moe[static_cast<size_t>(i)] = is_int ? i % std::max<std::int64_t>(1, list[0]) == 0 : false;
-    if (!is_int) {
-      if (static_cast<std::int64_t>(list.size()) != layers)
-        throw ConfigError("--moe-layer-freq: " + std::to_string(list.size()) + " entries for " + std::to_string(layers) + " layers");
-      for (std::int64_t i = 0; i < layers; ++i) moe[static_cast<size_t>(i)] = list[static_cast<size_t>(i)] != 0;
-    }
-    if (std::find(moe.begin(), moe.end(), true) == moe.end()) {
-      m.erase("moe");
-      r.notes.push_back("--moe-layer-freq " + v + ": no layer has experts, so the model is dense");
-      sc.erase("_moe_layer_freq");
-    } else {
-      const auto [f, n] = every_nth(moe);
-      if (n == 0)
-        throw ConfigError("--moe-layer-freq " + v + ": parasim places experts in every n-th layer after f dense ones (layers f+n-1, f+2n-1, ...), " +
-                          "which this pattern is not" + (is_int ? " (an integer N puts them in layers 0, N, 2N, ...)" : ""));
-      if (f > 0) m["moe"]["first_dense_layers"] = f;
-      if (n > 1) m["moe"]["interval"] = n;
-    }
-  }
-  if (sc.contains("_window_size")) {
-    bool is_int = false;
-    std::string v = sc["_window_size"];
-    for (char& ch : v) ch = ch == '(' ? '[' : ch == ')' ? ']' : ch;
-    if (v.find('[') == std::string::npos) v = "[" + v + "]";  // (left, right) or left,right
-    const std::vector<std::int64_t> w = layer_list("--window-size", v, is_int);
-    if (w.size() != 2 || w[1] != 0 || w[0] < -1)
-      throw ConfigError("--window-size " + sc["_window_size"].get<std::string>() + ": a causal window (left, 0) is modelled");
-    if (w[0] >= 0) m["sliding_window"] = w[0] + 1;  // the left keys and the query's own
-  }
-  if (sc.contains("_window_skip_freq") && m.contains("sliding_window")) {
-    bool is_int = false;
-    const std::string v = sc["_window_skip_freq"];
-    const std::vector<std::int64_t> list = layer_list("--window-attn-skip-freq", v, is_int);
-    std::vector<bool> full(static_cast<size_t>(layers));
-    for (std::int64_t i = 0; i < layers; ++i)
-      full[static_cast<size_t>(i)] = is_int ? (i + 1) % std::max<std::int64_t>(1, list[0]) == 0
-                                            : i < static_cast<std::int64_t>(list.size()) && list[static_cast<size_t>(i)] == 0;
-    if (!is_int && static_cast<std::int64_t>(list.size()) != layers)
-      throw ConfigError("--window-attn-skip-freq: " + std::to_string(list.size()) + " entries for " + std::to_string(layers) + " layers");
-    const auto [f, n0] = every_nth(full);
-    const std::int64_t n = std::find(full.begin(), full.end(), true) == full.end() ? -1 : f == 0 ? n0 : 0;
-    if (n == 0) throw ConfigError("--window-attn-skip-freq " + v + ": full attention in every n-th layer (the n-th, 2n-th, ...) is modelled, not this pattern");
-    if (n == 1) m.erase("sliding_window");  // every layer attends fully
-    else if (n > 1) m["full_attention_interval"] = n;
+  const bool any = sc.contains("_moe_layer_freq") || sc.contains("_window_size") || sc.contains("_window_skip_freq");
+  if (any && (model_given || layers < 1 || layers > kMaxLayers)) {
+    r.notes.push_back(model_given ? "--moe-layer-freq / --window-size / --window-attn-skip-freq: the --model's own placements are used"
+                                  : "--moe-layer-freq / --window-size / --window-attn-skip-freq: not read without --num-layers in [1, " +
+                                        std::to_string(kMaxLayers) + "]");
+  } else if (any) {
+    place_experts(r, layers);
+    place_windows(r, layers);
   }
   for (const char* k : {"_moe_layer_freq", "_window_size", "_window_skip_freq"}) sc.erase(k);
 }
@@ -436,7 +505,7 @@ void finish_megatron_model(ImportResult& r, bool model_given) {
   if (!m.contains("vocab") && !model_given)
     r.notes.push_back("model.vocab: the tokenizer's size, not on the command line: give --vocab-size or --model");
   finish_hybrid_model(r);
-  finish_layer_patterns(r);
+  finish_layer_patterns(r, model_given);
 }
 
 }  // namespace
