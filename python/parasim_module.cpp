@@ -178,7 +178,6 @@ auto interruptible(std::atomic<bool>& stop, F&& fn) -> decltype(fn()) {
   return result.get();
 }
 
-int threads(int jobs) { return jobs > 0 ? jobs : static_cast<int>(std::max(1U, std::thread::hardware_concurrency())); }
 
 // vary: {key: [values]}, each key a short name or a JSON pointer (as `--vary KEY=V1,V2`), each
 // value taken as the JSON it is (a Python 2 stays a number, "2" a string).
@@ -209,7 +208,7 @@ py::object sweep(const py::object& scenario, const py::dict& vary, const std::st
   }
   std::atomic<bool> stop{false};
   EvalOptions opt;
-  opt.jobs = threads(jobs);
+  opt.jobs = thread_count(jobs);
   opt.stop = &stop;
   const Registries reg;
   const Evaluated ev = interruptible(stop, [&] { return run_sweep(spec, dir, reg, objective, opt); });
@@ -249,7 +248,7 @@ py::object plan(const std::string& model, const std::string& gpu, std::int64_t g
   const std::string dir = data_dir(dd);
   std::atomic<bool> stop{false};
   EvalOptions opt;
-  opt.jobs = threads(o.jobs);
+  opt.jobs = thread_count(o.jobs);
   opt.stop = &stop;
   const Registries reg;
   const PlanOutcome p = interruptible(stop, [&] { return plan_outcome(o, dir, reg, opt, PlanHooks{}); });

@@ -1,13 +1,11 @@
 #include "sim/uncertainty.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <exception>
 #include <filesystem>
-#include <thread>
 
 #include "sim/config/json_reader.h"
+#include "sim/core/parallel_for.h"
 #include "sim/parallel/moe_dispatch.h"
 
 namespace parasim {
@@ -71,7 +69,7 @@ std::vector<std::pair<std::string, Figure*>> ranged(Profile& p, const TrainingSp
 
 }  // namespace
 
-Interval predict_interval(const Scenario& sc, const Registries& reg, std::int64_t samples, std::uint64_t seed) {
+Interval predict_interval(const Scenario& sc, const Registries& reg, std::int64_t samples, std::uint64_t seed, int jobs) {
   Interval iv;
   Scenario s = sc;
   const ScenarioDispatch ep = scenario_dispatch(s);
@@ -85,36 +83,20 @@ Interval predict_interval(const Scenario& sc, const Registries& reg, std::int64_
     iv.steps = {t};
     return iv;
   }
-  // Every sample's figures drawn in order from one generator, then simulated on as many threads as
-  // the machine has, each on its own copy of the scenario: the interval is the same for any count.
+  // Every sample's figures drawn in order from one generator, then simulated on `jobs` threads, each
+  // sample on its own copy of the scenario: the interval is the same for any count.
   SplitMix rng{seed};
   std::vector<double> draws;
   draws.reserve(static_cast<size_t>(samples) * figs.size());
   for (std::int64_t i = 0; i < samples; ++i)
     for (auto& [name, f] : figs) draws.push_back(f->low + (f->high - f->low) * rng.next());
   steps.assign(static_cast<size_t>(samples), 0.0);
-  const auto threads = std::min<std::int64_t>(samples, std::max(1U, std::thread::hardware_concurrency()));
-  std::atomic<std::int64_t> next{0};
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
-  const auto work = [&](size_t t) {
-    try {
-      Scenario local = s;
-      auto mine = ranged(local.profile, local.training, local.parallel.moe_dispatcher, ep.rates, ep.nodes, ep.ranks_per_node);
-      for (std::int64_t i; (i = next++) < samples;) {
-        for (size_t k = 0; k < mine.size(); ++k) mine[k].second->value = draws[static_cast<size_t>(i) * mine.size() + k];
-        steps[static_cast<size_t>(i)] = simulate(local, reg).result.step_time_s;
-      }
-    } catch (...) {
-      errors[t] = std::current_exception();
-      next = samples;
-    }
-  };
-  std::vector<std::thread> pool;
-  for (std::int64_t t = 1; t < threads; ++t) pool.emplace_back(work, static_cast<size_t>(t));
-  work(0);
-  for (auto& th : pool) th.join();
-  for (const auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  parallel_for(static_cast<std::size_t>(samples), thread_count(jobs), nullptr, [&](std::size_t i) {
+    Scenario local = s;
+    auto mine = ranged(local.profile, local.training, local.parallel.moe_dispatcher, ep.rates, ep.nodes, ep.ranks_per_node);
+    for (size_t k = 0; k < mine.size(); ++k) mine[k].second->value = draws[i * mine.size() + k];
+    steps[i] = simulate(local, reg).result.step_time_s;
+  });
   std::sort(steps.begin(), steps.end());
   iv.step_time_p10_s = quantile_sorted(steps, 0.10);
   iv.step_time_p90_s = quantile_sorted(steps, 0.90);

@@ -20,7 +20,8 @@ struct Interval {
   std::vector<double> steps;         // the sampled step times, sorted (the nominal one without ranged figures)
 };
 
-Interval predict_interval(const Scenario& sc, const Registries& reg, std::int64_t samples = 32, std::uint64_t seed = 1);
+// The samples run on `jobs` threads (0: one per core); the interval is the same for any count.
+Interval predict_interval(const Scenario& sc, const Registries& reg, std::int64_t samples = 32, std::uint64_t seed = 1, int jobs = 0);
 
 // The p-quantile (0..1) of sorted values, interpolated linearly between neighbours.
 double quantile_sorted(const std::vector<double>& sorted, double p);

@@ -31,8 +31,7 @@ void print_plan(const PlanJob& job, const PlanResult& res, const PlanOpts& o) {
                              "the counts and the Pareto column below cover the simulated layouts\n",
                              res.evaluated.bound_skipped, job.search_top);
   const auto fit = std::count_if(res.evaluated.rows.begin(), res.evaluated.rows.end(), [](const Row& r) { return r.status == "ok"; });
-  const bool memory_pruned = std::any_of(en.pruned.begin(), en.pruned.end(), [](const auto& r) { return r.first.starts_with("memory"); });
-  if (res.evaluated.rows.empty() && !memory_pruned) {
+  if (en.layouts.empty() && en.memory_pruned_sample.empty()) {
     std::cout << fmt::format("  no layout of {} on {} GPUs is left to simulate: the rules above removed all {} candidates\n", job.model,
                              job.gpus, en.candidates);
     return;
@@ -85,7 +84,7 @@ int run_plan_command(const PlanOpts& o, Context& ctx) {
   }
   const InterruptGuard guard;
   EvalOptions opt;
-  opt.jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  opt.jobs = thread_count(o.jobs);
   opt.stop = guard.stop();
   opt.distribution = ctx.distribution;
   PlanHooks hooks;

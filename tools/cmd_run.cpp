@@ -68,6 +68,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
     bool json = false, resolved = false, kernels = false, force = false, fail_on_oom = false;
     int dump_rank = -1;
     int interval = 0;
+    int jobs = 0;
     double trace_max_mib = kDefaultTimelineMaxMib;
     TimeToTrainOptions ttt;
     std::string from;        // a framework's config: which framework ("" = told from the file)
@@ -101,6 +102,8 @@ void add_run_command(CLI::App& app, Context& ctx) {
   run->add_option("--interval", o->interval,
                   fmt::format("also predict a p10..p90 step-time interval from the profile's spread with N samples (1..{})", kMaxIntervalSamples))
       ->check(integer_in(1, kMaxIntervalSamples));
+  run->add_option("--jobs,-j", o->jobs, "threads for --interval's samples (0 = one per core); the interval is the same for any count")
+      ->check(integer_in(0, 1024));
   run->add_flag("--kernels", o->kernels,
                 "also print each kernel of one layer (and of the embedding and output layers) with its shape, time, rate and what priced it");
   run->add_flag("--fail-on-oom", o->fail_on_oom, "exit 1 when a rank runs out of memory (the prediction is still printed)");
@@ -161,7 +164,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
       if (ttt) j["time_to_train"] = ttt_json(*ttt);
       std::stringstream interval_text;  // printed below the summary
       if (o->interval > 0) {
-        const Interval iv = predict_interval(sc, ctx.registries, o->interval);
+        const Interval iv = predict_interval(sc, ctx.registries, o->interval, 1, o->jobs);
         j["step_time_interval_s"] = {iv.step_time_p10_s, iv.step_time_p90_s};
         j["interval_figures"] = iv.figures;
         const std::optional<ModelErrorBands> error = load_model_error(ctx.data_dir);

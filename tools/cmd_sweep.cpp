@@ -61,7 +61,7 @@ void add_sweep_command(CLI::App& app, Context& ctx) {
       spec.axes = parse_vary_axes(o->vary);
       const InterruptGuard guard;
       EvalOptions opt;
-      opt.jobs = o->jobs > 0 ? o->jobs : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+      opt.jobs = thread_count(o->jobs);
       opt.stop = guard.stop();
       opt.distribution = ctx.distribution;
       if (ctx.prints()) opt.progress = terminal_progress("sweep");

@@ -1,6 +1,7 @@
 #include "calibrate/profile/derive.h"
 
 #include <cstdint>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -42,16 +43,13 @@ void set_value(Json& doc, const std::string& key, double value, const ProfileDer
   const auto is_figure = [](const Json& j) { return j.is_object() && j.contains("value") && j["value"].is_number(); };
   if (!jp.empty() && jp.back() == "value" && is_figure(doc[jp.parent_pointer()])) jp = jp.parent_pointer();
   Json& target = doc[jp];
-  // A plain number inside a table's point (its nodes, ranks, shape) says which measurement the
-  // point is: changing it would relabel that measurement.
-  const bool in_table_point = ptr.find_first_of("0123456789") != std::string::npos && [&] {
-    for (Json::json_pointer p = jp; !p.empty(); p = p.parent_pointer())
-      if (!p.back().empty() && p.back().find_first_not_of("0123456789") == std::string::npos) return true;
-    return false;
-  }();
-  if (!is_figure(target) && in_table_point)
-    throw ConfigError(fmt::format("profile derive: --set {}: {} names a measured point (which nodes, ranks or shape it was measured at); "
-                                  "set its figure instead", key, ptr));
+  // A measured point's coordinates (which nodes, ranks, bytes or GEMM shape it was measured at)
+  // say which measurement it is: changing one would relabel that measurement.
+  static const std::set<std::string> coordinates = {"nodes", "ranks", "bytes", "m", "n", "k", "shape_mnk", "ranks_per_node"};
+  for (Json::json_pointer p = jp; !p.empty(); p = p.parent_pointer())
+    if (coordinates.count(p.back()))
+      throw ConfigError(fmt::format("profile derive: --set {}: {} is a coordinate of a measured point (which {} it was measured at); "
+                                    "set what was measured there instead", key, ptr, p.back()));
   if (is_figure(target)) {
     target["value"] = value;
     target["how"] = d.how;

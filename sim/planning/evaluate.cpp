@@ -46,35 +46,6 @@ double expected_cost(std::int64_t microbatches, const FoldPoints& fold, std::int
   return static_cast<double>(simulated) * static_cast<double>(layers + pp * vpp);
 }
 
-void parallel_for(std::size_t n, int jobs, const std::atomic<bool>* stop, const std::function<void(std::size_t)>& fn) {
-  std::atomic<std::size_t> next{0};
-  std::mutex mu;
-  std::exception_ptr failure;
-  auto worker = [&]() {
-    for (;;) {
-      if (stop && stop->load()) return;
-      const std::size_t k = next.fetch_add(1);
-      if (k >= n) return;
-      try {
-        fn(k);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!failure) failure = std::current_exception();
-        next.store(n);
-        return;
-      }
-    }
-  };
-  if (jobs <= 1) {
-    worker();
-  } else {
-    std::vector<std::thread> threads;
-    for (int t = 0; t < jobs; ++t) threads.emplace_back(worker);
-    for (auto& t : threads) t.join();
-  }
-  if (failure) std::rethrow_exception(failure);
-}
-
 Evaluated evaluate_all(std::size_t n, const std::function<Outcome(std::size_t)>& eval, const EvalOptions& opt) {
   std::vector<std::optional<Outcome>> slots(n);
   // This process's indices: all, or its balanced share of a distributed run.

@@ -2,6 +2,7 @@
 // Simulation (values with no shared state; the registries are read only), and its outcome lands
 // in the slot of its index, so the result does not depend on the thread count.
 #pragma once
+#include "sim/core/parallel_for.h"
 #include "sim/steady_state.h"
 #include <atomic>
 #include <cstddef>
@@ -68,9 +69,7 @@ struct Evaluated {
   bool interrupted = false;
 };
 
-// fn(k) for k in [0, n) on `jobs` threads, k handed out in order; no new k starts once `stop` is
-// set or fn has thrown, and the first exception is rethrown when every thread has finished.
-void parallel_for(std::size_t n, int jobs, const std::atomic<bool>* stop, const std::function<void(std::size_t)>& fn);
+// parallel_for: sim/core/parallel_for.h.
 
 // eval(i) for i in [0, n).
 Evaluated evaluate_all(std::size_t n, const std::function<Outcome(std::size_t)>& eval, const EvalOptions& opt);

@@ -94,6 +94,14 @@ TEST(ProfileDerive, AFiguresValueSetsTheFigureAndPointsKeepTheirCoordinates) {
   EXPECT_NO_THROW(parse_profile(out, "h100-variant.json"));
   d.sets = {{"/network/moe_dispatch_rdma/hybridep/0/nodes", 3}};
   EXPECT_THROW(derive_profile(base_doc(), "h100-sxm5-80g", d), ConfigError);
+  d.sets = {{"/compute/gemm_max_efficiency/bf16/shape_mnk/0", 4096}};
+  EXPECT_THROW(derive_profile(base_doc(), "h100-sxm5-80g", d), ConfigError);
+  // What was measured at a point, and a figure's range, may be set.
+  d.sets = {{"/network/collective_points/0/time_s", 1e-3}, {"/compute/gemm_max_efficiency/bf16/range/1", 0.9}};
+  const Json set = derive_profile(base_doc(), "h100-sxm5-80g", d);
+  EXPECT_EQ(set["network"]["collective_points"][0]["time_s"].get<double>(), 1e-3);
+  EXPECT_EQ(set["compute"]["gemm_max_efficiency"]["bf16"]["range"][1].get<double>(), 0.9);
+  EXPECT_NO_THROW(parse_profile(set, "h100-variant.json"));
 }
 
 TEST(ProfileDerive, DottedPathsAreJsonPointers) {

@@ -547,7 +547,7 @@ TEST(AttentionKernel, GraceBlackwellCudnnFiguresReproduceNvidiasSweep) {
 // A sliding-window layer's fused attention (GPT-OSS, Mistral): the layer graph prices its kernel as the causal
 // attention whose queries see as many keys on average (Kernel::seq), so its fixed cost per query is the causal kernel's.
 // NVIDIA's cuDNN sweep of banded windows (tests/data/cudnn_sdpa_window_gpt_oss.json: window 128 on a GB200 and a GB300,
-// 1024 on an H200, head dim 64, seq 2k-16k) comes back at 0.60-1.08x the measured kernel times at the benchmark's
+// 1024 on an H200, head dim 64, seq 2k-32k) comes back at 0.60-1.08x the measured kernel times at the benchmark's
 // burst clock, 0.86x in the geometric mean (forward 0.81x, backward 0.90x). The GB300's forward is the outlier
 // (0.60-0.62x): its profile's causal figures carry Blackwell Ultra's doubled exponential rate (1.18x the GB200's
 // forward at head dim 128), which this banded head-dim-64 kernel does not show (1.04x the GB200's). Pricing the window
@@ -574,6 +574,7 @@ TEST(AttentionKernel, SlidingWindowReproducesCudnnBandedSweep) {
       sh.seq_len = r.at(0).get<std::int64_t>();
       const LayerGraph lg = build_layer_graph(m, sh);
       for (int bwd = 0; bwd < 2; ++bwd) {
+        if (r.at(1 + bwd).is_null()) continue;  // a row left out (the file's "what" says which)
         const Kernel& k = test::kernel_named(bwd ? lg.attn_bwd : lg.attn_fwd, bwd ? "attention.bwd" : "attention");
         const double ratio = kernel_seconds(cm, k) * clock / (r.at(1 + bwd).get<double>() * 1e-3);
         EXPECT_GT(ratio, 0.55) << gpu << " seq " << sh.seq_len << (bwd ? " bwd" : " fwd");
@@ -583,9 +584,8 @@ TEST(AttentionKernel, SlidingWindowReproducesCudnnBandedSweep) {
       }
     }
   }
-  ASSERT_EQ(n, 24);
-  EXPECT_GT(std::exp(log_sum / n), 0.8);
-  EXPECT_LT(std::exp(log_sum / n), 1.0);
+  ASSERT_EQ(n, 28);
+  EXPECT_LT(std::abs(log_sum / n), 0.2);  // geometric mean within 0.82-1.22x
 }
 
 // The B200's NVFP4 GEMM figure is cuBLAS's block-scaled FP4 GEMM at 8192^3 (deepseek-ai/DeepGEMM PR #348,
