@@ -300,12 +300,12 @@ void finish_cuda_graphs_and_recompute(ImportResult& r) {
   for (const char* k : {"_cuda_graph_impl", "_cuda_graph_scope", "_recompute_modules"}) sc.erase(k);
 }
 
-std::vector<std::string> split_commas(const std::string& v) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  for (size_t comma; (comma = v.find(',', at)) != std::string::npos; at = comma + 1) out.push_back(v.substr(at, comma - at));
-  out.push_back(v.substr(at));
-  return out;
+// An option's value without its whitespace ("[0, 1]" as "[0,1]", "(127, 0)" as "(127,0)").
+std::string without_spaces(const std::string& value) {
+  std::string v;
+  for (char ch : value)
+    if (!std::isspace(static_cast<unsigned char>(ch))) v += ch;
+  return v;
 }
 
 // A per-layer option as Megatron's moe_freq_type reads it (megatron/training/arguments.py): an
@@ -314,10 +314,8 @@ std::vector<std::string> split_commas(const std::string& v) {
 // longer than `max_len` is refused.
 class LayerListParser {
  public:
-  LayerListParser(std::string opt, const std::string& value, std::size_t max_len) : opt_(std::move(opt)), raw_(value), max_len_(max_len) {
-    for (char ch : value)
-      if (!std::isspace(static_cast<unsigned char>(ch))) v_ += ch;
-  }
+  LayerListParser(std::string opt, const std::string& value, std::size_t max_len)
+      : opt_(std::move(opt)), raw_(value), v_(without_spaces(value)), max_len_(max_len) {}
   std::vector<std::int64_t> parse() {
     std::vector<std::int64_t> out = sum();
     if (at_ != v_.size()) throw bad();
@@ -380,9 +378,7 @@ class LayerListParser {
 // `on_multiple(i)` holds, a list names each layer (exactly `layers` entries of 0 and 1).
 std::vector<bool> layer_flags(const std::string& opt, const std::string& value, std::int64_t layers,
                               const std::function<bool(std::int64_t i, std::int64_t n)>& on_multiple) {
-  std::string v;
-  for (char ch : value)
-    if (!std::isspace(static_cast<unsigned char>(ch))) v += ch;
+  const std::string v = without_spaces(value);
   std::vector<bool> flags(static_cast<std::size_t>(layers));
   if (!v.empty() && v.find_first_not_of("0123456789-") == std::string::npos) {
     const std::int64_t n = to_int(opt, v);
@@ -439,13 +435,13 @@ void place_windows(ImportResult& r, std::int64_t layers) {
   Json& m = sc["model"];
   if (sc.contains("_window_size")) {
     // (left, right) or left,right: Megatron's tuple_type.
-    std::string v;
-    for (char ch : sc["_window_size"].get<std::string>())
-      if (ch != '(' && ch != ')' && !std::isspace(static_cast<unsigned char>(ch))) v += ch;
-    const std::vector<std::string> parts = split_commas(v);
     const std::string given = sc["_window_size"];
-    if (parts.size() != 2) throw ConfigError("--window-size " + given + ": expected (left, right)");
-    const std::int64_t left = to_int("--window-size", parts[0]), right = to_int("--window-size", parts[1]);
+    std::string v = without_spaces(given);
+    if (v.size() >= 2 && v.front() == '(' && v.back() == ')') v = v.substr(1, v.size() - 2);
+    const std::size_t comma = v.find(',');
+    if (comma == std::string::npos || v.find(',', comma + 1) != std::string::npos)
+      throw ConfigError("--window-size " + given + ": expected (left, right)");
+    const std::int64_t left = to_int("--window-size", v.substr(0, comma)), right = to_int("--window-size", v.substr(comma + 1));
     if (right != 0 || left < -1 || left >= (std::int64_t{1} << 40))
       throw ConfigError("--window-size " + given + ": a causal window (left, 0) with 0 <= left < 2^40, or (-1, 0) for none, is modelled");
     if (left >= 0) m["sliding_window"] = left + 1;  // the left keys and the query's own
@@ -453,8 +449,8 @@ void place_windows(ImportResult& r, std::int64_t layers) {
   if (!sc.contains("_window_skip_freq") || !m.contains("sliding_window")) return;
   const std::string v = sc["_window_skip_freq"];
   // is_layer_window_attention: an integer N windows layer_number % N != 0 (1-based); a list's 1s window.
-  std::vector<bool> full = layer_flags("--window-attn-skip-freq", v, layers, [](std::int64_t i, std::int64_t n) { return (i + 1) % n == 0; });
-  if (!v.empty() && v.find('[') != std::string::npos) full.flip();  // a list names the windowed layers
+  std::vector<bool> full = layer_flags("--window-attn-skip-freq", v, layers, [](std::int64_t i, std::int64_t n) { return (i + 1) % n != 0; });
+  full.flip();  // the windowed layers' complement
   if (std::find(full.begin(), full.end(), true) == full.end()) return;  // every layer windowed
   const auto [f, n] = every_nth(full);
   if (n == 0 || f != 0)
