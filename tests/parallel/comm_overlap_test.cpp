@@ -57,7 +57,9 @@ TEST(CommOverlap, AllToAllSlowsTheComputeOnlyWhileItRuns) {
     const double extra = overlap_extra_while_running(1.0, comm, sd);
     EXPECT_LE(extra, comm + 1e-15) << comm;                      // overlap never costs more than the collective
     EXPECT_GE(1.0 + extra, std::max(1.0, comm) - 1e-15) << comm;  // nor less than the longer part
-    if (comm > 1.0 + sd) EXPECT_DOUBLE_EQ(1.0 + extra, comm) << comm;  // the collective outlasts the slowed kernels
+    if (comm > 1.0 + sd) {
+      EXPECT_DOUBLE_EQ(1.0 + extra, comm) << comm;  // the collective outlasts the slowed kernels
+    }
   }
   // Continuous where the collective outlasts the slowed kernels (the whole compute then ran slowed:
   // 1.189), no slowdown costs nothing, and the cost grows with the collective.
