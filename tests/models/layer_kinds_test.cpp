@@ -122,7 +122,8 @@ TEST(LayerKinds, SlidingWindowAttentionComputesItsBand) {
   // A window one short of the sequence is priced as the full causal attention it almost is.
   ModelSpec wide = m;
   wide.sliding_window = 8191;
-  const Kernel& near_full = kernel_named(build_model_graph(wide, sh).layer(0).attn_fwd, "attention");
+  const ModelGraph wide_graph = build_model_graph(wide, sh);
+  const Kernel& near_full = kernel_named(wide_graph.layer(0).attn_fwd, "attention");
   EXPECT_NEAR(static_cast<double>(near_full.seq), 8192, 1);
   EXPECT_NEAR(c.attention_s(near_full.flops, false, static_cast<double>(near_full.seq), 1, 64), c.attention_s(af.flops, false, s, 1, 64),
               1e-3 * c.attention_s(af.flops, false, s, 1, 64));
