@@ -370,7 +370,7 @@ void add_ffn_bwd(Block& b, const Kernel& up, const Kernel& down, const std::stri
 // TEGroupedMLP._apply_bias adds them in a Python loop over the local experts, each expert's
 // rows plus its bias times their routing weights (a multiply and an add), then one torch.cat
 // (megatron/core/transformer/moe/experts.py, core_v0.15.0 on; from core_v0.18.0 the
-// use_transformer_engine_op_fuser path skips it: LayerShape::moe_bias_loop). Its backward is
+// use_transformer_engine_op_fuser path skips it: LayerShape::moe_python_glue). Its backward is
 // autograd's: per expert the multiply's two gradients, each summed to its operand's shape (4),
 // and the two splits' gradients concatenated (the expert outputs' and the routing weights', 2);
 // Megatron's DDP hook then adds each of the 2 x local experts bias gradients into its main_grad
@@ -386,6 +386,30 @@ Kernel expert_bias_ops(const Kernel& fc2, double rows, double h, double e, std::
                       backward ? 6 * local_experts + 2 : 2 * local_experts + 1);
   k.python_ops = true;
   return k;
+}
+
+// A clamped gated activation (ModelSpec::activation_clamp, GPT-OSS) under TEGroupedMLP's Python
+// path: weighted_bias_quick_geglu_impl (megatron/core/fusions/fused_bias_geglu.py, core_v0.15.0 to
+// core_v0.19.0) clamps the gate and the linear halves of fc1's output and concatenates them before
+// its fused kernel, and makes its linear offset a device tensor (torch.tensor of a Python float: a
+// host-to-device copy). Bytes, in passes over one half (rows x ffn width): forward two clamps each
+// reading and writing its half and the cat reading and writing both (8); backward each clamp's
+// gradient reading the gradient and its input and writing (6) and the chunk's gradient
+// concatenating the two (4). Tagged as the activation, so moe_act recompute replays the forward.
+// TE's fused grouped MLP (use_transformer_engine_op_fuser) clamps inside its kernel.
+Kernel expert_act_clamp(const Kernel& fc1, double half_bytes, bool backward) {
+  const std::string name = fc1.name + (backward ? ".clamp.bwd" : ".clamp");
+  Kernel k = launched(tagged(fc1.module, mem(name, (backward ? 10 : 8) * half_bytes, backward, MemClass::Activation), FfnStep::Activation),
+                      backward ? 3 : 4);
+  k.python_ops = true;
+  return k;
+}
+
+// Puts k just before (after: just after) the block's kernel of that name.
+void insert_beside(Block& b, const std::string& name, Kernel k, bool after) {
+  auto it = std::find_if(b.kernels.begin(), b.kernels.end(), [&](const Kernel& x) { return x.name == name; });
+  if (it == b.kernels.end()) throw std::logic_error("no kernel " + name + " in the block");
+  b.kernels.insert(after ? it + 1 : it, std::move(k));
 }
 
 // Real kernels behind an MoE layer's priced kernels (Kernel::launches), per microbatch.
@@ -532,7 +556,9 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   const std::string act_name = "experts." + name_of(m.activation);
   // The forward's fc1 also launches the expert offsets' kernels (its backward GEMMs do not).
   add_ffn_fwd(mf, launched(fc1, ml.expert_gemm + ml.expert_offsets), fc2, act_name, glu, ffb, ml.activation);
-  const bool bias_loop = m.bias && sh.moe_bias_loop;
+  const bool clamp = glu && m.activation_clamp > 0 && sh.moe_python_glue;
+  if (clamp) insert_beside(mf, act_name, expert_act_clamp(fc1, ffb, false), false);
+  const bool bias_loop = m.bias && sh.moe_python_glue;
   if (bias_loop) mf.kernels.push_back(expert_bias_ops(fc2, rows, hd, e, local_experts, false));
   mf.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.unpermute", (copies + Tr) * hd * e)), ml.unpermute));
   const SharedMlp sx = shared_experts(m, sh, T_r);
@@ -548,6 +574,7 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   mb.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.unpermute.bwd", (Tr + 2 * copies) * hd * e, true)), ml.unpermute_bwd));
   if (bias_loop) mb.kernels.push_back(expert_bias_ops(fc2, rows, hd, e, local_experts, true));
   add_ffn_bwd(mb, fc1, fc2, act_name, glu, ffb, m.bias, rows, rows, hd, e, ml.activation_bwd, !bias_loop);
+  if (clamp) insert_beside(mb, act_name + ".bwd", expert_act_clamp(fc1, ffb, true), true);
   if (sx.width > 0) add_ffn_bwd(mb, sx.up, sx.down, sx.act, glu, sx.ffb, m.bias, Tr, Tr, hd, e);
   mb.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.permute.bwd", (copies + Tr) * hd * e, true)), ml.permute_bwd));
   mb.kernels.push_back(launched(tagged(LayerModule::Router, mem("router.softmax_topk.bwd", (e + 8) * Tr * Ed, true)), ml.router_bwd));

@@ -165,10 +165,11 @@ struct LayerShape {
   // tensor (fp8_quantize_launches()), and whether a grouped GEMM's per-expert inputs are quantized
   // by one fused kernel (fp8_grouped_quantize_fused()) or one quantization per expert.
   bool eager_launches = false;
-  // The experts' fc2 biases added by TEGroupedMLP._apply_bias's Python loop (expert_bias_ops):
-  // Megatron-Core with Transformer Engine's GroupedLinear, not eager PyTorch's modules or TE's
-  // fused grouped MLP (TrainingSpec::te_op_fuser).
-  bool moe_bias_loop = true;
+  // TEGroupedMLP's forward in Python around Transformer Engine's GroupedLinear (Megatron-Core, not
+  // eager PyTorch's modules or TE's fused grouped MLP, TrainingSpec::te_op_fuser): the experts' fc2
+  // biases added expert by expert (expert_bias_ops) and a clamped activation's clamps
+  // (expert_act_clamp) run as PyTorch ops of their own.
+  bool moe_python_glue = true;
   // Megatron-Core's Transformer Engine layer spec fuses the block norm before linear_qkv (not MLA's)
   // and before a dense MLP's linear_fc1 into those linears (Kernel::in_linear).
   bool norm_in_linear = false;

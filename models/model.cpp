@@ -373,6 +373,7 @@ ModelSpec parse_model(const JsonObject& o) {
   }
   m.sliding_window = o.integer("sliding_window", 0, big, 0);
   m.full_attention_interval = o.integer("full_attention_interval", 0, m.layers, 0);
+  m.activation_clamp = o.number("activation_clamp", 0, 1e30, 0);
   if (auto mamba = o.object_opt("mamba")) {
     MambaSpec s;
     s.heads = mamba->integer("heads", 1, big);

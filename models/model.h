@@ -129,6 +129,9 @@ struct ModelSpec {
   // others are windowed; 0: every layer is windowed. sliding_window 0: no layer is.
   std::int64_t sliding_window = 0;
   std::int64_t full_attention_interval = 0;
+  // A gated activation whose two inputs are clamped first (GPT-OSS: the gate at most 7, the linear
+  // input within +-7; HF `swiglu_limit`, Megatron `activation_func_clamp_value`); 0: none.
+  double activation_clamp = 0;
   // Hybrid models: one symbol per layer (LayerType: 'M' Mamba-2, '*' attention, '-' MLP, 'E' MoE;
   // Megatron's --hybrid-layer-pattern, formerly --hybrid-override-pattern, HF
   // hybrid_override_pattern); empty: every layer is a transformer layer.

@@ -44,7 +44,7 @@ LayerShape layer_shape(const Scenario& sc) {
   sh.train_metrics = static_cast<std::int64_t>(sc.training.train_metrics.size());
   sh.eager_launches = sc.training.launch_impl == LaunchImpl::Eager;
   sh.norm_in_linear = !sh.eager_launches;
-  sh.moe_bias_loop = !sh.eager_launches && !sc.training.te_op_fuser;
+  sh.moe_python_glue = !sh.eager_launches && !sc.training.te_op_fuser;
   sh.moe_sorts_chunks = sc.parallel.moe_dispatcher == MoeDispatcher::AllToAll;
   sh.fp8_quantize_launches = fp8_quantize_launches(sc.training.fp8_recipe);
   sh.fp8_grouped_quantize_fused = fp8_grouped_quantize_fused(sc.training.fp8_recipe);

@@ -74,8 +74,11 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, Recom
     const double tr = static_cast<double>(sh.moe_tokens());
     const double fe = static_cast<double>(m.moe->expert_ffn_hidden / sh.etp);
     const double k = static_cast<double>(m.moe->top_k);
-    //  moe_act: the activation's output, fc2's input, is replayed; moe: the whole block.
-    const double fc2_in = recomputes(RecomputeModule::MoeAct) ? 0.0 : li * fe;
+    //  moe_act: the activation's output, fc2's input, is replayed; moe: the whole block. A clamped
+    //  activation under TEGroupedMLP's Python path (expert_act_clamp) also keeps the clamped copy
+    //  of fc1's output that its fused kernel reads (2 e f), unless moe_act replays it.
+    const bool clamped = m.activation_clamp > 0 && m.activation == Activation::SwiGlu && sh.moe_python_glue;
+    const double fc2_in = recomputes(RecomputeModule::MoeAct) ? 0.0 : li * fe + (clamped ? 2.0 * e * fe : 0.0);
     //  The copies a rank keeps per layer are the mean rank's (sh.moe_sent: what capacity keeps or
     //  pads); the busiest rank changes from layer to layer, so its excess averages out in memory.
     moe = tr * (4.0 * static_cast<double>(m.moe->experts) +

@@ -685,6 +685,7 @@ Json Scenario::resolved() const {
                  {"v_head_dim", model.mla->v_head_dim}};
   if (model.sliding_window > 0) mj["sliding_window"] = model.sliding_window;
   if (model.full_attention_interval > 0) mj["full_attention_interval"] = model.full_attention_interval;
+  if (model.activation_clamp > 0) mj["activation_clamp"] = model.activation_clamp;
   if (!model.hybrid_pattern.empty()) mj["hybrid_pattern"] = model.hybrid_pattern;
   if (model.mamba)
     mj["mamba"] = {{"heads", model.mamba->heads}, {"head_dim", model.mamba->head_dim}, {"state", model.mamba->state},

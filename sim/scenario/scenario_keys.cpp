@@ -66,6 +66,9 @@ const std::vector<ScenarioKey>& scenario_keys() {
        "Megatron `--window-size`; HF `sliding_window`"},
       {"/model/full_attention_interval", "integer >= 0", "0",
        "With sliding_window: every interval-th layer attends fully (0: every layer is windowed).", "HF `layer_types`"},
+      {"/model/activation_clamp", "number >= 0", "0",
+       "The gated activation's inputs are clamped to this limit first (GPT-OSS: 7); 0: no clamp.",
+       "Megatron `activation_func_clamp_value`; HF `swiglu_limit`"},
       {"/model/hybrid_pattern", "string", "none",
        "Hybrid model: one symbol per layer, `M` a Mamba-2 layer, `*` an attention layer, `-` an MLP layer, `E` a mixture-of-experts "
        "layer (model.moe), each with its own norm and residual (absent: every layer is attention then MLP).",

@@ -284,6 +284,7 @@ TEST(HostLaunch, InertHostSettingsAreTold) {
 TEST(HostLaunch, ExpertBiasesAddedInAPythonLoopPerLocalExpert) {
   Json j = read_json_file(test::data_dir() + "/scenarios/measured/pub-mbridge-26.04-dgx-h100-gpt_oss_120b-bf16-64gpu-tp1pp4cp1.json")["scenario"];
   j.erase("stack");
+  j["model"].erase("activation_clamp");  // its clamps are PyTorch ops too (the next test)
   struct Counts {
     std::int64_t fwd_ops, bwd_ops;
     bool fc2_bias_grad;
@@ -306,6 +307,50 @@ TEST(HostLaunch, ExpertBiasesAddedInAPythonLoopPerLocalExpert) {
   EXPECT_EQ(counts(8, false, LaunchImpl::MegatronTe), (Counts{0, 0, false}));
   EXPECT_EQ(counts(8, true, LaunchImpl::Eager), (Counts{0, 0, true}));
   EXPECT_EQ(counts(8, true, LaunchImpl::MegatronTe, true), (Counts{0, 0, true}));
+}
+
+// GPT-OSS clamps both inputs of its experts' gated activation (activation_clamp 7). Megatron-Core's
+// weighted_bias_quick_geglu_impl does so before its fused kernel, as PyTorch ops: two clamps, a
+// cat and the linear offset's copy to the GPU forward, each clamp's gradient and the chunk's
+// (a cat) backward. In passes over one half of fc1's output (the activation's ffb: the fused
+// activation reads both halves and writes one, 3; its backward 5): 8 forward (each clamp reads and
+// writes its half, the cat both), 10 backward (each clamp's gradient reads the gradient and its
+// input and writes, the cat reads and writes both). moe_act recompute replays the forward's. TE's
+// fused grouped MLP (te_op_fuser) clamps inside its own kernel.
+TEST(HostLaunch, ClampedExpertActivationRunsItsClampsAsPyTorchOps) {
+  Json j = read_json_file(test::data_dir() + "/scenarios/measured/pub-mbridge-26.04-dgx-h100-gpt_oss_120b-bf16-64gpu-tp1pp4cp1.json")["scenario"];
+  j.erase("stack");
+  j["model"]["bias"] = false;
+  auto graph = [&](bool fuser) {
+    Scenario sc = test::scenario_from(j);
+    sc.training.te_op_fuser = fuser;
+    return build_layer_graph(sc.model, layer_shape(sc));
+  };
+  auto index_of = [](const Block& b, const std::string& name) {
+    const auto it = std::find_if(b.kernels.begin(), b.kernels.end(), [&](const Kernel& k) { return k.name == name; });
+    return it == b.kernels.end() ? -1 : static_cast<int>(it - b.kernels.begin());
+  };
+  const LayerGraph g = graph(false);
+  const int fc1 = index_of(g.mlp_fwd, "experts.gate_up"), clamp = index_of(g.mlp_fwd, "experts.gate_up.clamp");
+  const int act = index_of(g.mlp_fwd, "experts.swiglu"), clamp_bwd = index_of(g.mlp_bwd, "experts.gate_up.clamp.bwd");
+  ASSERT_GE(clamp, 0);
+  ASSERT_GE(clamp_bwd, 0);
+  EXPECT_EQ(clamp, fc1 + 1);
+  EXPECT_EQ(act, clamp + 1);
+  EXPECT_EQ(index_of(g.mlp_bwd, "experts.swiglu.bwd") + 1, clamp_bwd);
+  const Kernel& c = g.mlp_fwd.kernels[static_cast<size_t>(clamp)];
+  const Kernel& cb = g.mlp_bwd.kernels[static_cast<size_t>(clamp_bwd)];
+  EXPECT_DOUBLE_EQ(c.bytes, 8.0 / 3.0 * g.mlp_fwd.kernels[static_cast<size_t>(act)].bytes);
+  EXPECT_DOUBLE_EQ(cb.bytes, 10.0 / 5.0 * g.mlp_bwd.kernels[static_cast<size_t>(index_of(g.mlp_bwd, "experts.swiglu.bwd"))].bytes);
+  // Without biases, the clamps are the only PyTorch ops the module runs itself.
+  EXPECT_EQ(block_launches(g.mlp_fwd, {}).ops, 4);
+  EXPECT_EQ(block_launches(g.mlp_bwd, {}).ops, 3);
+  EXPECT_TRUE(replays({RecomputeModule::MoeAct}, c, false));
+  const LayerGraph fused = graph(true);
+  EXPECT_LT(index_of(fused.mlp_fwd, "experts.gate_up.clamp"), 0);
+  EXPECT_LT(index_of(fused.mlp_bwd, "experts.gate_up.clamp.bwd"), 0);
+  j["model"].erase("activation_clamp");
+  EXPECT_LT(index_of(graph(false).mlp_fwd, "experts.gate_up.clamp"), 0);
 }
 
 // Selective recompute re-runs the recomputed modules' forward before their backward

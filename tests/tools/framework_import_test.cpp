@@ -291,7 +291,8 @@ TEST(FrameworkImport, MegatronLayerPlacementsAreRead) {
 }
 
 // GPT-OSS 120B's released config is the zoo model: its layer_types (a window of 128, then full
-// attention, alternating) become full_attention_interval 2, its experts_per_token the top k.
+// attention, alternating) become full_attention_interval 2, its experts_per_token the top k, its
+// swiglu_limit the activation's clamp.
 TEST(FrameworkImport, HuggingFaceGptOssConfigIsTheZooModel) {
   const ImportResult r = import_hf_config(read_json_file(test::test_data("frameworks/gpt-oss-120b-config.json")), "config.json");
   const ModelSpec m = parse_model(JsonObject(r.scenario, "m.json", ""));
@@ -300,6 +301,8 @@ TEST(FrameworkImport, HuggingFaceGptOssConfigIsTheZooModel) {
   EXPECT_EQ(m.sliding_window, 128);
   EXPECT_EQ(m.full_attention_interval, 2);
   EXPECT_TRUE(m.rope_yarn);
+  EXPECT_EQ(m.activation_clamp, zoo.activation_clamp);
+  EXPECT_EQ(m.activation_clamp, 7.0);
   EXPECT_TRUE(r.unmapped.empty()) << r.unmapped.front();
   for (std::int64_t i = 0; i < m.layers; ++i) EXPECT_EQ(m.layer_kind(i).windowed, zoo.layer_kind(i).windowed) << i;
 }

@@ -19,7 +19,8 @@ const std::set<std::string> kLlamaKeys = {
     "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "intermediate_size", "vocab_size",
     "tie_word_embeddings", "hidden_act", "max_position_embeddings", "head_dim", "attention_bias", "num_local_experts", "num_experts",
     "num_experts_per_tok", "experts_per_token", "moe_intermediate_size", "shared_expert_intermediate_size", "rope_scaling",
-    "decoder_sparse_step", "mlp_only_layers", "sliding_window", "use_sliding_window", "max_window_layers", "layer_types"};
+    "decoder_sparse_step", "mlp_only_layers", "sliding_window", "use_sliding_window", "max_window_layers", "layer_types",
+    "swiglu_limit"};
 const std::set<std::string> kGpt2Keys = {"n_embd", "n_layer", "n_head", "n_inner", "vocab_size", "n_positions", "activation_function",
                                          "tie_word_embeddings", "resid_pdrop"};
 
@@ -129,6 +130,8 @@ Json llama_like(const JsonObject& o, const std::string& type) {
     if (m["moe"].is_null()) m.erase("moe");
   }
   if (type == "qwen3" || type == "qwen3_moe") m["qk_norm"] = true;
+  // GPT-OSS clamps its experts' gated activation (GptOssConfig's swiglu_limit, default 7.0).
+  if (type == "gpt_oss") m["activation_clamp"] = o.number("swiglu_limit", 0, 1e30, 7.0);
   if (const auto r = o.object_opt("rope_scaling")) {
     const std::string rope = r->has("rope_type") ? r->str("rope_type") : r->str("type", "");
     if (rope == "yarn") m["rope_scaling"] = "yarn";
