@@ -606,91 +606,76 @@ double fp8_saved_input_bytes(Fp8Recipe recipe) {
   return 1;
 }
 
-LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
-  LayerGraph g;
-  g.shape = sh;
-  const double e = sh.dtype_bytes;
-  const std::int64_t t = sh.tp;
-  const std::int64_t s_local = sh.seq_len / sh.cp;
-  const std::int64_t T = sh.micro_batch * s_local;  // tokens on this rank
-  const std::int64_t h = m.hidden;
-  const std::int64_t q = m.q_dim();  // query projection width (hidden unless head_dim is set)
-  const std::int64_t kv = m.kv_dim();
-  const std::int64_t f = m.ffn_hidden;
-  const double Td = static_cast<double>(T), hd = static_cast<double>(h);
-  // Norms, residuals and dropout run on T/t tokens with sequence parallel.
-  const double sp_div = sh.sequence_parallel ? static_cast<double>(t) : 1.0;
-  const double act = Td * hd * e / sp_div;  // one [T, h] activation on this rank
-  g.tokens = Td;
-  g.tp_message_bytes = Td * hd * e;
-  g.p2p_bytes = Td * hd * e / (sh.sequence_parallel ? static_cast<double>(t) : 1.0);
-  // Keys and values (MLA: every head's, qk and v wide).
-  const double kv_width = m.mla ? static_cast<double>(m.heads * (m.qk_head_dim() + m.v_head_dim())) : 2.0 * static_cast<double>(kv);
-  g.cp_kv_bytes = sh.cp > 1 ? Td * kv_width / static_cast<double>(t) * e : 0.0;
+namespace {
 
-  // --- attention block, forward
-  Block& af = g.attn_fwd;
-  const double act_elems = act / e;
-  add_block_norm(af, "norm1", act_elems, e, sh, false, input_norm_in_linear(m, sh));
-  const double heads_local = static_cast<double>(m.heads / t);
-  const double dqk = static_cast<double>(m.qk_head_dim()), dv = static_cast<double>(m.v_head_dim());
-  const double q_elems = Td * heads_local * dqk;  // queries (and with MLA keys) on this rank
-  double k_elems = Td * static_cast<double>(kv) / static_cast<double>(t);
-  // The projections before the attention core, in forward order; with MLA a low-rank latent's down
-  // projection is followed by its RMSNorm (norm: name and elements), whose backward runs before
-  // the projection's.
-  struct Proj {
-    Kernel gemm;
-    std::string norm;
-    double norm_elems = 0;
-  };
+// The quantities of one layer on one rank that every block uses.
+struct LayerDims {
+  double e = 0;   // bytes per element
+  std::int64_t T = 0;  // tokens on this rank
+  double Td = 0, hd = 0;
+  double sp_div = 1;   // norms, residuals and dropout run on T/t tokens with sequence parallel
+  double act = 0;      // one [T, h] activation on this rank, bytes
+  double act_elems = 0;
+  double drop_f = 0, drop_b = 0;  // hidden dropout's bytes forward and backward
+};
+
+LayerDims layer_dims(const ModelSpec& m, const LayerShape& sh) {
+  LayerDims d;
+  d.e = sh.dtype_bytes;
+  d.T = sh.micro_batch * (sh.seq_len / sh.cp);
+  d.Td = static_cast<double>(d.T);
+  d.hd = static_cast<double>(m.hidden);
+  d.sp_div = sh.sequence_parallel ? static_cast<double>(sh.tp) : 1.0;
+  d.act = d.Td * d.hd * d.e / d.sp_div;
+  d.act_elems = d.act / d.e;
+  d.drop_f = m.dropout ? kDropoutMaskBytes * d.act_elems : 0.0;
+  d.drop_b = m.dropout ? 2 * d.act + kDropoutMaskBytes * d.act_elems : 0.0;
+  return d;
+}
+
+// A projection before the attention core, in forward order; with MLA a low-rank latent's down
+// projection is followed by its RMSNorm (norm: name and elements), whose backward runs before
+// the projection's.
+struct Proj {
+  Kernel gemm;
+  std::string norm;
+  double norm_elems = 0;
+};
+
+std::vector<Proj> attention_projections(const ModelSpec& m, const LayerShape& sh, std::int64_t T) {
+  const std::int64_t t = sh.tp, h = m.hidden;
   std::vector<Proj> in_proj;
-  if (m.mla) {
-    // Multi-head latent attention (Megatron-Core's MLASelfAttention): the down projections are
-    // replicated across tensor-parallel ranks, the up projections split by heads.
-    const MlaSpec& a = *m.mla;
-    const std::int64_t hl = m.heads / t;
-    if (a.q_lora_rank > 0) {
-      in_proj.push_back({tagged(LayerModule::MlaProj, gemm("q_down", T, a.q_lora_rank, h)), "q_latent_norm", Td * static_cast<double>(a.q_lora_rank)});
-      in_proj.push_back({tagged(LayerModule::MlaUpProj, gemm("q_up", T, hl * m.qk_head_dim(), a.q_lora_rank)), "", 0});
-    } else {
-      in_proj.push_back({tagged(LayerModule::MlaProj, gemm("q_proj", T, hl * m.qk_head_dim(), h)), "", 0});
-    }
-    in_proj.push_back({tagged(LayerModule::MlaProj, gemm("kv_down", T, a.kv_lora_rank + a.qk_rope_head_dim, h)), "kv_latent_norm",
-                       Td * static_cast<double>(a.kv_lora_rank)});
-    in_proj.push_back({tagged(LayerModule::MlaUpProj, gemm("kv_up", T, hl * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank)), "", 0});
-    k_elems = q_elems;
-  } else {
-    in_proj.push_back({tagged(LayerModule::QkvProj, gemm("qkv", T, (q + 2 * kv) / t, h)), "", 0});
+  if (!m.mla) {
+    in_proj.push_back({tagged(LayerModule::QkvProj, gemm("qkv", T, (m.q_dim() + 2 * m.kv_dim()) / t, h)), "", 0});
     // Eager modules (torch_moe_bench.py Block): separate q and kv nn.Linear GEMMs.
     if (sh.eager_launches) in_proj.back().gemm.launches = 2;
+    return in_proj;
   }
-  for (const Proj& pr : in_proj) {
-    af.kernels.push_back(pr.gemm);
-    if (!pr.norm.empty()) add_norm(af, pr.norm, pr.norm_elems, e, sh, false, pr.gemm.module);
+  // Multi-head latent attention (Megatron-Core's MLASelfAttention): the down projections are
+  // replicated across tensor-parallel ranks, the up projections split by heads.
+  const MlaSpec& a = *m.mla;
+  const std::int64_t hl = m.heads / t;
+  const double Td = static_cast<double>(T);
+  if (a.q_lora_rank > 0) {
+    in_proj.push_back({tagged(LayerModule::MlaProj, gemm("q_down", T, a.q_lora_rank, h)), "q_latent_norm", Td * static_cast<double>(a.q_lora_rank)});
+    in_proj.push_back({tagged(LayerModule::MlaUpProj, gemm("q_up", T, hl * m.qk_head_dim(), a.q_lora_rank)), "", 0});
+  } else {
+    in_proj.push_back({tagged(LayerModule::MlaProj, gemm("q_proj", T, hl * m.qk_head_dim(), h)), "", 0});
   }
-  // QK-norm: an RMSNorm over each head's query and key (one fused kernel each, like the block norms).
-  if (m.qk_norm) {
-    add_norm(af, "q_norm", q_elems, e, sh, false, LayerModule::QkNorm);
-    add_norm(af, "k_norm", k_elems, e, sh, false, LayerModule::QkNorm);
-  }
-  // RoPE: on the queries and keys, or with MLA on their rotary parts (the key's shared by the heads).
-  const double rope_q = m.mla ? Td * heads_local * static_cast<double>(m.mla->qk_rope_head_dim) : q_elems;
-  const double rope_k = m.mla ? Td * static_cast<double>(m.mla->qk_rope_head_dim) : k_elems;
-  const double rope_table = static_cast<double>(sh.seq_len / sh.cp) * static_cast<double>(m.mla ? m.mla->qk_rope_head_dim : m.qk_head_dim());
-  if (m.position_embedding == PositionEmbedding::Rope) {
-    add_rope(af, "q", rope_q, rope_table, e, sh.rope, false);
-    add_rope(af, "k", rope_k, rope_table, e, sh.rope, false);
-  }
-  // MLA: the queries and keys are assembled from their non-rotary and rotary parts (the shared
-  // rotary key broadcast to every head), each read and written once.
-  if (m.mla) af.kernels.push_back(tagged(LayerModule::MlaQkConcat, mem("mla.qk_concat", 2 * (q_elems + k_elems) * e)));
-  // Scores over the full (gathered) sequence: Q local, K/V for all s positions; in a windowed
-  // layer each query sees the last sliding_window positions only.
-  const double s_kv = static_cast<double>(sh.seq_len);
-  const double sq = static_cast<double>(s_local), b = static_cast<double>(sh.micro_batch);
+  in_proj.push_back({tagged(LayerModule::MlaProj, gemm("kv_down", T, a.kv_lora_rank + a.qk_rope_head_dim, h)), "kv_latent_norm",
+                     Td * static_cast<double>(a.kv_lora_rank)});
+  in_proj.push_back({tagged(LayerModule::MlaUpProj, gemm("kv_up", T, hl * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank)), "", 0});
+  return in_proj;
+}
+
+// The fused attention core: scores over the full (gathered) sequence, Q local, K/V for all s
+// positions; in a windowed layer each query sees the last sliding_window positions only.
+Kernel attention_core(const ModelSpec& m, const LayerShape& sh) {
+  const double heads_local = static_cast<double>(m.heads / sh.tp);
+  const double dqk = static_cast<double>(m.qk_head_dim()), dv = static_cast<double>(m.v_head_dim());
+  const double sq = static_cast<double>(sh.seq_len / sh.cp), b = static_cast<double>(sh.micro_batch);
   const bool windowed = m.sliding_window > 0 && m.sliding_window < sh.seq_len;
-  const double w = windowed ? static_cast<double>(m.sliding_window) : s_kv;
+  const double w = windowed ? static_cast<double>(m.sliding_window) : static_cast<double>(sh.seq_len);
   Kernel attn{"attention", KernelKind::Attention, 0, 0, 0, 1, 0, 0, 0, false};
   attn.module = LayerModule::FusedAttn;
   // QK^T over dqk and PV over dv, counted over the full score matrix (Megatron's MFU convention;
@@ -704,140 +689,235 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
   attn.seq = windowed ? std::llround(2.0 * w * (1.0 - (w - 1.0) / (2.0 * sq))) : sh.seq_len;
   attn.cp = sh.cp;
   attn.head_dim = std::max(m.qk_head_dim(), m.v_head_dim());
-  const double score_flops = 2.0 * b * heads_local * sq * s_kv * dqk;  // unfused QK^T (PV: dv for dqk)
-  if (sh.flash_attention) {
-    af.kernels.push_back(attn);
-  } else {
-    // Unfused: two batched GEMMs over the full score matrix (a window only masks it),
-    // softmax/mask/dropout through HBM.
-    Kernel qk = tagged(LayerModule::CoreAttn, gemm("scores", static_cast<std::int64_t>(sq), static_cast<std::int64_t>(s_kv), m.qk_head_dim()));
-    qk.batch = sh.micro_batch * (m.heads / t);
-    qk.head_dim = m.qk_head_dim();
-    qk.flops = qk.model_flops = score_flops;
-    Kernel pv = tagged(LayerModule::CoreAttn, gemm("context", static_cast<std::int64_t>(sq), m.v_head_dim(), static_cast<std::int64_t>(s_kv)));
-    pv.batch = qk.batch;
-    pv.head_dim = m.v_head_dim();
-    pv.flops = pv.model_flops = score_flops * dv / dqk;
-    af.kernels.push_back(qk);
-    af.kernels.push_back(tagged(LayerModule::CoreAttn, mem("softmax", 3 * 2 * b * heads_local * sq * s_kv * e)));
-    af.kernels.push_back(pv);
+  return attn;
+}
+
+// Unfused attention core: two batched GEMMs over the full score matrix (a window only masks it),
+// softmax/mask/dropout through HBM.
+void add_unfused_attention(Block& af, const ModelSpec& m, const LayerShape& sh) {
+  const double heads_local = static_cast<double>(m.heads / sh.tp);
+  const double sq = static_cast<double>(sh.seq_len / sh.cp), s_kv = static_cast<double>(sh.seq_len), b = static_cast<double>(sh.micro_batch);
+  const double score_flops = 2.0 * b * heads_local * sq * s_kv * static_cast<double>(m.qk_head_dim());  // QK^T (PV: dv for dqk)
+  Kernel qk = tagged(LayerModule::CoreAttn, gemm("scores", static_cast<std::int64_t>(sq), static_cast<std::int64_t>(s_kv), m.qk_head_dim()));
+  qk.batch = sh.micro_batch * (m.heads / sh.tp);
+  qk.head_dim = m.qk_head_dim();
+  qk.flops = qk.model_flops = score_flops;
+  Kernel pv = tagged(LayerModule::CoreAttn, gemm("context", static_cast<std::int64_t>(sq), m.v_head_dim(), static_cast<std::int64_t>(s_kv)));
+  pv.batch = qk.batch;
+  pv.head_dim = m.v_head_dim();
+  pv.flops = pv.model_flops = score_flops * static_cast<double>(m.v_head_dim()) / static_cast<double>(m.qk_head_dim());
+  af.kernels.push_back(qk);
+  af.kernels.push_back(tagged(LayerModule::CoreAttn, mem("softmax", 3 * 2 * b * heads_local * sq * s_kv * sh.dtype_bytes)));
+  af.kernels.push_back(pv);
+}
+
+// The unfused core's backward: each batched GEMM C[m,n] = A[m,k] B[k,n] has two backward GEMMs,
+// dA = dC B^T [m,k] over n and dB = A^T dC [k,n] over m, each with the forward's FLOPs. Scores
+// S = Q K^T give dQ and dK; the context O = P V gives dP and dV.
+void add_unfused_attention_bwd(Block& ab, const Block& af, const ModelSpec& m, const LayerShape& sh) {
+  for (const auto& k : af.kernels)
+    if (k.module == LayerModule::CoreAttn && k.kind == KernelKind::Gemm) {
+      Kernel da = k, db = k;
+      da.name += ".bwd_a";
+      db.name += ".bwd_b";
+      da.backward = db.backward = true;
+      da.n = k.k;
+      da.k = k.n;
+      db.m = k.k;
+      db.k = k.m;
+      ab.kernels.push_back(da);
+      ab.kernels.push_back(db);
+    }
+  const double heads_local = static_cast<double>(m.heads / sh.tp);
+  const double sq = static_cast<double>(sh.seq_len / sh.cp), s_kv = static_cast<double>(sh.seq_len), b = static_cast<double>(sh.micro_batch);
+  ab.kernels.push_back(tagged(LayerModule::CoreAttn, mem("softmax.bwd", 3 * 2 * b * heads_local * sq * s_kv * sh.dtype_bytes, true)));
+}
+
+// The elements the QK-norm, RoPE and MLA's query-key assembly work on, per rank.
+struct QkElems {
+  double q = 0, k = 0;                       // queries (and with MLA keys); keys
+  double rope_q = 0, rope_k = 0, rope_table = 0;  // RoPE on them, or with MLA on their rotary parts
+};
+
+QkElems qk_elems(const ModelSpec& m, const LayerShape& sh, double Td) {
+  const double heads_local = static_cast<double>(m.heads / sh.tp);
+  QkElems x;
+  x.q = Td * heads_local * static_cast<double>(m.qk_head_dim());
+  x.k = m.mla ? x.q : Td * static_cast<double>(m.kv_dim()) / static_cast<double>(sh.tp);
+  // With MLA the rotary key is shared by the heads.
+  x.rope_q = m.mla ? Td * heads_local * static_cast<double>(m.mla->qk_rope_head_dim) : x.q;
+  x.rope_k = m.mla ? Td * static_cast<double>(m.mla->qk_rope_head_dim) : x.k;
+  x.rope_table = static_cast<double>(sh.seq_len / sh.cp) * static_cast<double>(m.mla ? m.mla->qk_rope_head_dim : m.qk_head_dim());
+  return x;
+}
+
+// The attention block forward: input norm, projections, QK-norm, RoPE, the core, the output
+// projection and the residual. Returns the output projection.
+Kernel add_attention_fwd(Block& af, const ModelSpec& m, const LayerShape& sh, const LayerDims& d, const std::vector<Proj>& in_proj,
+                         const Kernel& attn) {
+  const double e = d.e;
+  const QkElems x = qk_elems(m, sh, d.Td);
+  add_block_norm(af, "norm1", d.act_elems, e, sh, false, input_norm_in_linear(m, sh));
+  for (const Proj& pr : in_proj) {
+    af.kernels.push_back(pr.gemm);
+    if (!pr.norm.empty()) add_norm(af, pr.norm, pr.norm_elems, e, sh, false, pr.gemm.module);
   }
-  const Kernel proj = tagged(LayerModule::AttnOut, gemm("attn_out", T, h, m.attn_out_dim() / t));
+  // QK-norm: an RMSNorm over each head's query and key (one fused kernel each, like the block norms).
+  if (m.qk_norm) {
+    add_norm(af, "q_norm", x.q, e, sh, false, LayerModule::QkNorm);
+    add_norm(af, "k_norm", x.k, e, sh, false, LayerModule::QkNorm);
+  }
+  if (m.position_embedding == PositionEmbedding::Rope) {
+    add_rope(af, "q", x.rope_q, x.rope_table, e, sh.rope, false);
+    add_rope(af, "k", x.rope_k, x.rope_table, e, sh.rope, false);
+  }
+  // MLA: the queries and keys are assembled from their non-rotary and rotary parts (the shared
+  // rotary key broadcast to every head), each read and written once.
+  if (m.mla) af.kernels.push_back(tagged(LayerModule::MlaQkConcat, mem("mla.qk_concat", 2 * (x.q + x.k) * e)));
+  if (sh.flash_attention) af.kernels.push_back(attn);
+  else add_unfused_attention(af, m, sh);
+  const Kernel proj = tagged(LayerModule::AttnOut, gemm("attn_out", d.T, m.hidden, m.attn_out_dim() / sh.tp));
   // Eager: the attention output's transpose(1, 2).reshape is a copy kernel before the GEMM (its
   // gradients, built from `proj` below, are one GEMM each).
   af.kernels.push_back(sh.eager_launches ? launched(proj, 2) : proj);
-  // [T, h] elements on this rank outside the TP region (T/t of them with sequence parallel).
-  const double elems = act / e;
-  const double drop_f = m.dropout ? kDropoutMaskBytes * elems : 0.0;
-  const double drop_b = m.dropout ? 2 * act + kDropoutMaskBytes * elems : 0.0;
-  layer_kernels::add_residual(af, "residual1", act, drop_f, sh);
+  layer_kernels::add_residual(af, "residual1", d.act, d.drop_f, sh);
+  return proj;
+}
 
-  // --- attention block, backward
-  Block& ab = g.attn_bwd;
-  ab.kernels.push_back(mem("residual1.bwd", 3 * act, true));
-  if (m.dropout) ab.kernels.push_back(mem("dropout1.bwd", drop_b, true));
+// The fused core's backward: recomputes QK^T, five matmuls against two in forward. PyTorch's
+// FlashAttention-2 backward (SDPA): flash_bwd_dot_do_o, flash_bwd_dq_dk_dv and
+// flash_bwd_convert_dq, one each per layer in the H200 step's profile.
+Kernel attention_core_bwd(const Kernel& attn, const LayerShape& sh) {
+  Kernel ba = attn;
+  ba.name = "attention.bwd";
+  ba.backward = true;
+  ba.model_flops = 2 * attn.model_flops;
+  ba.flops = 2.5 * attn.flops;
+  if (sh.eager_launches) ba.launches = 3;
+  return ba;
+}
+
+void add_attention_bwd(Block& ab, const Block& af, const ModelSpec& m, const LayerShape& sh, const LayerDims& d,
+                       const std::vector<Proj>& in_proj, const Kernel& attn, const Kernel& proj) {
+  const double e = d.e;
+  const QkElems x = qk_elems(m, sh, d.Td);
+  ab.kernels.push_back(mem("residual1.bwd", 3 * d.act, true));
+  if (m.dropout) ab.kernels.push_back(mem("dropout1.bwd", d.drop_b, true));
   // Row-parallel bias: added after the TP reduction, over T/t tokens with sequence parallel.
-  if (m.bias) ab.kernels.push_back(bias_grad(proj, Td / sp_div, hd, e));
+  if (m.bias) ab.kernels.push_back(bias_grad(proj, d.Td / d.sp_div, d.hd, e));
   add_gemm_bwd(ab, proj);
-  if (sh.flash_attention) {
-    Kernel ba = attn;
-    ba.name = "attention.bwd";
-    ba.backward = true;
-    ba.model_flops = 2 * attn.model_flops;
-    ba.flops = 2.5 * attn.flops;  // recomputes QK^T: five matmuls against two in forward
-    // PyTorch's FlashAttention-2 backward (SDPA): flash_bwd_dot_do_o, flash_bwd_dq_dk_dv and
-    // flash_bwd_convert_dq, one each per layer in the H200 step's profile.
-    if (sh.eager_launches) ba.launches = 3;
-    ab.kernels.push_back(ba);
-  } else {
-    // Each batched GEMM C[m,n] = A[m,k] B[k,n] has two backward GEMMs: dA = dC B^T [m,k] over n
-    // and dB = A^T dC [k,n] over m, each with the forward's FLOPs. Scores S = Q K^T give dQ and
-    // dK; the context O = P V gives dP and dV.
-    for (const auto& k : af.kernels)
-      if (k.module == LayerModule::CoreAttn && k.kind == KernelKind::Gemm) {
-        Kernel da = k, db = k;
-        da.name += ".bwd_a";
-        db.name += ".bwd_b";
-        da.backward = db.backward = true;
-        da.n = k.k;
-        da.k = k.n;
-        db.m = k.k;
-        db.k = k.m;
-        ab.kernels.push_back(da);
-        ab.kernels.push_back(db);
-      }
-    ab.kernels.push_back(tagged(LayerModule::CoreAttn, mem("softmax.bwd", 3 * 2 * b * heads_local * sq * s_kv * e, true)));
-  }
-  if (m.mla) ab.kernels.push_back(tagged(LayerModule::MlaQkConcat, mem("mla.qk_concat.bwd", 2 * (q_elems + k_elems) * e, true)));
+  if (sh.flash_attention) ab.kernels.push_back(attention_core_bwd(attn, sh));
+  else add_unfused_attention_bwd(ab, af, m, sh);
+  if (m.mla) ab.kernels.push_back(tagged(LayerModule::MlaQkConcat, mem("mla.qk_concat.bwd", 2 * (x.q + x.k) * e, true)));
   if (m.position_embedding == PositionEmbedding::Rope) {
-    add_rope(ab, "q", rope_q, rope_table, e, sh.rope, true);
-    add_rope(ab, "k", rope_k, rope_table, e, sh.rope, true);
+    add_rope(ab, "q", x.rope_q, x.rope_table, e, sh.rope, true);
+    add_rope(ab, "k", x.rope_k, x.rope_table, e, sh.rope, true);
   }
   if (m.qk_norm) {
-    add_norm(ab, "q_norm", q_elems, e, sh, true, LayerModule::QkNorm);
-    add_norm(ab, "k_norm", k_elems, e, sh, true, LayerModule::QkNorm);
+    add_norm(ab, "q_norm", x.q, e, sh, true, LayerModule::QkNorm);
+    add_norm(ab, "k_norm", x.k, e, sh, true, LayerModule::QkNorm);
   }
   for (auto it = in_proj.rbegin(); it != in_proj.rend(); ++it) {
     if (!it->norm.empty()) add_norm(ab, it->norm, it->norm_elems, e, sh, true, it->gemm.module);
-    if (m.bias) ab.kernels.push_back(bias_grad(it->gemm, Td, static_cast<double>(it->gemm.n), e));
+    if (m.bias) ab.kernels.push_back(bias_grad(it->gemm, d.Td, static_cast<double>(it->gemm.n), e));
     // Eager q and kv Linears (one priced GEMM launched twice): autograd adds their two input gradients.
     add_gemm_bwd(ab, it->gemm, sh.eager_launches && it->gemm.launches > 1 ? 1 : 0);
   }
-  add_block_norm(ab, "norm1", act_elems, e, sh, true, input_norm_in_linear(m, sh));
+  add_block_norm(ab, "norm1", d.act_elems, e, sh, true, input_norm_in_linear(m, sh));
+}
 
-  // --- MLP block (dense, or the experts of a mixture-of-experts layer: add_moe_mlp)
+// A dense MLP block; returns its up and down GEMMs (what an FP8 recipe runs in FP8).
+std::vector<Kernel> add_dense_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, const LayerDims& d) {
   const bool glu = m.activation == Activation::SwiGlu;
-  std::vector<Kernel> fp8_linears;  // forward GEMMs an FP8 recipe runs in FP8 (casts added below)
-  if (m.moe) {
-    add_moe_mlp(g, m, sh, act_elems, act, drop_f, drop_b, fp8_linears);
-  } else {
-    const std::int64_t f_local = f / t;
-    Block& mf = g.mlp_fwd;
-    add_block_norm(mf, "norm2", act_elems, e, sh, false, pre_mlp_norm_in_linear(m, sh));
-    const Kernel up = tagged(LayerModule::Mlp, gemm(glu ? "mlp_gate_up" : "mlp_up", T, (glu ? 2 : 1) * f_local, h), FfnStep::Up);
-    const Kernel down = tagged(LayerModule::Mlp, gemm("mlp_down", T, h, f_local), FfnStep::Down);
-    const double ffb = Td * static_cast<double>(f_local) * e;
-    add_ffn_fwd(mf, up, down, name_of(m.activation), glu, ffb);
-    layer_kernels::add_residual(mf, "residual2", act, drop_f, sh);
+  const std::int64_t f_local = m.ffn_hidden / sh.tp;
+  Block& mf = g.mlp_fwd;
+  add_block_norm(mf, "norm2", d.act_elems, d.e, sh, false, pre_mlp_norm_in_linear(m, sh));
+  const Kernel up = tagged(LayerModule::Mlp, gemm(glu ? "mlp_gate_up" : "mlp_up", d.T, (glu ? 2 : 1) * f_local, m.hidden), FfnStep::Up);
+  const Kernel down = tagged(LayerModule::Mlp, gemm("mlp_down", d.T, m.hidden, f_local), FfnStep::Down);
+  const double ffb = d.Td * static_cast<double>(f_local) * d.e;
+  add_ffn_fwd(mf, up, down, name_of(m.activation), glu, ffb);
+  layer_kernels::add_residual(mf, "residual2", d.act, d.drop_f, sh);
 
-    Block& mb = g.mlp_bwd;
-    mb.kernels.push_back(mem("residual2.bwd", 3 * act, true));
-    if (m.dropout) mb.kernels.push_back(mem("dropout2.bwd", drop_b, true));
-    // Row-parallel down bias: added after the TP reduction, over T/t tokens with sequence parallel.
-    add_ffn_bwd(mb, up, down, name_of(m.activation), glu, ffb, m.bias, Td / sp_div, Td, hd, e);
-    add_block_norm(mb, "norm2", act_elems, e, sh, true, pre_mlp_norm_in_linear(m, sh));
-    fp8_linears = {up, down};
-  }
+  Block& mb = g.mlp_bwd;
+  mb.kernels.push_back(mem("residual2.bwd", 3 * d.act, true));
+  if (m.dropout) mb.kernels.push_back(mem("dropout2.bwd", d.drop_b, true));
+  // Row-parallel down bias: added after the TP reduction, over T/t tokens with sequence parallel.
+  add_ffn_bwd(mb, up, down, name_of(m.activation), glu, ffb, m.bias, d.Td / d.sp_div, d.Td, d.hd, d.e);
+  add_block_norm(mb, "norm2", d.act_elems, d.e, sh, true, pre_mlp_norm_in_linear(m, sh));
+  return {up, down};
+}
 
-  // --- embedding (first stage) and output layer (last stage)
-  g.embed_fwd.kernels.push_back(mem("embedding", 2 * Td * hd * e / sp_div));
-  g.embed_bwd.kernels.push_back(mem("embedding.bwd", 3 * Td * hd * e / sp_div, true));
-  const std::int64_t v_local = m.vocab / t;
-  const double logits = Td * static_cast<double>(v_local);  // logit elements on this rank
-  add_norm(g.head_fwd, "final_norm", act_elems, e, sh, false);
-  Kernel lg = gemm("logits", T, v_local, h);
+// The embedding (first stage) and the output layer with its loss (last stage).
+void add_embedding_and_head(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, const LayerDims& d) {
+  g.embed_fwd.kernels.push_back(mem("embedding", 2 * d.Td * d.hd * d.e / d.sp_div));
+  g.embed_bwd.kernels.push_back(mem("embedding.bwd", 3 * d.Td * d.hd * d.e / d.sp_div, true));
+  const std::int64_t v_local = m.vocab / sh.tp;
+  const double logits = d.Td * static_cast<double>(v_local);  // logit elements on this rank
+  add_norm(g.head_fwd, "final_norm", d.act_elems, d.e, sh, false);
+  Kernel lg = gemm("logits", d.T, v_local, m.hidden);
   lg.sixteen_bit = true;  // FP8 recipes convert the transformer layers' linears only
   g.head_fwd.kernels.push_back(lg);
-  add_loss(g.head_fwd, g.head_bwd, logits, e, sh.loss);
-  add_train_metrics(g.metrics, logits, e, sh.train_metrics);
+  add_loss(g.head_fwd, g.head_bwd, logits, d.e, sh.loss);
+  add_train_metrics(g.metrics, logits, d.e, sh.train_metrics);
   add_gemm_bwd(g.head_bwd, lg);
-  add_norm(g.head_bwd, "final_norm", act_elems, e, sh, true);
-  Kernel eh{"", KernelKind::Gemm};
-  if (sh.mtp_layers > 0) {
-    g.mtp_fwd.kernels.push_back(mem("mtp.embedding", 2 * Td * hd * e / sp_div));
-    add_norm(g.mtp_fwd, "mtp.enorm", act_elems, e, sh, false);
-    add_norm(g.mtp_fwd, "mtp.hnorm", act_elems, e, sh, false);
-    g.mtp_fwd.kernels.push_back(mem("mtp.concat", 2 * 2 * act));
-    eh = gemm("mtp.eh_proj", T, h / t, 2 * h);
-    g.mtp_fwd.kernels.push_back(eh);
-    add_gemm_bwd(g.mtp_bwd, eh);
-    g.mtp_bwd.kernels.push_back(mem("mtp.concat.bwd", 2 * 2 * act, true));
-    add_norm(g.mtp_bwd, "mtp.hnorm", act_elems, e, sh, true);
-    add_norm(g.mtp_bwd, "mtp.enorm", act_elems, e, sh, true);
-    g.mtp_bwd.kernels.push_back(mem("mtp.embedding.bwd", 3 * Td * hd * e / sp_div, true));
-    const double li = sh.fp8_gemms ? sh.fp8_saved_input_bytes : e;
-    g.mtp_stored_bytes = (2 * e + 2 * li) * Td * hd / sp_div;
+  add_norm(g.head_bwd, "final_norm", d.act_elems, d.e, sh, true);
+}
+
+// Multi-token prediction modules' own kernels (sh.mtp_layers > 0); returns their eh_proj GEMM.
+Kernel add_mtp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, const LayerDims& d) {
+  const double e = d.e;
+  g.mtp_fwd.kernels.push_back(mem("mtp.embedding", 2 * d.Td * d.hd * e / d.sp_div));
+  add_norm(g.mtp_fwd, "mtp.enorm", d.act_elems, e, sh, false);
+  add_norm(g.mtp_fwd, "mtp.hnorm", d.act_elems, e, sh, false);
+  g.mtp_fwd.kernels.push_back(mem("mtp.concat", 2 * 2 * d.act));
+  const Kernel eh = gemm("mtp.eh_proj", d.T, m.hidden / sh.tp, 2 * m.hidden);
+  g.mtp_fwd.kernels.push_back(eh);
+  add_gemm_bwd(g.mtp_bwd, eh);
+  g.mtp_bwd.kernels.push_back(mem("mtp.concat.bwd", 2 * 2 * d.act, true));
+  add_norm(g.mtp_bwd, "mtp.hnorm", d.act_elems, e, sh, true);
+  add_norm(g.mtp_bwd, "mtp.enorm", d.act_elems, e, sh, true);
+  g.mtp_bwd.kernels.push_back(mem("mtp.embedding.bwd", 3 * d.Td * d.hd * e / d.sp_div, true));
+  const double li = sh.fp8_gemms ? sh.fp8_saved_input_bytes : e;
+  g.mtp_stored_bytes = (2 * e + 2 * li) * d.Td * d.hd / d.sp_div;
+  return eh;
+}
+
+// The FP8 casts of the linears an FP8 recipe runs in FP8 (an MoE layer's experts too, not its
+// router; a Mamba-2 mixer's in_proj and out_proj, not its scan); the output layer stays in 16-bit.
+// A grouped expert GEMM quantizes each expert's rows apart unless the recipe has a fused kernel.
+void add_fp8_casts(const LayerShape& sh, const std::vector<std::tuple<Block*, Block*, Kernel>>& linears) {
+  for (const auto& [fwd, bwd, k] : linears) {
+    const std::int64_t rows = k.m * k.batch;
+    const std::int64_t n = sh.fp8_quantize_launches * (sh.fp8_grouped_quantize_fused ? 1 : k.batch);
+    // (The busiest MoE rank's rows: k.scale.)
+    fwd->kernels.push_back(launched(fp8_cast(k, ".fp8_cast", rows, k.k, false, sh.fp8_cast_bytes * k.scale), n));     // input x [M, K]
+    bwd->kernels.push_back(launched(fp8_cast(k, ".fp8_cast.bwd", rows, k.n, true, sh.fp8_cast_bytes * k.scale), n));  // grad y [M, N]
   }
+}
+
+}  // namespace
+
+LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
+  LayerGraph g;
+  g.shape = sh;
+  const LayerDims d = layer_dims(m, sh);
+  g.tokens = d.Td;
+  g.tp_message_bytes = d.Td * d.hd * d.e;
+  g.p2p_bytes = d.Td * d.hd * d.e / d.sp_div;
+  // Keys and values (MLA: every head's, qk and v wide).
+  const double kv_width = m.mla ? static_cast<double>(m.heads * (m.qk_head_dim() + m.v_head_dim())) : 2.0 * static_cast<double>(m.kv_dim());
+  g.cp_kv_bytes = sh.cp > 1 ? d.Td * kv_width / static_cast<double>(sh.tp) * d.e : 0.0;
+
+  const std::vector<Proj> in_proj = attention_projections(m, sh, d.T);
+  const Kernel attn = attention_core(m, sh);
+  const Kernel proj = add_attention_fwd(g.attn_fwd, m, sh, d, in_proj, attn);
+  add_attention_bwd(g.attn_bwd, g.attn_fwd, m, sh, d, in_proj, attn, proj);
+  // The MLP block: dense, or the experts of a mixture-of-experts layer.
+  std::vector<Kernel> fp8_linears;  // forward GEMMs an FP8 recipe runs in FP8
+  if (m.moe) add_moe_mlp(g, m, sh, d.act_elems, d.act, d.drop_f, d.drop_b, fp8_linears);
+  else fp8_linears = add_dense_mlp(g, m, sh, d);
+  add_embedding_and_head(g, m, sh, d);
+  const Kernel eh = sh.mtp_layers > 0 ? add_mtp(g, m, sh, d) : Kernel{"", KernelKind::Gemm};
   std::vector<Kernel> attn_linears;  // the attention block's GEMMs an FP8 recipe runs in FP8
   for (const Proj& pr : in_proj) attn_linears.push_back(pr.gemm);
   attn_linears.push_back(proj);
@@ -850,7 +930,7 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     attn_linears.clear();
     g.cp_kv_bytes = 0;
     g.attn_tp_comm = kind.type == LayerType::Mamba;
-    if (kind.type == LayerType::Mamba) add_mamba2_block(g, m, sh, drop_f, drop_b, attn_linears);
+    if (kind.type == LayerType::Mamba) add_mamba2_block(g, m, sh, d.drop_f, d.drop_b, attn_linears);
   }
   if (!kind.has_mlp()) {
     g.mlp_fwd = {};
@@ -858,23 +938,12 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
     fp8_linears.clear();
     g.mlp_tp_comm = false;
   }
-  if (sh.fp8_gemms) {
-    // The transformer layers' linear GEMMs run in FP8 (an MoE layer's experts too, not its router;
-    // a Mamba-2 mixer's in_proj and out_proj, not its scan); the output layer stays in 16-bit. A
-    // grouped expert GEMM quantizes all its experts' rows.
-    std::vector<std::tuple<Block*, Block*, Kernel>> linears;
-    for (const Kernel& k : attn_linears) linears.emplace_back(&g.attn_fwd, &g.attn_bwd, k);
-    for (const Kernel& k : fp8_linears) linears.emplace_back(&g.mlp_fwd, &g.mlp_bwd, k);
-    if (sh.mtp_layers > 0) linears.emplace_back(&g.mtp_fwd, &g.mtp_bwd, eh);
-    for (const auto& [fwd, bwd, k] : linears) {
-      const std::int64_t rows = k.m * k.batch;
-      // A grouped GEMM quantizes each expert's rows apart unless the recipe has a fused kernel.
-      const std::int64_t n = sh.fp8_quantize_launches * (sh.fp8_grouped_quantize_fused ? 1 : k.batch);
-      // (The busiest MoE rank's rows: k.scale.)
-      fwd->kernels.push_back(launched(fp8_cast(k, ".fp8_cast", rows, k.k, false, sh.fp8_cast_bytes * k.scale), n));     // input x [M, K]
-      bwd->kernels.push_back(launched(fp8_cast(k, ".fp8_cast.bwd", rows, k.n, true, sh.fp8_cast_bytes * k.scale), n));  // grad y [M, N]
-    }
-  }
+  if (!sh.fp8_gemms) return g;
+  std::vector<std::tuple<Block*, Block*, Kernel>> linears;
+  for (const Kernel& k : attn_linears) linears.emplace_back(&g.attn_fwd, &g.attn_bwd, k);
+  for (const Kernel& k : fp8_linears) linears.emplace_back(&g.mlp_fwd, &g.mlp_bwd, k);
+  if (sh.mtp_layers > 0) linears.emplace_back(&g.mtp_fwd, &g.mtp_bwd, eh);
+  add_fp8_casts(sh, linears);
   return g;
 }
 
