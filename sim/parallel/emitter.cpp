@@ -113,132 +113,120 @@ Layout make_layout(const Scenario& s) {
   return l;
 }
 
-BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
-  const auto& c = in.cost;
-  BlockTimes t;
-  double g_af = 0, g_mf = 0, g_ab = 0, g_mb = 0;
-  t.attn_f = block_s(c, g.attn_fwd, nullptr, &g_af);
-  t.mlp_f = block_s(c, g.mlp_fwd, nullptr, &g_mf);
-  t.attn_b = block_s(c, g.attn_bwd, &t.attn_w, &g_ab);
-  t.mlp_b = block_s(c, g.mlp_bwd, &t.mlp_w, &g_mb);
-  t.embed_f = block_s(c, g.embed_fwd);
-  t.mtp_f = block_s(c, g.mtp_fwd);
-  t.mtp_b = block_s(c, g.mtp_bwd);
-  t.mtp_f_flops = g.mtp_fwd.model_flops();
-  t.embed_b = block_s(c, g.embed_bwd);
-  t.head_f = block_s(c, g.head_fwd);
-  t.head_b = block_s(c, g.head_bwd, &t.head_w);
-  t.metrics = block_s(c, g.metrics);
-  if (in.scenario.parallel.recompute == Recompute::Selective) {
-    // Megatron-Core's selective recompute replays the forward kernels of each recomputed module
-    // (ParallelSpec::recompute_modules) before its backward, a fused attention kernel where the
-    // stack does (recompute_fused_attention); an MoE block's replay includes its dispatch and
-    // combine all-to-alls (added below with them).
-    const ParallelSpec& par = in.scenario.parallel;
-    for (const Kernel& k : replayed_kernels(g, par.recompute_modules, par.recompute_fused_attention).kernels) {
-      t.attn_recompute_selective += kernel_seconds(c, k);
-      t.selective_recompute_flops += k.model_flops;
-      t.selective_recompute_hw += k.flops;
-    }
+namespace {
+
+// Megatron-Core's selective recompute replays the forward kernels of each recomputed module
+// (ParallelSpec::recompute_modules) before its backward, a fused attention kernel where the stack
+// does (recompute_fused_attention); an MoE block's replay includes its dispatch and combine
+// all-to-alls (added with them, add_ep_comm_times).
+void add_selective_recompute_times(BlockTimes& t, const CostModel& c, const ParallelSpec& par, const LayerGraph& g) {
+  for (const Kernel& k : replayed_kernels(g, par.recompute_modules, par.recompute_fused_attention).kernels) {
+    t.attn_recompute_selective += kernel_seconds(c, k);
+    t.selective_recompute_flops += k.model_flops;
+    t.selective_recompute_hw += k.flops;
   }
-  if (in.scenario.parallel.recompute == Recompute::SelectiveOp) {
-    // torchtitan's op-level SAC replays every elementwise op and the even-numbered matmuls of the
-    // layer in call order: wk (its share of the fused QKV GEMM), wo, and w3 (half of the fused
-    // gate/up GEMM) with SwiGLU, or w2 (the down projection) without. The fused attention is saved.
-    const ModelSpec& m = in.scenario.model;
-    const double h = static_cast<double>(m.hidden), kv = static_cast<double>(m.kv_dim());
-    const bool glu = m.activation == Activation::SwiGlu;
-    for (const Block* b : {&g.attn_fwd, &g.mlp_fwd})
-      for (const auto& k : b->kernels) {
-        double share = 0;
-        const LayerModule mod = k.module;
-        if (k.kind == KernelKind::Memory) share = 1;
-        else if (mod == LayerModule::QkvProj) share = kv / (h + 2 * kv);
-        else if (mod == LayerModule::AttnOut) share = 1;
-        else if (mod == LayerModule::Mlp && k.ffn == FfnStep::Up && glu) share = 0.5;
-        else if (mod == LayerModule::Mlp && k.ffn == FfnStep::Down && !glu) share = 1;
-        else if (mod == LayerModule::CoreAttn) share = 1;  // unfused: batched, not saved
-        t.op_sac_recompute += share * kernel_seconds(c, k);
-        t.op_sac_flops += share * k.model_flops;
-        t.op_sac_hw += share * k.flops;
-      }
+}
+
+// torchtitan's op-level SAC replays every elementwise op and the even-numbered matmuls of the
+// layer in call order: wk (its share of the fused QKV GEMM), wo, and w3 (half of the fused
+// gate/up GEMM) with SwiGLU, or w2 (the down projection) without. The fused attention is saved.
+void add_op_sac_times(BlockTimes& t, const CostModel& c, const ModelSpec& m, const LayerGraph& g) {
+  const double h = static_cast<double>(m.hidden), kv = static_cast<double>(m.kv_dim());
+  const bool glu = m.activation == Activation::SwiGlu;
+  for (const Block* b : {&g.attn_fwd, &g.mlp_fwd})
+    for (const auto& k : b->kernels) {
+      double share = 0;
+      const LayerModule mod = k.module;
+      if (k.kind == KernelKind::Memory) share = 1;
+      else if (mod == LayerModule::QkvProj) share = kv / (h + 2 * kv);
+      else if (mod == LayerModule::AttnOut) share = 1;
+      else if (mod == LayerModule::Mlp && k.ffn == FfnStep::Up && glu) share = 0.5;
+      else if (mod == LayerModule::Mlp && k.ffn == FfnStep::Down && !glu) share = 1;
+      else if (mod == LayerModule::CoreAttn) share = 1;  // unfused: batched, not saved
+      t.op_sac_recompute += share * kernel_seconds(c, k);
+      t.op_sac_flops += share * k.model_flops;
+      t.op_sac_hw += share * k.flops;
+    }
+}
+
+// The blocks' GEMM seconds (tp_comm_overlap hides the TP collectives under them).
+struct BlockGemmSeconds {
+  double attn_f = 0, mlp_f = 0, attn_b = 0, mlp_b = 0;
+};
+
+// Megatron: one all-reduce per block forward and one backward; with sequence parallel an
+// all-gather before and a reduce-scatter after the block, the same volume.
+void add_tp_comm_times(BlockTimes& t, const LoweringInput& in, const Layout& l, const LayerGraph& g, const BlockGemmSeconds& gs) {
+  if (in.scenario.parallel.sequence_parallel) {
+    t.tp_comm_f = in.network.time_s(l.tp_group(CollOp::AllGather, g.tp_message_bytes)) +
+                  in.network.time_s(l.tp_group(CollOp::ReduceScatter, g.tp_message_bytes));
+  } else {
+    t.tp_comm_f = in.network.time_s(l.tp_group(CollOp::AllReduce, g.tp_message_bytes));
   }
-  t.attn_f_flops = g.attn_fwd.model_flops();
-  t.mlp_f_flops = g.mlp_fwd.model_flops();
-  t.head_f_flops = g.head_fwd.model_flops();
-  t.attn_f_hw = g.attn_fwd.flops();
-  t.mlp_f_hw = g.mlp_fwd.flops();
-  t.head_f_hw = g.head_fwd.flops();
-  t.mtp_f_hw = g.mtp_fwd.flops();
-  const Layout l = make_layout(in.scenario);
-  if (l.tp > 1) {
-    // Megatron: one all-reduce per block forward and one backward; with sequence parallel an
-    // all-gather before and a reduce-scatter after the block, the same volume.
-    if (in.scenario.parallel.sequence_parallel) {
-      t.tp_comm_f = in.network.time_s(l.tp_group(CollOp::AllGather, g.tp_message_bytes)) +
-                    in.network.time_s(l.tp_group(CollOp::ReduceScatter, g.tp_message_bytes));
-    } else {
-      t.tp_comm_f = in.network.time_s(l.tp_group(CollOp::AllReduce, g.tp_message_bytes));
-    }
-    t.tp_comm_b = t.tp_comm_f;
-    t.mlp_tp_comm = g.mlp_tp_comm;
-    t.attn_tp_comm = g.attn_tp_comm;
-    if (in.scenario.parallel.tp_comm_overlap) {
-      // Each block's collectives run in chunks under its GEMMs (sim/parallel/comm_overlap.h);
-      // the exposed share and the GEMMs' slowdown are folded into the block's time.
-      const TpOverlapPricing o = tp_overlap_pricing(c.profile());
-      const double sd = o.gemm_slowdown;
-      if (t.attn_tp_comm) {
-        t.attn_f += overlap_extra(g_af, t.tp_comm_f, sd, o.exposed_fwd);
-        t.attn_b += overlap_extra(g_ab, t.tp_comm_b, sd, o.exposed_bwd);
-      }
-      if (t.mlp_tp_comm) {
-        t.mlp_f += overlap_extra(g_mf, t.tp_comm_f, sd, o.exposed_fwd);
-        t.mlp_b += overlap_extra(g_mb, t.tp_comm_b, sd, o.exposed_bwd);
-      }
-      t.tp_comm_hidden_f = (1 - o.exposed_fwd) * t.tp_comm_f;
-      t.tp_comm_hidden_b = (1 - o.exposed_bwd) * t.tp_comm_b;
-      t.tp_comm_f = t.tp_comm_b = 0;
-    }
+  t.tp_comm_b = t.tp_comm_f;
+  t.mlp_tp_comm = g.mlp_tp_comm;
+  t.attn_tp_comm = g.attn_tp_comm;
+  if (!in.scenario.parallel.tp_comm_overlap) return;
+  // Each block's collectives run in chunks under its GEMMs (sim/parallel/comm_overlap.h); the
+  // exposed share and the GEMMs' slowdown are folded into the block's time.
+  const TpOverlapPricing o = tp_overlap_pricing(in.cost.profile());
+  const double sd = o.gemm_slowdown;
+  if (t.attn_tp_comm) {
+    t.attn_f += overlap_extra(gs.attn_f, t.tp_comm_f, sd, o.exposed_fwd);
+    t.attn_b += overlap_extra(gs.attn_b, t.tp_comm_b, sd, o.exposed_bwd);
   }
-  if (g.ep_message_bytes > 0) {
-    // The token dispatcher: one all-to-all sends the routed tokens to their experts' ranks, one
-    // brings the outputs back; backward runs both for the gradients. Each blocks the layer (no
-    // overlap with the experts' GEMMs modelled). Megatron-Core's alltoall dispatcher sends a copy
-    // per routed expert over NCCL; DeepEP's and HybridEP's kernels a copy per destination rank and
-    // node, with their own per-rank loads (sim/parallel/moe_dispatch.h).
-    CollectiveSpec a2a_spec = l.ep_group(CollOp::AllToAll, g.ep_message_bytes);
-    const MoeDispatcher disp = in.scenario.parallel.moe_dispatcher;
-    if (disp != MoeDispatcher::AllToAll) {
-      const MoeSpec& moe = *in.scenario.model.moe;
-      // ep_message_bytes carries the busiest rank's copies; the shape counts each routed token once.
-      const double load = g.shape.moe_busiest;
-      const DispatchShape shape{g.ep_message_bytes / (static_cast<double>(moe.top_k) * load), moe.experts, moe.top_k, a2a_spec.ranks,
-                                a2a_spec.ranks_per_node, load};
-      const DispatchTraffic traffic = dispatch_traffic(disp, shape);
-      a2a_spec.loads = traffic.loads();
-      const DispatchRates rates = dispatch_rates(c.profile(), in.scenario.cluster.intra_kind, disp, traffic.nodes, traffic.ranks_per_node);
-      a2a_spec.loads->nic_efficiency = rates.nic;
-      a2a_spec.loads->nvlink_efficiency = rates.nvlink;
-    }
-    const double a2a = in.network.time_s(a2a_spec);
-    t.ep_comm_f = 2 * a2a;
-    t.ep_comm_b = 2 * a2a;
-    if (in.scenario.parallel.recompute == Recompute::Selective && in.scenario.parallel.recompute_modules.has(RecomputeModule::Moe))
-      t.attn_recompute_selective += t.ep_comm_f;
-    if (in.scenario.parallel.ep_comm_overlap) {
-      // Hidden under the layer's compute of the microbatch it is paired with (the same pass's
-      // layer stands in for it), which runs slower while the all-to-alls run; what does not fit
-      // stays exposed (overlap_extra_while_running). The
-      // passes with no partner (ep_overlap_paired_share) keep their all-to-alls exposed: every
-      // layer carries that share of them.
-      const double sd = c.profile().overlap_compute_slowdown.value, paired = ep_overlap_paired_share(in.scenario);
-      t.mlp_f += paired * overlap_extra_while_running(t.attn_f + t.mlp_f, t.ep_comm_f, sd);
-      t.mlp_b += paired * overlap_extra_while_running(t.attn_b + t.mlp_b, t.ep_comm_b, sd);
-      t.ep_comm_f *= 1 - paired;
-      t.ep_comm_b *= 1 - paired;
-    }
+  if (t.mlp_tp_comm) {
+    t.mlp_f += overlap_extra(gs.mlp_f, t.tp_comm_f, sd, o.exposed_fwd);
+    t.mlp_b += overlap_extra(gs.mlp_b, t.tp_comm_b, sd, o.exposed_bwd);
   }
+  t.tp_comm_hidden_f = (1 - o.exposed_fwd) * t.tp_comm_f;
+  t.tp_comm_hidden_b = (1 - o.exposed_bwd) * t.tp_comm_b;
+  t.tp_comm_f = t.tp_comm_b = 0;
+}
+
+// One all-to-all of the token dispatcher. Megatron-Core's alltoall dispatcher sends a copy per
+// routed expert over NCCL; DeepEP's and HybridEP's kernels a copy per destination rank and node,
+// with their own per-rank loads (sim/parallel/moe_dispatch.h).
+double ep_all_to_all_s(const LoweringInput& in, const Layout& l, const LayerGraph& g) {
+  CollectiveSpec a2a_spec = l.ep_group(CollOp::AllToAll, g.ep_message_bytes);
+  const MoeDispatcher disp = in.scenario.parallel.moe_dispatcher;
+  if (disp != MoeDispatcher::AllToAll) {
+    const MoeSpec& moe = *in.scenario.model.moe;
+    // ep_message_bytes carries the busiest rank's copies; the shape counts each routed token once.
+    const double load = g.shape.moe_busiest;
+    const DispatchShape shape{g.ep_message_bytes / (static_cast<double>(moe.top_k) * load), moe.experts, moe.top_k, a2a_spec.ranks,
+                              a2a_spec.ranks_per_node, load};
+    const DispatchTraffic traffic = dispatch_traffic(disp, shape);
+    a2a_spec.loads = traffic.loads();
+    const DispatchRates rates = dispatch_rates(in.cost.profile(), in.scenario.cluster.intra_kind, disp, traffic.nodes, traffic.ranks_per_node);
+    a2a_spec.loads->nic_efficiency = rates.nic;
+    a2a_spec.loads->nvlink_efficiency = rates.nvlink;
+  }
+  return in.network.time_s(a2a_spec);
+}
+
+// The token dispatcher: one all-to-all sends the routed tokens to their experts' ranks, one brings
+// the outputs back; backward runs both for the gradients. Each blocks the layer unless
+// ep_comm_overlap hides it.
+void add_ep_comm_times(BlockTimes& t, const LoweringInput& in, const Layout& l, const LayerGraph& g) {
+  const double a2a = ep_all_to_all_s(in, l, g);
+  const ParallelSpec& par = in.scenario.parallel;
+  t.ep_comm_f = 2 * a2a;
+  t.ep_comm_b = 2 * a2a;
+  if (par.recompute == Recompute::Selective && par.recompute_modules.has(RecomputeModule::Moe)) t.attn_recompute_selective += t.ep_comm_f;
+  if (!par.ep_comm_overlap) return;
+  // Hidden under the layer's compute of the microbatch it is paired with (the same pass's layer
+  // stands in for it), which runs slower while the all-to-alls run; what does not fit stays
+  // exposed (overlap_extra_while_running). The passes with no partner (ep_overlap_paired_share)
+  // keep their all-to-alls exposed: every layer carries that share of them.
+  const double sd = in.cost.profile().overlap_compute_slowdown.value, paired = ep_overlap_paired_share(in.scenario);
+  t.mlp_f += paired * overlap_extra_while_running(t.attn_f + t.mlp_f, t.ep_comm_f, sd);
+  t.mlp_b += paired * overlap_extra_while_running(t.attn_b + t.mlp_b, t.ep_comm_b, sd);
+  t.ep_comm_f *= 1 - paired;
+  t.ep_comm_b *= 1 - paired;
+}
+
+void add_cp_comm_times(BlockTimes& t, const LoweringInput& in, const Layout& l, const LayerGraph& g) {
   if (in.scenario.parallel.cp_allgather()) {
     // All-gather context parallelism: every rank's K and V gathered (cp x the local blocks), and
     // their gradients reduce-scattered back to the ranks that own them.
@@ -252,6 +240,40 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
     t.cp_comm_f = static_cast<double>(l.cp - 1) * step;
     t.cp_comm_b = 2 * t.cp_comm_f;
   }
+}
+
+}  // namespace
+
+BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
+  const auto& c = in.cost;
+  BlockTimes t;
+  BlockGemmSeconds gs;
+  t.attn_f = block_s(c, g.attn_fwd, nullptr, &gs.attn_f);
+  t.mlp_f = block_s(c, g.mlp_fwd, nullptr, &gs.mlp_f);
+  t.attn_b = block_s(c, g.attn_bwd, &t.attn_w, &gs.attn_b);
+  t.mlp_b = block_s(c, g.mlp_bwd, &t.mlp_w, &gs.mlp_b);
+  t.embed_f = block_s(c, g.embed_fwd);
+  t.mtp_f = block_s(c, g.mtp_fwd);
+  t.mtp_b = block_s(c, g.mtp_bwd);
+  t.mtp_f_flops = g.mtp_fwd.model_flops();
+  t.embed_b = block_s(c, g.embed_bwd);
+  t.head_f = block_s(c, g.head_fwd);
+  t.head_b = block_s(c, g.head_bwd, &t.head_w);
+  t.metrics = block_s(c, g.metrics);
+  const Recompute rc = in.scenario.parallel.recompute;
+  if (rc == Recompute::Selective) add_selective_recompute_times(t, c, in.scenario.parallel, g);
+  if (rc == Recompute::SelectiveOp) add_op_sac_times(t, c, in.scenario.model, g);
+  t.attn_f_flops = g.attn_fwd.model_flops();
+  t.mlp_f_flops = g.mlp_fwd.model_flops();
+  t.head_f_flops = g.head_fwd.model_flops();
+  t.attn_f_hw = g.attn_fwd.flops();
+  t.mlp_f_hw = g.mlp_fwd.flops();
+  t.head_f_hw = g.head_fwd.flops();
+  t.mtp_f_hw = g.mtp_fwd.flops();
+  const Layout l = make_layout(in.scenario);
+  if (l.tp > 1) add_tp_comm_times(t, in, l, g, gs);
+  if (g.ep_message_bytes > 0) add_ep_comm_times(t, in, l, g);
+  add_cp_comm_times(t, in, l, g);
   return t;
 }
 
