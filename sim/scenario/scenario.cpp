@@ -311,12 +311,12 @@ void check_moe_features(const Scenario& s, const std::string& par) {
                                         "Megatron-Core's transformer_config.py refuses it)");
 }
 
-void validate(const Scenario& s, const JsonObject& root) {
+// The parallel layout against the cluster, the batch and the model's dimensions.
+void check_layout(const Scenario& s, const std::string& par) {
   const auto& p = s.parallel;
   const auto& m = s.model;
   const auto& t = s.training;
-  const std::string par = "/parallel";
-  auto fail = [&](const std::string& ptr, const std::string& msg) { throw_config(s.file, ptr, msg); };
+  const auto fail = [&](const std::string& ptr, const std::string& msg) { throw_config(s.file, ptr, msg); };
   // In double: each factor may be up to 2^24, so the int64 product can overflow before the check.
   const double prod = static_cast<double>(p.dp) * static_cast<double>(p.tp) * static_cast<double>(p.pp) * static_cast<double>(p.cp);
   if (prod != static_cast<double>(s.cluster.gpus()))
@@ -344,6 +344,14 @@ void validate(const Scenario& s, const JsonObject& root) {
   if (m.mamba && p.cp > 1) fail(par + "/cp", "context parallelism with Mamba-2 layers (model.mamba) is not modelled");
   if (m.head_dim_override > 0 && m.q_dim() % p.tp != 0)
     fail(par + "/tp", "the query projection (heads x head_dim = " + itos(m.q_dim()) + ") must be divisible by tp (" + itos(p.tp) + ")");
+}
+
+// Expert parallelism, its dispatcher and the routing keys against the model's experts.
+void check_moe_layout(const Scenario& s, const JsonObject& root, const std::string& par) {
+  const auto& p = s.parallel;
+  const auto& m = s.model;
+  const auto& t = s.training;
+  const auto fail = [&](const std::string& ptr, const std::string& msg) { throw_config(s.file, ptr, msg); };
   if (p.moe_dispatcher != MoeDispatcher::AllToAll && !m.moe)
     fail(par + "/moe_dispatcher", "\"" + name_of(p.moe_dispatcher) + "\" dispatches a mixture-of-experts layer's tokens, but the model has "
                                   "no experts (model.moe)");
@@ -392,6 +400,14 @@ void validate(const Scenario& s, const JsonObject& root) {
       if (root.object("training").has(key))
         fail(std::string("/training/") + key, "routes a mixture-of-experts layer's tokens, but the model has no experts (model.moe)");
   }
+}
+
+// Context parallelism, multi-token prediction, metrics, sequence parallelism and offloading.
+void check_training_features(const Scenario& s, const std::string& par) {
+  const auto& p = s.parallel;
+  const auto& m = s.model;
+  const auto& t = s.training;
+  const auto fail = [&](const std::string& ptr, const std::string& msg) { throw_config(s.file, ptr, msg); };
   if (t.seq_len % p.cp != 0) fail(par + "/cp", "seq_len (" + itos(t.seq_len) + ") must be divisible by cp (" + itos(p.cp) + ")");
   if (t.mtp_layers > 0 && !m.hybrid_pattern.empty())
     fail("/training/mtp_layers", "multi-token prediction in a hybrid model (model.hybrid_pattern) is not modelled: Megatron-Core describes "
@@ -423,8 +439,13 @@ void validate(const Scenario& s, const JsonObject& root) {
   if (p.sequence_parallel && (t.seq_len / p.cp) % p.tp != 0)
     fail(par + "/sequence_parallel", "sequence parallel splits each sequence over the tp ranks: seq_len / cp (" +
                                          itos(t.seq_len / p.cp) + ") must be divisible by tp (" + itos(p.tp) + ")");
-  check_schedule(s, par);
-  check_moe_features(s, par);
+}
+
+// Sharding, the kernels the training settings name, and the sequence, against the model and the GPU profile.
+void check_sharding_and_kernels(const Scenario& s, const std::string& par) {
+  const auto& p = s.parallel;
+  const auto& t = s.training;
+  const auto fail = [&](const std::string& ptr, const std::string& msg) { throw_config(s.file, ptr, msg); };
   if (p.fsdp && p.zero_stage != 0) fail(par + "/zero_stage", "set either fsdp or zero_stage, not both");
   if (p.fsdp && p.fsdp->offload && p.fsdp->sharding == FsdpSharding::GradOp)
     fail(par + "/fsdp/offload", "CPU offload is modelled for \"full\" and \"hybrid\" sharding (parameters gathered per unit), not \"grad_op\"");
@@ -461,9 +482,16 @@ void validate(const Scenario& s, const JsonObject& root) {
     fail("/training/fp8_recipe", gd + " needs block-scaled " + (gd == "mxfp8" ? "FP8" : "FP4") +
                                      " tensor cores (Blackwell): the GPU profile \"" + s.profile.name + "\" (" + s.profile.file +
                                      ") has no compute.peak_tflops." + gd + " and compute.gemm_max_efficiency." + gd);
-  if (m.position_embedding == PositionEmbedding::Learned && t.seq_len > m.max_positions)
+  if (s.model.position_embedding == PositionEmbedding::Learned && t.seq_len > s.model.max_positions)
     fail("/training/seq_len", "seq_len " + itos(t.seq_len) + " is longer than the model's learned position table (max_positions " +
-                                  itos(m.max_positions) + "): positions past it have no embedding");
+                                  itos(s.model.max_positions) + "): positions past it have no embedding");
+}
+
+// The layers' split over the pipeline's stages and chunks, and what recompute_num_layers counts.
+void check_pipeline_split(const Scenario& s, const std::string& par) {
+  const auto& p = s.parallel;
+  const auto& m = s.model;
+  const auto fail = [&](const std::string& ptr, const std::string& msg) { throw_config(s.file, ptr, msg); };
   if (p.pp > m.layers)
     fail(par + "/pp", "pp " + itos(p.pp) + " is more than the model's " + itos(m.layers) +
                           " layers: every pipeline stage needs at least one transformer layer");
@@ -507,7 +535,17 @@ void validate(const Scenario& s, const JsonObject& root) {
       fail(par + "/recompute_num_layers", "recomputes " + itos(p.recompute_num_layers) + " layers of each model chunk, but the largest chunk has " +
                                               itos(most) + " (model layers over pp*vpp)");
   }
-  (void)root;
+}
+
+void validate(const Scenario& s, const JsonObject& root) {
+  const std::string par = "/parallel";
+  check_layout(s, par);
+  check_moe_layout(s, root, par);
+  check_training_features(s, par);
+  check_schedule(s, par);
+  check_moe_features(s, par);
+  check_sharding_and_kernels(s, par);
+  check_pipeline_split(s, par);
 }
 
 // For an error in a scenario that names a stack: which values the stack supplied.
