@@ -388,16 +388,17 @@ Kernel expert_bias_ops(const Kernel& fc2, double rows, double h, double e, std::
   return k;
 }
 
-// A clamped gated activation (ModelSpec::activation_clamp, GPT-OSS) under TEGroupedMLP's Python
-// path: weighted_bias_quick_geglu_impl (megatron/core/fusions/fused_bias_geglu.py, core_v0.15.0 to
-// core_v0.19.0) clamps the gate and the linear halves of fc1's output and concatenates them before
-// its fused kernel, and makes its linear offset a device tensor (torch.tensor of a Python float: a
-// host-to-device copy). Bytes, in passes over one half (rows x ffn width): forward two clamps each
-// reading and writing its half and the cat reading and writing both (8); backward each clamp's
-// gradient reading the gradient and its input and writing (6) and the chunk's gradient
-// concatenating the two (4). Tagged as the activation, so moe_act recompute replays the forward.
-// TE's fused grouped MLP (use_transformer_engine_op_fuser) clamps inside its kernel.
-Kernel expert_act_clamp(const Kernel& fc1, double half_bytes, bool backward) {
+// A clamped gated activation (ModelSpec::activation_clamp, GPT-OSS) under Megatron-Core's MLP and
+// TEGroupedMLP: weighted_bias_quick_geglu_impl (megatron/core/fusions/fused_bias_geglu.py,
+// core_v0.15.0 to core_v0.19.0; called from mlp.py and experts.py) clamps the gate and the linear
+// halves of fc1's output and concatenates them before its fused kernel, and makes its linear offset
+// a device tensor (torch.tensor of a Python float: a host-to-device copy). Bytes, in passes over one
+// half (rows x ffn width): forward two clamps each reading and writing its half and the cat reading
+// and writing both (8); backward each clamp's gradient reading the gradient and its input and
+// writing (6) and the chunk's gradient concatenating the two (4). Tagged as the activation, so
+// moe_act (mlp) recompute replays the forward. TE's fused grouped MLP (use_transformer_engine_op_fuser)
+// clamps inside its kernel; eager PyTorch modules are not priced with it.
+Kernel act_clamp(const Kernel& fc1, double half_bytes, bool backward) {
   const std::string name = fc1.name + (backward ? ".clamp.bwd" : ".clamp");
   Kernel k = launched(tagged(fc1.module, mem(name, (backward ? 10 : 8) * half_bytes, backward, MemClass::Activation), FfnStep::Activation),
                       backward ? 3 : 4);
@@ -557,13 +558,15 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   // The forward's fc1 also launches the expert offsets' kernels (its backward GEMMs do not).
   add_ffn_fwd(mf, launched(fc1, ml.expert_gemm + ml.expert_offsets), fc2, act_name, glu, ffb, ml.activation);
   const bool clamp = glu && m.activation_clamp > 0 && sh.moe_python_glue;
-  if (clamp) insert_beside(mf, act_name, expert_act_clamp(fc1, ffb, false), false);
+  if (clamp) insert_beside(mf, act_name, act_clamp(fc1, ffb, false), false);
   const bool bias_loop = m.bias && sh.moe_python_glue;
   if (bias_loop) mf.kernels.push_back(expert_bias_ops(fc2, rows, hd, e, local_experts, false));
   mf.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.unpermute", (copies + Tr) * hd * e)), ml.unpermute));
   const SharedMlp sx = shared_experts(m, sh, T_r);
+  const bool shared_clamp = glu && m.activation_clamp > 0 && !sh.eager_launches;  // an MLP: always Megatron-Core's clamps
   if (sx.width > 0) {
     add_ffn_fwd(mf, sx.up, sx.down, sx.act, glu, sx.ffb);
+    if (shared_clamp) insert_beside(mf, sx.act, act_clamp(sx.up, sx.ffb, false), false);
     mf.kernels.push_back(tagged(LayerModule::SharedExperts, mem("shared_experts.add", 3 * Tr * hd * e)));
   }
   layer_kernels::add_residual(mf, "residual2", act, drop_f, sh);
@@ -574,8 +577,9 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   mb.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.unpermute.bwd", (Tr + 2 * copies) * hd * e, true)), ml.unpermute_bwd));
   if (bias_loop) mb.kernels.push_back(expert_bias_ops(fc2, rows, hd, e, local_experts, true));
   add_ffn_bwd(mb, fc1, fc2, act_name, glu, ffb, m.bias, rows, rows, hd, e, ml.activation_bwd, !bias_loop);
-  if (clamp) insert_beside(mb, act_name + ".bwd", expert_act_clamp(fc1, ffb, true), true);
+  if (clamp) insert_beside(mb, act_name + ".bwd", act_clamp(fc1, ffb, true), true);
   if (sx.width > 0) add_ffn_bwd(mb, sx.up, sx.down, sx.act, glu, sx.ffb, m.bias, Tr, Tr, hd, e);
+  if (sx.width > 0 && shared_clamp) insert_beside(mb, sx.act + ".bwd", act_clamp(sx.up, sx.ffb, true), true);
   mb.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.permute.bwd", (copies + Tr) * hd * e, true)), ml.permute_bwd));
   mb.kernels.push_back(launched(tagged(LayerModule::Router, mem("router.softmax_topk.bwd", (e + 8) * Tr * Ed, true)), ml.router_bwd));
   add_gemm_bwd(mb, router);
@@ -836,6 +840,8 @@ std::vector<Kernel> add_dense_mlp(LayerGraph& g, const ModelSpec& m, const Layer
   const Kernel down = tagged(LayerModule::Mlp, gemm("mlp_down", d.T, m.hidden, f_local), FfnStep::Down);
   const double ffb = d.Td * static_cast<double>(f_local) * d.e;
   add_ffn_fwd(mf, up, down, name_of(m.activation), glu, ffb);
+  const bool clamp = glu && m.activation_clamp > 0 && !sh.eager_launches;
+  if (clamp) insert_beside(mf, name_of(m.activation), act_clamp(up, ffb, false), false);
   layer_kernels::add_residual(mf, "residual2", d.act, d.drop_f, sh);
 
   Block& mb = g.mlp_bwd;
@@ -843,6 +849,7 @@ std::vector<Kernel> add_dense_mlp(LayerGraph& g, const ModelSpec& m, const Layer
   if (m.dropout) mb.kernels.push_back(mem("dropout2.bwd", d.drop_b, true));
   // Row-parallel down bias: added after the TP reduction, over T/t tokens with sequence parallel.
   add_ffn_bwd(mb, up, down, name_of(m.activation), glu, ffb, m.bias, d.Td / d.sp_div, d.Td, d.hd, d.e);
+  if (clamp) insert_beside(mb, name_of(m.activation) + ".bwd", act_clamp(up, ffb, true), true);
   add_block_norm(mb, "norm2", d.act_elems, d.e, sh, true, pre_mlp_norm_in_linear(m, sh));
   return {up, down};
 }

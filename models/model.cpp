@@ -374,6 +374,8 @@ ModelSpec parse_model(const JsonObject& o) {
   m.sliding_window = o.integer("sliding_window", 0, big, 0);
   m.full_attention_interval = o.integer("full_attention_interval", 0, m.layers, 0);
   m.activation_clamp = o.number("activation_clamp", 0, 1e30, 0);
+  if (m.activation_clamp > 0 && m.activation != Activation::SwiGlu)
+    o.fail("activation_clamp", "clamps a gated activation's two inputs; the model's activation is \"" + name_of(m.activation) + "\", not gated");
   if (auto mamba = o.object_opt("mamba")) {
     MambaSpec s;
     s.heads = mamba->integer("heads", 1, big);
