@@ -260,186 +260,221 @@ std::pair<Figure*, Figure*> Profile::attention_efficiency(const std::string& ker
   return {const_cast<Figure*>(f), const_cast<Figure*>(b)};
 }
 
+namespace {
+
+void parse_device(const JsonObject& d, Profile& p) {
+  p.device.name = d.str("name");
+  p.device.sms = d.integer("sms", 1, 100000);
+  p.device.memory_bytes = d.number("memory_bytes", 1, 1e15);
+  p.device.how = d.choice("how", {"measured", "imported", "datasheet"});
+  p.device.date = d.str("date", "");
+  p.device.driver = d.str("driver", "");
+  p.device.cuda = d.str("cuda", "");
+  p.device.nccl = d.str("nccl", "");
+  p.device.cublas = d.str("cublas", "");
+  p.device.source = d.str("source");
+  d.finish({"cudnn", "clocks_mhz", "command"});
+}
+
+// Peak rates and the best-shape GEMM efficiency per data type.
+void parse_gemm_rates(const JsonObject& c, Profile& p) {
+  const JsonObject peaks = c.object("peak_tflops");
+  for (const auto& dt : kGemmDtypes)
+    if (peaks.has(dt)) p.peak_tflops[dt] = figure(peaks, dt, 1e-3, 1e6);
+  peaks.finish();
+  const JsonObject effs = c.object("gemm_max_efficiency");
+  for (const auto& dt : kGemmDtypes) {
+    if (!effs.has(dt)) continue;
+    p.gemm_max_efficiency[dt] = figure(effs, dt, 0.01, 1.0, {"shape_mnk"});
+    const JsonObject e = effs.object(dt);
+    if (e.has("shape_mnk")) {
+      const Json& s = e.raw("shape_mnk");
+      if (!s.is_array() || s.size() != 3 || !s[0].is_number_integer() || !s[1].is_number_integer() ||
+          !s[2].is_number_integer() || s[0].get<std::int64_t>() < 1 || s[1].get<std::int64_t>() < 1 || s[2].get<std::int64_t>() < 1)
+        e.fail("shape_mnk", "expected [m, n, k]: the GEMM shape the best-shape efficiency was measured at, positive integers");
+      p.gemm_best_shape[dt] = {s[0].get<std::int64_t>(), s[1].get<std::int64_t>(), s[2].get<std::int64_t>()};
+    }
+  }
+  effs.finish();
+}
+
+// The GEMM kernel model's figures: fixed time, epilogue rate, tile, unaligned-shape ratio.
+void parse_gemm_kernel(const JsonObject& c, Profile& p) {
+  p.gemm_fixed_us = figure(c, "gemm_fixed_us", 0, 1e4);
+  p.gemm_epilogue_gbps = figure(c, "gemm_epilogue_gbps", 1, 1e6);
+  p.gemm_tile_m = figure(c, "gemm_tile_m", 1, 4096);
+  p.gemm_tile_n = figure(c, "gemm_tile_n", 1, 4096);
+  p.gemm_unaligned_ratio = figure(c, "gemm_unaligned_ratio", 0.05, 1.0);
+  p.has_attention_gemm_unaligned_ratio = c.has("attention_gemm_unaligned_ratio");
+  if (p.has_attention_gemm_unaligned_ratio) {
+    p.attention_gemm_unaligned_ratio = figure(c, "attention_gemm_unaligned_ratio", 0.01, 1.0);
+  } else {
+    p.attention_gemm_unaligned_ratio = p.gemm_unaligned_ratio;
+    p.attention_gemm_unaligned_ratio.low = p.attention_gemm_unaligned_ratio.high = p.gemm_unaligned_ratio.value;
+    p.attention_gemm_unaligned_ratio.source =
+        "not in the profile: compute.gemm_unaligned_ratio (" + p.gemm_unaligned_ratio.source + ")";
+  }
+}
+
+// The default fused attention kernel's figures and those of the other kernels it lists.
+void parse_attention(const JsonObject& c, Profile& p) {
+  // One kernel's figures, named prefix + fwd_efficiency, ... (prefix "attention_" for the default).
+  const auto attention_figures = [&](const JsonObject& o, const std::string& prefix) {
+    Profile::AttentionKernel a;
+    for (const auto& f : Profile::kAttentionFigures) a.*f.member = figure(o, prefix + f.name, f.min, f.max);
+    if (auto hd = o.object_opt(prefix + "head_dims")) {
+      a.head_dims = hd->int_list("values", 1, 4096);
+      if (a.head_dims.empty() || !std::is_sorted(a.head_dims.begin(), a.head_dims.end()) ||
+          std::adjacent_find(a.head_dims.begin(), a.head_dims.end()) != a.head_dims.end())
+        hd->fail("values", "expected the kernel's head widths, ascending and distinct");
+      a.head_dims_source = hd->str("source");
+      if (a.head_dims_source.empty()) hd->fail("source", "expected where the head widths come from");
+      hd->finish();
+    }
+    return a;
+  };
+  p.has_fused_attention = false;
+  for (const auto& f : Profile::kAttentionFigures)
+    p.has_fused_attention = p.has_fused_attention || c.has(std::string("attention_") + f.name);
+  if (p.has_fused_attention) p.attention = attention_figures(c, "attention_");
+  if (auto ak = c.object_opt("attention_kernels")) {
+    if (ak->has(kAttentionDefault))
+      ak->fail(kAttentionDefault, std::string("the default kernel is priced by compute.attention_fwd_efficiency and ") +
+                                      "compute.attention_bwd_efficiency, not listed here");
+    for (const auto& name : attention_kernel_kinds().names()) {
+      if (name == kAttentionDefault || !ak->has(name)) continue;
+      const JsonObject k = ak->object(name);
+      p.attention_kernels[name] = attention_figures(k, "");
+      k.finish({"note"});
+    }
+    ak->finish();
+  }
+}
+
+// Overheads, overlap, clock and the spread between GPUs.
+void parse_compute_rest(const JsonObject& c, Profile& p) {
+  p.kernel_overhead_us = figure(c, "kernel_overhead_us", 0, 1e4);
+  p.overlap_compute_slowdown = figure(c, "overlap_compute_slowdown", 0, 10);
+  if (c.has("tp_overlap")) {
+    const JsonObject t = c.object("tp_overlap");
+    p.has_tp_overlap = true;
+    p.tp_overlap.comm_sms = figure(t, "comm_sms", 0, static_cast<double>(p.device.sms - 1));
+    p.tp_overlap.exposed_fwd = figure(t, "exposed_fwd", 0, 1);
+    p.tp_overlap.exposed_bwd = figure(t, "exposed_bwd", 0, 1);
+    t.finish();
+  }
+  if (c.has("sustained_clock_ratio")) {
+    p.sustained_clock_ratio = figure(c, "sustained_clock_ratio", 0.3, 1.0);
+  } else {
+    p.sustained_clock_ratio.value = p.sustained_clock_ratio.low = p.sustained_clock_ratio.high = 1.0;
+    p.sustained_clock_ratio.how = "assumed";
+    p.sustained_clock_ratio.source = "not in the profile: compute-bound kernels run at their benchmarked (burst) rate";
+  }
+  if (c.has("gpu_speed_spread")) {
+    p.gpu_speed_spread = figure(c, "gpu_speed_spread", 0.0, 0.5);
+  } else {
+    p.gpu_speed_spread.how = "assumed";
+    p.gpu_speed_spread.source = "not in the profile: every GPU of a job runs at the profile's speed";
+  }
+}
+
+void parse_gemm_points(const JsonObject& c, Profile& p, const std::string& file) {
+  if (const Json* pts = c.raw_opt("gemm_points")) {
+    if (!pts->is_array()) c.fail("gemm_points", "expected an array");
+    for (size_t i = 0; i < pts->size(); ++i) {
+      const JsonObject g((*pts)[i], file, c.path("gemm_points") + "/" + std::to_string(i));
+      GemmPoint gp;
+      gp.m = g.integer("m", 1, 1LL << 40);
+      gp.n = g.integer("n", 1, 1LL << 40);
+      gp.k = g.integer("k", 1, 1LL << 40);
+      gp.dtype = g.choice("dtype", kGemmDtypes);
+      gp.time_s = g.number("time_s", 1e-12, 1e6);
+      gp.source = g.str("source");
+      g.finish({"algo", "p10_s", "p90_s", "tflops"});
+      p.gemm_points.push_back(gp);
+    }
+  }
+}
+
+void parse_memory(const JsonObject& m, Profile& p) {
+  p.hbm_gbps = figure(m, "hbm_gbps", 1, 1e6);
+  p.hbm_efficiency = figure(m, "hbm_efficiency", 0.01, 1.0);
+  const auto classes = m.object_opt("kernel_class_ratio");
+  for (const auto& f : Profile::kKernelClassFigures) {
+    Figure& r = p.kernel_class_ratio.*f.member;
+    if (classes) {
+      r = figure(*classes, f.name, 0.05, 2.0);
+    } else {
+      r.value = r.low = r.high = 1.0;
+      r.how = "assumed";
+      r.source = "not in the profile: every memory-bound kernel at the streaming rate";
+    }
+  }
+  if (classes) classes->finish();
+  p.runtime_reserved_gib = figure(m, "runtime_reserved_gib", 0, 1e4);
+  p.pcie_gbps = figure(m, "pcie_gbps", 0.1, 1e4);
+  if (m.has("host_memory_gbps") || m.has("host_optimizer_efficiency")) {
+    p.has_host = true;
+    p.host_memory_gbps = figure(m, "host_memory_gbps", 0.1, 1e5);
+    p.host_optimizer_efficiency = figure(m, "host_optimizer_efficiency", 0.001, 1.0);
+  }
+  m.finish();
+}
+
+void parse_collective_points(const JsonObject& n, Profile& p, const std::string& file) {
+  if (const Json* pts = n.raw_opt("collective_points")) {
+    if (!pts->is_array()) n.fail("collective_points", "expected an array");
+    for (size_t i = 0; i < pts->size(); ++i) {
+      const JsonObject g((*pts)[i], file, n.path("collective_points") + "/" + std::to_string(i));
+      CollectivePoint cp;
+      cp.op = g.choice("op", {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"});
+      cp.ranks = g.integer("ranks", 1, 1 << 24);
+      cp.nodes = g.integer("nodes", 1, 1 << 24, 1);
+      cp.bytes = g.number("bytes", 1, kMaxPointBytes);
+      cp.time_s = g.number("time_s", kMinPointTimeS, kMaxPointTimeS);
+      cp.algo = g.str("algo", "");
+      cp.source = g.str("source");
+      g.finish({"busbw_gbps", "algbw_gbps", "p10_s", "p90_s"});
+      p.collective_points.push_back(cp);
+    }
+  }
+}
+
+void parse_network(const JsonObject& n, Profile& p, const std::string& file) {
+  p.nvlink_gbps = figure(n, "nvlink_gbps", 0.1, 1e5);
+  p.intra_bus_efficiency = figure(n, "intra_bus_efficiency", 0.01, 1.0);
+  p.intra_alpha_us = figure(n, "intra_alpha_us", 0, 1e5);
+  p.inter_bus_efficiency = figure(n, "inter_bus_efficiency", 0.01, 1.0);
+  p.inter_alpha_us = figure(n, "inter_alpha_us", 0, 1e5);
+  p.node_nics = figure(n, "node_nics", 1, 1024);
+  p.node_nic_gbps = figure(n, "node_nic_gbps", 0.1, 1e5);
+  parse_collective_points(n, p, file);
+  if (auto md = n.object_opt("moe_dispatch_rdma")) p.moe_dispatch_rdma = parse_dispatch_table(*md, "nodes");
+  if (auto md = n.object_opt("moe_dispatch_nvlink")) p.moe_dispatch_nvlink = parse_dispatch_table(*md, "ranks");
+  if (auto nc = n.object_opt("nccl")) p.nccl = parse_nccl(*nc);
+  n.finish();
+}
+
+}  // namespace
+
 Profile parse_profile(const Json& j, const std::string& file) {
   const JsonObject root(j, file, "");
   if (root.str("schema") != "parasim.profile/1") root.fail("schema", "expected \"parasim.profile/1\"");
   Profile p;
   p.file = file;
   p.name = root.str("name");
-  {
-    const JsonObject d = root.object("device");
-    p.device.name = d.str("name");
-    p.device.sms = d.integer("sms", 1, 100000);
-    p.device.memory_bytes = d.number("memory_bytes", 1, 1e15);
-    p.device.how = d.choice("how", {"measured", "imported", "datasheet"});
-    p.device.date = d.str("date", "");
-    p.device.driver = d.str("driver", "");
-    p.device.cuda = d.str("cuda", "");
-    p.device.nccl = d.str("nccl", "");
-    p.device.cublas = d.str("cublas", "");
-    p.device.source = d.str("source");
-    d.finish({"cudnn", "clocks_mhz", "command"});
-  }
+  parse_device(root.object("device"), p);
   {
     const JsonObject c = root.object("compute");
-    const JsonObject peaks = c.object("peak_tflops");
-    for (const auto& dt : kGemmDtypes)
-      if (peaks.has(dt)) p.peak_tflops[dt] = figure(peaks, dt, 1e-3, 1e6);
-    peaks.finish();
-    const JsonObject effs = c.object("gemm_max_efficiency");
-    for (const auto& dt : kGemmDtypes) {
-      if (!effs.has(dt)) continue;
-      p.gemm_max_efficiency[dt] = figure(effs, dt, 0.01, 1.0, {"shape_mnk"});
-      const JsonObject e = effs.object(dt);
-      if (e.has("shape_mnk")) {
-        const Json& s = e.raw("shape_mnk");
-        if (!s.is_array() || s.size() != 3 || !s[0].is_number_integer() || !s[1].is_number_integer() ||
-            !s[2].is_number_integer() || s[0].get<std::int64_t>() < 1 || s[1].get<std::int64_t>() < 1 || s[2].get<std::int64_t>() < 1)
-          e.fail("shape_mnk", "expected [m, n, k]: the GEMM shape the best-shape efficiency was measured at, positive integers");
-        p.gemm_best_shape[dt] = {s[0].get<std::int64_t>(), s[1].get<std::int64_t>(), s[2].get<std::int64_t>()};
-      }
-    }
-    effs.finish();
-    p.gemm_fixed_us = figure(c, "gemm_fixed_us", 0, 1e4);
-    p.gemm_epilogue_gbps = figure(c, "gemm_epilogue_gbps", 1, 1e6);
-    p.gemm_tile_m = figure(c, "gemm_tile_m", 1, 4096);
-    p.gemm_tile_n = figure(c, "gemm_tile_n", 1, 4096);
-    p.gemm_unaligned_ratio = figure(c, "gemm_unaligned_ratio", 0.05, 1.0);
-    p.has_attention_gemm_unaligned_ratio = c.has("attention_gemm_unaligned_ratio");
-    if (p.has_attention_gemm_unaligned_ratio) {
-      p.attention_gemm_unaligned_ratio = figure(c, "attention_gemm_unaligned_ratio", 0.01, 1.0);
-    } else {
-      p.attention_gemm_unaligned_ratio = p.gemm_unaligned_ratio;
-      p.attention_gemm_unaligned_ratio.low = p.attention_gemm_unaligned_ratio.high = p.gemm_unaligned_ratio.value;
-      p.attention_gemm_unaligned_ratio.source =
-          "not in the profile: compute.gemm_unaligned_ratio (" + p.gemm_unaligned_ratio.source + ")";
-    }
-    // One kernel's figures, named prefix + fwd_efficiency, ... (prefix "attention_" for the default).
-    const auto attention_figures = [&](const JsonObject& o, const std::string& prefix) {
-      Profile::AttentionKernel a;
-      for (const auto& f : Profile::kAttentionFigures) a.*f.member = figure(o, prefix + f.name, f.min, f.max);
-      if (auto hd = o.object_opt(prefix + "head_dims")) {
-        a.head_dims = hd->int_list("values", 1, 4096);
-        if (a.head_dims.empty() || !std::is_sorted(a.head_dims.begin(), a.head_dims.end()) ||
-            std::adjacent_find(a.head_dims.begin(), a.head_dims.end()) != a.head_dims.end())
-          hd->fail("values", "expected the kernel's head widths, ascending and distinct");
-        a.head_dims_source = hd->str("source");
-        if (a.head_dims_source.empty()) hd->fail("source", "expected where the head widths come from");
-        hd->finish();
-      }
-      return a;
-    };
-    p.has_fused_attention = false;
-    for (const auto& f : Profile::kAttentionFigures)
-      p.has_fused_attention = p.has_fused_attention || c.has(std::string("attention_") + f.name);
-    if (p.has_fused_attention) p.attention = attention_figures(c, "attention_");
-    if (auto ak = c.object_opt("attention_kernels")) {
-      if (ak->has(kAttentionDefault))
-        ak->fail(kAttentionDefault, std::string("the default kernel is priced by compute.attention_fwd_efficiency and ") +
-                                        "compute.attention_bwd_efficiency, not listed here");
-      for (const auto& name : attention_kernel_kinds().names()) {
-        if (name == kAttentionDefault || !ak->has(name)) continue;
-        const JsonObject k = ak->object(name);
-        p.attention_kernels[name] = attention_figures(k, "");
-        k.finish({"note"});
-      }
-      ak->finish();
-    }
-    p.kernel_overhead_us = figure(c, "kernel_overhead_us", 0, 1e4);
-    p.overlap_compute_slowdown = figure(c, "overlap_compute_slowdown", 0, 10);
-    if (c.has("tp_overlap")) {
-      const JsonObject t = c.object("tp_overlap");
-      p.has_tp_overlap = true;
-      p.tp_overlap.comm_sms = figure(t, "comm_sms", 0, static_cast<double>(p.device.sms - 1));
-      p.tp_overlap.exposed_fwd = figure(t, "exposed_fwd", 0, 1);
-      p.tp_overlap.exposed_bwd = figure(t, "exposed_bwd", 0, 1);
-      t.finish();
-    }
-    if (c.has("sustained_clock_ratio")) {
-      p.sustained_clock_ratio = figure(c, "sustained_clock_ratio", 0.3, 1.0);
-    } else {
-      p.sustained_clock_ratio.value = p.sustained_clock_ratio.low = p.sustained_clock_ratio.high = 1.0;
-      p.sustained_clock_ratio.how = "assumed";
-      p.sustained_clock_ratio.source = "not in the profile: compute-bound kernels run at their benchmarked (burst) rate";
-    }
-    if (c.has("gpu_speed_spread")) {
-      p.gpu_speed_spread = figure(c, "gpu_speed_spread", 0.0, 0.5);
-    } else {
-      p.gpu_speed_spread.how = "assumed";
-      p.gpu_speed_spread.source = "not in the profile: every GPU of a job runs at the profile's speed";
-    }
-    if (const Json* pts = c.raw_opt("gemm_points")) {
-      if (!pts->is_array()) c.fail("gemm_points", "expected an array");
-      for (size_t i = 0; i < pts->size(); ++i) {
-        const JsonObject g((*pts)[i], file, c.path("gemm_points") + "/" + std::to_string(i));
-        GemmPoint gp;
-        gp.m = g.integer("m", 1, 1LL << 40);
-        gp.n = g.integer("n", 1, 1LL << 40);
-        gp.k = g.integer("k", 1, 1LL << 40);
-        gp.dtype = g.choice("dtype", kGemmDtypes);
-        gp.time_s = g.number("time_s", 1e-12, 1e6);
-        gp.source = g.str("source");
-        g.finish({"algo", "p10_s", "p90_s", "tflops"});
-        p.gemm_points.push_back(gp);
-      }
-    }
+    parse_gemm_rates(c, p);
+    parse_gemm_kernel(c, p);
+    parse_attention(c, p);
+    parse_compute_rest(c, p);
+    parse_gemm_points(c, p, file);
     c.finish();
   }
-  {
-    const JsonObject m = root.object("memory");
-    p.hbm_gbps = figure(m, "hbm_gbps", 1, 1e6);
-    p.hbm_efficiency = figure(m, "hbm_efficiency", 0.01, 1.0);
-    const auto classes = m.object_opt("kernel_class_ratio");
-    for (const auto& f : Profile::kKernelClassFigures) {
-      Figure& r = p.kernel_class_ratio.*f.member;
-      if (classes) {
-        r = figure(*classes, f.name, 0.05, 2.0);
-      } else {
-        r.value = r.low = r.high = 1.0;
-        r.how = "assumed";
-        r.source = "not in the profile: every memory-bound kernel at the streaming rate";
-      }
-    }
-    if (classes) classes->finish();
-    p.runtime_reserved_gib = figure(m, "runtime_reserved_gib", 0, 1e4);
-    p.pcie_gbps = figure(m, "pcie_gbps", 0.1, 1e4);
-    if (m.has("host_memory_gbps") || m.has("host_optimizer_efficiency")) {
-      p.has_host = true;
-      p.host_memory_gbps = figure(m, "host_memory_gbps", 0.1, 1e5);
-      p.host_optimizer_efficiency = figure(m, "host_optimizer_efficiency", 0.001, 1.0);
-    }
-    m.finish();
-  }
-  {
-    const JsonObject n = root.object("network");
-    p.nvlink_gbps = figure(n, "nvlink_gbps", 0.1, 1e5);
-    p.intra_bus_efficiency = figure(n, "intra_bus_efficiency", 0.01, 1.0);
-    p.intra_alpha_us = figure(n, "intra_alpha_us", 0, 1e5);
-    p.inter_bus_efficiency = figure(n, "inter_bus_efficiency", 0.01, 1.0);
-    p.inter_alpha_us = figure(n, "inter_alpha_us", 0, 1e5);
-    p.node_nics = figure(n, "node_nics", 1, 1024);
-    p.node_nic_gbps = figure(n, "node_nic_gbps", 0.1, 1e5);
-    if (const Json* pts = n.raw_opt("collective_points")) {
-      if (!pts->is_array()) n.fail("collective_points", "expected an array");
-      for (size_t i = 0; i < pts->size(); ++i) {
-        const JsonObject g((*pts)[i], file, n.path("collective_points") + "/" + std::to_string(i));
-        CollectivePoint cp;
-        cp.op = g.choice("op", {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"});
-        cp.ranks = g.integer("ranks", 1, 1 << 24);
-        cp.nodes = g.integer("nodes", 1, 1 << 24, 1);
-        cp.bytes = g.number("bytes", 1, kMaxPointBytes);
-        cp.time_s = g.number("time_s", kMinPointTimeS, kMaxPointTimeS);
-        cp.algo = g.str("algo", "");
-        cp.source = g.str("source");
-        g.finish({"busbw_gbps", "algbw_gbps", "p10_s", "p90_s"});
-        p.collective_points.push_back(cp);
-      }
-    }
-    if (auto md = n.object_opt("moe_dispatch_rdma")) p.moe_dispatch_rdma = parse_dispatch_table(*md, "nodes");
-    if (auto md = n.object_opt("moe_dispatch_nvlink")) p.moe_dispatch_nvlink = parse_dispatch_table(*md, "ranks");
-    if (auto nc = n.object_opt("nccl")) p.nccl = parse_nccl(*nc);
-    n.finish();
-  }
+  parse_memory(root.object("memory"), p);
+  parse_network(root.object("network"), p, file);
   root.finish({"description", "notes"});
   return p;
 }
