@@ -296,6 +296,95 @@ bool simulate_folded(const Scenario& sc, const ScheduleRegistry& schedules,
   return false;
 }
 
+// The profile figures this scenario's step depends on that are marked assumed; "" if none.
+std::string assumed_figures_note(const Scenario& sc, double pace) {
+  std::set<std::string> assumed;
+  const Profile& p = sc.profile;
+  for (const auto& [name, f] : std::initializer_list<std::pair<const char*, const Figure*>>{
+           {"gemm_tile", &p.gemm_tile_m}, {"kernel_overhead_us", &p.kernel_overhead_us},
+           {"gemm_fixed_us", &p.gemm_fixed_us}, {"gemm_epilogue_gbps", &p.gemm_epilogue_gbps},
+           {"hbm_efficiency", &p.hbm_efficiency}, {"runtime_reserved_gib", &p.runtime_reserved_gib},
+           {"overlap_compute_slowdown", &p.overlap_compute_slowdown}, {"inter_alpha_us", &p.inter_alpha_us},
+           {"pcie_gbps", &p.pcie_gbps}, {"sustained_clock_ratio", &p.sustained_clock_ratio}})
+    if (f->how == "assumed") assumed.insert(name);
+  if (pace > 1.0 && p.gpu_speed_spread.how == "assumed") assumed.insert("gpu_speed_spread");
+  for (const auto& f : Profile::kKernelClassFigures)
+    if ((p.kernel_class_ratio.*f.member).how == "assumed") assumed.insert(std::string("kernel_class_ratio.") + f.name);
+  // Figures only some plans use: listed when the plan depends on them.
+  const std::string gd = sc.training.gemm_dtype();
+  if (p.gemm_max_efficiency.count(gd) && p.gemm_max_efficiency.at(gd).how == "assumed") assumed.insert("gemm_max_efficiency." + gd);
+  if (sc.training.flash_attention) {
+    const Profile::AttentionKernel& a = p.attention_kernel(name_of(sc.training.attention_kernel));
+    const bool dflt = sc.training.attention_kernel == AttentionKernel::Flash;
+    const std::string k = dflt ? "attention_" : "attention_kernels." + name_of(sc.training.attention_kernel) + ".";
+    // One entry for the kernel's efficiencies and one for its sequence and head-dim overheads.
+    for (const auto& f : Profile::kAttentionFigures)
+      if ((a.*f.member).how == "assumed")
+        assumed.insert(std::string_view(f.name).ends_with("efficiency") ? (dflt ? "attention_efficiency" : k + "efficiency") : k + "overheads");
+  }
+  if (sc.cluster.gpus_per_node > 1 && p.intra_bus_efficiency.how == "assumed") assumed.insert("intra_bus_efficiency");
+  if (sc.cluster.nodes > 1 && p.inter_bus_efficiency.how == "assumed") assumed.insert("inter_bus_efficiency");
+  if (sc.parallel.fsdp && sc.parallel.fsdp->offload) {
+    if (p.host_memory_gbps.how == "assumed") assumed.insert("host_memory_gbps");
+    if (p.host_optimizer_efficiency.how == "assumed") assumed.insert("host_optimizer_efficiency");
+  }
+  if (p.nccl.present && p.nccl.how == "assumed") assumed.insert("network.nccl");
+  if (const ScenarioDispatch g = scenario_dispatch(sc); g.rates.nic > 0 || g.rates.nvlink > 0) {
+    const MoeDispatcher d = sc.parallel.moe_dispatcher;
+    if (g.rates.nic > 0 && dispatch_point_how(p.moe_dispatch_rdma, d, g.nodes) == "assumed") assumed.insert("moe_dispatch_rdma." + name_of(d));
+    if (g.rates.nvlink > 0 && dispatch_point_how(p.moe_dispatch_nvlink, d, g.ranks_per_node) == "assumed")
+      assumed.insert("moe_dispatch_nvlink." + name_of(d));
+  }
+  if (assumed.empty()) return "";
+  std::string s = "profile figures marked 'assumed' (no measurement yet):";
+  for (const auto& a : assumed) s += " " + a;
+  return s;
+}
+
+// The pace of the slowest GPU (compute.gpu_speed_spread), when it slows the step.
+std::string pace_note(const Scenario& sc, double pace) {
+  char buf[240];
+  std::snprintf(buf, sizeof buf,
+                "the slowest of %lld GPUs sets the pace: every kernel takes %.4fx the profile's time (gpu_speed_spread %.2f %% "
+                "x %.3f, the expected slowest of %lld draws)",
+                static_cast<long long>(sc.cluster.gpus()), pace, 100.0 * sc.profile.gpu_speed_spread.value, sc.slowest_gpu.draw,
+                static_cast<long long>(sc.cluster.gpus()));
+  return buf;
+}
+
+// Without a stack, the framework-dependent choices that took parasim's defaults; "" otherwise.
+std::string stack_defaults_note(const Scenario& sc) {
+  if (!sc.stack.empty()) return "";
+  std::string defaulted;
+  for (const auto& o : sc.origins)
+    if (o.from == "default") defaulted += (defaulted.empty() ? "" : ", ") + o.field.substr(o.field.find('.') + 1);
+  if (defaulted.empty()) return "";
+  return "no stack named: these framework-dependent choices took parasim's defaults: " + defaulted +
+         "; name the framework that runs the job (\"stack\", `parasim list stacks`); `parasim stack compare " + sc.file +
+         "` shows how much each stack changes the step";
+}
+
+void add_layout_notes(const Scenario& sc, const Result& r, std::vector<std::string>& w) {
+  // Layouts that run but that real jobs regret: tensor parallelism over the inter-node network, and
+  // a fit so tight that allocator fragmentation or a longer sequence goes out of memory.
+  const Layout layout = make_layout(sc);  // the TP groups' real placement under the rank order
+  if (sc.parallel.tp > 1 && place_groups(layout.world(), sc.cluster.gpus_per_node, {{layout.s_tp, layout.tp}}).max_nodes > 1)
+    w.push_back("tensor parallelism spans nodes: tp " + std::to_string(sc.parallel.tp) + " over " +
+                std::to_string(sc.cluster.gpus_per_node) + " GPUs per node puts every layer's TP collectives on the inter-node network");
+  if (const double headroom = 1.0 - r.peak_mem_gib / r.capacity_gib; r.fits_in_memory && r.capacity_gib > 0 && headroom < 0.10) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "tight fit: peak %.1f GiB leaves %.1f %% of the %.1f GiB free; real jobs with under 10 %% headroom "
+                  "often go out of memory (fragmentation, longer sequences)", r.peak_mem_gib, 100 * headroom, r.capacity_gib);
+    w.push_back(buf);
+  }
+  if (!r.fits_in_memory) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "out of memory: peak %.1f GiB exceeds the %.1f GiB of %s", r.peak_mem_gib, r.capacity_gib,
+                  sc.profile.device.name.c_str());
+    w.push_back(buf);
+  }
+}
+
 }  // namespace
 
 std::vector<NamedChoice> named_choices(const Registries& reg) {
@@ -344,87 +433,12 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
   if (fallbacks > 0)
     w.push_back(std::to_string(fallbacks) + " of " + std::to_string(lookups) +
                 " GEMM shapes priced by the GEMM kernel model (no measured point in profile \"" + sc.profile.name + "\" within 2x)");
-  std::set<std::string> assumed;
-  const Profile& p = sc.profile;
-  for (const auto& [name, f] : std::initializer_list<std::pair<const char*, const Figure*>>{
-           {"gemm_tile", &p.gemm_tile_m}, {"kernel_overhead_us", &p.kernel_overhead_us},
-           {"gemm_fixed_us", &p.gemm_fixed_us}, {"gemm_epilogue_gbps", &p.gemm_epilogue_gbps},
-           {"hbm_efficiency", &p.hbm_efficiency}, {"runtime_reserved_gib", &p.runtime_reserved_gib},
-           {"overlap_compute_slowdown", &p.overlap_compute_slowdown}, {"inter_alpha_us", &p.inter_alpha_us},
-           {"pcie_gbps", &p.pcie_gbps}, {"sustained_clock_ratio", &p.sustained_clock_ratio}})
-    if (f->how == "assumed") assumed.insert(name);
-  if (pace > 1.0) {
-    if (p.gpu_speed_spread.how == "assumed") assumed.insert("gpu_speed_spread");
-    char buf[240];
-    std::snprintf(buf, sizeof buf,
-                  "the slowest of %lld GPUs sets the pace: every kernel takes %.4fx the profile's time (gpu_speed_spread %.2f %% "
-                  "x %.3f, the expected slowest of %lld draws)",
-                  static_cast<long long>(sc.cluster.gpus()), pace, 100.0 * p.gpu_speed_spread.value,
-                  sc.slowest_gpu.draw, static_cast<long long>(sc.cluster.gpus()));
-    w.push_back(buf);
-  }
-  for (const auto& f : Profile::kKernelClassFigures)
-    if ((p.kernel_class_ratio.*f.member).how == "assumed") assumed.insert(std::string("kernel_class_ratio.") + f.name);
-  // Figures only some plans use: listed when the plan depends on them.
-  const std::string gd = sc.training.gemm_dtype();
-  if (p.gemm_max_efficiency.count(gd) && p.gemm_max_efficiency.at(gd).how == "assumed") assumed.insert("gemm_max_efficiency." + gd);
-  if (sc.training.flash_attention) {
-    const Profile::AttentionKernel& a = p.attention_kernel(name_of(sc.training.attention_kernel));
-    const bool dflt = sc.training.attention_kernel == AttentionKernel::Flash;
-    const std::string k = dflt ? "attention_" : "attention_kernels." + name_of(sc.training.attention_kernel) + ".";
-    // One entry for the kernel's efficiencies and one for its sequence and head-dim overheads.
-    for (const auto& f : Profile::kAttentionFigures)
-      if ((a.*f.member).how == "assumed")
-        assumed.insert(std::string_view(f.name).ends_with("efficiency") ? (dflt ? "attention_efficiency" : k + "efficiency") : k + "overheads");
-  }
-  if (sc.cluster.gpus_per_node > 1 && p.intra_bus_efficiency.how == "assumed") assumed.insert("intra_bus_efficiency");
-  if (sc.cluster.nodes > 1 && p.inter_bus_efficiency.how == "assumed") assumed.insert("inter_bus_efficiency");
-  if (sc.parallel.fsdp && sc.parallel.fsdp->offload) {
-    if (p.host_memory_gbps.how == "assumed") assumed.insert("host_memory_gbps");
-    if (p.host_optimizer_efficiency.how == "assumed") assumed.insert("host_optimizer_efficiency");
-  }
-  if (p.nccl.present && p.nccl.how == "assumed") assumed.insert("network.nccl");
-  if (const ScenarioDispatch g = scenario_dispatch(sc); g.rates.nic > 0 || g.rates.nvlink > 0) {
-    const MoeDispatcher d = sc.parallel.moe_dispatcher;
-    if (g.rates.nic > 0 && dispatch_point_how(p.moe_dispatch_rdma, d, g.nodes) == "assumed") assumed.insert("moe_dispatch_rdma." + name_of(d));
-    if (g.rates.nvlink > 0 && dispatch_point_how(p.moe_dispatch_nvlink, d, g.ranks_per_node) == "assumed")
-      assumed.insert("moe_dispatch_nvlink." + name_of(d));
-  }
-  if (!assumed.empty()) {
-    std::string s = "profile figures marked 'assumed' (no measurement yet):";
-    for (const auto& a : assumed) s += " " + a;
-    w.push_back(s);
-  }
-  if (sc.stack.empty()) {
-    std::string defaulted;
-    for (const auto& o : sc.origins)
-      if (o.from == "default") defaulted += (defaulted.empty() ? "" : ", ") + o.field.substr(o.field.find('.') + 1);
-    if (!defaulted.empty())
-      w.push_back("no stack named: these framework-dependent choices took parasim's defaults: " + defaulted +
-                  "; name the framework that runs the job (\"stack\", `parasim list stacks`); `parasim stack compare " + sc.file +
-                  "` shows how much each stack changes the step");
-  }
+  if (pace > 1.0) w.push_back(pace_note(sc, pace));
+  if (std::string n = assumed_figures_note(sc, pace); !n.empty()) w.push_back(std::move(n));
+  if (std::string n = stack_defaults_note(sc); !n.empty()) w.push_back(std::move(n));
   if (sc.model.moe) w.push_back(moe_routing_note(sc));
   if (std::string idle = idle_settings_note(sc); !idle.empty()) w.push_back(std::move(idle));
-  // Layouts that run but that real jobs regret: tensor parallelism over the inter-node network, and
-  // a fit so tight that allocator fragmentation or a longer sequence goes out of memory.
-  const Layout layout = make_layout(sc);  // the TP groups' real placement under the rank order
-  if (sc.parallel.tp > 1 && place_groups(layout.world(), sc.cluster.gpus_per_node, {{layout.s_tp, layout.tp}}).max_nodes > 1)
-    w.push_back("tensor parallelism spans nodes: tp " + std::to_string(sc.parallel.tp) + " over " +
-                std::to_string(sc.cluster.gpus_per_node) + " GPUs per node puts every layer's TP collectives on the inter-node network");
-  if (const double headroom = 1.0 - out.result.peak_mem_gib / out.result.capacity_gib;
-      out.result.fits_in_memory && out.result.capacity_gib > 0 && headroom < 0.10) {
-    char buf[200];
-    std::snprintf(buf, sizeof buf, "tight fit: peak %.1f GiB leaves %.1f %% of the %.1f GiB free; real jobs with under 10 %% headroom "
-                  "often go out of memory (fragmentation, longer sequences)", out.result.peak_mem_gib, 100 * headroom, out.result.capacity_gib);
-    w.push_back(buf);
-  }
-  if (!out.result.fits_in_memory) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "out of memory: peak %.1f GiB exceeds the %.1f GiB of %s", out.result.peak_mem_gib,
-                  out.result.capacity_gib, p.device.name.c_str());
-    w.push_back(buf);
-  }
+  add_layout_notes(sc, out.result, w);
   return out;
 }
 
