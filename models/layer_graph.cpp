@@ -347,20 +347,24 @@ void add_train_metrics(Block& b, double elems, double e, std::int64_t n) {
 // SwiGLU), the activation over its output (ffb bytes per pass: GeLU and squared ReLU read and write, 2; SwiGLU reads
 // gate and up and writes, 3; backward 3 and 5), down (fc2). Backward: down's bias gradient (over
 // down_rows tokens) and GEMMs, the activation's backward, up's bias gradient (over up_rows) and GEMMs.
-// act_launches: the kernels the activation stands for (Kernel::launches).
+// act_launches: the kernels the activation stands for (Kernel::launches); clamp: the activation's
+// inputs clamped apart before it (act_clamp), forward and backward, or none.
 void add_ffn_fwd(Block& f, const Kernel& up, const Kernel& down, const std::string& act, bool glu, double ffb,
-                 std::int64_t act_launches = 1) {
+                 std::int64_t act_launches = 1, const std::pair<Kernel, Kernel>* clamp = nullptr) {
   f.kernels.push_back(up);
+  if (clamp) f.kernels.push_back(clamp->first);
   f.kernels.push_back(launched(tagged(up.module, mem(act, (glu ? 3 : 2) * ffb, false, MemClass::Activation), FfnStep::Activation), act_launches));
   f.kernels.push_back(down);
 }
 // down_bias: down's bias gradient is a kernel of its own (false: the caller prices it).
 void add_ffn_bwd(Block& b, const Kernel& up, const Kernel& down, const std::string& act, bool glu, double ffb, bool bias,
-                 double down_rows, double up_rows, double h, double e, std::int64_t act_launches = 1, bool down_bias = true) {
+                 double down_rows, double up_rows, double h, double e, std::int64_t act_launches = 1, bool down_bias = true,
+                 const std::pair<Kernel, Kernel>* clamp = nullptr) {
   if (bias && down_bias) b.kernels.push_back(bias_grad(down, down_rows, h, e));
   add_gemm_bwd(b, down);
   b.kernels.push_back(
       launched(tagged(up.module, mem(act + ".bwd", (glu ? 5 : 3) * ffb, true, MemClass::Activation), FfnStep::Activation), act_launches));
+  if (clamp) b.kernels.push_back(clamp->second);
   if (bias) b.kernels.push_back(bias_grad(up, up_rows, static_cast<double>(up.n), e));
   add_gemm_bwd(b, up);
 }
@@ -388,29 +392,29 @@ Kernel expert_bias_ops(const Kernel& fc2, double rows, double h, double e, std::
   return k;
 }
 
-// A clamped gated activation (ModelSpec::activation_clamp, GPT-OSS) under Megatron-Core's MLP and
-// TEGroupedMLP: weighted_bias_quick_geglu_impl (megatron/core/fusions/fused_bias_geglu.py,
-// core_v0.15.0 to core_v0.19.0; called from mlp.py and experts.py) clamps the gate and the linear
-// halves of fc1's output and concatenates them before its fused kernel, and makes its linear offset
-// a device tensor (torch.tensor of a Python float: a host-to-device copy). Bytes, in passes over one
-// half (rows x ffn width): forward two clamps each reading and writing its half and the cat reading
-// and writing both (8); backward each clamp's gradient reading the gradient and its input and
-// writing (6) and the chunk's gradient concatenating the two (4). Tagged as the activation, so
-// moe_act (mlp) recompute replays the forward. TE's fused grouped MLP (use_transformer_engine_op_fuser)
-// clamps inside its kernel; eager PyTorch modules are not priced with it.
-Kernel act_clamp(const Kernel& fc1, double half_bytes, bool backward) {
-  const std::string name = fc1.name + (backward ? ".clamp.bwd" : ".clamp");
-  Kernel k = launched(tagged(fc1.module, mem(name, (backward ? 10 : 8) * half_bytes, backward, MemClass::Activation), FfnStep::Activation),
-                      backward ? 3 : 4);
-  k.python_ops = true;
-  return k;
-}
-
-// Puts k just before (after: just after) the block's kernel of that name.
-void insert_beside(Block& b, const std::string& name, Kernel k, bool after) {
-  auto it = std::find_if(b.kernels.begin(), b.kernels.end(), [&](const Kernel& x) { return x.name == name; });
-  if (it == b.kernels.end()) throw std::logic_error("no kernel " + name + " in the block");
-  b.kernels.insert(after ? it + 1 : it, std::move(k));
+// GPT-OSS's clamped gated activation (ModelSpec::activation_clamp; Megatron's quick_gelu with
+// glu_linear_offset 1) in the routed experts, where it runs apart (expert_clamp_apart):
+// weighted_bias_quick_geglu_impl (megatron/core/fusions/fused_bias_geglu.py, core_v0.15.0 to
+// core_v0.19.0, called by TEGroupedMLP, moe/experts.py) clamps the gate and the linear halves of
+// fc1's output and concatenates them before its fused kernel, and makes its linear offset a device
+// tensor (torch.tensor of a Python float: a host-to-device copy). Bytes, in passes over one half
+// (rows x ffn width; 16-bit values, 1-byte masks): forward two clamps each reading and writing its
+// half and the cat reading and writing both (8; 4 launches with the copy). Backward is autograd's
+// clamp_backward (PyTorch FunctionsManual.cpp): the gate's where(x <= max, grad, 0) after its
+// comparison (1.5 + 2.5), the linear half's where((x >= min).logical_and_(x <= max), grad, 0) (two
+// comparisons and the and, 1.5 each, + 2.5), each with its one-element zero, then the chunk's
+// gradient concatenating the two (4): 15 passes, 9 launches. Tagged as the activation, so moe_act
+// recompute replays the forward.
+std::pair<Kernel, Kernel> act_clamp(const Kernel& fc1, double half_bytes) {
+  auto kernel = [&](bool backward) {
+    Kernel k = launched(tagged(fc1.module, mem(fc1.name + (backward ? ".clamp.bwd" : ".clamp"), (backward ? 15 : 8) * half_bytes, backward,
+                                               MemClass::Activation),
+                               FfnStep::Activation),
+                        backward ? 9 : 4);
+    k.python_ops = true;
+    return k;
+  };
+  return {kernel(false), kernel(true)};
 }
 
 // Real kernels behind an MoE layer's priced kernels (Kernel::launches), per microbatch.
@@ -506,6 +510,31 @@ SharedMlp shared_experts(const ModelSpec& m, const LayerShape& sh, std::int64_t 
   return x;
 }
 
+// The quantities of one layer on one rank that every block uses.
+struct LayerDims {
+  double e = 0;   // bytes per element
+  std::int64_t T = 0;  // tokens on this rank
+  double Td = 0, hd = 0;
+  double sp_div = 1;   // norms, residuals and dropout run on T/t tokens with sequence parallel
+  double act = 0;      // one [T, h] activation on this rank, bytes
+  double act_elems = 0;
+  double drop_f = 0, drop_b = 0;  // hidden dropout's bytes forward and backward
+};
+
+LayerDims layer_dims(const ModelSpec& m, const LayerShape& sh) {
+  LayerDims d;
+  d.e = sh.dtype_bytes;
+  d.T = sh.micro_batch * (sh.seq_len / sh.cp);
+  d.Td = static_cast<double>(d.T);
+  d.hd = static_cast<double>(m.hidden);
+  d.sp_div = sh.sequence_parallel ? static_cast<double>(sh.tp) : 1.0;
+  d.act = d.Td * d.hd * d.e / d.sp_div;
+  d.act_elems = d.act / d.e;
+  d.drop_f = m.dropout ? kDropoutMaskBytes * d.act_elems : 0.0;
+  d.drop_b = m.dropout ? 2 * d.act + kDropoutMaskBytes * d.act_elems : 0.0;
+  return d;
+}
+
 // The MLP block of a mixture-of-experts layer on one rank, as Megatron-Core runs it with the
 // all-to-all token dispatcher. The rank routes T_r tokens: its microbatch's T
 // (the experts split over etp = tp ranks, which all see the tokens of their tensor-parallel group,
@@ -523,9 +552,9 @@ SharedMlp shared_experts(const ModelSpec& m, const LayerShape& sh, std::int64_t 
 // (for the routing weights' gradient) and writes the k gradient copies (1 + 2k per T_r h); the
 // two all-to-alls again; the grouped GEMMs' data and weight gradients; permute's backward sums
 // the k copies back (k + 1 per T_r h); the router's softmax backward (8 + e per logit) and GEMMs.
-void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double act_elems, double act, double drop_f,
-                 double drop_b, std::vector<Kernel>& fp8_linears) {
-  const double e = sh.dtype_bytes;
+// Returns the GEMMs an FP8 recipe runs in FP8 (the experts', the shared experts').
+std::vector<Kernel> add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, const LayerDims& d) {
+  const double e = d.e, act_elems = d.act_elems, act = d.act, drop_f = d.drop_f, drop_b = d.drop_b;
   const bool glu = m.activation == Activation::SwiGlu;
   const std::int64_t h = m.hidden, E = m.moe->experts, k = m.moe->top_k;
   const std::int64_t T_r = sh.moe_tokens();
@@ -555,18 +584,16 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   const double rows = static_cast<double>(per_expert * local_experts) * busiest;
   const double ffb = rows * static_cast<double>(ff) * e;
   const std::string act_name = "experts." + name_of(m.activation);
+  const std::pair<Kernel, Kernel> clamp_ops = act_clamp(fc1, ffb);
+  const auto* clamp = expert_clamp_apart(m, sh) ? &clamp_ops : nullptr;
   // The forward's fc1 also launches the expert offsets' kernels (its backward GEMMs do not).
-  add_ffn_fwd(mf, launched(fc1, ml.expert_gemm + ml.expert_offsets), fc2, act_name, glu, ffb, ml.activation);
-  const bool clamp = glu && m.activation_clamp > 0 && sh.moe_python_glue;
-  if (clamp) insert_beside(mf, act_name, act_clamp(fc1, ffb, false), false);
+  add_ffn_fwd(mf, launched(fc1, ml.expert_gemm + ml.expert_offsets), fc2, act_name, glu, ffb, ml.activation, clamp);
   const bool bias_loop = m.bias && sh.moe_python_glue;
   if (bias_loop) mf.kernels.push_back(expert_bias_ops(fc2, rows, hd, e, local_experts, false));
   mf.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.unpermute", (copies + Tr) * hd * e)), ml.unpermute));
   const SharedMlp sx = shared_experts(m, sh, T_r);
-  const bool shared_clamp = glu && m.activation_clamp > 0 && !sh.eager_launches;  // an MLP: always Megatron-Core's clamps
   if (sx.width > 0) {
     add_ffn_fwd(mf, sx.up, sx.down, sx.act, glu, sx.ffb);
-    if (shared_clamp) insert_beside(mf, sx.act, act_clamp(sx.up, sx.ffb, false), false);
     mf.kernels.push_back(tagged(LayerModule::SharedExperts, mem("shared_experts.add", 3 * Tr * hd * e)));
   }
   layer_kernels::add_residual(mf, "residual2", act, drop_f, sh);
@@ -576,16 +603,15 @@ void add_moe_mlp(LayerGraph& g, const ModelSpec& m, const LayerShape& sh, double
   if (m.dropout) mb.kernels.push_back(mem("dropout2.bwd", drop_b, true));
   mb.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.unpermute.bwd", (Tr + 2 * copies) * hd * e, true)), ml.unpermute_bwd));
   if (bias_loop) mb.kernels.push_back(expert_bias_ops(fc2, rows, hd, e, local_experts, true));
-  add_ffn_bwd(mb, fc1, fc2, act_name, glu, ffb, m.bias, rows, rows, hd, e, ml.activation_bwd, !bias_loop);
-  if (clamp) insert_beside(mb, act_name + ".bwd", act_clamp(fc1, ffb, true), true);
+  add_ffn_bwd(mb, fc1, fc2, act_name, glu, ffb, m.bias, rows, rows, hd, e, ml.activation_bwd, !bias_loop, clamp);
   if (sx.width > 0) add_ffn_bwd(mb, sx.up, sx.down, sx.act, glu, sx.ffb, m.bias, Tr, Tr, hd, e);
-  if (sx.width > 0 && shared_clamp) insert_beside(mb, sx.act + ".bwd", act_clamp(sx.up, sx.ffb, true), true);
   mb.kernels.push_back(launched(tagged(LayerModule::TokenDispatch, mem("moe.permute.bwd", (copies + Tr) * hd * e, true)), ml.permute_bwd));
   mb.kernels.push_back(launched(tagged(LayerModule::Router, mem("router.softmax_topk.bwd", (e + 8) * Tr * Ed, true)), ml.router_bwd));
   add_gemm_bwd(mb, router);
   add_block_norm(mb, "norm2", act_elems, e, sh, true, pre_mlp_norm_in_linear(m, sh));
-  fp8_linears = {fc1, fc2};
+  std::vector<Kernel> fp8_linears = {fc1, fc2};
   if (sx.width > 0) fp8_linears.insert(fp8_linears.end(), {sx.up, sx.down});
+  return fp8_linears;
 }
 
 }  // namespace
@@ -604,6 +630,10 @@ std::int64_t fp8_quantize_launches(Fp8Recipe recipe) { return recipe == Fp8Recip
 
 bool fp8_grouped_quantize_fused(Fp8Recipe recipe) { return recipe == Fp8Recipe::Delayed || recipe == Fp8Recipe::Nvfp4; }
 
+bool expert_clamp_apart(const ModelSpec& m, const LayerShape& sh) {
+  return m.activation_clamp > 0 && m.activation == Activation::SwiGlu && sh.moe_python_glue;
+}
+
 double fp8_saved_input_bytes(Fp8Recipe recipe) {
   if (recipe == Fp8Recipe::Mxfp8) return 1 + 1.0 / 32;
   if (recipe == Fp8Recipe::Nvfp4) return 0.5 + 1.0 / 16;
@@ -611,31 +641,6 @@ double fp8_saved_input_bytes(Fp8Recipe recipe) {
 }
 
 namespace {
-
-// The quantities of one layer on one rank that every block uses.
-struct LayerDims {
-  double e = 0;   // bytes per element
-  std::int64_t T = 0;  // tokens on this rank
-  double Td = 0, hd = 0;
-  double sp_div = 1;   // norms, residuals and dropout run on T/t tokens with sequence parallel
-  double act = 0;      // one [T, h] activation on this rank, bytes
-  double act_elems = 0;
-  double drop_f = 0, drop_b = 0;  // hidden dropout's bytes forward and backward
-};
-
-LayerDims layer_dims(const ModelSpec& m, const LayerShape& sh) {
-  LayerDims d;
-  d.e = sh.dtype_bytes;
-  d.T = sh.micro_batch * (sh.seq_len / sh.cp);
-  d.Td = static_cast<double>(d.T);
-  d.hd = static_cast<double>(m.hidden);
-  d.sp_div = sh.sequence_parallel ? static_cast<double>(sh.tp) : 1.0;
-  d.act = d.Td * d.hd * d.e / d.sp_div;
-  d.act_elems = d.act / d.e;
-  d.drop_f = m.dropout ? kDropoutMaskBytes * d.act_elems : 0.0;
-  d.drop_b = m.dropout ? 2 * d.act + kDropoutMaskBytes * d.act_elems : 0.0;
-  return d;
-}
 
 // A projection before the attention core, in forward order; with MLA a low-rank latent's down
 // projection is followed by its RMSNorm (norm: name and elements), whose backward runs before
@@ -757,10 +762,9 @@ QkElems qk_elems(const ModelSpec& m, const LayerShape& sh, double Td) {
 
 // The attention block forward: input norm, projections, QK-norm, RoPE, the core, the output
 // projection and the residual. Returns the output projection.
-Kernel add_attention_fwd(Block& af, const ModelSpec& m, const LayerShape& sh, const LayerDims& d, const std::vector<Proj>& in_proj,
-                         const Kernel& attn) {
+Kernel add_attention_fwd(Block& af, const ModelSpec& m, const LayerShape& sh, const LayerDims& d, const QkElems& x,
+                         const std::vector<Proj>& in_proj, const Kernel& attn) {
   const double e = d.e;
-  const QkElems x = qk_elems(m, sh, d.Td);
   add_block_norm(af, "norm1", d.act_elems, e, sh, false, input_norm_in_linear(m, sh));
   for (const Proj& pr : in_proj) {
     af.kernels.push_back(pr.gemm);
@@ -782,7 +786,7 @@ Kernel add_attention_fwd(Block& af, const ModelSpec& m, const LayerShape& sh, co
   else add_unfused_attention(af, m, sh);
   const Kernel proj = tagged(LayerModule::AttnOut, gemm("attn_out", d.T, m.hidden, m.attn_out_dim() / sh.tp));
   // Eager: the attention output's transpose(1, 2).reshape is a copy kernel before the GEMM (its
-  // gradients, built from `proj` below, are one GEMM each).
+  // gradients, built from the returned `proj` in add_attention_bwd, are one GEMM each).
   af.kernels.push_back(sh.eager_launches ? launched(proj, 2) : proj);
   layer_kernels::add_residual(af, "residual1", d.act, d.drop_f, sh);
   return proj;
@@ -801,10 +805,9 @@ Kernel attention_core_bwd(const Kernel& attn, const LayerShape& sh) {
   return ba;
 }
 
-void add_attention_bwd(Block& ab, const Block& af, const ModelSpec& m, const LayerShape& sh, const LayerDims& d,
+void add_attention_bwd(Block& ab, const Block& af, const ModelSpec& m, const LayerShape& sh, const LayerDims& d, const QkElems& x,
                        const std::vector<Proj>& in_proj, const Kernel& attn, const Kernel& proj) {
   const double e = d.e;
-  const QkElems x = qk_elems(m, sh, d.Td);
   ab.kernels.push_back(mem("residual1.bwd", 3 * d.act, true));
   if (m.dropout) ab.kernels.push_back(mem("dropout1.bwd", d.drop_b, true));
   // Row-parallel bias: added after the TP reduction, over T/t tokens with sequence parallel.
@@ -840,8 +843,6 @@ std::vector<Kernel> add_dense_mlp(LayerGraph& g, const ModelSpec& m, const Layer
   const Kernel down = tagged(LayerModule::Mlp, gemm("mlp_down", d.T, m.hidden, f_local), FfnStep::Down);
   const double ffb = d.Td * static_cast<double>(f_local) * d.e;
   add_ffn_fwd(mf, up, down, name_of(m.activation), glu, ffb);
-  const bool clamp = glu && m.activation_clamp > 0 && !sh.eager_launches;
-  if (clamp) insert_beside(mf, name_of(m.activation), act_clamp(up, ffb, false), false);
   layer_kernels::add_residual(mf, "residual2", d.act, d.drop_f, sh);
 
   Block& mb = g.mlp_bwd;
@@ -849,7 +850,6 @@ std::vector<Kernel> add_dense_mlp(LayerGraph& g, const ModelSpec& m, const Layer
   if (m.dropout) mb.kernels.push_back(mem("dropout2.bwd", d.drop_b, true));
   // Row-parallel down bias: added after the TP reduction, over T/t tokens with sequence parallel.
   add_ffn_bwd(mb, up, down, name_of(m.activation), glu, ffb, m.bias, d.Td / d.sp_div, d.Td, d.hd, d.e);
-  if (clamp) insert_beside(mb, name_of(m.activation) + ".bwd", act_clamp(up, ffb, true), true);
   add_block_norm(mb, "norm2", d.act_elems, d.e, sh, true, pre_mlp_norm_in_linear(m, sh));
   return {up, down};
 }
@@ -917,12 +917,12 @@ LayerGraph build_layer_graph(const ModelSpec& m, const LayerShape& sh) {
 
   const std::vector<Proj> in_proj = attention_projections(m, sh, d.T);
   const Kernel attn = attention_core(m, sh);
-  const Kernel proj = add_attention_fwd(g.attn_fwd, m, sh, d, in_proj, attn);
-  add_attention_bwd(g.attn_bwd, g.attn_fwd, m, sh, d, in_proj, attn, proj);
+  const QkElems x = qk_elems(m, sh, d.Td);
+  const Kernel proj = add_attention_fwd(g.attn_fwd, m, sh, d, x, in_proj, attn);
+  add_attention_bwd(g.attn_bwd, g.attn_fwd, m, sh, d, x, in_proj, attn, proj);
   // The MLP block: dense, or the experts of a mixture-of-experts layer.
-  std::vector<Kernel> fp8_linears;  // forward GEMMs an FP8 recipe runs in FP8
-  if (m.moe) add_moe_mlp(g, m, sh, d.act_elems, d.act, d.drop_f, d.drop_b, fp8_linears);
-  else fp8_linears = add_dense_mlp(g, m, sh, d);
+  // The forward GEMMs an FP8 recipe runs in FP8.
+  std::vector<Kernel> fp8_linears = m.moe ? add_moe_mlp(g, m, sh, d) : add_dense_mlp(g, m, sh, d);
   add_embedding_and_head(g, m, sh, d);
   const Kernel eh = sh.mtp_layers > 0 ? add_mtp(g, m, sh, d) : Kernel{"", KernelKind::Gemm};
   std::vector<Kernel> attn_linears;  // the attention block's GEMMs an FP8 recipe runs in FP8

@@ -168,7 +168,7 @@ struct LayerShape {
   // TEGroupedMLP's forward in Python around Transformer Engine's GroupedLinear (Megatron-Core, not
   // eager PyTorch's modules or TE's fused grouped MLP, TrainingSpec::te_op_fuser): the experts' fc2
   // biases added expert by expert (expert_bias_ops) and a clamped activation's clamps
-  // (expert_act_clamp) run as PyTorch ops of their own.
+  // (act_clamp, expert_clamp_apart) run as PyTorch ops of their own.
   bool moe_python_glue = true;
   // Megatron-Core's Transformer Engine layer spec fuses the block norm before linear_qkv (not MLA's)
   // and before a dense MLP's linear_fc1 into those linears (Kernel::in_linear).
@@ -208,6 +208,11 @@ double fp8_cast_bytes(Fp8Recipe recipe);
 // gradient: 1 for FP8, MXFP8 adds a 1-byte scale per 32 elements, NVFP4 0.5 B and one 1-byte
 // scale per 16 elements.
 double fp8_saved_input_bytes(Fp8Recipe recipe);
+
+// Whether the routed experts' clamped activation (ModelSpec::activation_clamp, GPT-OSS) runs
+// Megatron-Core's clamps as PyTorch ops apart from its fused kernel (LayerShape::moe_python_glue):
+// the layer graph's rule (act_clamp), which the memory model reads for the clamped copy it keeps.
+bool expert_clamp_apart(const ModelSpec& m, const LayerShape& sh);
 // Kernels Transformer Engine launches to quantize one 16-bit tensor (with its transpose) to FP8:
 //   delayed: one cast_transpose kernel (the amax is reduced inside it, the scale from history).
 //   current: four (TransformerEngine pytorch/csrc/quantizer.cpp Float8CurrentScalingQuantizer::

@@ -376,6 +376,9 @@ ModelSpec parse_model(const JsonObject& o) {
   m.activation_clamp = o.number("activation_clamp", 0, 1e30, 0);
   if (m.activation_clamp > 0 && m.activation != Activation::SwiGlu)
     o.fail("activation_clamp", "clamps a gated activation's two inputs; the model's activation is \"" + name_of(m.activation) + "\", not gated");
+  if (m.activation_clamp > 0 && !m.moe)
+    o.fail("activation_clamp", "is modelled for a mixture-of-experts model's routed experts (GPT-OSS's clamped quick-GEGLU); the model has "
+                               "no experts (model.moe)");
   if (auto mamba = o.object_opt("mamba")) {
     MambaSpec s;
     s.heads = mamba->integer("heads", 1, big);

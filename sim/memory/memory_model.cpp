@@ -62,12 +62,7 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, Recom
     attn_split = (recomputes(RecomputeModule::MlaUpProj) ? 0.0 : e * sbq + gathered * (e * sbq + e * sbv)) + li * sbv;
     mla_latents = (e + li) * s * b * static_cast<double>(m.mla->q_lora_rank + m.mla->kv_lora_rank);
   }
-  //  A clamped gated activation (layer_graph.cpp act_clamp) keeps the clamped copy of fc1's output
-  //  its fused kernel reads too (2 e per ffn element) where Megatron-Core clamps apart: a dense or
-  //  shared-expert MLP always, the routed experts without TE's fused grouped MLP.
-  const bool glu_clamp = m.activation_clamp > 0 && m.activation == Activation::SwiGlu && !sh.eager_launches;
-  const double clamp_copy = glu_clamp ? 2.0 * e : 0.0;
-  double mlp_split = recomputes(RecomputeModule::Mlp) ? 0.0 : ((m.activation == Activation::SwiGlu ? 2.0 : 1.0) * e + clamp_copy + li) * s * b * f;
+  double mlp_split = recomputes(RecomputeModule::Mlp) ? 0.0 : ((m.activation == Activation::SwiGlu ? 2.0 : 1.0) * e + li) * s * b * f;
   //  Mixture of experts (the kernels of add_moe_mlp in models/layer_graph.cpp), on this rank's
   //  routed tokens T_r (all of the TP group's with etp = tp, the sequence-parallel share with
   //  etp = 1): the router's fp32 scores (4 E per token) for its softmax backward, and per routed
@@ -79,8 +74,10 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, Recom
     const double tr = static_cast<double>(sh.moe_tokens());
     const double fe = static_cast<double>(m.moe->expert_ffn_hidden / sh.etp);
     const double k = static_cast<double>(m.moe->top_k);
-    //  moe_act: the activation's output, fc2's input, is replayed (with the clamped copy); moe: the whole block.
-    const double expert_clamp = glu_clamp && sh.moe_python_glue ? 2.0 * e * fe : 0.0;
+    //  moe_act: the activation's output, fc2's input, is replayed; moe: the whole block. A clamped
+    //  activation run apart (expert_clamp_apart) also keeps the clamped copy of fc1's output that its
+    //  fused kernel reads (2 e f), unless moe_act replays it.
+    const double expert_clamp = expert_clamp_apart(m, sh) ? 2.0 * e * fe : 0.0;
     const double fc2_in = recomputes(RecomputeModule::MoeAct) ? 0.0 : li * fe + expert_clamp;
     //  The copies a rank keeps per layer are the mean rank's (sh.moe_sent: what capacity keeps or
     //  pads); the busiest rank changes from layer to layer, so its excess averages out in memory.
@@ -89,7 +86,7 @@ ActivationBytes activation_bytes(const ModelSpec& m, const LayerShape& sh, Recom
     //  Shared experts: their fc1 output and fc2 input on the same T_r tokens (fc1 reads the MLP
     //  input already kept), S the shared width on this rank.
     const double fs = static_cast<double>(m.moe->shared_expert_ffn_hidden / sh.etp);
-    if (!recomputes(RecomputeModule::SharedExperts)) moe += tr * ((m.activation == Activation::SwiGlu ? 2.0 : 1.0) * e + clamp_copy + li) * fs;
+    if (!recomputes(RecomputeModule::SharedExperts)) moe += tr * ((m.activation == Activation::SwiGlu ? 2.0 : 1.0) * e + li) * fs;
     if (recomputes(RecomputeModule::Moe)) moe = 0;
     mlp_split = 0;
   }

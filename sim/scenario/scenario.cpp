@@ -420,6 +420,8 @@ void check_training_features(const Scenario& s, const std::string& par) {
                                     "trainer, which has none): pp must be 1, got " + itos(p.pp));
   if (m.sliding_window > 0 && p.cp > 1)
     fail(par + "/cp", "context parallelism with sliding-window attention (model.sliding_window) is not modelled");
+  // The shared experts' split, kept here (after the sequence checks) so that a scenario with several
+  // errors names the same one first as before.
   if (m.moe && m.moe->shared_expert_ffn_hidden % p.expert_tp() != 0)
     fail(par + "/etp", "model shared_expert_ffn_hidden (" + itos(m.moe->shared_expert_ffn_hidden) + ") must be divisible by etp (" +
                            itos(p.expert_tp()) + ")");

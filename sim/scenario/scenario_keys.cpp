@@ -67,8 +67,9 @@ const std::vector<ScenarioKey>& scenario_keys() {
       {"/model/full_attention_interval", "integer >= 0", "0",
        "With sliding_window: every interval-th layer attends fully (0: every layer is windowed).", "HF `layer_types`"},
       {"/model/activation_clamp", "number >= 0", "0",
-       "The gated activation's inputs are clamped to this limit first (GPT-OSS: 7), as Megatron-Core does apart from its fused "
-       "kernel (not under TE's fused grouped MLP, nor priced for eager PyTorch modules); 0: no clamp.",
+       "GPT-OSS's clamped gated activation (Megatron's quick_gelu with glu_linear_offset 1): the routed experts' two inputs are "
+       "clamped to this limit (7), which Megatron-Core runs apart from its fused kernel (not under TE's fused grouped MLP; not "
+       "priced for eager PyTorch modules). Needs model.moe and a gated activation; 0: no clamp.",
        "Megatron `activation_func_clamp_value`; HF `swiglu_limit`"},
       {"/model/hybrid_pattern", "string", "none",
        "Hybrid model: one symbol per layer, `M` a Mamba-2 layer, `*` an attention layer, `-` an MLP layer, `E` a mixture-of-experts "

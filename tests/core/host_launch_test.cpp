@@ -311,12 +311,14 @@ TEST(HostLaunch, ExpertBiasesAddedInAPythonLoopPerLocalExpert) {
 
 // GPT-OSS clamps both inputs of its experts' gated activation (activation_clamp 7). Megatron-Core's
 // weighted_bias_quick_geglu_impl does so before its fused kernel, as PyTorch ops: two clamps, a
-// cat and the linear offset's copy to the GPU forward, each clamp's gradient and the chunk's
-// (a cat) backward. In passes over one half of fc1's output (the activation's ffb: the fused
-// activation reads both halves and writes one, 3; its backward 5): 8 forward (each clamp reads and
-// writes its half, the cat both), 10 backward (each clamp's gradient reads the gradient and its
-// input and writes, the cat reads and writes both). moe_act recompute replays the forward's. TE's
-// fused grouped MLP (te_op_fuser) clamps inside its own kernel.
+// cat and the linear offset's copy to the GPU forward; backward autograd's clamp_backward (a
+// comparison and a where for the gate, two comparisons, an and and a where for the linear half,
+// each with a one-element zero) and the chunk's gradient (a cat). In passes over one half of fc1's
+// output (the activation's ffb: the fused activation reads both halves and writes one, 3; its
+// backward 5): 8 forward (each clamp reads and writes its half, the cat both), 15 backward (each
+// comparison reads 2 bytes and writes 1 per element, 1.5; the and 1.5; each where reads the mask
+// and the gradient and writes, 2.5; the cat 4). moe_act recompute replays the forward's. TE's fused
+// grouped MLP (te_op_fuser) clamps inside its own kernel.
 TEST(HostLaunch, ClampedExpertActivationRunsItsClampsAsPyTorchOps) {
   Json j = read_json_file(test::data_dir() + "/scenarios/measured/pub-mbridge-26.04-dgx-h100-gpt_oss_120b-bf16-64gpu-tp1pp4cp1.json")["scenario"];
   j.erase("stack");
@@ -341,10 +343,10 @@ TEST(HostLaunch, ClampedExpertActivationRunsItsClampsAsPyTorchOps) {
   const Kernel& c = g.mlp_fwd.kernels[static_cast<size_t>(clamp)];
   const Kernel& cb = g.mlp_bwd.kernels[static_cast<size_t>(clamp_bwd)];
   EXPECT_DOUBLE_EQ(c.bytes, 8.0 / 3.0 * g.mlp_fwd.kernels[static_cast<size_t>(act)].bytes);
-  EXPECT_DOUBLE_EQ(cb.bytes, 10.0 / 5.0 * g.mlp_bwd.kernels[static_cast<size_t>(index_of(g.mlp_bwd, "experts.swiglu.bwd"))].bytes);
+  EXPECT_DOUBLE_EQ(cb.bytes, 15.0 / 5.0 * g.mlp_bwd.kernels[static_cast<size_t>(index_of(g.mlp_bwd, "experts.swiglu.bwd"))].bytes);
   // Without biases, the clamps are the only PyTorch ops the module runs itself.
   EXPECT_EQ(block_launches(g.mlp_fwd, {}).ops, 4);
-  EXPECT_EQ(block_launches(g.mlp_bwd, {}).ops, 3);
+  EXPECT_EQ(block_launches(g.mlp_bwd, {}).ops, 9);
   EXPECT_TRUE(replays({RecomputeModule::MoeAct}, c, false));
   const LayerGraph fused = graph(true);
   EXPECT_LT(index_of(fused.mlp_fwd, "experts.gate_up.clamp"), 0);

@@ -33,7 +33,7 @@ const std::set<std::string> kHfNoEffect = {
     "pretraining_tp", "output_router_logits", "router_aux_loss_coef", "router_jitter_noise", "norm_topk_prob", "resid_pdrop",
     "embd_pdrop", "attn_pdrop", "summary_type", "summary_use_proj", "summary_activation", "summary_proj_to_labels",
     "summary_first_dropout", "scale_attn_weights", "task_specific_params", "n_ctx", "reorder_and_upcast_attn",
-    "scale_attn_by_inverse_layer_idx", "_name_or_path", "mlp_bias", "swiglu_limit", "initial_context_length"};
+    "scale_attn_by_inverse_layer_idx", "_name_or_path", "mlp_bias", "initial_context_length"};
 
 // The config with its null values dropped: Hugging Face writes null for a setting left unset
 // (sliding_window, head_dim, rope_scaling), which is read as absent.
