@@ -130,8 +130,12 @@ Json llama_like(const JsonObject& o, const std::string& type) {
     if (m["moe"].is_null()) m.erase("moe");
   }
   if (type == "qwen3" || type == "qwen3_moe") m["qk_norm"] = true;
-  // GPT-OSS clamps its experts' gated activation (GptOssConfig's swiglu_limit, default 7.0).
-  if (type == "gpt_oss") m["activation_clamp"] = o.number("swiglu_limit", 0, 1e30, 7.0);
+  // GPT-OSS clamps its experts' gated activation (GptOssConfig's swiglu_limit, default 7.0); read
+  // (and kept) only where some layer has experts, the one place parasim prices it.
+  if (type == "gpt_oss") {
+    const double limit = o.number("swiglu_limit", 0, 1e30, 7.0);
+    if (m.contains("moe")) m["activation_clamp"] = limit;
+  }
   if (const auto r = o.object_opt("rope_scaling")) {
     const std::string rope = r->has("rope_type") ? r->str("rope_type") : r->str("type", "");
     if (rope == "yarn") m["rope_scaling"] = "yarn";
