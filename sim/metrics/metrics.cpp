@@ -194,6 +194,90 @@ double union_length(Intervals iv, Time lo, Time hi) {
   return merged_length(iv, lo, hi);
 }
 
+namespace {
+
+// What the ops of a step add up to, per simulated rank: their intervals by stream, time by phase and
+// host waits, with the FLOPs and the pipeline window over all of them.
+struct OpSums {
+  std::vector<RankIntervals> ivs;
+  std::vector<std::array<Time, kPhases>> phase;
+  std::vector<Time> host_wait;
+  Flops flops;
+  Window window;
+};
+
+// Each op, and each segment of a fused op as the op it stands for, in program order (the FLOPs'
+// sums in one order).
+OpSums sum_ops(const Program& p, const Timeline& t) {
+  const size_t nr = p.ranks.size();
+  OpSums o{std::vector<RankIntervals>(nr), std::vector<std::array<Time, kPhases>>(nr), std::vector<Time>(nr, 0), Flops{}, Window{t.makespan, 0}};
+  for (auto& a : o.phase) a.fill(0);
+  std::vector<double> count(nr);  // real GPUs per simulated rank
+  for (size_t r = 0; r < nr; ++r) count[r] = static_cast<double>(p.ranks[r].count);
+  const Time* starts = t.start.data();
+  const Time* ends = t.end.data();
+  const Time* seg_ends = t.seg_end.data();
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const Op& op = p.ops[i];
+    const auto r = static_cast<size_t>(op.rank);
+    if (op.seg_count > 0) {
+      add_fused(p, op, starts[i], seg_ends, count[r], o.flops, o.phase[r], o.ivs[r], o.window);
+      seg_ends += op.seg_count;
+      continue;
+    }
+    // A compute-stream op's wait on the host: before its start, and after its work within its span.
+    const HostWait hw = host_wait_of(t, op, i);
+    const std::pair<Time, Time> iv{starts[i], ends[i] - hw.within};
+    o.flops.add(op.phase, op.model_flops * count[r], op.hw_flops * count[r]);
+    o.phase[r][static_cast<size_t>(op.phase)] += iv.second - iv.first;
+    o.host_wait[r] += hw.before + hw.within;
+    o.ivs[r].add(op.stream, op.phase, iv);
+    o.ivs[r].add_host_wait({starts[i] - hw.before, starts[i]});
+    o.ivs[r].add_host_wait({iv.second, ends[i]});
+    if (op.stream == Stream::Compute && pipeline_work(op.phase)) o.window.add({starts[i] - hw.before, ends[i]});
+  }
+  for (RankIntervals& r : o.ivs) r.merge_all();
+  return o;
+}
+
+// One simulated rank's figures: memory at its peak, compute, exposed communication, idle time and
+// its pipeline bubble inside the window.
+RankResult rank_result(const Program& p, const Timeline& t, const OpSums& o, size_t r, double step_s) {
+  RankResult rr;
+  const Time step = t.makespan;
+  const SimRank& sr = p.ranks[r];
+  rr.rank = sr.real_rank;
+  rr.count = sr.count;
+  rr.stage = sr.stage;
+  rr.role = sr.role;
+  const RankMemory& rm = t.memory[r];
+  rr.peak_mem_gib = bytes_to_gib(static_cast<double>(rm.peak));
+  rr.peak_time_s = time_to_seconds(rm.peak_time);
+  for (int c = 0; c < kMemCats; ++c) rr.mem_breakdown_gib[static_cast<size_t>(c)] = bytes_to_gib(static_cast<double>(rm.at_peak[static_cast<size_t>(c)]));
+  Bytes reserved = 0;
+  for (Bytes b : rm.high_water) reserved += b;
+  rr.reserved_gib = bytes_to_gib(static_cast<double>(reserved));
+  const Intervals& cm = o.ivs[r].compute.iv;
+  const Intervals& co = o.ivs[r].comm.iv;
+  const Intervals& own = o.ivs[r].own_comm.iv;
+  rr.compute_s = time_to_seconds(static_cast<Time>(merged_length(cm, 0, step)));
+  rr.comm_exposed_s = time_to_seconds(static_cast<Time>(minus_length(co, cm, 0, step)));
+  rr.idle_s = std::max(0.0, step_s - rr.compute_s - rr.comm_exposed_s);
+  const Time win_lo = o.window.lo, win_hi = o.window.hi;
+  if (win_hi > win_lo) {
+    // Pipeline bubble: compute-stream idle time inside the pipeline window that is not spent
+    // waiting for this rank's own (data-parallel / sharding / context-parallel) communication.
+    const double busy = merged_length(cm, win_lo, win_hi);
+    const double own_wait = minus_length(own, cm, win_lo, win_hi);
+    const double len = static_cast<double>(win_hi - win_lo);
+    rr.bubble_fraction = std::max(0.0, (len - busy - own_wait) / len);
+  }
+  for (int ph = 0; ph < kPhases; ++ph) rr.phase_s[static_cast<size_t>(ph)] = time_to_seconds(o.phase[r][static_cast<size_t>(ph)]);
+  return rr;
+}
+
+}  // namespace
+
 Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline& t) {
   Result res;
   res.scenario = in.scenario;
@@ -201,84 +285,22 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
   res.events = t.events;
   const Time step = t.makespan;
   res.step_time_s = time_to_seconds(step);
-  const size_t nr = p.ranks.size();
-  std::vector<RankIntervals> ivs(nr);
-  Flops flops;
-  Window window{step, 0};
-  std::vector<std::array<Time, kPhases>> phase(nr);
-  for (auto& a : phase) a.fill(0);
-  std::vector<double> count(nr);  // real GPUs per simulated rank
-  for (size_t r = 0; r < nr; ++r) count[r] = static_cast<double>(p.ranks[r].count);
-  // Each op, and each segment of a fused op as the op it stands for, in program order (the FLOPs'
-  // sums in one order).
-  const Time* starts = t.start.data();
-  const Time* ends = t.end.data();
-  const Time* seg_ends = t.seg_end.data();
-  std::vector<Time> host_wait(nr, 0);
-  for (size_t i = 0; i < p.ops.size(); ++i) {
-    const Op& op = p.ops[i];
-    const auto r = static_cast<size_t>(op.rank);
-    if (op.seg_count > 0) {
-      add_fused(p, op, starts[i], seg_ends, count[r], flops, phase[r], ivs[r], window);
-      seg_ends += op.seg_count;
-      continue;
-    }
-    // A compute-stream op's wait on the host: before its start, and after its work within its span.
-    const HostWait hw = host_wait_of(t, op, i);
-    const std::pair<Time, Time> iv{starts[i], ends[i] - hw.within};
-    flops.add(op.phase, op.model_flops * count[r], op.hw_flops * count[r]);
-    phase[r][static_cast<size_t>(op.phase)] += iv.second - iv.first;
-    host_wait[r] += hw.before + hw.within;
-    ivs[r].add(op.stream, op.phase, iv);
-    ivs[r].add_host_wait({starts[i] - hw.before, starts[i]});
-    ivs[r].add_host_wait({iv.second, ends[i]});
-    if (op.stream == Stream::Compute && pipeline_work(op.phase)) window.add({starts[i] - hw.before, ends[i]});
-  }
-  const double model_flops = flops.model, hw_flops = flops.hw, reported_hw_flops = flops.reported;
-  Time win_lo = window.lo, win_hi = window.hi;
-  for (RankIntervals& r : ivs) r.merge_all();
+  const OpSums o = sum_ops(p, t);
   double gpus_total = 0, bubble_sum = 0;
   std::array<double, kPhases> phase_mean{};
   double exposed_mean = 0, idle_mean = 0, host_wait_mean = 0;
-  for (size_t r = 0; r < nr; ++r) {
-    RankResult rr;
-    const SimRank& sr = p.ranks[r];
-    rr.rank = sr.real_rank;
-    rr.count = sr.count;
-    rr.stage = sr.stage;
-    rr.role = sr.role;
-    const RankMemory& rm = t.memory[r];
-    rr.peak_mem_gib = bytes_to_gib(static_cast<double>(rm.peak));
-    rr.peak_time_s = time_to_seconds(rm.peak_time);
-    for (int c = 0; c < kMemCats; ++c) rr.mem_breakdown_gib[static_cast<size_t>(c)] = bytes_to_gib(static_cast<double>(rm.at_peak[static_cast<size_t>(c)]));
-    Bytes reserved = 0;
-    for (Bytes b : rm.high_water) reserved += b;
-    rr.reserved_gib = bytes_to_gib(static_cast<double>(reserved));
-    const Intervals& cm = ivs[r].compute.iv;
-    const Intervals& co = ivs[r].comm.iv;
-    const Intervals& own = ivs[r].own_comm.iv;
-    rr.compute_s = time_to_seconds(static_cast<Time>(merged_length(cm, 0, step)));
-    rr.comm_exposed_s = time_to_seconds(static_cast<Time>(minus_length(co, cm, 0, step)));
-    rr.idle_s = std::max(0.0, res.step_time_s - rr.compute_s - rr.comm_exposed_s);
-    if (win_hi > win_lo) {
-      // Pipeline bubble: compute-stream idle time inside the pipeline window that is not spent
-      // waiting for this rank's own (data-parallel / sharding / context-parallel) communication.
-      const double busy = merged_length(cm, win_lo, win_hi);
-      const double own_wait = minus_length(own, cm, win_lo, win_hi);
-      const double len = static_cast<double>(win_hi - win_lo);
-      rr.bubble_fraction = std::max(0.0, (len - busy - own_wait) / len);
-    }
-    for (int ph = 0; ph < kPhases; ++ph) rr.phase_s[static_cast<size_t>(ph)] = time_to_seconds(phase[r][static_cast<size_t>(ph)]);
-    const double w = static_cast<double>(sr.count);
+  for (size_t r = 0; r < p.ranks.size(); ++r) {
+    RankResult rr = rank_result(p, t, o, r, res.step_time_s);
+    const double w = static_cast<double>(p.ranks[r].count);
     gpus_total += w;
     bubble_sum += w * rr.bubble_fraction;
     exposed_mean += w * rr.comm_exposed_s;
-    host_wait_mean += w * time_to_seconds(host_wait[r]);
+    host_wait_mean += w * time_to_seconds(o.host_wait[r]);
     idle_mean += w * rr.idle_s;
     for (int ph = 0; ph < kPhases; ++ph) phase_mean[static_cast<size_t>(ph)] += w * rr.phase_s[static_cast<size_t>(ph)];
     res.peak_mem_gib = std::max(res.peak_mem_gib, rr.peak_mem_gib);
     res.reserved_gib = std::max(res.reserved_gib, rr.reserved_gib);
-    res.ranks.push_back(rr);
+    res.ranks.push_back(std::move(rr));
   }
   if (gpus_total > 0) {
     res.bubble_fraction = bubble_sum / gpus_total;
@@ -288,14 +310,14 @@ Result compute_metrics(const MetricsInput& in, const Program& p, const Timeline&
     res.breakdown["idle_s"] = idle_mean / gpus_total;
     if (!t.host_wait_before.empty()) res.breakdown[kHostWaitKey] = host_wait_mean / gpus_total;
   }
-  if (win_hi > win_lo) res.window_s = time_to_seconds(win_hi - win_lo);
-  res.exposed = exposed_of(p, ivs, step);
+  if (o.window.hi > o.window.lo) res.window_s = time_to_seconds(o.window.hi - o.window.lo);
+  res.exposed = exposed_of(p, o.ivs, step);
   res.tokens_per_s = step > 0 ? in.tokens_per_step / res.step_time_s : 0;
   const double denom = res.step_time_s * static_cast<double>(in.gpus);
-  res.tflops_per_gpu = denom > 0 ? model_flops / denom / 1e12 : 0;
-  res.mfu = denom > 0 ? model_flops / denom / in.peak_flops : 0;
-  res.hfu = denom > 0 ? hw_flops / denom / in.peak_flops : 0;
-  res.hfu_reported = denom > 0 ? reported_hw_flops / denom / in.peak_flops : 0;
+  res.tflops_per_gpu = denom > 0 ? o.flops.model / denom / 1e12 : 0;
+  res.mfu = denom > 0 ? o.flops.model / denom / in.peak_flops : 0;
+  res.hfu = denom > 0 ? o.flops.hw / denom / in.peak_flops : 0;
+  res.hfu_reported = denom > 0 ? o.flops.reported / denom / in.peak_flops : 0;
   res.capacity_gib = bytes_to_gib(in.capacity_bytes);
   res.fits_in_memory = res.peak_mem_gib <= res.capacity_gib;
   return res;
