@@ -325,80 +325,61 @@ std::string name_of(Activation v) { return name_of(activations(), v); }
 std::string name_of(PositionEmbedding v) { return name_of(position_embeddings(), v); }
 std::string name_of(NormKind v) { return name_of(norm_kinds(), v); }
 
-ModelSpec parse_model(const JsonObject& o) {
-  ModelSpec m;
-  const std::int64_t big = 1LL << 40;
-  m.name = o.str("name");
-  m.layers = o.integer("layers", 1, 100000);
-  m.hidden = o.integer("hidden", 1, big);
-  m.heads = o.integer("heads", 1, big);
-  m.kv_heads = o.integer("kv_heads", 1, big, m.heads);
-  m.ffn_hidden = o.integer("ffn_hidden", 1, big, 4 * m.hidden);
-  m.vocab = o.integer("vocab", 1, big);
-  m.activation = parse_enum(o, "activation", activations(), Activation::Gelu);
-  m.tied_embeddings = o.boolean("tied_embeddings", false);
-  m.position_embedding = parse_enum(o, "position_embedding", position_embeddings(), PositionEmbedding::Rope);
-  m.max_positions = o.integer("max_positions", 0, big, 0);
-  m.norm = parse_enum(o, "norm", norm_kinds(), NormKind::LayerNorm);
-  m.bias = o.boolean("bias", true);
-  m.dropout = o.boolean("dropout", false);
-  m.qk_norm = o.boolean("qk_norm", false);
-  m.rope_yarn = o.choice("rope_scaling", {"none", "yarn"}, "none") == "yarn";
-  m.head_dim_override = o.integer("head_dim", 0, big, 0);
-  m.hybrid_pattern = o.str("hybrid_pattern", "");
-  if (auto moe = o.object_opt("moe")) {
-    MoeSpec s;
-    // In a hybrid model the pattern's 'E' layers are the MoE ones.
-    for (const char* key : {"first_dense_layers", "interval"})
-      if (!m.hybrid_pattern.empty() && moe->has(key))
-        moe->fail(key, "with a hybrid_pattern the pattern places the expert layers ('E'): give no first_dense_layers or interval");
-    s.experts = moe->integer("experts", 1, 1 << 20);
-    s.top_k = moe->integer("top_k", 1, s.experts);
-    s.expert_ffn_hidden = moe->integer("expert_ffn_hidden", 1, big);
-    s.shared_expert_ffn_hidden = moe->integer("shared_expert_ffn_hidden", 0, big, 0);
-    s.first_dense_layers = moe->integer("first_dense_layers", 0, m.layers - 1, 0);
-    s.interval = moe->integer("interval", 1, m.layers, 1);
-    moe->finish();
-    m.moe = s;
-  }
-  if (auto mla = o.object_opt("mla")) {
-    MlaSpec a;
-    a.q_lora_rank = mla->integer("q_lora_rank", 0, big, 0);
-    a.kv_lora_rank = mla->integer("kv_lora_rank", 1, big);
-    a.qk_nope_head_dim = mla->integer("qk_nope_head_dim", 1, big);
-    a.qk_rope_head_dim = mla->integer("qk_rope_head_dim", 1, big);
-    a.v_head_dim = mla->integer("v_head_dim", 1, big);
-    mla->finish();
-    m.mla = a;
-  }
-  m.sliding_window = o.integer("sliding_window", 0, big, 0);
-  m.full_attention_interval = o.integer("full_attention_interval", 0, m.layers, 0);
-  m.activation_clamp = o.number("activation_clamp", 0, 1e30, 0);
-  if (m.activation_clamp > 0 && m.activation != Activation::SwiGlu)
-    o.fail("activation_clamp", "clamps a gated activation's two inputs; the model's activation is \"" + name_of(m.activation) + "\", not gated");
-  if (m.activation_clamp > 0 && !m.moe)
-    o.fail("activation_clamp", "is modelled for a mixture-of-experts model's routed experts (GPT-OSS's clamped quick-GEGLU); the model has "
-                               "no experts (model.moe)");
-  if (auto mamba = o.object_opt("mamba")) {
-    MambaSpec s;
-    s.heads = mamba->integer("heads", 1, big);
-    s.head_dim = mamba->integer("head_dim", 1, big, 64);
-    s.state = mamba->integer("state", 1, big, 128);
-    s.groups = mamba->integer("groups", 1, big, 8);
-    s.conv_kernel = mamba->integer("conv_kernel", 1, 64, 4);
-    s.chunk = mamba->integer("chunk", 1, 1 << 20, 128);
-    mamba->finish();
-    // Megatron-Core mamba_mixer.py: nheads must be divisible by ngroups.
-    if (s.heads % s.groups != 0)
-      mamba->fail("groups", "mamba heads (" + std::to_string(s.heads) + ") must be divisible by groups (" + std::to_string(s.groups) + ")");
-    m.mamba = s;
-  }
-  m.published_params = o.number("published_params", 0, 1e16, 0);
-  m.published_params_rounding = o.number("published_params_rounding", 0, 1e16, 0);
-  m.published_active_params = o.number("published_active_params", 0, 1e16, 0);
-  m.source = o.str("source", "");
-  o.finish({"schema", "description"});
-  check_hybrid(o, m);
+namespace {
+
+// model.moe: the experts, and which layers have them.
+std::optional<MoeSpec> parse_moe(const JsonObject& o, const ModelSpec& m, std::int64_t big) {
+  const auto moe = o.object_opt("moe");
+  if (!moe) return std::nullopt;
+  MoeSpec s;
+  // In a hybrid model the pattern's 'E' layers are the MoE ones.
+  for (const char* key : {"first_dense_layers", "interval"})
+    if (!m.hybrid_pattern.empty() && moe->has(key))
+      moe->fail(key, "with a hybrid_pattern the pattern places the expert layers ('E'): give no first_dense_layers or interval");
+  s.experts = moe->integer("experts", 1, 1 << 20);
+  s.top_k = moe->integer("top_k", 1, s.experts);
+  s.expert_ffn_hidden = moe->integer("expert_ffn_hidden", 1, big);
+  s.shared_expert_ffn_hidden = moe->integer("shared_expert_ffn_hidden", 0, big, 0);
+  s.first_dense_layers = moe->integer("first_dense_layers", 0, m.layers - 1, 0);
+  s.interval = moe->integer("interval", 1, m.layers, 1);
+  moe->finish();
+  return s;
+}
+
+// model.mla: multi-head latent attention's ranks and head widths.
+std::optional<MlaSpec> parse_mla(const JsonObject& o, std::int64_t big) {
+  const auto mla = o.object_opt("mla");
+  if (!mla) return std::nullopt;
+  MlaSpec a;
+  a.q_lora_rank = mla->integer("q_lora_rank", 0, big, 0);
+  a.kv_lora_rank = mla->integer("kv_lora_rank", 1, big);
+  a.qk_nope_head_dim = mla->integer("qk_nope_head_dim", 1, big);
+  a.qk_rope_head_dim = mla->integer("qk_rope_head_dim", 1, big);
+  a.v_head_dim = mla->integer("v_head_dim", 1, big);
+  mla->finish();
+  return a;
+}
+
+// model.mamba: a hybrid model's Mamba-2 mixer.
+std::optional<MambaSpec> parse_mamba(const JsonObject& o, std::int64_t big) {
+  const auto mamba = o.object_opt("mamba");
+  if (!mamba) return std::nullopt;
+  MambaSpec s;
+  s.heads = mamba->integer("heads", 1, big);
+  s.head_dim = mamba->integer("head_dim", 1, big, 64);
+  s.state = mamba->integer("state", 1, big, 128);
+  s.groups = mamba->integer("groups", 1, big, 8);
+  s.conv_kernel = mamba->integer("conv_kernel", 1, 64, 4);
+  s.chunk = mamba->integer("chunk", 1, 1 << 20, 128);
+  mamba->finish();
+  // Megatron-Core mamba_mixer.py: nheads must be divisible by ngroups.
+  if (s.heads % s.groups != 0)
+    mamba->fail("groups", "mamba heads (" + std::to_string(s.heads) + ") must be divisible by groups (" + std::to_string(s.groups) + ")");
+  return s;
+}
+
+// What the model's figures must satisfy together, after every key is read.
+void check_model(const JsonObject& o, const ModelSpec& m) {
   if (m.head_dim_override == 0 && m.hidden % m.heads != 0)
     o.fail("hidden", "hidden (" + std::to_string(m.hidden) + ") must be divisible by heads (" + std::to_string(m.heads) + "), or give head_dim");
   if (m.mla && m.kv_heads != m.heads)
@@ -422,6 +403,49 @@ ModelSpec parse_model(const JsonObject& o) {
     o.fail("rope_scaling", "\"yarn\" scales a rotary embedding; position_embedding is \"" + name_of(m.position_embedding) + "\"");
   if (m.position_embedding == PositionEmbedding::Learned && m.max_positions == 0)
     o.fail("max_positions", "learned position embeddings need max_positions > 0");
+}
+
+}  // namespace
+
+ModelSpec parse_model(const JsonObject& o) {
+  ModelSpec m;
+  const std::int64_t big = 1LL << 40;
+  m.name = o.str("name");
+  m.layers = o.integer("layers", 1, 100000);
+  m.hidden = o.integer("hidden", 1, big);
+  m.heads = o.integer("heads", 1, big);
+  m.kv_heads = o.integer("kv_heads", 1, big, m.heads);
+  m.ffn_hidden = o.integer("ffn_hidden", 1, big, 4 * m.hidden);
+  m.vocab = o.integer("vocab", 1, big);
+  m.activation = parse_enum(o, "activation", activations(), Activation::Gelu);
+  m.tied_embeddings = o.boolean("tied_embeddings", false);
+  m.position_embedding = parse_enum(o, "position_embedding", position_embeddings(), PositionEmbedding::Rope);
+  m.max_positions = o.integer("max_positions", 0, big, 0);
+  m.norm = parse_enum(o, "norm", norm_kinds(), NormKind::LayerNorm);
+  m.bias = o.boolean("bias", true);
+  m.dropout = o.boolean("dropout", false);
+  m.qk_norm = o.boolean("qk_norm", false);
+  m.rope_yarn = o.choice("rope_scaling", {"none", "yarn"}, "none") == "yarn";
+  m.head_dim_override = o.integer("head_dim", 0, big, 0);
+  m.hybrid_pattern = o.str("hybrid_pattern", "");
+  m.moe = parse_moe(o, m, big);
+  m.mla = parse_mla(o, big);
+  m.sliding_window = o.integer("sliding_window", 0, big, 0);
+  m.full_attention_interval = o.integer("full_attention_interval", 0, m.layers, 0);
+  m.activation_clamp = o.number("activation_clamp", 0, 1e30, 0);
+  if (m.activation_clamp > 0 && m.activation != Activation::SwiGlu)
+    o.fail("activation_clamp", "clamps a gated activation's two inputs; the model's activation is \"" + name_of(m.activation) + "\", not gated");
+  if (m.activation_clamp > 0 && !m.moe)
+    o.fail("activation_clamp", "is modelled for a mixture-of-experts model's routed experts (GPT-OSS's clamped quick-GEGLU); the model has "
+                               "no experts (model.moe)");
+  m.mamba = parse_mamba(o, big);
+  m.published_params = o.number("published_params", 0, 1e16, 0);
+  m.published_params_rounding = o.number("published_params_rounding", 0, 1e16, 0);
+  m.published_active_params = o.number("published_active_params", 0, 1e16, 0);
+  m.source = o.str("source", "");
+  o.finish({"schema", "description"});
+  check_hybrid(o, m);
+  check_model(o, m);
   return m;
 }
 
