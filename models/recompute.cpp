@@ -31,6 +31,12 @@ RecomputeModules RecomputeModules::from_names(const std::vector<std::string>& na
 
 bool RecomputeModules::has(RecomputeModule m) const { return std::find(list_.begin(), list_.end(), m) != list_.end(); }
 
+RecomputeModules RecomputeModules::without(RecomputeModule m) const {
+  RecomputeModules out = *this;
+  std::erase(out.list_, m);
+  return out;
+}
+
 std::vector<std::string> RecomputeModules::names() const {
   std::vector<std::string> out;
   for (RecomputeModule m : list_) out.emplace_back(recompute_module_name(m));
@@ -65,12 +71,7 @@ Block replayed_kernels(const LayerGraph& g, const RecomputeModules& mods, bool f
   // MLASelfAttention); on any other layer it replays nothing, its RoPE included.
   const bool mla = std::any_of(g.attn_fwd.kernels.begin(), g.attn_fwd.kernels.end(),
                                [](const Kernel& k) { return k.module == LayerModule::MlaUpProj; });
-  RecomputeModules effective = mods;
-  if (!mla && mods.has(RecomputeModule::MlaUpProj)) {
-    std::vector<std::string> names = mods.names();
-    std::erase(names, std::string(recompute_module_name(RecomputeModule::MlaUpProj)));
-    effective = RecomputeModules::from_names(names);
-  }
+  const RecomputeModules effective = mla ? mods : mods.without(RecomputeModule::MlaUpProj);
   Block out;
   for (const Block* b : {&g.attn_fwd, &g.mlp_fwd})
     for (const Kernel& k : b->kernels)

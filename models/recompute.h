@@ -40,6 +40,8 @@ class RecomputeModules {
   static RecomputeModules from_names(const std::vector<std::string>& names);
   bool has(RecomputeModule m) const;
   std::vector<std::string> names() const;
+  // These modules less `m`.
+  RecomputeModules without(RecomputeModule m) const;
 
  private:
   std::vector<RecomputeModule> list_;
