@@ -5,34 +5,100 @@
 
 namespace parasim {
 
-std::vector<double> maxmin_rates(const std::vector<const std::vector<std::int32_t>*>& paths, const std::vector<double>& capacity) {
-  const size_t nf = paths.size();
-  std::vector<double> rate(nf, 0.0);
-  // The links in use, in order of first use (a link's position breaks ties between equal shares),
-  // with their capacity left, their unfrozen flows and those flows (in flow order).
-  std::vector<std::int32_t> slot(capacity.size(), -1);
-  std::vector<std::int32_t> used, count;
-  for (size_t f = 0; f < nf; ++f)
-    for (auto l : *paths[f]) {
-      auto& s = slot[static_cast<size_t>(l)];
+namespace {
+
+using Paths = std::vector<const std::vector<std::int32_t>*>;
+
+// The links the flows use, in order of first use (a link's position breaks ties between equal
+// shares), each with its capacity left, its count of unfrozen flows and those flows (in flow order).
+struct LinksInUse {
+  std::vector<std::int32_t> slot;   // link id -> position in use, -1 when unused
+  std::vector<std::int32_t> count;  // unfrozen flows per position
+  std::vector<std::int32_t> begin;  // flows of position s: on[begin[s] .. begin[s + 1])
+  std::vector<std::int32_t> on;
+  std::vector<double> cap;
+  size_t size() const { return cap.size(); }
+  size_t pos(std::int32_t link) const { return static_cast<size_t>(slot[static_cast<size_t>(link)]); }
+  double share(size_t s) const { return std::max(0.0, cap[s]) / count[s]; }
+};
+
+LinksInUse links_in_use(const Paths& paths, const std::vector<double>& capacity) {
+  LinksInUse u;
+  u.slot.assign(capacity.size(), -1);
+  std::vector<std::int32_t> used;
+  for (const auto* path : paths)
+    for (auto l : *path) {
+      auto& s = u.slot[static_cast<size_t>(l)];
       if (s < 0) {
         s = static_cast<std::int32_t>(used.size());
         used.push_back(l);
-        count.push_back(0);
+        u.count.push_back(0);
       }
-      ++count[static_cast<size_t>(s)];
+      ++u.count[static_cast<size_t>(s)];
     }
   const size_t nu = used.size();
-  std::vector<double> cap(nu);
-  for (size_t s = 0; s < nu; ++s) cap[s] = capacity[static_cast<size_t>(used[s])];
-  std::vector<std::int32_t> begin(nu + 1, 0);
-  for (size_t s = 0; s < nu; ++s) begin[s + 1] = begin[s] + count[s];
-  std::vector<std::int32_t> on(static_cast<size_t>(begin[nu]));
-  {
-    std::vector<std::int32_t> fill(begin.begin(), begin.end() - 1);
-    for (size_t f = 0; f < nf; ++f)
-      for (auto l : *paths[f]) on[static_cast<size_t>(fill[static_cast<size_t>(slot[static_cast<size_t>(l)])]++)] = static_cast<std::int32_t>(f);
+  u.cap.resize(nu);
+  for (size_t s = 0; s < nu; ++s) u.cap[s] = capacity[static_cast<size_t>(used[s])];
+  u.begin.assign(nu + 1, 0);
+  for (size_t s = 0; s < nu; ++s) u.begin[s + 1] = u.begin[s] + u.count[s];
+  u.on.resize(static_cast<size_t>(u.begin[nu]));
+  std::vector<std::int32_t> fill(u.begin.begin(), u.begin.end() - 1);
+  for (size_t f = 0; f < paths.size(); ++f)
+    for (auto l : *paths[f]) u.on[static_cast<size_t>(fill[u.pos(l)]++)] = static_cast<std::int32_t>(f);
+  return u;
+}
+
+// The bottleneck is the link offering the smallest fair share to its unfrozen flows, the first in
+// use among equals: a heap keyed by (share, position), entries of changed links left stale.
+class BottleneckHeap {
+ public:
+  explicit BottleneckHeap(const LinksInUse& u) : version_(u.size(), 0) {
+    for (size_t s = 0; s < u.size(); ++s) heap_.push_back({u.share(s), static_cast<std::int32_t>(s), 0});
+    std::make_heap(heap_.begin(), heap_.end(), later);
   }
+  // The current bottleneck's position and share; false when no link with flows and a finite share is left.
+  bool pop(const LinksInUse& u, size_t& pos, double& share) {
+    while (!heap_.empty()) {
+      const Entry& top = heap_.front();
+      const auto s = static_cast<size_t>(top.pos);
+      if (top.version == version_[s] && u.count[s] > 0) break;
+      drop_top();
+    }
+    if (heap_.empty() || !(heap_.front().share < std::numeric_limits<double>::infinity())) return false;
+    share = heap_.front().share;
+    pos = static_cast<size_t>(heap_.front().pos);
+    drop_top();
+    return true;
+  }
+  // Link s's share changed: its older entries go stale.
+  void update(const LinksInUse& u, size_t s) {
+    ++version_[s];
+    if (u.count[s] <= 0) return;
+    heap_.push_back({u.share(s), static_cast<std::int32_t>(s), version_[s]});
+    std::push_heap(heap_.begin(), heap_.end(), later);
+  }
+
+ private:
+  struct Entry {
+    double share;
+    std::int32_t pos;
+    std::uint32_t version;
+  };
+  static bool later(const Entry& a, const Entry& b) { return a.share != b.share ? a.share > b.share : a.pos > b.pos; }
+  void drop_top() {
+    std::pop_heap(heap_.begin(), heap_.end(), later);
+    heap_.pop_back();
+  }
+  std::vector<Entry> heap_;
+  std::vector<std::uint32_t> version_;
+};
+
+}  // namespace
+
+std::vector<double> maxmin_rates(const Paths& paths, const std::vector<double>& capacity) {
+  const size_t nf = paths.size();
+  std::vector<double> rate(nf, 0.0);
+  LinksInUse u = links_in_use(paths, capacity);
   std::vector<char> frozen(nf, 0);
   size_t left = nf;
   for (size_t f = 0; f < nf; ++f)
@@ -41,44 +107,24 @@ std::vector<double> maxmin_rates(const std::vector<const std::vector<std::int32_
       frozen[f] = 1;
       --left;
     }
-  // The bottleneck is the link offering the smallest fair share to its unfrozen flows, the first in
-  // use among equals: a heap keyed by (share, position), entries of changed links left stale.
-  struct Entry {
-    double share;
-    std::int32_t pos;
-    std::uint32_t version;
-  };
-  auto later = [](const Entry& a, const Entry& b) { return a.share != b.share ? a.share > b.share : a.pos > b.pos; };
-  std::vector<Entry> heap;
-  std::vector<std::uint32_t> version(nu, 0);
-  auto share = [&](size_t s) { return std::max(0.0, cap[s]) / count[s]; };
-  for (size_t s = 0; s < nu; ++s) heap.push_back({share(s), static_cast<std::int32_t>(s), 0});
-  std::make_heap(heap.begin(), heap.end(), later);
+  BottleneckHeap heap(u);
   std::vector<std::int32_t> touched;
-  std::vector<char> is_touched(nu, 0);
-  while (left > 0) {
-    while (!heap.empty()) {
-      const Entry& top = heap.front();
-      const auto s = static_cast<size_t>(top.pos);
-      if (top.version == version[s] && count[s] > 0) break;
-      std::pop_heap(heap.begin(), heap.end(), later);
-      heap.pop_back();
-    }
-    if (heap.empty() || !(heap.front().share < std::numeric_limits<double>::infinity())) break;
-    const double best = heap.front().share;
-    const auto bs = static_cast<size_t>(heap.front().pos);
-    std::pop_heap(heap.begin(), heap.end(), later);
-    heap.pop_back();
-    for (std::int32_t k = begin[bs]; k < begin[bs + 1]; ++k) {
-      const auto fi = static_cast<size_t>(on[static_cast<size_t>(k)]);
+  std::vector<char> is_touched(u.size(), 0);
+  size_t bs = 0;
+  double best = 0;
+  // Progressive filling: the bottleneck's unfrozen flows freeze at its share, which their other
+  // links then give up.
+  while (left > 0 && heap.pop(u, bs, best)) {
+    for (std::int32_t k = u.begin[bs]; k < u.begin[bs + 1]; ++k) {
+      const auto fi = static_cast<size_t>(u.on[static_cast<size_t>(k)]);
       if (frozen[fi]) continue;
       frozen[fi] = 1;
       --left;
       rate[fi] = best;
       for (auto l : *paths[fi]) {
-        const auto s = static_cast<size_t>(slot[static_cast<size_t>(l)]);
-        cap[s] -= best;
-        --count[s];
+        const size_t s = u.pos(l);
+        u.cap[s] -= best;
+        --u.count[s];
         if (!is_touched[s]) {
           is_touched[s] = 1;
           touched.push_back(static_cast<std::int32_t>(s));
@@ -86,13 +132,8 @@ std::vector<double> maxmin_rates(const std::vector<const std::vector<std::int32_
       }
     }
     for (auto t : touched) {
-      const auto s = static_cast<size_t>(t);
-      is_touched[s] = 0;
-      ++version[s];
-      if (count[s] > 0) {
-        heap.push_back({share(s), t, version[s]});
-        std::push_heap(heap.begin(), heap.end(), later);
-      }
+      is_touched[static_cast<size_t>(t)] = 0;
+      heap.update(u, static_cast<size_t>(t));
     }
     touched.clear();
   }

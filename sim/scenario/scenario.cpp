@@ -700,107 +700,131 @@ Scenario load_scenario(const std::string& path, const std::string& data_dir) {
   return parse_scenario(read_json_file(path), input_name(path), data_dir);
 }
 
+namespace {
+Json resolved_model(const Scenario& s) {
+  Json mj = {{"name", s.model.name},         {"layers", s.model.layers},         {"hidden", s.model.hidden},
+             {"heads", s.model.heads},       {"kv_heads", s.model.kv_heads},     {"ffn_hidden", s.model.ffn_hidden},
+             {"vocab", s.model.vocab},       {"activation", name_of(s.model.activation)}, {"tied_embeddings", s.model.tied_embeddings},
+             {"position_embedding", name_of(s.model.position_embedding)}, {"norm", name_of(s.model.norm)}, {"bias", s.model.bias},
+             {"dropout", s.model.dropout}};
+  if (s.model.position_embedding == PositionEmbedding::Learned) mj["max_positions"] = s.model.max_positions;
+  if (s.model.head_dim_override > 0) mj["head_dim"] = s.model.head_dim_override;
+  if (s.model.qk_norm) mj["qk_norm"] = true;
+  if (s.model.rope_yarn) mj["rope_scaling"] = "yarn";
+  if (s.model.moe) {
+    mj["moe"] = {{"experts", s.model.moe->experts}, {"top_k", s.model.moe->top_k}, {"expert_ffn_hidden", s.model.moe->expert_ffn_hidden}};
+    if (s.model.moe->shared_expert_ffn_hidden > 0) mj["moe"]["shared_expert_ffn_hidden"] = s.model.moe->shared_expert_ffn_hidden;
+    if (s.model.moe->first_dense_layers > 0) mj["moe"]["first_dense_layers"] = s.model.moe->first_dense_layers;
+    if (s.model.moe->interval > 1) mj["moe"]["interval"] = s.model.moe->interval;
+  }
+  if (s.model.mla)
+    mj["mla"] = {{"q_lora_rank", s.model.mla->q_lora_rank}, {"kv_lora_rank", s.model.mla->kv_lora_rank},
+                 {"qk_nope_head_dim", s.model.mla->qk_nope_head_dim}, {"qk_rope_head_dim", s.model.mla->qk_rope_head_dim},
+                 {"v_head_dim", s.model.mla->v_head_dim}};
+  if (s.model.sliding_window > 0) mj["sliding_window"] = s.model.sliding_window;
+  if (s.model.full_attention_interval > 0) mj["full_attention_interval"] = s.model.full_attention_interval;
+  if (s.model.activation_clamp > 0) mj["activation_clamp"] = s.model.activation_clamp;
+  if (!s.model.hybrid_pattern.empty()) mj["hybrid_pattern"] = s.model.hybrid_pattern;
+  if (s.model.mamba)
+    mj["mamba"] = {{"heads", s.model.mamba->heads}, {"head_dim", s.model.mamba->head_dim}, {"state", s.model.mamba->state},
+                   {"groups", s.model.mamba->groups}, {"conv_kernel", s.model.mamba->conv_kernel}, {"chunk", s.model.mamba->chunk}};
+  return mj;
+}
+
+Json resolved_cluster(const Scenario& s) {
+  Json c = {{"gpu", s.cluster.gpu},
+            {"nodes", s.cluster.nodes},
+            {"gpus_per_node", s.cluster.gpus_per_node},
+            {"intra_node", {{"kind", name_of(s.cluster.intra_kind)}, {"gbps", s.cluster.intra_gbps > 0 ? s.cluster.intra_gbps : s.profile.nvlink_gbps.value}}},
+            {"inter_node", {{"kind", name_of(s.cluster.inter_kind)}, {"nics_per_node", s.cluster.nics_per_node}, {"nic_gbps", s.cluster.nic_gbps}, {"oversubscription", s.cluster.oversubscription}, {"leaf_ports", s.cluster.leaf_ports}, {"spines", s.cluster.spines}}}};
+  if (s.cluster.inter_kind == InterNode::Custom) {
+    Json links = Json::array();
+    for (const auto& l : s.cluster.custom.links) links.push_back({{"a", l.a}, {"b", l.b}, {"gbps", l.gbps}, {"latency_us", l.latency_us}});
+    c["inter_node"]["switches"] = s.cluster.custom.switches;
+    c["inter_node"]["links"] = links;
+  }
+  return c;
+}
+
+Json resolved_training(const Scenario& s) {
+  Json t = {{"global_batch", s.training.global_batch}, {"micro_batch", s.training.micro_batch}, {"seq_len", s.training.seq_len},
+            {"dtype", name_of(s.training.dtype)}, {"optimizer", name_of(s.training.optimizer)}, {"flash_attention", s.training.flash_attention},
+            {"attention_kernel", name_of(s.training.attention_kernel)},
+            {"fp32_grad_accumulation", s.training.fp32_grad_accumulation},
+            {"grad_accumulation_fusion", s.training.grad_accumulation_fusion},
+            {"norm_impl", name_of(s.training.norm_impl)}, {"rope_impl", name_of(s.training.rope_impl)},
+            {"dropout_add_impl", name_of(s.training.dropout_add_impl)}, {"loss_impl", name_of(s.training.loss_impl)},
+            {"optimizer_impl", name_of(s.training.optimizer_impl)},
+            {"make_vocab_size_divisible_by", s.training.make_vocab_size_divisible_by}};
+  if (s.training.dtype == Dtype::Fp8) t["fp8_recipe"] = name_of(s.training.fp8_recipe);
+  if (s.training.mtp_layers > 0) t["mtp_layers"] = s.training.mtp_layers;
+  if (!s.stack.empty() || !s.training.train_metrics.empty()) t["train_metrics"] = s.training.train_metrics;
+  if (s.training.te_op_fuser) t["te_op_fuser"] = true;
+  // A stack fills in what the scenario leaves out, so under a stack every field it can set is
+  // written, defaults included: the resolved scenario then runs as it was resolved.
+  const bool all = !s.stack.empty();
+  if (all || s.training.host_launch_us > 0) t["host_launch_us"] = s.training.host_launch_us;
+  if (all || s.training.host_loop_launch_us > 0) t["host_loop_launch_us"] = s.training.host_loop_launch_us;
+  if (all || s.training.host_op_us > 0) t["host_op_us"] = s.training.host_op_us;
+  if (all) t["cuda_graph_scope"] = Json::array();
+  for (CudaGraphScope g : s.training.cuda_graph_scope) t["cuda_graph_scope"].push_back(name_of(g));
+  if (all || s.training.cuda_graph_impl != CudaGraphImpl::TransformerEngine) t["cuda_graph_impl"] = name_of(s.training.cuda_graph_impl);
+  if (all || s.training.launch_impl != LaunchImpl::MegatronTe) t["launch_impl"] = name_of(s.training.launch_impl);
+  if (s.training.moe_routing.expert_load > 0) t["moe_expert_load"] = s.training.moe_routing.expert_load;
+  if (s.training.moe_routing.capacity_factor > 0) t["moe_capacity_factor"] = s.training.moe_routing.capacity_factor;
+  if (s.training.moe_routing.pad_to_capacity) t["moe_pad_to_capacity"] = true;
+  return t;
+}
+
+Json resolved_parallel(const Scenario& s) {
+  Json pj = {{"dp", s.parallel.dp}, {"tp", s.parallel.tp}, {"pp", s.parallel.pp}, {"vpp", s.parallel.vpp}, {"cp", s.parallel.cp},
+             {"cp_impl", name_of(s.parallel.cp_impl)}, {"ep", s.parallel.ep}, {"etp", s.parallel.expert_tp()},
+             {"schedule", name_of(s.parallel.schedule)}, {"sequence_parallel", s.parallel.sequence_parallel}, {"recompute", name_of(s.parallel.recompute)},
+             {"zero_stage", s.parallel.zero_stage}, {"zero_impl", name_of(s.parallel.zero_impl)}, {"bucket_mb", s.parallel.bucket_mb}, {"overlap_grad_reduce", s.parallel.overlap_grad_reduce},
+             {"stage_layers", s.parallel.stage_layers.size() > static_cast<size_t>(s.parallel.pp) ? s.parallel.stage_layers : s.layers_per_stage()},
+             {"tp_comm_overlap", s.parallel.tp_comm_overlap}, {"ep_comm_overlap", s.parallel.ep_comm_overlap}, {"p2p_sync", s.parallel.p2p_sync},
+             {"recompute_fused_attention", s.parallel.recompute_fused_attention},
+             {"moe_dispatcher", name_of(s.parallel.moe_dispatcher)},
+             {"pipeline_impl", name_of(s.parallel.pipeline_impl)}};
+  {
+    std::string ord;
+    for (ParallelDim d : s.parallel.order) ord += (ord.empty() ? "" : "-") + std::string(name_of(d));
+    pj["order"] = ord;
+  }
+  if (s.parallel.recompute_num_layers >= 0) pj["recompute_num_layers"] = s.parallel.recompute_num_layers;
+  if (s.parallel.recompute == Recompute::Selective) pj["recompute_modules"] = s.parallel.recompute_modules.names();
+  if (s.parallel.activation_offload_layers > 0) pj["activation_offload_layers"] = s.parallel.activation_offload_layers;
+  if (s.parallel.fsdp)
+    pj["fsdp"] = {{"sharding", name_of(s.parallel.fsdp->sharding)}, {"shard_group", s.parallel.fsdp->shard_group}, {"prefetch", s.parallel.fsdp->prefetch},
+                  {"offload", s.parallel.fsdp->offload}, {"param_dtype", name_of(s.fsdp_param_dtype())}, {"reduce_dtype", name_of(s.fsdp_reduce_dtype())},
+                  {"version", s.parallel.fsdp->version}, {"backward_prefetch", name_of(s.parallel.fsdp->backward_prefetch)}};
+  else
+    pj["fsdp"] = nullptr;
+  return pj;
+}
+
+// Where each stack-dependent value came from (a "_" key: the resolved scenario still loads).
+Json resolved_origins(const Scenario& s) {
+  Json origin = Json::object();
+  for (const auto& o : s.origins) {
+    const std::string from = o.from == "stack" ? "stack " + s.stack : o.from;
+    origin[o.field] = o.source.empty() ? from : from + " (" + o.source + ")";
+  }
+  return origin;
+}
+}  // namespace
+
 Json Scenario::resolved() const {
   Json j;
   j["schema"] = "parasim.scenario/1";
   j["name"] = name;
-  Json mj = {{"name", model.name},         {"layers", model.layers},         {"hidden", model.hidden},
-             {"heads", model.heads},       {"kv_heads", model.kv_heads},     {"ffn_hidden", model.ffn_hidden},
-             {"vocab", model.vocab},       {"activation", name_of(model.activation)}, {"tied_embeddings", model.tied_embeddings},
-             {"position_embedding", name_of(model.position_embedding)}, {"norm", name_of(model.norm)}, {"bias", model.bias},
-             {"dropout", model.dropout}};
-  if (model.position_embedding == PositionEmbedding::Learned) mj["max_positions"] = model.max_positions;
-  if (model.head_dim_override > 0) mj["head_dim"] = model.head_dim_override;
-  if (model.qk_norm) mj["qk_norm"] = true;
-  if (model.rope_yarn) mj["rope_scaling"] = "yarn";
-  if (model.moe) {
-    mj["moe"] = {{"experts", model.moe->experts}, {"top_k", model.moe->top_k}, {"expert_ffn_hidden", model.moe->expert_ffn_hidden}};
-    if (model.moe->shared_expert_ffn_hidden > 0) mj["moe"]["shared_expert_ffn_hidden"] = model.moe->shared_expert_ffn_hidden;
-    if (model.moe->first_dense_layers > 0) mj["moe"]["first_dense_layers"] = model.moe->first_dense_layers;
-    if (model.moe->interval > 1) mj["moe"]["interval"] = model.moe->interval;
-  }
-  if (model.mla)
-    mj["mla"] = {{"q_lora_rank", model.mla->q_lora_rank}, {"kv_lora_rank", model.mla->kv_lora_rank},
-                 {"qk_nope_head_dim", model.mla->qk_nope_head_dim}, {"qk_rope_head_dim", model.mla->qk_rope_head_dim},
-                 {"v_head_dim", model.mla->v_head_dim}};
-  if (model.sliding_window > 0) mj["sliding_window"] = model.sliding_window;
-  if (model.full_attention_interval > 0) mj["full_attention_interval"] = model.full_attention_interval;
-  if (model.activation_clamp > 0) mj["activation_clamp"] = model.activation_clamp;
-  if (!model.hybrid_pattern.empty()) mj["hybrid_pattern"] = model.hybrid_pattern;
-  if (model.mamba)
-    mj["mamba"] = {{"heads", model.mamba->heads}, {"head_dim", model.mamba->head_dim}, {"state", model.mamba->state},
-                   {"groups", model.mamba->groups}, {"conv_kernel", model.mamba->conv_kernel}, {"chunk", model.mamba->chunk}};
-  j["model"] = mj;
-  j["cluster"] = {{"gpu", cluster.gpu},
-                  {"nodes", cluster.nodes},
-                  {"gpus_per_node", cluster.gpus_per_node},
-                  {"intra_node", {{"kind", name_of(cluster.intra_kind)}, {"gbps", cluster.intra_gbps > 0 ? cluster.intra_gbps : profile.nvlink_gbps.value}}},
-                  {"inter_node", {{"kind", name_of(cluster.inter_kind)}, {"nics_per_node", cluster.nics_per_node}, {"nic_gbps", cluster.nic_gbps}, {"oversubscription", cluster.oversubscription}, {"leaf_ports", cluster.leaf_ports}, {"spines", cluster.spines}}}};
-  if (cluster.inter_kind == InterNode::Custom) {
-    Json links = Json::array();
-    for (const auto& l : cluster.custom.links) links.push_back({{"a", l.a}, {"b", l.b}, {"gbps", l.gbps}, {"latency_us", l.latency_us}});
-    j["cluster"]["inter_node"]["switches"] = cluster.custom.switches;
-    j["cluster"]["inter_node"]["links"] = links;
-  }
-  j["training"] = {{"global_batch", training.global_batch}, {"micro_batch", training.micro_batch}, {"seq_len", training.seq_len},
-                   {"dtype", name_of(training.dtype)}, {"optimizer", name_of(training.optimizer)}, {"flash_attention", training.flash_attention},
-                   {"attention_kernel", name_of(training.attention_kernel)},
-                   {"fp32_grad_accumulation", training.fp32_grad_accumulation},
-                   {"grad_accumulation_fusion", training.grad_accumulation_fusion},
-                   {"norm_impl", name_of(training.norm_impl)}, {"rope_impl", name_of(training.rope_impl)},
-                   {"dropout_add_impl", name_of(training.dropout_add_impl)}, {"loss_impl", name_of(training.loss_impl)},
-                   {"optimizer_impl", name_of(training.optimizer_impl)},
-                   {"make_vocab_size_divisible_by", training.make_vocab_size_divisible_by}};
-  if (training.dtype == Dtype::Fp8) j["training"]["fp8_recipe"] = name_of(training.fp8_recipe);
-  if (training.mtp_layers > 0) j["training"]["mtp_layers"] = training.mtp_layers;
-  if (!stack.empty() || !training.train_metrics.empty()) j["training"]["train_metrics"] = training.train_metrics;
-  if (training.te_op_fuser) j["training"]["te_op_fuser"] = true;
-  // A stack fills in what the scenario leaves out, so under a stack every field it can set is
-  // written, defaults included: the resolved scenario then runs as it was resolved.
-  const bool all = !stack.empty();
-  if (all || training.host_launch_us > 0) j["training"]["host_launch_us"] = training.host_launch_us;
-  if (all || training.host_loop_launch_us > 0) j["training"]["host_loop_launch_us"] = training.host_loop_launch_us;
-  if (all || training.host_op_us > 0) j["training"]["host_op_us"] = training.host_op_us;
-  if (all) j["training"]["cuda_graph_scope"] = Json::array();
-  for (CudaGraphScope g : training.cuda_graph_scope) j["training"]["cuda_graph_scope"].push_back(name_of(g));
-  if (all || training.cuda_graph_impl != CudaGraphImpl::TransformerEngine) j["training"]["cuda_graph_impl"] = name_of(training.cuda_graph_impl);
-  if (all || training.launch_impl != LaunchImpl::MegatronTe) j["training"]["launch_impl"] = name_of(training.launch_impl);
-  if (training.moe_routing.expert_load > 0) j["training"]["moe_expert_load"] = training.moe_routing.expert_load;
-  if (training.moe_routing.capacity_factor > 0) j["training"]["moe_capacity_factor"] = training.moe_routing.capacity_factor;
-  if (training.moe_routing.pad_to_capacity) j["training"]["moe_pad_to_capacity"] = true;
-  Json pj = {{"dp", parallel.dp}, {"tp", parallel.tp}, {"pp", parallel.pp}, {"vpp", parallel.vpp}, {"cp", parallel.cp},
-             {"cp_impl", name_of(parallel.cp_impl)}, {"ep", parallel.ep}, {"etp", parallel.expert_tp()},
-             {"schedule", name_of(parallel.schedule)}, {"sequence_parallel", parallel.sequence_parallel}, {"recompute", name_of(parallel.recompute)},
-             {"zero_stage", parallel.zero_stage}, {"zero_impl", name_of(parallel.zero_impl)}, {"bucket_mb", parallel.bucket_mb}, {"overlap_grad_reduce", parallel.overlap_grad_reduce},
-             {"stage_layers", parallel.stage_layers.size() > static_cast<size_t>(parallel.pp) ? parallel.stage_layers : layers_per_stage()},
-             {"tp_comm_overlap", parallel.tp_comm_overlap}, {"ep_comm_overlap", parallel.ep_comm_overlap}, {"p2p_sync", parallel.p2p_sync},
-             {"recompute_fused_attention", parallel.recompute_fused_attention},
-             {"moe_dispatcher", name_of(parallel.moe_dispatcher)},
-             {"pipeline_impl", name_of(parallel.pipeline_impl)}};
-  {
-    std::string ord;
-    for (ParallelDim d : parallel.order) ord += (ord.empty() ? "" : "-") + std::string(name_of(d));
-    pj["order"] = ord;
-  }
-  if (parallel.recompute_num_layers >= 0) pj["recompute_num_layers"] = parallel.recompute_num_layers;
-  if (parallel.recompute == Recompute::Selective) pj["recompute_modules"] = parallel.recompute_modules.names();
-  if (parallel.activation_offload_layers > 0) pj["activation_offload_layers"] = parallel.activation_offload_layers;
-  if (parallel.fsdp)
-    pj["fsdp"] = {{"sharding", name_of(parallel.fsdp->sharding)}, {"shard_group", parallel.fsdp->shard_group}, {"prefetch", parallel.fsdp->prefetch},
-                  {"offload", parallel.fsdp->offload}, {"param_dtype", name_of(fsdp_param_dtype())}, {"reduce_dtype", name_of(fsdp_reduce_dtype())},
-                  {"version", parallel.fsdp->version}, {"backward_prefetch", name_of(parallel.fsdp->backward_prefetch)}};
-  else
-    pj["fsdp"] = nullptr;
-  j["parallel"] = pj;
+  j["model"] = resolved_model(*this);
+  j["cluster"] = resolved_cluster(*this);
+  j["training"] = resolved_training(*this);
+  j["parallel"] = resolved_parallel(*this);
   j["network"] = {{"model", name_of(network)}, {"algorithm", override_name(cluster.nccl.algorithm)}, {"protocol", override_name(cluster.nccl.protocol)}};
   if (!stack.empty()) j["stack"] = stack;
-  // Where each stack-dependent value came from (a "_" key: the resolved scenario still loads).
-  Json origin = Json::object();
-  for (const auto& o : origins) {
-    const std::string from = o.from == "stack" ? "stack " + stack : o.from;
-    origin[o.field] = o.source.empty() ? from : from + " (" + o.source + ")";
-  }
-  j["_origins"] = origin;
+  j["_origins"] = resolved_origins(*this);
   return j;
 }
 
