@@ -354,6 +354,7 @@ void add_ffn_fwd(Block& f, const Kernel& up, const Kernel& down, const std::stri
   f.kernels.push_back(up);
   if (clamp) f.kernels.push_back(clamp->first);
   f.kernels.push_back(launched(tagged(up.module, mem(act, (glu ? 3 : 2) * ffb, false, MemClass::Activation), FfnStep::Activation), act_launches));
+  f.kernels.back().host_sync = clamp != nullptr;  // the clamp's offset copied to the device first (act_clamp)
   f.kernels.push_back(down);
 }
 // down_bias: down's bias gradient is a kernel of its own (false: the caller prices it).
@@ -397,7 +398,12 @@ Kernel expert_bias_ops(const Kernel& fc2, double rows, double h, double e, std::
 // weighted_bias_quick_geglu_impl (megatron/core/fusions/fused_bias_geglu.py, core_v0.15.0 to
 // core_v0.19.0, called by TEGroupedMLP, moe/experts.py) clamps the gate and the linear halves of
 // fc1's output and concatenates them before its fused kernel, and makes its linear offset a device
-// tensor (torch.tensor of a Python float: a host-to-device copy). Bytes, in passes over one half
+// tensor (torch.tensor of a Python float: a blocking host-to-device copy, which PyTorch makes with
+// at::cuda::memcpy_and_sync, a cudaMemcpyAsync then cudaStreamSynchronize, aten/src/ATen/native/
+// cuda/Copy.cu copy_kernel_cuda; PyTorch's sync debug mode flags it, pytorch/pytorch issues #120996
+// and #190217, open in 2026: the host waits there for the GPU to finish fc1 and the clamps before
+// it issues the fused kernel, Kernel::host_sync; autograd's backward makes no copy, a moe_act
+// replay makes it again). Bytes, in passes over one half
 // (rows x ffn width; 16-bit values, 1-byte masks): forward two clamps each reading and writing its
 // half and the cat reading and writing both (8; 4 launches with the copy). Backward is autograd's
 // clamp_backward (PyTorch FunctionsManual.cpp): the gate's where(x <= max, grad, 0) after its

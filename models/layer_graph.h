@@ -92,6 +92,9 @@ struct Kernel {
   // (each a torch function call with its autograd record, one kernel each), not as one call of a
   // Megatron-Core or Transformer Engine module: the host prices each at training.host_op_us.
   bool python_ops = false;
+  // The host waits for the GPU to finish the kernels before this one before it issues it (a
+  // synchronising copy inside the framework's code: sim/host_launch.h block_sync).
+  bool host_sync = false;
   // A block norm that Transformer Engine runs inside the following linear's module (LayerNormLinear:
   // Megatron-Core's TE layer spec builds input_layernorm and a dense MLP's pre_mlp_layernorm as
   // IdentityOp), so no module of its own: selective recompute of "layernorm" does not replay it.

@@ -1,15 +1,19 @@
 #include "sim/host_launch.h"
 
+#include "sim/cost/kernels.h"
+
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace parasim {
 
 void add_host_issue(Program& p, const HostLaunch& h) {
-  if (h.counts.size() != p.labels.size() || h.sync_before.size() != p.labels.size())
+  if (h.counts.size() != p.labels.size() || h.sync_before.size() != p.labels.size() || (!h.inner.empty() && h.inner.size() != p.labels.size()))
     throw std::logic_error("host launch counts not one per label");
   const size_t nr = p.ranks.size();
   std::vector<OpId> gate(nr, -1), prev(nr, -1);
+  std::vector<char> at_release(nr, 0);  // the gate is an op with a sync inside it: count from there
   std::vector<Time> lag(nr, 0);
   p.host.assign(p.ops.size(), HostIssue{});
   for (size_t i = 0; i < p.ops.size(); ++i) {
@@ -17,16 +21,29 @@ void add_host_issue(Program& p, const HostLaunch& h) {
     const auto r = static_cast<size_t>(op.rank);
     if (h.syncs_before(op) && prev[r] >= 0) {
       gate[r] = prev[r];
+      at_release[r] = 0;
       lag[r] = 0;
     }
     HostIssue& hi = p.host[i];
     hi.gate = gate[r];
+    hi.at_release = at_release[r] != 0;
     hi.first = lag[r] + h.first_of(h.count(op));
-    lag[r] += h.issue_time(op);
-    hi.last = lag[r];
     const OpId g = gate[r];
     if (g >= 0 && p.ops[static_cast<size_t>(g)].stream != op.stream && std::find(op.deps.begin(), op.deps.end(), g) == op.deps.end())
       op.deps.push_back(g);
+    if (const InnerSync in = h.inner_sync(op); in.share >= 0 && op.collective < 0) {
+      // The host waits inside the op: the ops after it count from that release (the engine's).
+      hi.sync_at = static_cast<Time>(std::llround(in.share * static_cast<double>(op.duration)));
+      hi.pre = lag[r] + h.time_of(in.pre);
+      hi.after = h.issue_time(op) - h.time_of(in.pre);
+      hi.last = hi.pre + hi.after;
+      gate[r] = static_cast<OpId>(i);
+      at_release[r] = 1;
+      lag[r] = hi.after;
+    } else {
+      lag[r] += h.issue_time(op);
+      hi.last = lag[r];
+    }
     prev[r] = static_cast<OpId>(i);
   }
 }
@@ -47,20 +64,52 @@ HostReplay host_replay(const Scenario& s) {
   return {s.parallel.recompute_modules, s.parallel.recompute_fused_attention};
 }
 
+namespace {
+bool is_graphed(const Kernel& k, const std::vector<LayerModule>& graphed) {
+  return std::find(graphed.begin(), graphed.end(), k.module) != graphed.end();
+}
+// What the host launches for kernel k: `graph_open` says the previous kernel was graphed (this one,
+// graphed, is in the same replay) and is updated.
+LaunchCount kernel_launches(const Kernel& k, const std::vector<LayerModule>& graphed, bool& graph_open) {
+  if (is_graphed(k, graphed)) {
+    const bool opens = !graph_open;
+    graph_open = true;
+    return opens ? LaunchCount{1, 1} : LaunchCount{};
+  }
+  graph_open = false;
+  const std::int64_t launches = std::max<std::int64_t>(1, k.launches);
+  return k.python_ops ? LaunchCount{0, launches, launches} : LaunchCount{1, launches, 0};
+}
+// Whether the host waits for the GPU inside the block (a kernel with Kernel::host_sync, not graphed).
+bool has_sync(const Block& b, const std::vector<LayerModule>& graphed) {
+  return std::any_of(b.kernels.begin(), b.kernels.end(), [&](const Kernel& k) { return k.host_sync && !is_graphed(k, graphed); });
+}
+}  // namespace
+
 LaunchCount block_launches(const Block& b, const std::vector<LayerModule>& graphed) {
   LaunchCount n;
-  bool graph_open = false;  // the previous kernel was graphed: this one is in the same replay
-  for (const Kernel& k : b.kernels) {
-    if (std::find(graphed.begin(), graphed.end(), k.module) != graphed.end()) {
-      if (!graph_open) n += {1, 1};
-      graph_open = true;
-      continue;
-    }
-    graph_open = false;
-    const std::int64_t launches = std::max<std::int64_t>(1, k.launches);
-    n += k.python_ops ? LaunchCount{0, launches, launches} : LaunchCount{1, launches, 0};
-  }
+  bool graph_open = false;
+  for (const Kernel& k : b.kernels) n += kernel_launches(k, graphed, graph_open);
   return n;
+}
+
+InnerSync block_sync(const Block& b, const std::vector<LayerModule>& graphed, const CostModel& cost) {
+  InnerSync sync;
+  if (!has_sync(b, graphed)) return sync;
+  const CostModel::Uncounted priced_before(cost);  // the lowering priced these kernels already
+  LaunchCount n;
+  double total = 0, before = -1;
+  bool graph_open = false;
+  for (const Kernel& k : b.kernels) {
+    if (k.host_sync && !is_graphed(k, graphed)) {
+      sync.pre = n;
+      before = total;
+    }
+    n += kernel_launches(k, graphed, graph_open);
+    total += kernel_seconds(cost, k);
+  }
+  if (before >= 0) sync.share = total > 0 ? before / total : 0;
+  return sync;
 }
 
 namespace {
@@ -98,6 +147,23 @@ LaunchCount role_launches(OpRole role, const LayerGraph& g, const std::vector<La
     }
     case OpRole::TrainMetrics: return n(g.metrics);
     default: return {1, 1};
+  }
+}
+
+// The sync inside an op of each role: in the blocks role_launches counts (a full recompute's
+// attention then MLP; a selective one's replayed kernels, its replayed all-to-alls after them).
+InnerSync role_sync(OpRole role, const LayerGraph& g, const std::vector<LayerModule>& graphed, const HostReplay& replay,
+                    const CostModel& cost) {
+  switch (role) {
+    case OpRole::MlpFwd: case OpRole::MtpMlpFwd: return block_sync(g.mlp_fwd, graphed, cost);
+    case OpRole::RecomputeFwd: {
+      if (!has_sync(g.attn_fwd, graphed) && !has_sync(g.mlp_fwd, graphed)) return {};
+      Block both = g.attn_fwd;
+      both.kernels.insert(both.kernels.end(), g.mlp_fwd.kernels.begin(), g.mlp_fwd.kernels.end());
+      return block_sync(both, graphed, cost);
+    }
+    case OpRole::RecomputeSelective: return block_sync(replayed_kernels(g, replay.modules, replay.fused_attention), graphed, cost);
+    default: return {};
   }
 }
 
@@ -142,17 +208,19 @@ std::vector<LayerModule> graphed_modules(const std::vector<CudaGraphScope>& scop
 }
 
 HostLaunch host_launch_model(const Program& p, const ModelGraph& g, HostCosts costs, const std::vector<LayerModule>& graphed,
-                             const HostReplay& replay) {
+                             const HostReplay& replay, const CostModel* cost) {
   HostLaunch h;
   h.per_call = costs.per_call;
   h.per_loop = costs.per_loop;
   h.per_op = costs.per_op;
   h.counts.assign(p.labels.size(), LaunchCount{});
   h.sync_before.assign(p.labels.size(), 0);
+  h.inner.assign(p.labels.size(), InnerSync{});
   if (g.kinds.size() > 1) {
     h.kinds = g.kinds.size();
     h.kind_counts.assign(p.labels.size() * h.kinds, LaunchCount{});
     h.kind_sync_before.assign(p.labels.size() * h.kinds, 0);
+    h.kind_inner.assign(p.labels.size() * h.kinds, InnerSync{});
   }
   for (size_t l = 0; l < p.labels.size(); ++l) {
     const OpRole role = p.label_roles[l];
@@ -161,11 +229,16 @@ HostLaunch host_launch_model(const Program& p, const ModelGraph& g, HostCosts co
       const LaunchCount n = role_launches(role, g.kinds[k], graphed, replay);
       const bool sync = dispatch || (role == OpRole::MlpFwd && eager_moe_sync(g.kinds[k])) ||
                         (role == OpRole::RecomputeSelective && dispatch_sync(g) && replays_dispatch(replay, g.kinds[k]));
-      if (h.time_of(n) > h.time_of(h.counts[l])) h.counts[l] = n;
+      const InnerSync in = cost ? role_sync(role, g.kinds[k], graphed, replay, *cost) : InnerSync{};
+      if (h.time_of(n) > h.time_of(h.counts[l])) {
+        h.counts[l] = n;
+        h.inner[l] = in;
+      }
       h.sync_before[l] = h.sync_before[l] || sync;
       if (h.kinds > 0) {
         h.kind_counts[l * h.kinds + k] = n;
         h.kind_sync_before[l * h.kinds + k] = sync;
+        h.kind_inner[l * h.kinds + k] = in;
       }
     }
   }

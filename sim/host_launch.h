@@ -17,6 +17,7 @@
 
 #include "models/layer_graph.h"
 #include "models/recompute.h"
+#include "sim/cost/cost_model.h"
 #include "sim/core/program.h"
 #include "sim/scenario/choices.h"
 #include "sim/scenario/scenario.h"
@@ -43,6 +44,14 @@ struct LaunchCount {
   bool operator==(const LaunchCount&) const = default;
 };
 
+// A sync inside an op: the host waits for the GPU between two of the op's kernels (Kernel::host_sync).
+// `pre`: the launches the host makes before it; `share`: the share of the op's GPU time that runs
+// before it (< 0: the op has none).
+struct InnerSync {
+  LaunchCount pre;
+  double share = -1;
+};
+
 struct HostLaunch {
   Time per_call = 0;  // host time of a framework call, its first kernel's launch included
   Time per_loop = 0;  // host time of each further kernel a call launches from its own loop
@@ -52,12 +61,14 @@ struct HostLaunch {
   // GPU to finish the rank's previous op (a sync point).
   std::vector<LaunchCount> counts;
   std::vector<char> sync_before;
+  std::vector<InnerSync> inner;  // per label, of the counts' kind (empty: no op has one)
   // In a model with more than one kind of layer, per label and kind (label x kinds + kind): the
   // launches of a layer's op of that kind (Op::layer_kind); a hybrid model's Mamba-2 layer has no
   // MLP block to launch, its MoE layer no attention block.
   std::size_t kinds = 0;
   std::vector<LaunchCount> kind_counts;
   std::vector<char> kind_sync_before;  // likewise for sync_before
+  std::vector<InnerSync> kind_inner;   // and for inner
   const LaunchCount& count(const Op& op) const { return by_kind(op) ? kind_counts[kind_index(op)] : counts[label_index(op)]; }
   std::int64_t of(const Op& op) const { return count(op).launches; }  // the kernels it launches
   // The host time to issue `c`: each call, each bare op, and each further launch of the calls' loops.
@@ -66,6 +77,10 @@ struct HostLaunch {
   Time first_of(const LaunchCount& c) const { return c.calls > 0 ? per_call : c.ops > 0 ? per_op : 0; }
   Time issue_time(const Op& op) const { return time_of(count(op)); }
   bool syncs_before(const Op& op) const { return (by_kind(op) ? kind_sync_before[kind_index(op)] : sync_before[label_index(op)]) != 0; }
+  InnerSync inner_sync(const Op& op) const {
+    if (by_kind(op)) return kind_inner.empty() ? InnerSync{} : kind_inner[kind_index(op)];
+    return inner.empty() ? InnerSync{} : inner[label_index(op)];
+  }
 
  private:
   bool by_kind(const Op& op) const { return op.layer_kind >= 0 && kinds > 0; }
@@ -93,6 +108,10 @@ void add_host_issue(Program& p, const HostLaunch& h);
 // of the `graphed` modules) as one call that launches one graph.
 LaunchCount block_launches(const Block& b, const std::vector<LayerModule>& graphed);
 
+// The last sync inside a block (a kernel with Kernel::host_sync that no CUDA graph holds): the
+// launches before it and the share of the block's time (kernel_seconds) before it.
+InnerSync block_sync(const Block& b, const std::vector<LayerModule>& graphed, const CostModel& cost);
+
 // The host model of a lowered program: `costs` per call and loop launch, each label's launches from
 // the model's blocks (a layer's op: its kind's; any other: the largest over the kinds), a
 // communication or other op one call of one launch, and
@@ -101,6 +120,8 @@ LaunchCount block_launches(const Block& b, const std::vector<LayerModule>& graph
 // before the all-to-all: megatron/core/transformer/moe/token_dispatcher.py, cuda_sync_point
 // "before_ep_alltoall"), and with eager PyTorch modules (LayerShape::eager_launches) before each
 // MoE layer's MLP block (its token counts copied to the host for the grouped GEMM's group sizes).
+// With `cost`, the syncs inside ops (block_sync): PyTorch's copy of GPT-OSS's clamped activation's
+// linear offset to the device (the activation kernel's Kernel::host_sync); without, counts only.
 // Each rank's host time to issue its kernels (seconds): HostLaunch::issue_time over its ops.
 std::vector<double> host_issue_s(const Program& p, const HostLaunch& h);
 
@@ -122,6 +143,6 @@ struct HostReplay {
 HostReplay host_replay(const Scenario& s);
 
 HostLaunch host_launch_model(const Program& p, const ModelGraph& g, HostCosts costs, const std::vector<LayerModule>& graphed,
-                             const HostReplay& replay);
+                             const HostReplay& replay, const CostModel* cost);
 
 }  // namespace parasim

@@ -1,6 +1,7 @@
 #include "sim/simulation.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <functional>
@@ -135,7 +136,8 @@ Program lower_step(const Scenario& s, const Registries& reg, const LoweringInput
   try {
     Program p = lower(reg.schedules, in);
     if (host_modelled(s))
-      add_host_issue(p, host_launch_model(p, in.layers, host_costs(s.training), graphed_modules(s.training.cuda_graph_scope), host_replay(s)));
+      add_host_issue(p, host_launch_model(p, in.layers, host_costs(s.training), graphed_modules(s.training.cuda_graph_scope), host_replay(s),
+                                          &in.cost));
     if (run) {
       EngineOptions eo;
       eo.overlap_compute_slowdown = s.profile.overlap_compute_slowdown.value;
@@ -164,11 +166,23 @@ std::vector<double> compute_work_s(const Program& p) {
   return work;
 }
 
+// The kernels the host waits for the GPU before (Kernel::host_sync), as a clause of the host note.
+std::string inner_sync_clause(const ModelGraph& layers) {
+  std::vector<std::string> names;
+  for (const LayerGraph& k : layers.kinds)
+    for (const Block* b : {&k.attn_fwd, &k.mlp_fwd})
+      for (const Kernel& x : b->kernels)
+        if (x.host_sync && std::find(names.begin(), names.end(), x.name) == names.end()) names.push_back(x.name);
+  if (names.empty()) return "";
+  return fmt::format("; it also waits for the GPU before each {} (a synchronising copy in the framework's code), forward and "
+                     "where recompute replays it", fmt::join(names, ", "));
+}
+
 // How close the host thread that launches the kernels comes to the GPU: the rank whose host issue
 // time is the largest share of its compute-stream work (a share near or above 1: launch-bound).
 std::string host_launch_note(const Scenario& sc, const Program& p, const ModelGraph& layers) {
   const HostCosts costs = host_costs(sc.training);
-  const HostLaunch h = host_launch_model(p, layers, costs, graphed_modules(sc.training.cuda_graph_scope), host_replay(sc));
+  const HostLaunch h = host_launch_model(p, layers, costs, graphed_modules(sc.training.cuda_graph_scope), host_replay(sc), nullptr);
   const std::vector<double> host = host_issue_s(p, h), gpu = compute_work_s(p);
   size_t worst = 0;
   for (size_t r = 0; r < host.size(); ++r)
@@ -181,8 +195,9 @@ std::string host_launch_note(const Scenario& sc, const Program& p, const ModelGr
                              ? ""
                              : fmt::format(", {:g} us per bare PyTorch op of a module's Python loop", sc.training.host_op_us);
   return fmt::format("host launch path ({:g} us per framework call{}{}{}): rank {}'s host spends {:.0f} % of its GPU work time issuing its "
-                     "kernels{}", sc.training.host_launch_us, loop, op, sc.training.cuda_graph_scope.empty() ? "" : ", CUDA graphs over part of each layer",
-                     worst, 100 * share, share >= 1 ? ": launch-bound, the GPU waits on the host" : "; the GPU waits on it only after sync points");
+                     "kernels{}{}", sc.training.host_launch_us, loop, op, sc.training.cuda_graph_scope.empty() ? "" : ", CUDA graphs over part of each layer",
+                     worst, 100 * share, share >= 1 ? ": launch-bound, the GPU waits on the host" : "; the GPU waits on it only after sync points",
+                     inner_sync_clause(layers));
 }
 
 // Host-launch settings the scenario sets that cannot act on it: any of them when the whole step is

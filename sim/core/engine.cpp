@@ -112,6 +112,7 @@ class Run {
       tl_.host_wait_within.assign(n, 0);
       host_blocked_since_.assign(n, -1);
       host_deadline_.assign(n, -1);
+      host_release_.assign(n, -1);
     }
     tl_.memory.resize(nr);
     hot_.reserve(n);
@@ -363,12 +364,22 @@ class Run {
   }
 
   // The host thread's issue times (Program::host): measured from the end of the op's gate, which
-  // has ended (the lowering makes it a dependency, or it is earlier on the op's own stream).
+  // has ended (the lowering makes it a dependency, or it is earlier on the op's own stream), or
+  // from the release of the sync inside it (HostIssue::sync_at).
   Time host_base(OpId id) const {
     const OpId g = p_.host[static_cast<size_t>(id)].gate;
     if (g < 0) return 0;
     if (tl_.end[static_cast<size_t>(g)] < 0) throw std::logic_error("host issue gated on an op that has not ended");
-    return tl_.end[static_cast<size_t>(g)];
+    return p_.host[static_cast<size_t>(id)].at_release ? host_release_[static_cast<size_t>(g)] : tl_.end[static_cast<size_t>(g)];
+  }
+  // When the host issues the op's last kernel, the op starting now: `last` after its base, or with
+  // a sync inside it, `after` the later of the host reaching the sync and the GPU reaching it.
+  Time last_issue(OpId id) {
+    const auto i = static_cast<size_t>(id);
+    const HostIssue& h = p_.host[i];
+    if (h.sync_at < 0) return host_base(id) + h.last;
+    host_release_[i] = std::max(host_base(id) + h.pre, now_ + h.sync_at);
+    return host_release_[i] + h.after;
   }
   // Whether the op, ready on an idle stream, has its first kernel issued by now; the time its stream
   // waits for the host from here is Timeline::host_wait_before.
@@ -386,7 +397,7 @@ class Run {
   // op holds its stream until then (hold_for_host). An op on a shared link is stretched instead.
   Time host_bound_duration(OpId id, Time duration) {
     const auto i = static_cast<size_t>(id);
-    const Time issued = host_base(id) + p_.host[i].last - now_;
+    const Time issued = last_issue(id) - now_;
     if (issued <= duration) return duration;
     if (hot_[i].shared_link < 0) {
       host_deadline_[i] = now_ + issued;
@@ -531,6 +542,7 @@ class Run {
   const bool has_host_;  // Program::host is given: ops wait for their kernels' issue
   std::vector<Time> host_blocked_since_;  // per op: when its stream was first ready for it but the host was not
   std::vector<Time> host_deadline_;       // per op: when the host issues its last kernel, where its work ends before (else -1)
+  std::vector<Time> host_release_;        // per op with a sync inside it: when the GPU released the host there
   const bool slows_ = o_.overlap_compute_slowdown > 0.0;  // compute beside a collective runs slower
   const std::array<std::uint8_t, kStreams * kPhases> kind_flags_ = kind_flags();  // by stream and phase
   Timeline tl_;

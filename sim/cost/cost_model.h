@@ -121,6 +121,25 @@ class CostModel {
   std::int64_t fallbacks() const { return fallbacks_ + (sixteen_bit_ ? sixteen_bit_->fallbacks() : 0); }
   std::int64_t lookups() const { return lookups_ + (sixteen_bit_ ? sixteen_bit_->lookups() : 0); }
   const Profile& profile() const { return p_; }
+  // While one lives, pricing is not counted by lookups() and fallbacks(): a second pricing of
+  // kernels a lowering has priced and counted already (the host model's share of an op before a
+  // sync inside it, sim/host_launch.h block_sync).
+  class Uncounted {
+   public:
+    explicit Uncounted(const CostModel& c)
+        : c_(c), lookups_(c.lookups_), fallbacks_(c.fallbacks_), inner_(c.sixteen_bit_ ? std::make_unique<Uncounted>(*c.sixteen_bit_) : nullptr) {}
+    ~Uncounted() {
+      c_.lookups_ = lookups_;
+      c_.fallbacks_ = fallbacks_;
+    }
+    Uncounted(const Uncounted&) = delete;
+    Uncounted& operator=(const Uncounted&) = delete;
+
+   private:
+    const CostModel& c_;
+    std::int64_t lookups_, fallbacks_;
+    std::unique_ptr<Uncounted> inner_;
+  };
 
  private:
   // A benchmarked GEMM time as a training step runs it: at the sustained clock and the job's pace.

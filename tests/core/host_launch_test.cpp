@@ -71,6 +71,30 @@ TEST(HostLaunch, SyncPointExposesTheLaunchAfterIt) {
   EXPECT_NEAR(makespan_us(q), 2 * (50 * 50.0 + 1), 1e-6);
 }
 
+// A sync inside op 1, halfway through its 10 us of GPU work, after the first of its three 20 us
+// launches. Host-bound, without it: op i's last kernel is issued at 60 (i + 1) us, the step 180 us.
+// With it: op 1 starts at 80 (its first launch), the host reaches the sync at 80 and the GPU at
+// 85; its other two launches follow (125), and op 2, counted from the release at 85, is issued from
+// 105 to 185: the GPU's 5 us before the sync are exposed. With 100 us kernels and 5 us launches
+// the host is ahead: it waits at the sync (155 us) but the GPU never waits on it, 5 + 3 x 100 us.
+TEST(HostLaunch, SyncInsideAnOpExposesTheGpuWorkBeforeIt) {
+  auto step_us = [](double kernel_us, double launch_us, bool inner) {
+    Program p = chain(3, kernel_us, 1);
+    HostLaunch h = launches(3, launch_us);
+    h.inner = {InnerSync{}, inner ? InnerSync{{1, 1, 0}, 0.5} : InnerSync{}};
+    add_host_issue(p, h);
+    if (inner) {
+      EXPECT_EQ(p.host[1].sync_at, seconds_to_time(kernel_us / 2 * kUs));
+      EXPECT_EQ(p.host[2].gate, 1);  // op 2 counts from the release inside op 1
+    }
+    return makespan_us(p);
+  };
+  EXPECT_NEAR(step_us(10, 20, false), 180.0, 1e-6);
+  EXPECT_NEAR(step_us(10, 20, true), 185.0, 1e-6);
+  EXPECT_NEAR(step_us(100, 5, false), 305.0, 1e-6);
+  EXPECT_NEAR(step_us(100, 5, true), 305.0, 1e-6);
+}
+
 // An op on another stream after a sync point waits for the gate's end even without a dependency
 // of its own: the host issues it only once the GPU has reached the sync.
 TEST(HostLaunch, GateOnAnotherStreamBecomesADependency) {
@@ -348,11 +372,47 @@ TEST(HostLaunch, ClampedExpertActivationRunsItsClampsAsPyTorchOps) {
   EXPECT_EQ(block_launches(g.mlp_fwd, {}).ops, 4);
   EXPECT_EQ(block_launches(g.mlp_bwd, {}).ops, 9);
   EXPECT_TRUE(replays({RecomputeModule::MoeAct}, c, false));
+  // The host waits once, before the fused activation (the offset's synchronising copy), not in backward.
+  for (const Block* b : {&g.mlp_fwd, &g.mlp_bwd})
+    for (size_t i = 0; i < b->kernels.size(); ++i) EXPECT_EQ(b->kernels[i].host_sync, b == &g.mlp_fwd && static_cast<int>(i) == act) << i;
   const LayerGraph fused = graph(true);
+  EXPECT_TRUE(std::none_of(fused.mlp_fwd.kernels.begin(), fused.mlp_fwd.kernels.end(), [](const Kernel& k) { return k.host_sync; }));
   EXPECT_LT(index_of(fused.mlp_fwd, "experts.gate_up.clamp"), 0);
   EXPECT_LT(index_of(fused.mlp_bwd, "experts.gate_up.clamp.bwd"), 0);
   j["model"].erase("activation_clamp");
   EXPECT_LT(index_of(graph(false).mlp_fwd, "experts.gate_up.clamp"), 0);
+}
+
+// GPT-OSS on H100 (TEGroupedMLP, moe_act recompute): the host waits inside every MoE layer's
+// forward and inside every replay of its activation, partway through the op's GPU work, and the
+// ops after it count from there.
+TEST(HostLaunch, ClampedActivationSyncsInEveryExpertForwardAndReplay) {
+  const Json j = read_json_file(test::data_dir() + "/scenarios/measured/pub-mbridge-26.04-dgx-h100-gpt_oss_120b-bf16-64gpu-tp1pp4cp1.json")["scenario"];
+  const Scenario sc = test::scenario_from(j);
+  const SimulationOutput out = simulate(sc, Registries{}, nullptr, Detail::Timeline);
+  const Program& p = out.program;
+  ASSERT_EQ(p.host.size(), p.ops.size());
+  int mlp = 0, replay = 0, synced = 0;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const Op& op = p.ops[i];
+    if (op.rank != 0) continue;
+    const OpRole role = p.role(op);
+    mlp += role == OpRole::MlpFwd;
+    replay += role == OpRole::RecomputeSelective;
+    const HostIssue& h = p.host[i];
+    if (h.sync_at < 0) continue;
+    ++synced;
+    EXPECT_TRUE(role == OpRole::MlpFwd || role == OpRole::RecomputeSelective) << p.labels[static_cast<size_t>(op.label)];
+    EXPECT_GT(h.sync_at, 0);
+    EXPECT_LT(h.sync_at, op.duration);
+    EXPECT_GT(h.after, 0);
+    if (i + 1 < p.ops.size() && p.ops[i + 1].rank == 0 && p.ops[i + 1].stream == op.stream) {
+      EXPECT_EQ(p.host[i + 1].gate, static_cast<OpId>(i));
+    }
+  }
+  EXPECT_GT(mlp, 0);
+  EXPECT_EQ(replay, mlp);  // moe_act replays every MoE layer
+  EXPECT_EQ(synced, mlp + replay);
 }
 
 // Selective recompute re-runs the recomputed modules' forward before their backward
@@ -374,7 +434,7 @@ TEST(HostLaunch, SelectiveRecomputeReplaysItsCallsOnTheHost) {
     const SimulationOutput out = simulate(sc, Registries{}, nullptr, Detail::Timeline);
     const std::vector<LayerModule> graphed = graphed_modules(sc.training.cuda_graph_scope);
     const ModelGraph g = build_model_graph(sc.model, layer_shape(sc));
-    const HostLaunch h = host_launch_model(out.program, g, host_costs(sc.training), graphed, host_replay(sc));
+    const HostLaunch h = host_launch_model(out.program, g, host_costs(sc.training), graphed, host_replay(sc), nullptr);
     R r;
     r.host_s = host_issue_s(out.program, h)[0];
     for (const Op& op : out.program.ops)

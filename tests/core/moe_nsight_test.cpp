@@ -82,7 +82,7 @@ TEST(MoeNsight, KernelsPerStepAsNsightCountsThem) {
   const Json d = data();
   const Scenario sc = scenario_of(d["runs"]["off"]);
   const SimulationOutput out = simulate(sc, Registries{}, nullptr, Detail::Timeline);
-  const HostLaunch h = host_launch_model(out.program, build_model_graph(sc.model, layer_shape(sc)), HostCosts{1, 1}, {}, host_replay(sc));
+  const HostLaunch h = host_launch_model(out.program, build_model_graph(sc.model, layer_shape(sc)), HostCosts{1, 1}, {}, host_replay(sc), nullptr);
   double kernels = 0;
   for (const Op& op : out.program.ops)
     if (op.rank == 0) kernels += static_cast<double>(h.of(op));
