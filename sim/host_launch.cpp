@@ -35,6 +35,7 @@ void add_host_issue(Program& p, const HostLaunch& h) {
       // The host waits inside the op: the ops after it count from that release (the engine's).
       hi.sync_at = static_cast<Time>(std::llround(in.share * static_cast<double>(op.duration)));
       hi.pre = lag[r] + h.time_of(in.pre);
+      hi.first_after = h.first_of(in.next);
       hi.after = h.issue_time(op) - h.time_of(in.pre);
       hi.last = hi.pre + hi.after;
       gate[r] = static_cast<OpId>(i);
@@ -101,11 +102,14 @@ InnerSync block_sync(const Block& b, const std::vector<LayerModule>& graphed, co
   double total = 0, before = -1;
   bool graph_open = false;
   for (const Kernel& k : b.kernels) {
-    if (k.host_sync && !is_graphed(k, graphed)) {
+    const bool at = k.host_sync && !is_graphed(k, graphed);
+    if (at) {
       sync.pre = n;
       before = total;
     }
-    n += kernel_launches(k, graphed, graph_open);
+    const LaunchCount c = kernel_launches(k, graphed, graph_open);
+    if (at) sync.next = c;
+    n += c;
     total += kernel_seconds(cost, k);
   }
   if (before >= 0) sync.share = total > 0 ? before / total : 0;

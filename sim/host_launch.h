@@ -45,10 +45,11 @@ struct LaunchCount {
 };
 
 // A sync inside an op: the host waits for the GPU between two of the op's kernels (Kernel::host_sync).
-// `pre`: the launches the host makes before it; `share`: the share of the op's GPU time that runs
-// before it (< 0: the op has none).
+// `pre`: the launches the host makes before it; `next`: those of the kernel after it; `share`: the
+// share of the op's GPU time that runs before it (< 0: the op has none).
 struct InnerSync {
   LaunchCount pre;
+  LaunchCount next;
   double share = -1;
 };
 

@@ -365,21 +365,23 @@ class Run {
 
   // The host thread's issue times (Program::host): measured from the end of the op's gate, which
   // has ended (the lowering makes it a dependency, or it is earlier on the op's own stream), or
-  // from the release of the sync inside it (HostIssue::sync_at).
+  // from the release of the sync inside it (HostIssue::sync_at, at_release).
   Time host_base(OpId id) const {
     const OpId g = p_.host[static_cast<size_t>(id)].gate;
     if (g < 0) return 0;
     if (tl_.end[static_cast<size_t>(g)] < 0) throw std::logic_error("host issue gated on an op that has not ended");
     return p_.host[static_cast<size_t>(id)].at_release ? host_release_[static_cast<size_t>(g)] : tl_.end[static_cast<size_t>(g)];
   }
-  // When the host issues the op's last kernel, the op starting now: `last` after its base, or with
-  // a sync inside it, `after` the later of the host reaching the sync and the GPU reaching it.
-  Time last_issue(OpId id) {
+  // The earliest end the host allows the op that starts now (of `duration`): its last kernel's
+  // issue, `last` after its base; with a sync inside it, released at the later of the host reaching
+  // the sync and the GPU reaching it, the later of its last issue and its GPU work left after the
+  // sync, which waits for the first kernel after it.
+  Time host_end(OpId id, Time duration) {
     const auto i = static_cast<size_t>(id);
     const HostIssue& h = p_.host[i];
     if (h.sync_at < 0) return host_base(id) + h.last;
-    host_release_[i] = std::max(host_base(id) + h.pre, now_ + h.sync_at);
-    return host_release_[i] + h.after;
+    const Time release = host_release_[i] = std::max(host_base(id) + h.pre, now_ + h.sync_at);
+    return release + std::max(h.after, h.first_after + std::max<Time>(0, duration - h.sync_at));
   }
   // Whether the op, ready on an idle stream, has its first kernel issued by now; the time its stream
   // waits for the host from here is Timeline::host_wait_before.
@@ -397,7 +399,7 @@ class Run {
   // op holds its stream until then (hold_for_host). An op on a shared link is stretched instead.
   Time host_bound_duration(OpId id, Time duration) {
     const auto i = static_cast<size_t>(id);
-    const Time issued = last_issue(id) - now_;
+    const Time issued = host_end(id, duration) - now_;
     if (issued <= duration) return duration;
     if (hot_[i].shared_link < 0) {
       host_deadline_[i] = now_ + issued;

@@ -86,15 +86,17 @@ struct SimRank {
 // the step's start) and its last kernel `last` after it. The op starts no earlier than its first
 // kernel's issue and ends no earlier than its last's.
 // An op whose host waits for the GPU between its own kernels (a sync inside it: sync_at >= 0)
-// reaches that sync `pre` after the gate's end and is released when its GPU work has run
-// `sync_at` into the op; its last kernel is issued `after` the release. The ops after it, up to
-// the next sync, count from that release (at_release: their gate is that op), not from its end.
+// reaches that sync `pre` after its base (the gate's end, or release) and is released when its GPU
+// work has run `sync_at` into the op; it issues the next kernel `first_after` the release, which the
+// rest of the op's GPU work waits for, and its last kernel `after` the release. The ops after it,
+// up to the next sync, count from that release (at_release: their gate is that op), not from its end.
 struct HostIssue {
   OpId gate = -1;
   Time first = 0;
   Time last = 0;
   Time sync_at = -1;
   Time pre = 0;
+  Time first_after = 0;
   Time after = 0;
   bool at_release = false;
 };

@@ -74,14 +74,15 @@ TEST(HostLaunch, SyncPointExposesTheLaunchAfterIt) {
 // A sync inside op 1, halfway through its 10 us of GPU work, after the first of its three 20 us
 // launches. Host-bound, without it: op i's last kernel is issued at 60 (i + 1) us, the step 180 us.
 // With it: op 1 starts at 80 (its first launch), the host reaches the sync at 80 and the GPU at
-// 85; its other two launches follow (125), and op 2, counted from the release at 85, is issued from
-// 105 to 185: the GPU's 5 us before the sync are exposed. With 100 us kernels and 5 us launches
-// the host is ahead: it waits at the sync (155 us) but the GPU never waits on it, 5 + 3 x 100 us.
+// 85; its other two launches follow (105, 125), and op 2, counted from the release at 85 (its
+// three launches after op 1's two), is issued at 145, 165 and 185: the GPU's 5 us before the sync
+// are exposed. With 100 us kernels and 5 us launches the host is ahead: it waits at the sync (155 us),
+// and the GPU waits for the launch after it (5 us), 5 + 3 x 100 + 5 us.
 TEST(HostLaunch, SyncInsideAnOpExposesTheGpuWorkBeforeIt) {
   auto step_us = [](double kernel_us, double launch_us, bool inner) {
     Program p = chain(3, kernel_us, 1);
     HostLaunch h = launches(3, launch_us);
-    h.inner = {InnerSync{}, inner ? InnerSync{{1, 1, 0}, 0.5} : InnerSync{}};
+    h.inner = {InnerSync{}, inner ? InnerSync{{1, 1, 0}, {1, 1, 0}, 0.5} : InnerSync{}};
     add_host_issue(p, h);
     if (inner) {
       EXPECT_EQ(p.host[1].sync_at, seconds_to_time(kernel_us / 2 * kUs));
@@ -92,7 +93,7 @@ TEST(HostLaunch, SyncInsideAnOpExposesTheGpuWorkBeforeIt) {
   EXPECT_NEAR(step_us(10, 20, false), 180.0, 1e-6);
   EXPECT_NEAR(step_us(10, 20, true), 185.0, 1e-6);
   EXPECT_NEAR(step_us(100, 5, false), 305.0, 1e-6);
-  EXPECT_NEAR(step_us(100, 5, true), 305.0, 1e-6);
+  EXPECT_NEAR(step_us(100, 5, true), 310.0, 1e-6);
 }
 
 // An op on another stream after a sync point waits for the gate's end even without a dependency
@@ -407,7 +408,9 @@ TEST(HostLaunch, ClampedActivationSyncsInEveryExpertForwardAndReplay) {
     EXPECT_LT(h.sync_at, op.duration);
     EXPECT_GT(h.after, 0);
     if (i + 1 < p.ops.size() && p.ops[i + 1].rank == 0 && p.ops[i + 1].stream == op.stream) {
+      // The next op counts from the release, unless it syncs on this op's end itself (the dispatch).
       EXPECT_EQ(p.host[i + 1].gate, static_cast<OpId>(i));
+      EXPECT_EQ(p.host[i + 1].at_release, p.role(p.ops[i + 1]) != OpRole::EpAllToAllFwd);
     }
   }
   EXPECT_GT(mlp, 0);
