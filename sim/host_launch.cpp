@@ -158,10 +158,12 @@ LaunchCount role_launches(OpRole role, const LayerGraph& g, const std::vector<La
 // attention then MLP; a selective one's replayed kernels, its replayed all-to-alls after them).
 InnerSync role_sync(OpRole role, const LayerGraph& g, const std::vector<LayerModule>& graphed, const HostReplay& replay,
                     const CostModel& cost) {
+  // Every block below is drawn from the layer's forward blocks: without a sync in them, no block is
+  // built (a selective replay's kernels are not gathered twice).
+  if (!has_sync(g.attn_fwd, graphed) && !has_sync(g.mlp_fwd, graphed)) return {};
   switch (role) {
     case OpRole::MlpFwd: case OpRole::MtpMlpFwd: return block_sync(g.mlp_fwd, graphed, cost);
     case OpRole::RecomputeFwd: {
-      if (!has_sync(g.attn_fwd, graphed) && !has_sync(g.mlp_fwd, graphed)) return {};
       Block both = g.attn_fwd;
       both.kernels.insert(both.kernels.end(), g.mlp_fwd.kernels.begin(), g.mlp_fwd.kernels.end());
       return block_sync(both, graphed, cost);
