@@ -125,52 +125,55 @@ bool replays_dispatch(const HostReplay& replay, const LayerGraph& k) {
          std::any_of(k.mlp_fwd.kernels.begin(), k.mlp_fwd.kernels.end(), [](const Kernel& x) { return x.module == LayerModule::TokenDispatch; });
 }
 
-// The blocks an op of each role runs (the emitter's op_labels.h); an op of no listed role is one
-// call of one launch.
-LaunchCount role_launches(OpRole role, const LayerGraph& g, const std::vector<LayerModule>& graphed, const HostReplay& replay) {
-  auto n = [&](const Block& b) { return block_launches(b, graphed); };
-  switch (role) {
-    case OpRole::EmbeddingFwd: return n(g.embed_fwd);
-    case OpRole::EmbeddingBwd: return n(g.embed_bwd);
-    case OpRole::AttnFwd: case OpRole::MtpAttnFwd: return n(g.attn_fwd);
-    case OpRole::AttnBwd: case OpRole::MtpAttnBwd: return n(g.attn_bwd);
-    case OpRole::MlpFwd: case OpRole::MtpMlpFwd: return n(g.mlp_fwd);
-    case OpRole::MlpBwd: case OpRole::MtpMlpBwd: return n(g.mlp_bwd);
-    case OpRole::HeadFwd: case OpRole::MtpHeadFwd: return n(g.head_fwd);
-    case OpRole::HeadBwd: case OpRole::MtpHeadBwd: return n(g.head_bwd);
-    case OpRole::MtpFwd: return n(g.mtp_fwd);
-    case OpRole::MtpBwd: return n(g.mtp_bwd);
-    case OpRole::RecomputeFwd: {
-      LaunchCount both = n(g.attn_fwd);
-      return both += n(g.mlp_fwd);
+// The kernels an op of each role runs, in issue order (the emitter's op_labels.h): one of the
+// layer's blocks, or one built for it (a full recompute's attention then MLP; a selective one's
+// replayed kernels). None (get() null): an op of no listed role, one call of one launch. Its
+// launches and the sync inside it are both read from this one sequence.
+class RoleBlock {
+ public:
+  RoleBlock(OpRole role, const LayerGraph& g, const HostReplay& replay) : ref_(pick(role, g)) {
+    if (role == OpRole::RecomputeFwd) {
+      owned_ = g.attn_fwd;
+      owned_.kernels.insert(owned_.kernels.end(), g.mlp_fwd.kernels.begin(), g.mlp_fwd.kernels.end());
+      ref_ = &owned_;
+    } else if (role == OpRole::RecomputeSelective) {
+      owned_ = replayed_kernels(g, replay.modules, replay.fused_attention);
+      ref_ = &owned_;
     }
-    case OpRole::RecomputeSelective: {
-      LaunchCount c = n(replayed_kernels(g, replay.modules, replay.fused_attention));
-      if (replays_dispatch(replay, g)) c += {2, 2};  // the replayed dispatch and combine all-to-alls
-      return c;
-    }
-    case OpRole::TrainMetrics: return n(g.metrics);
-    default: return {1, 1};
   }
-}
+  RoleBlock(const RoleBlock&) = delete;
+  RoleBlock& operator=(const RoleBlock&) = delete;
+  const Block* get() const { return ref_; }
 
-// The sync inside an op of each role: in the blocks role_launches counts (a full recompute's
-// attention then MLP; a selective one's replayed kernels, its replayed all-to-alls after them).
-InnerSync role_sync(OpRole role, const LayerGraph& g, const std::vector<LayerModule>& graphed, const HostReplay& replay,
-                    const CostModel& cost) {
-  // Every block below is drawn from the layer's forward blocks: without a sync in them, no block is
-  // built (a selective replay's kernels are not gathered twice).
-  if (!has_sync(g.attn_fwd, graphed) && !has_sync(g.mlp_fwd, graphed)) return {};
-  switch (role) {
-    case OpRole::MlpFwd: case OpRole::MtpMlpFwd: return block_sync(g.mlp_fwd, graphed, cost);
-    case OpRole::RecomputeFwd: {
-      Block both = g.attn_fwd;
-      both.kernels.insert(both.kernels.end(), g.mlp_fwd.kernels.begin(), g.mlp_fwd.kernels.end());
-      return block_sync(both, graphed, cost);
+ private:
+  static const Block* pick(OpRole role, const LayerGraph& g) {
+    switch (role) {
+      case OpRole::EmbeddingFwd: return &g.embed_fwd;
+      case OpRole::EmbeddingBwd: return &g.embed_bwd;
+      case OpRole::AttnFwd: case OpRole::MtpAttnFwd: return &g.attn_fwd;
+      case OpRole::AttnBwd: case OpRole::MtpAttnBwd: return &g.attn_bwd;
+      case OpRole::MlpFwd: case OpRole::MtpMlpFwd: return &g.mlp_fwd;
+      case OpRole::MlpBwd: case OpRole::MtpMlpBwd: return &g.mlp_bwd;
+      case OpRole::HeadFwd: case OpRole::MtpHeadFwd: return &g.head_fwd;
+      case OpRole::HeadBwd: case OpRole::MtpHeadBwd: return &g.head_bwd;
+      case OpRole::MtpFwd: return &g.mtp_fwd;
+      case OpRole::MtpBwd: return &g.mtp_bwd;
+      case OpRole::TrainMetrics: return &g.metrics;
+      default: return nullptr;
     }
-    case OpRole::RecomputeSelective: return block_sync(replayed_kernels(g, replay.modules, replay.fused_attention), graphed, cost);
-    default: return {};
   }
+  Block owned_;
+  const Block* ref_ = nullptr;
+};
+
+// What the host launches for an op of the role: its kernels' launches, and a selective replay's
+// dispatch and combine all-to-alls again where it replays the dispatcher.
+LaunchCount role_launches(OpRole role, const RoleBlock& b, const LayerGraph& g, const std::vector<LayerModule>& graphed,
+                          const HostReplay& replay) {
+  if (!b.get()) return {1, 1};
+  LaunchCount n = block_launches(*b.get(), graphed);
+  if (role == OpRole::RecomputeSelective && replays_dispatch(replay, g)) n += {2, 2};
+  return n;
 }
 
 // Eager PyTorch's MoE layer copies its token counts per expert to the host (counts.tolist(), as
@@ -232,10 +235,11 @@ HostLaunch host_launch_model(const Program& p, const ModelGraph& g, HostCosts co
     const OpRole role = p.label_roles[l];
     const bool dispatch = role == OpRole::EpAllToAllFwd && dispatch_sync(g);
     for (size_t k = 0; k < g.kinds.size(); ++k) {
-      const LaunchCount n = role_launches(role, g.kinds[k], graphed, replay);
+      const RoleBlock blocks(role, g.kinds[k], replay);
+      const LaunchCount n = role_launches(role, blocks, g.kinds[k], graphed, replay);
       const bool sync = dispatch || (role == OpRole::MlpFwd && eager_moe_sync(g.kinds[k])) ||
                         (role == OpRole::RecomputeSelective && dispatch_sync(g) && replays_dispatch(replay, g.kinds[k]));
-      const InnerSync in = cost ? role_sync(role, g.kinds[k], graphed, replay, *cost) : InnerSync{};
+      const InnerSync in = cost && blocks.get() ? block_sync(*blocks.get(), graphed, *cost) : InnerSync{};
       if (h.time_of(n) > h.time_of(h.counts[l])) {
         h.counts[l] = n;
         h.inner[l] = in;
