@@ -178,6 +178,21 @@ std::string inner_sync_clause(const ModelGraph& layers) {
                      "where recompute replays it", fmt::join(names, ", "));
 }
 
+// MFU counts the model's FLOPs as the field does (Megatron-LM's formula, Narayanan et al. SC'21,
+// appendix: attention over the full score matrix, every token through its top_k experts); HFU counts
+// what the kernels execute (causal attention computes half of the matrix; a capacity factor's dropped
+// tokens skip their experts). Only HFU is bounded by the hardware: the note names why MFU is above
+// it where MFU passes the part's sustained clock, or where the capacity factor drops tokens.
+std::string mfu_note(const Scenario& sc, const Result& r) {
+  const bool drops = sc.model.moe && sc.training.moe_routing.capacity_factor > 0 && !sc.training.moe_routing.pad_to_capacity;
+  if (r.hfu >= r.mfu || (r.mfu <= sc.profile.sustained_clock_ratio.value && !drops)) return "";
+  const std::string why = drops ? "causal attention's full score matrix and, for every token, its top_k experts, which the "
+                                  "capacity factor's dropped tokens never reach (moe_capacity_factor)"
+                                : "causal attention's full score matrix";
+  return fmt::format("MFU {:.0f} % counts {} (the model-FLOPs convention); the FLOPs executed give HFU {:.0f} %", 100 * r.mfu, why,
+                     100 * r.hfu);
+}
+
 // How close the host thread that launches the kernels comes to the GPU: the rank whose host issue
 // time is the largest share of its compute-stream work (a share near or above 1: launch-bound).
 std::string host_launch_note(const Scenario& sc, const Program& p, const ModelGraph& layers) {
@@ -196,7 +211,7 @@ std::string host_launch_note(const Scenario& sc, const Program& p, const ModelGr
                              : fmt::format(", {:g} us per bare PyTorch op of a module's Python loop", sc.training.host_op_us);
   return fmt::format("host launch path ({:g} us per framework call{}{}{}): rank {}'s host spends {:.0f} % of its GPU work time issuing its "
                      "kernels{}{}", sc.training.host_launch_us, loop, op, sc.training.cuda_graph_scope.empty() ? "" : ", CUDA graphs over part of each layer",
-                     worst, 100 * share, share >= 1 ? ": launch-bound, the GPU waits on the host" : "; the GPU waits on it only after sync points",
+                     p.ranks[worst].real_rank, 100 * share, share >= 1 ? ": launch-bound, the GPU waits on the host" : "; the GPU waits on it only after sync points",
                      inner_sync_clause(layers));
 }
 
@@ -438,13 +453,7 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
                             "three lies on one line (to 1e-9) and was extended to {} (sim/steady_state.h)",
                             out.fold.microbatches, out.fold.simulated[0], out.fold.simulated[1], out.fold.simulated[2],
                             out.fold.microbatches));
-  // MFU counts the model's FLOPs as the field does (Megatron-LM's formula, Narayanan et al. SC'21,
-  // appendix: attention over the full score matrix); HFU counts what the kernels execute (causal
-  // attention computes half of it). Only HFU is bounded by the hardware.
-  if (out.result.mfu > sc.profile.sustained_clock_ratio.value && out.result.hfu < out.result.mfu)
-    w.push_back("MFU " + std::to_string(static_cast<int>(100 * out.result.mfu + 0.5)) +
-                " % counts causal attention's full score matrix (the model-FLOPs convention); the FLOPs executed give HFU " +
-                std::to_string(static_cast<int>(100 * out.result.hfu + 0.5)) + " %");
+  if (std::string n = mfu_note(sc, out.result); !n.empty()) w.push_back(std::move(n));
   if (fallbacks > 0)
     w.push_back(std::to_string(fallbacks) + " of " + std::to_string(lookups) +
                 " GEMM shapes priced by the GEMM kernel model (no measured point in profile \"" + sc.profile.name + "\" within 2x)");

@@ -9,8 +9,10 @@
 
 #include <fmt/format.h>
 
+#include "tools/cli_checks.h"
 #include "tools/commands.h"
 #include "tools/plan_document.h"
+#include "tools/output_file.h"
 #include "tools/planning_io.h"
 
 namespace parasim {
@@ -99,7 +101,7 @@ int run_plan_command(const PlanOpts& o, Context& ctx) {
   }
   const PlanOutcome p = plan_outcome(o, ctx.data_dir, ctx.registries, opt, hooks);
   if (!ctx.prints()) return 0;  // part 0 of an mpirun prints for all
-  if (!o.csv.empty()) write_file_whole(o.csv, rows_csv(p.result.evaluated.rows, plan_setting_names(), o.price));
+  if (!o.csv.empty()) write_output_file(o.csv, rows_csv(p.result.evaluated.rows, plan_setting_names(), o.price), true, "--csv");
   if (o.json) std::cout << plan_json(o, p).dump(2) << "\n";
   else print_plan_text(p, o);
   if (p.interrupted) {
@@ -137,7 +139,7 @@ void add_plan_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--csv", o->csv, "also write every simulated layout to this CSV file");
   cmd->add_flag("--json", o->json, "print the parasim.plan/1 document on stdout");
   cmd->add_flag("--dry-run", o->dry_run, "enumerate and prune only: print what each rule removed and how many layouts would be simulated");
-  cmd->add_option("--jobs,-j", o->jobs, "threads (0 = one per core); the output is the same for any count");
+  cmd->add_option("--jobs,-j", o->jobs, "threads (0 = one per core); the output is the same for any count")->check(integer_in(0, 1024));
   cmd->callback([o, &ctx]() { ctx.exit_code = run_guarded([&]() { return run_plan_command(*o, ctx); }); });
 }
 

@@ -1,7 +1,8 @@
 // parasim profile derive BASE -o NEW.json --set KEY=VALUE... --source TEXT [--power-limit-w W]:
 // a profile for a part variant (calibrate/profile/derive.h), validated before it is written.
+#include <charconv>
 #include <filesystem>
-#include <fstream>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -10,6 +11,7 @@
 #include "sim/core/errors.h"
 #include "tools/cli_checks.h"
 #include "tools/commands.h"
+#include "tools/output_file.h"
 
 namespace parasim {
 
@@ -22,24 +24,38 @@ struct DeriveArgs {
   bool force = false;
 };
 
+// KEY=VALUE, the value a plain decimal number (no hexadecimal, no surrounding spaces).
 std::pair<std::string, double> parse_set(const std::string& s) {
   const auto eq = s.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
     throw ConfigError(fmt::format("profile derive: --set {}: expected KEY=VALUE, e.g. memory.hbm_gbps=2400", s));
-  try {
-    std::size_t used = 0;
-    const double v = std::stod(s.substr(eq + 1), &used);
-    if (used != s.size() - eq - 1) throw std::invalid_argument("trailing");
-    return {s.substr(0, eq), v};
-  } catch (const std::exception&) {
-    throw ConfigError(fmt::format("profile derive: --set {}: the value is not a number", s));
-  }
+  const char* first = s.data() + eq + 1;
+  const char* last = s.data() + s.size();
+  double v = 0;
+  const auto [end, ec] = std::from_chars(first, last, v, std::chars_format::general);
+  if (ec != std::errc() || end != last)
+    throw ConfigError(fmt::format("profile derive: --set {}: the value is not a decimal number", s));
+  return {s.substr(0, eq), v};
 }
 
-int run_derive(const DeriveArgs& a, const Context& ctx) {
+// Flags that only mean something beside others, and keys given twice, are refused rather than
+// silently ignored or overridden.
+void check_args(const DeriveArgs& a, bool name_given, bool how_given, const std::vector<std::pair<std::string, double>>& sets) {
+  if (name_given && a.name.empty()) throw ConfigError("profile derive: --name is empty; give the new profile's name, or leave --name out");
+  if (sets.empty() && (how_given || !a.source.empty()))
+    throw ConfigError("profile derive: --how and --source describe the figures --set gives; no --set was given");
+  std::set<std::string> seen;
+  for (const auto& [key, value] : sets)
+    if (!seen.insert(profile_key_pointer(key)).second)
+      throw ConfigError(fmt::format("profile derive: --set {} is given twice; give each figure once", key));
+}
+
+int run_derive(const DeriveArgs& a, bool name_given, bool how_given, const Context& ctx) {
   const std::filesystem::path out(a.output);
-  if (std::filesystem::exists(out) && !a.force)
-    throw ConfigError(fmt::format("profile derive: {} exists; pass --force to replace it", a.output));
+  std::vector<std::pair<std::string, double>> sets;
+  for (const auto& s : a.sets) sets.push_back(parse_set(s));
+  check_args(a, name_given, how_given, sets);
+  check_writable(a.output, a.force, "profile derive -o");
   const Profile base = load_profile(ctx.data_dir, a.base, "profile derive");  // validates the base, resolves its file
   const bool is_path = a.base.find('/') != std::string::npos || a.base.ends_with(".json");
   const std::string base_path = is_path ? a.base : ctx.data_dir + "/calibrate/profiles/" + a.base + ".json";
@@ -50,16 +66,10 @@ int run_derive(const DeriveArgs& a, const Context& ctx) {
   d.source = a.source;
   d.how = a.how;
   d.power_limit_w = a.power_limit_w;
-  for (const auto& s : a.sets) d.sets.push_back(parse_set(s));
+  d.sets = sets;
   const Json doc = derive_profile(read_json_file(base_path), base.name, d);
-  parse_profile(doc, a.output);  // the result must load as any profile does
-  const std::filesystem::path tmp = out.string() + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << doc.dump(1) << "\n";
-    if (!f) throw ConfigError(fmt::format("profile derive: cannot write {}", tmp.string()));
-  }
-  std::filesystem::rename(tmp, out);
+  parse_profile(doc, fmt::format("the profile derived for {} (not written)", a.output));  // it must load as any profile does
+  write_output_file(a.output, doc.dump(1) + "\n", a.force, "profile derive -o");
   fmt::print("wrote {} ({} set, every other figure of {} carried over as assumed)\n", a.output, d.sets.size(), base.name);
   return 0;
 }
@@ -82,7 +92,9 @@ void add_profile_derive_command(CLI::App* prof, Context& ctx) {
   cmd->add_option("--power-limit-w", a->power_limit_w, "the variant's board power limit in W, recorded in the description")
       ->check(positive_number());
   cmd->add_flag("--force", a->force, "replace an existing output file");
-  cmd->callback([a, &ctx]() { ctx.exit_code = run_guarded([&]() { return run_derive(*a, ctx); }); });
+  cmd->callback([a, cmd, &ctx]() {
+    ctx.exit_code = run_guarded([&]() { return run_derive(*a, cmd->count("--name") > 0, cmd->count("--how") > 0, ctx); });
+  });
 }
 
 }  // namespace parasim

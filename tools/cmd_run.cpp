@@ -177,9 +177,13 @@ bool trace_or_dump(const RunOpts& o, const Scenario& sc, const Context& ctx, std
     trace_file->commit();
   }
   if (o.dump_rank < 0) return false;
-  if (static_cast<size_t>(o.dump_rank) >= out.program.ranks.size())
-    throw ConfigError(fmt::format("--dump-program: rank {} out of range; the program has {} simulated ranks", o.dump_rank,
-                                  out.program.ranks.size()));
+  if (static_cast<size_t>(o.dump_rank) >= out.program.ranks.size()) {
+    std::vector<std::int32_t> real;
+    for (const SimRank& r : out.program.ranks) real.push_back(r.real_rank);
+    throw ConfigError(fmt::format("--dump-program: rank {} out of range; the program has {} simulated ranks, 0 to {}, standing for "
+                                  "the table's ranks {}", o.dump_rank, out.program.ranks.size(), out.program.ranks.size() - 1,
+                                  fmt::join(real, ", ")));
+  }
   dump_program(std::cout, out.program, out.timeline, o.dump_rank);
   return true;
 }
@@ -191,6 +195,8 @@ int run_scenario(const RunOpts& o, const Context& ctx) {
     std::cout << sc.resolved().dump(2) << "\n";
     return 0;
   }
+  if (o.json && o.dump_rank >= 0)
+    throw ConfigError("--dump-program prints a rank's op table, not the Result that --json prints; give one of them");
   const std::string trace = !o.trace.empty() ? o.trace : sc.trace_path;
   // Opened before the run, so an existing file is refused before minutes of simulation.
   std::optional<OutputFile> trace_file;

@@ -10,6 +10,7 @@
 #include "sim/scenario/measured.h"
 #include "tools/cli_checks.h"
 #include "tools/commands.h"
+#include "tools/output_file.h"
 #include "tools/planning_io.h"
 
 namespace parasim {
@@ -47,7 +48,7 @@ void add_sweep_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--objective", o->objective, "throughput | cost | time (ranking)");
   cmd->add_option("--csv", o->csv, "also write every row to this CSV file");
   cmd->add_flag("--json", o->json, "print the parasim.sweep/1 document on stdout instead of the table");
-  cmd->add_option("--jobs,-j", o->jobs, "threads (0 = one per core); the output is the same for any count");
+  cmd->add_option("--jobs,-j", o->jobs, "threads (0 = one per core); the output is the same for any count")->check(integer_in(0, 1024));
   cmd->add_option("--top", o->top, "rows in the terminal table (0 = all)");
   cmd->add_option("--price-per-gpu-hour", o->price, "price of one GPU-hour: adds the cost per million tokens")->check(non_negative_number());
   cmd->callback([o, &ctx]() {
@@ -71,7 +72,7 @@ void add_sweep_command(CLI::App& app, Context& ctx) {
       report_rate("sweep", ev.evaluated, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), opt.jobs,
                   ctx.distribution ? ctx.distribution->parts : 1);
       if (ev.rows.empty() && !ev.interrupted && ev.total > 0) throw ConfigError(no_combination_message(o->file, ev));
-      if (!o->csv.empty()) write_file_whole(o->csv, rows_csv(ev.rows, spec.setting_names(), o->price));
+      if (!o->csv.empty()) write_output_file(o->csv, rows_csv(ev.rows, spec.setting_names(), o->price), true, "--csv");
       if (o->json) {
         std::cout << sweep_json(spec, ev, objective, o->price).dump(2) << "\n";
       } else {

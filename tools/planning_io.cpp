@@ -33,22 +33,6 @@ void report_rate(const std::string& what, std::size_t evaluated, double seconds,
                processes > 1 ? fmt::format(" in each of {} processes", processes).c_str() : "");
 }
 
-void write_file_whole(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) throw ConfigError(path + ": cannot write");
-    f << text;
-    if (!f.flush()) throw ConfigError(path + ": write failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw ConfigError(path + ": cannot write (" + ec.message() + ")");
-  }
-}
-
 std::string skipped_text(const std::string& reason, std::int64_t n, const Evaluated& ev) {
   const auto it = ev.skipped_examples.find(reason);
   const std::string example = it != ev.skipped_examples.end() && !it->second.empty() ? it->second : reason;

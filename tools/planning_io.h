@@ -24,9 +24,6 @@ class InterruptGuard {
 // which is the same on every run.
 void report_rate(const std::string& what, std::size_t evaluated, double seconds, int jobs, int processes = 1);
 
-// Writes text to path through a temporary file renamed into place; a ConfigError when it fails.
-void write_file_whole(const std::string& path, const std::string& text);
-
 // One kind of skipped case (Evaluated::skipped): its first case with its settings and numbers, and
 // how many more broke the same rule.
 std::string skipped_text(const std::string& reason, std::int64_t n, const Evaluated& ev);

@@ -1,5 +1,6 @@
 #include "calibrate/profile/derive.h"
 
+#include <cmath>
 #include <cstdint>
 #include <set>
 
@@ -56,7 +57,9 @@ void set_value(Json& doc, const std::string& key, double value, const ProfileDer
     target["source"] = d.source;
     target.erase("range");  // the base part's range does not describe the variant
     target.erase("range_source");
-  } else if (target.is_number_integer() && value == static_cast<double>(static_cast<std::int64_t>(value))) {
+  } else if (target.is_number_integer()) {
+    if (value != std::floor(value) || std::fabs(value) > 9.0e15)
+      throw ConfigError(fmt::format("profile derive: --set {}: {} is a count; expected a whole number", key, ptr));
     target = static_cast<std::int64_t>(value);  // a count of bytes stays an integer
   } else if (target.is_number()) {
     target = value;

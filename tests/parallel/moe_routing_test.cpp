@@ -141,6 +141,15 @@ TEST(MoeRouting, ModelFlopsCountEveryRoutedCopyOncePaddedOrDropped) {
     const Result r = run_with(keys).result;
     EXPECT_NEAR(model_flops(r), model_flops(dropless), 1e-9 * model_flops(dropless)) << keys.dump();
   }
+  // So dropping makes MFU outrun HFU, and the run says why (it once blamed attention alone).
+  const auto drop_note = [](const Result& r) {
+    return std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) { return w.find("dropped tokens") != std::string::npos; });
+  };
+  const Result dropping = run_with({{"moe_capacity_factor", 0.5}}).result;
+  EXPECT_GT(dropping.mfu, dropping.hfu);
+  EXPECT_TRUE(drop_note(dropping));
+  EXPECT_FALSE(drop_note(dropless));
+  EXPECT_FALSE(drop_note(run_with({{"moe_capacity_factor", 2.0}, {"moe_pad_to_capacity", true}}).result));
 }
 
 TEST(MoeRouting, DroppingIsNeverSlowerThanKeepingEveryToken) {

@@ -207,6 +207,14 @@ TEST(Cli, AnUnfoldedStepIsDrawnOpByOp) {
   EXPECT_NE(dump.out.find("mlp fwd"), std::string::npos) << dump.out;
 }
 
+// --dump-program prints a rank's op table, not a Result: with --json the JSON would be missing
+// from standard output while the exit status said success.
+TEST(Cli, DumpProgramAndJsonAreRefusedTogether) {
+  const Ran r = run_cli("run --json --dump-program 0 " + test::data_dir() + "/scenarios/default.json");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--dump-program prints a rank's op table"), std::string::npos) << r.out;
+}
+
 // A step folded onto its steady state (sim/steady_state.h) is simulated whole for its trace, and
 // refused before it runs where the trace would pass --trace-max-mib (../shared/repro/405b_mb65536.json:
 // 17.9 GB of memory for a 4,096-microbatch trace before; bad_alloc at 65,536).
@@ -582,6 +590,35 @@ TEST(Cli, MissingDataDirectoryNamesThePath) {
   const Ran r = run_cli("--data-dir /nonexistent-parasim list gpus");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("/nonexistent-parasim (--data-dir)"), std::string::npos) << r.out;
+}
+
+// profile derive writes through the commands' one output path (tools/output_file.h): a directory is
+// refused, not renamed over; a file beside the target is left as it was; flags that would be
+// ignored (--source without --set, a key set twice, a hexadecimal value, an empty --name) are refused.
+TEST(Cli, ProfileDeriveRefusesWhatItCannotWriteOrWouldIgnore) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "derive_cli";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "taken");
+  { std::ofstream(dir / "new.json.tmp") << "mine"; }
+  const std::string base = "profile derive h100-sxm5-80g -o ";
+  const Ran into_dir = run_cli(base + (dir / "taken").string() + " --force");
+  EXPECT_EQ(into_dir.code, 2) << into_dir.out;
+  EXPECT_NE(into_dir.out.find("is a directory"), std::string::npos) << into_dir.out;
+  for (const std::string bad : {" --set memory.hbm_gbps=0x10 --source s", " --source s",
+                                " --set memory.hbm_gbps=4000 --set /memory/hbm_gbps=5000 --source s", " --name ''",
+                                " --set device.memory_bytes=1.5 --source s"}) {
+    const Ran r = run_cli(base + (dir / "bad.json").string() + bad);
+    EXPECT_EQ(r.code, 2) << bad << "\n" << r.out;
+    EXPECT_FALSE(std::filesystem::exists(dir / "bad.json")) << bad;
+  }
+  const Ran ok = run_cli(base + (dir / "new.json").string() + " --set memory.hbm_gbps=4000 --source s");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_TRUE(std::filesystem::is_regular_file(dir / "new.json"));
+  std::ifstream mine(dir / "new.json.tmp");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(mine), {}), "mine");
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++entries;
+  EXPECT_EQ(entries, 3u);  // taken/, new.json.tmp, new.json: no temporary file left behind
 }
 
 }  // namespace
