@@ -134,7 +134,10 @@ void print_time_partition(std::ostream& os, const TimePartition& t, double step_
   if (other <= 0) return;
   fmt::print(os, "  overlapped communication (other streams; hidden behind compute except comm_exposed_s above):\n");
   for (const auto& [k, v] : t.other_streams_s)
-    if (v > 0) fmt::print(os, "    {:<22} {:>10}  {:5.1f} %\n", k, human_s(v), 100 * v / step_s);
+    if (v > 0)
+      fmt::print(os, "    {:<22} {:>10}  {:5.1f} %{}\n", k, human_s(v), 100 * v / step_s,
+                 k == "tp_comm_s" || k == "ep_comm_s" ? "  (overlapped with the layers' kernels: what it costs them is in forward_s, backward_s)"
+                                                      : "");
 }
 }  // namespace
 

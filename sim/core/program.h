@@ -44,6 +44,16 @@ struct MemDelta {
   Bytes bytes = 0;  // > 0 allocates, < 0 frees, 0 nothing
 };
 
+// Communication a lowering overlaps with an op's kernels in closed form rather than as ops of its
+// own (tp_comm_overlap's chunked TP collectives, ep_comm_overlap's expert all-to-alls under the
+// paired microbatch): the part hidden under the op, in its phase, so that the breakdown counts the
+// collectives over all streams as it does for ops on the other streams. The op's duration already
+// holds what they cost the compute stream (the slowdown, an exposed share).
+struct HiddenComm {
+  Time tp = 0;  // Phase::TpComm
+  Time ep = 0;  // Phase::EpComm
+};
+
 struct Op {
   std::int32_t rank = 0;  // index into Program::ranks
   Stream stream = Stream::Compute;
@@ -66,6 +76,7 @@ struct Op {
   Time duration = 0;
   double model_flops = 0;        // FLOPs in the model-FLOPs convention (MFU; on Recompute ops: the replay's)
   double hw_flops = 0;           // FLOPs actually executed
+  HiddenComm hidden;             // collectives overlapped under this op's kernels, priced into no stream
   MemDelta at_start;             // applied when the op starts
   MemDelta at_end;               // applied when the op ends
   Deps deps;                     // ops (any rank) that must end before this one starts
@@ -128,6 +139,7 @@ struct Segment {
   double hw_flops = 0;
   std::int32_t label = 0;
   Phase phase = Phase::Other;
+  HiddenComm hidden;
 };
 
 struct Program {

@@ -176,11 +176,19 @@ struct Window {
 // A fused op's segments, each as the op it stands for: its FLOPs (a segment without any adds
 // nothing to the sums), phase, communication on the compute stream or compute work, and window.
 // The compute stream's busy set takes the op whole: its segments follow one another without a gap.
+// Communication overlapped in closed form under an op (HiddenComm) counts in its phase, as the
+// collectives on the other streams do.
+void add_hidden(std::array<Time, kPhases>& phase, const HiddenComm& h) {
+  phase[static_cast<size_t>(Phase::TpComm)] += h.tp;
+  phase[static_cast<size_t>(Phase::EpComm)] += h.ep;
+}
+
 void add_fused(const Program& p, const Op& op, Time start, const Time* seg_ends, double count, Flops& flops,
                std::array<Time, kPhases>& phase, RankIntervals& iv, Window& window) {
   const Time end = each_segment(p, op, start, seg_ends, [&](const Segment& s, Time from, Time to) {
     if (s.model_flops != 0 || s.hw_flops != 0) flops.add(s.phase, s.model_flops * count, s.hw_flops * count);
     phase[static_cast<size_t>(s.phase)] += to - from;
+    add_hidden(phase, s.hidden);
     if (const int k = kind_of(s.phase); k >= 0) iv.on_compute[static_cast<size_t>(k)] += time_to_seconds(to - from);
     else iv.compute_work.add({from, to});
     if (pipeline_work(s.phase)) window.add({from, to});
@@ -230,6 +238,7 @@ OpSums sum_ops(const Program& p, const Timeline& t) {
     const std::pair<Time, Time> iv{starts[i], ends[i] - hw.within};
     o.flops.add(op.phase, op.model_flops * count[r], op.hw_flops * count[r]);
     o.phase[r][static_cast<size_t>(op.phase)] += iv.second - iv.first;
+    add_hidden(o.phase[r], op.hidden);
     o.host_wait[r] += hw.before + hw.within;
     o.ivs[r].add(op.stream, op.phase, iv);
     o.ivs[r].add_host_wait({starts[i] - hw.before, starts[i]});

@@ -16,14 +16,23 @@ TimePartition partition_time(const Program& p, const Timeline& t, const Result& 
     auto& into = stream == Stream::Compute ? out.compute_stream_s : out.other_streams_s;
     into[std::string(phase_name(phase)) + "_s"] += s;
   };
+  // Communication overlapped in closed form under an op (HiddenComm): beside the other streams'.
+  const auto hidden = [&](const Op& op, const HiddenComm& h) {
+    add(op, Stream::Comm, Phase::TpComm, 0, h.tp);
+    add(op, Stream::Comm, Phase::EpComm, 0, h.ep);
+  };
   const Time* seg_end = t.seg_end.data();
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const Op& op = p.ops[i];
     if (op.seg_count == 0) {
       add(op, op.stream, op.phase, t.start[i], t.end[i] - host_wait_of(t, op, i).within);
+      hidden(op, op.hidden);
       continue;
     }
-    each_segment(p, op, t.start[i], seg_end, [&](const Segment& s, Time from, Time to) { add(op, Stream::Compute, s.phase, from, to); });
+    each_segment(p, op, t.start[i], seg_end, [&](const Segment& s, Time from, Time to) {
+      add(op, Stream::Compute, s.phase, from, to);
+      hidden(op, s.hidden);
+    });
     seg_end += op.seg_count;
   }
   out.exposed_s = r.breakdown.count("comm_exposed_s") ? r.breakdown.at("comm_exposed_s") : 0.0;

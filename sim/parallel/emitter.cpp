@@ -179,8 +179,8 @@ void add_tp_comm_times(BlockTimes& t, const LoweringInput& in, const Layout& l, 
     t.mlp_f += overlap_extra(gs.mlp_f, t.tp_comm_f, sd, o.exposed_fwd);
     t.mlp_b += overlap_extra(gs.mlp_b, t.tp_comm_b, sd, o.exposed_bwd);
   }
-  t.tp_comm_hidden_f = (1 - o.exposed_fwd) * t.tp_comm_f;
-  t.tp_comm_hidden_b = (1 - o.exposed_bwd) * t.tp_comm_b;
+  t.tp_comm_hidden_f = t.tp_comm_f;  // on the communication kernels' SMs, beside the GEMMs (HiddenComm)
+  t.tp_comm_hidden_b = t.tp_comm_b;
   t.tp_comm_f = t.tp_comm_b = 0;
 }
 
@@ -219,9 +219,14 @@ void add_ep_comm_times(BlockTimes& t, const LoweringInput& in, const Layout& l, 
   // stands in for it), which runs slower while the all-to-alls run; what does not fit stays
   // exposed (overlap_extra_while_running). The passes with no partner (ep_overlap_paired_share)
   // keep their all-to-alls exposed: every layer carries that share of them.
+  // The paired passes' all-to-alls run on their own stream (BlockTimes::ep_comm_hidden_*, counted in
+  // the breakdown as collectives on the other streams are); what they cost the compute stream, the
+  // slowdown and any wait for those longer than the compute, is in the MLP block's time.
   const double sd = in.cost.profile().overlap_compute_slowdown.value, paired = ep_overlap_paired_share(in.scenario);
   t.mlp_f += paired * overlap_extra_while_running(t.attn_f + t.mlp_f, t.ep_comm_f, sd);
   t.mlp_b += paired * overlap_extra_while_running(t.attn_b + t.mlp_b, t.ep_comm_b, sd);
+  t.ep_comm_hidden_f = paired * t.ep_comm_f;
+  t.ep_comm_hidden_b = paired * t.ep_comm_b;
   t.ep_comm_f *= 1 - paired;
   t.ep_comm_b *= 1 - paired;
 }
@@ -392,6 +397,8 @@ namespace {
 
 }  // namespace
 
+HiddenComm Emitter::hidden_comm(const SegOp& s) { return {seconds_to_time(s.hidden_tp), seconds_to_time(s.hidden_ep)}; }
+
 OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, Label label, double seconds, Deps deps,
                  std::int32_t mb, std::int32_t chunk) {
   append_op(p_, rank, s, ph, label_id(label), seconds, deps, mb, chunk);
@@ -435,7 +442,7 @@ const Emitter::Template* Emitter::make_template(size_t key, const LayerOps& ops)
   tpl.at_end = ops[ops.n - 1].end;
   for (int i = 0; i < ops.n; ++i) {
     const SegOp& s = ops[i];
-    p_.segments.push_back({seconds_to_time(s.seconds), s.flops, s.hw, label_id(s.label), s.phase});
+    p_.segments.push_back({seconds_to_time(s.seconds), s.flops, s.hw, label_id(s.label), s.phase, hidden_comm(s)});
     const Time d = p_.segments.back().duration;
     tpl.duration = d < kMaxTime - tpl.duration ? tpl.duration + d : kMaxTime;  // past the range: the engine refuses it
   }
@@ -458,10 +465,12 @@ OpId Emitter::fused_op(std::int32_t rank, std::int32_t mb, std::int32_t chunk, c
 template <class Sink>
 void Emitter::layer_forward(const BlockTimes& t, Bytes stored, Sink& ops) const {
   const MemDelta none{MemCat::Activations, 0}, end{};
-  ops.add({Phase::Forward, op_label::kAttnFwd, t.attn_f, t.attn_f_flops, t.attn_f_hw, {MemCat::Activations, stored}, end});
+  ops.add({Phase::Forward, op_label::kAttnFwd, t.attn_f, t.attn_f_flops, t.attn_f_hw, {MemCat::Activations, stored}, end,
+           t.attn_tp_comm ? t.tp_comm_hidden_f : 0});
   if (t.tp_comm_f > 0 && t.attn_tp_comm) ops.add({Phase::TpComm, op_label::kTpCommFwd, t.tp_comm_f, 0, 0, none, end});
   ops.between();
-  ops.add({Phase::Forward, op_label::kMlpFwd, t.mlp_f, t.mlp_f_flops, t.mlp_f_hw, none, end});
+  ops.add({Phase::Forward, op_label::kMlpFwd, t.mlp_f, t.mlp_f_flops, t.mlp_f_hw, none, end, t.mlp_tp_comm ? t.tp_comm_hidden_f : 0,
+           t.ep_comm_hidden_f});
   if (t.ep_comm_f > 0) ops.add({Phase::EpComm, op_label::kEpAllToAllFwd, t.ep_comm_f, 0, 0, none, end});
   if (t.tp_comm_f > 0 && t.mlp_tp_comm) ops.add({Phase::TpComm, op_label::kTpCommFwd, t.tp_comm_f, 0, 0, none, end});
 }
@@ -474,7 +483,7 @@ void Emitter::layer_backward(const BlockTimes& t, std::int64_t l, std::int32_t k
   if (recomputed(l)) {
     // A replay's FLOPs count for HFU and reported hardware FLOPs, not for MFU (metrics.cpp).
     ops.add({Phase::Recompute, op_label::kRecomputeFwd, t.forward_s(), t.attn_f_flops + t.mlp_f_flops, t.attn_f_hw + t.mlp_f_hw,
-             {MemCat::Activations, extra_working}, none});
+             {MemCat::Activations, extra_working}, none, t.tp_blocks() * t.tp_comm_hidden_f, t.ep_comm_hidden_f});
   } else if (op_sac_) {
     ops.add({Phase::Recompute, "recompute (op SAC)", t.op_sac_recompute, t.op_sac_flops, t.op_sac_hw, {MemCat::Activations, extra_working}, none});
   } else if (t.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == Recompute::Selective) {
@@ -484,13 +493,14 @@ void Emitter::layer_backward(const BlockTimes& t, std::int64_t l, std::int32_t k
   if (t.tp_comm_b > 0 && t.mlp_tp_comm) ops.add({Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none});
   if (t.ep_comm_b > 0) ops.add({Phase::EpComm, "ep all-to-all bwd", t.ep_comm_b, 0, 0, none, none});
   const double mlp_share = 2 * (t.mlp_b - w_mlp) / std::max(t.mlp_b, 1e-30);
-  ops.add({Phase::Backward, op_label::kMlpBwd, t.mlp_b - w_mlp, t.mlp_f_flops * mlp_share, t.mlp_f_hw * mlp_share, none, none});
+  ops.add({Phase::Backward, op_label::kMlpBwd, t.mlp_b - w_mlp, t.mlp_f_flops * mlp_share, t.mlp_f_hw * mlp_share, none, none,
+           t.mlp_tp_comm ? t.tp_comm_hidden_b : 0, t.ep_comm_hidden_b});
   ops.between();
   if (t.tp_comm_b > 0 && t.attn_tp_comm) ops.add({Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none});
   const double attn_share = 2 * (t.attn_b - w_attn) / std::max(t.attn_b, 1e-30);
   const MemDelta free_act{MemCat::Activations, -(to_bytes(stored(l, k)) + extra_working)};
   ops.add({Phase::Backward, op_label::kAttnBwd, t.attn_b - w_attn, t.attn_f_flops * attn_share, t.attn_f_hw * attn_share, none,
-           split ? MemDelta{MemCat::Activations, -extra_working} : free_act});
+           split ? MemDelta{MemCat::Activations, -extra_working} : free_act, t.attn_tp_comm ? t.tp_comm_hidden_b : 0});
 }
 
 template <class Build, class Between>
@@ -502,6 +512,7 @@ void Emitter::emit_layer(std::int32_t rank, std::int32_t mb, std::int32_t chunk,
     Op& o = append_op(p_, rank, Stream::Compute, s.phase, label_id(s.label), s.seconds, deps, mb, chunk);
     o.model_flops = s.flops;
     o.hw_flops = s.hw;
+    o.hidden = hidden_comm(s);
     o.at_start = s.start;
     o.at_end = s.end;
     if (r.first < 0) r.first = id;

@@ -39,7 +39,10 @@ struct BlockTimes {
   bool mlp_tp_comm = true;              // false: an MoE block on sequence-parallel tokens (etp = 1) has none
   bool attn_tp_comm = true;             // false: a hybrid model's MLP layer has no attention block
   double ep_comm_f = 0, ep_comm_b = 0;  // per MoE layer: the dispatch and combine all-to-alls, on the critical path
-  double tp_comm_hidden_f = 0, tp_comm_hidden_b = 0;  // per block, overlapped with its GEMMs
+  // Collectives overlapped in closed form (HiddenComm), their whole time: per block, under its GEMMs
+  // (tp_comm_overlap); per MoE layer, the paired passes' all-to-alls (ep_comm_overlap).
+  double tp_comm_hidden_f = 0, tp_comm_hidden_b = 0;
+  double ep_comm_hidden_f = 0, ep_comm_hidden_b = 0;
   double cp_comm_f = 0, cp_comm_b = 0;  // per layer, overlapped with attention
   // cp_impl "allgather", per layer on the critical path: the K/V all-gather before attention (and
   // before its replay under full recompute) and the K/V-gradient reduce-scatter after its backward.
@@ -176,6 +179,7 @@ class Emitter {
     Label label = "";
     double seconds = 0, flops = 0, hw = 0;
     MemDelta start, end;
+    double hidden_tp = 0, hidden_ep = 0;  // seconds of collectives overlapped under it (HiddenComm)
   };
   // A layer's ops collected (the first layer of a fused op's key): up to eight.
   struct LayerOps {
@@ -237,6 +241,7 @@ class Emitter {
   };
   std::vector<Template> templates_;
   const Template* make_template(size_t key, const LayerOps& ops);
+  static HiddenComm hidden_comm(const SegOp& s);
   OpId fused_op(std::int32_t rank, std::int32_t mb, std::int32_t chunk, const Template& tpl, Deps& deps);
   // One layer's ops (`build` hands them to a sink): its key's fused op, or emitted one by one.
   template <class Build, class Between>

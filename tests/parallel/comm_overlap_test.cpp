@@ -93,5 +93,20 @@ TEST(CommOverlap, UserbuffersOverlapIsFasterOnLlama3_70bTp4Pp8H100) {
   EXPECT_GT(t_on, t_free);
 }
 
+// The chunked collectives run under the GEMMs, they do not vanish: the breakdown (over all streams)
+// counts the same TP time with the overlap as without it.
+TEST(CommOverlap, OverlappedTpCollectivesStillCountInTheBreakdown) {
+  const std::string f = test::data_dir() + "/scenarios/measured/pub-mbridge-26.04-dgx-h100-llama3_70b-fp8-64gpu-tp4pp8cp1.json";
+  const Scenario on = load_measured(f, test::data_dir()).scenario;
+  Scenario off = on;
+  off.parallel.tp_comm_overlap = false;
+  const double tp_off = simulate(off, Registries{}).result.breakdown.at("tp_comm_s");
+  const auto with = simulate(on, Registries{}, nullptr, Detail::Partition);
+  ASSERT_GT(tp_off, 0);
+  EXPECT_NEAR(with.result.breakdown.at("tp_comm_s"), tp_off, 1e-6 * tp_off);
+  ASSERT_TRUE(with.partition.has_value());
+  EXPECT_NEAR(with.partition->other_streams_s.at("tp_comm_s"), tp_off, 1e-6 * tp_off);
+}
+
 }  // namespace
 }  // namespace parasim
