@@ -256,6 +256,7 @@ BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
   t.attn_f = block_s(c, g.attn_fwd, nullptr, &gs.attn_f);
   t.mlp_f = block_s(c, g.mlp_fwd, nullptr, &gs.mlp_f);
   t.attn_b = block_s(c, g.attn_bwd, &t.attn_w, &gs.attn_b);
+  t.mamba = std::any_of(g.attn_fwd.kernels.begin(), g.attn_fwd.kernels.end(), [](const Kernel& x) { return x.module == LayerModule::MambaMixer; });
   t.mlp_b = block_s(c, g.mlp_bwd, &t.mlp_w, &gs.mlp_b);
   t.embed_f = block_s(c, g.embed_fwd);
   t.mtp_f = block_s(c, g.mtp_fwd);
@@ -465,7 +466,7 @@ OpId Emitter::fused_op(std::int32_t rank, std::int32_t mb, std::int32_t chunk, c
 template <class Sink>
 void Emitter::layer_forward(const BlockTimes& t, Bytes stored, Sink& ops) const {
   const MemDelta none{MemCat::Activations, 0}, end{};
-  ops.add({Phase::Forward, op_label::kAttnFwd, t.attn_f, t.attn_f_flops, t.attn_f_hw, {MemCat::Activations, stored}, end,
+  ops.add({Phase::Forward, t.mamba ? op_label::kMambaFwd : op_label::kAttnFwd, t.attn_f, t.attn_f_flops, t.attn_f_hw, {MemCat::Activations, stored}, end,
            t.attn_tp_comm ? t.tp_comm_hidden_f : 0});
   if (t.tp_comm_f > 0 && t.attn_tp_comm) ops.add({Phase::TpComm, op_label::kTpCommFwd, t.tp_comm_f, 0, 0, none, end});
   ops.between();
@@ -499,7 +500,7 @@ void Emitter::layer_backward(const BlockTimes& t, std::int64_t l, std::int32_t k
   if (t.tp_comm_b > 0 && t.attn_tp_comm) ops.add({Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none});
   const double attn_share = 2 * (t.attn_b - w_attn) / std::max(t.attn_b, 1e-30);
   const MemDelta free_act{MemCat::Activations, -(to_bytes(stored(l, k)) + extra_working)};
-  ops.add({Phase::Backward, op_label::kAttnBwd, t.attn_b - w_attn, t.attn_f_flops * attn_share, t.attn_f_hw * attn_share, none,
+  ops.add({Phase::Backward, t.mamba ? op_label::kMambaBwd : op_label::kAttnBwd, t.attn_b - w_attn, t.attn_f_flops * attn_share, t.attn_f_hw * attn_share, none,
            split ? MemDelta{MemCat::Activations, -extra_working} : free_act, t.attn_tp_comm ? t.tp_comm_hidden_b : 0});
 }
 

@@ -38,6 +38,7 @@ struct BlockTimes {
   double tp_comm_f = 0, tp_comm_b = 0;  // per block, on the critical path (0 when overlapped)
   bool mlp_tp_comm = true;              // false: an MoE block on sequence-parallel tokens (etp = 1) has none
   bool attn_tp_comm = true;             // false: a hybrid model's MLP layer has no attention block
+  bool mamba = false;                   // the attention blocks hold a Mamba-2 mixer (a hybrid model's Mamba layer)
   double ep_comm_f = 0, ep_comm_b = 0;  // per MoE layer: the dispatch and combine all-to-alls, on the critical path
   // Collectives overlapped in closed form (HiddenComm), their whole time: per block, under its GEMMs
   // (tp_comm_overlap); per MoE layer, the paired passes' all-to-alls (ep_comm_overlap).

@@ -16,6 +16,9 @@ inline constexpr RoleLabel kEmbeddingFwd{"embedding", OpRole::EmbeddingFwd};
 inline constexpr RoleLabel kEmbeddingBwd{"embedding bwd", OpRole::EmbeddingBwd};
 inline constexpr RoleLabel kAttnFwd{"attention fwd", OpRole::AttnFwd};
 inline constexpr RoleLabel kAttnBwd{"attention bwd", OpRole::AttnBwd};
+// A hybrid model's Mamba-2 layer: its mixer fills the attention blocks (LayerGraph), in their role.
+inline constexpr RoleLabel kMambaFwd{"mamba fwd", OpRole::AttnFwd};
+inline constexpr RoleLabel kMambaBwd{"mamba bwd", OpRole::AttnBwd};
 inline constexpr RoleLabel kMlpFwd{"mlp fwd", OpRole::MlpFwd};
 inline constexpr RoleLabel kMlpBwd{"mlp bwd", OpRole::MlpBwd};
 inline constexpr RoleLabel kHeadFwd{"head fwd", OpRole::HeadFwd};

@@ -3,6 +3,7 @@
 // FLOPs' scaling in sequence length and tensor parallelism, and the inputs it refuses.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <numeric>
 
@@ -188,6 +189,19 @@ TEST(Mamba2, ScheduleRunsEachLayerAsItsOneBlock) {
   }
   EXPECT_EQ(tp_fwd, 52);  // one microbatch per rank, 52 layers
   EXPECT_EQ(tp_bwd, 52);
+  // The trace and --dump-program name a Mamba-2 layer's mixer ops as such (they were "attention"):
+  // one forward and one backward per 'M' of the pattern (24 in Nemotron-H 8B), the role unchanged.
+  const std::string pattern = sc.model.hybrid_pattern;
+  const auto mambas = std::count(pattern.begin(), pattern.end(), 'M');
+  int fwd = 0, bwd = 0;
+  for (const Op& o : out.program.ops) {
+    if (o.rank != 0) continue;
+    const std::string& text = out.program.labels[static_cast<size_t>(o.label)];
+    if (text == "mamba fwd") fwd += out.program.role(o) == OpRole::AttnFwd;
+    if (text == "mamba bwd") bwd += out.program.role(o) == OpRole::AttnBwd;
+  }
+  EXPECT_EQ(fwd, mambas);
+  EXPECT_EQ(bwd, mambas);
 }
 
 TEST(Mamba2, InvalidHybridModelsAreTold) {
