@@ -225,7 +225,12 @@ VaryAxis parse_vary(const std::string& arg) {
     }
   }
   const std::string what = "--vary " + arg;
-  for (const std::string& v : split_top_level(arg.substr(eq + 1), what)) a.values.push_back(parse_value(v, what));
+  for (const std::string& v : split_top_level(arg.substr(eq + 1), what)) {
+    Json value = parse_value(v, what);
+    if (std::find(a.values.begin(), a.values.end(), value) != a.values.end())
+      throw ConfigError(what + ": " + v + " is listed twice; each value once (a repeated value only repeats its rows)");
+    a.values.push_back(std::move(value));
+  }
   return a;
 }
 

@@ -201,7 +201,10 @@ ParallelSpec parse_parallel(const JsonObject& o) {
     f->finish();
     p.fsdp = s;
   }
-  if (o.has("stage_layers")) p.stage_layers = o.int_list("stage_layers", 0, 1 << 20);
+  if (o.has("stage_layers")) {
+    p.stage_layers = o.int_list("stage_layers", 0, 1 << 20);
+    if (p.stage_layers.empty()) o.fail("stage_layers", "expected the layers of each pipeline stage (leave stage_layers out for an even split)");
+  }
   p.bucket_mb = o.number("bucket_mb", 0.001, 1e6, 25);
   if (o.has("order")) {
     const std::string ord = o.str("order");
@@ -382,7 +385,7 @@ void check_moe_layout(const Scenario& s, const JsonObject& root, const std::stri
     if (p.ep > 1 && p.order != kMegatronOrder)
       fail(par + "/order", "expert parallelism is modelled with Megatron's default rank order tp-cp-dp-pp");
     if (const double most = max_expert_load(m.moe->experts, m.moe->top_k); t.moe_routing.expert_load > most)
-      fail("/training/moe_expert_load", fmt::format("{} is more than one expert can receive: every token, experts / top_k = {}/{} = {} "
+      fail("/training/moe_expert_load", fmt::format("{:g} is more than one expert can receive: every token, experts / top_k = {}/{} = {:.4g} "
                                                     "times the mean", t.moe_routing.expert_load, m.moe->experts, m.moe->top_k, most));
     if (t.moe_routing.pad_to_capacity && t.moe_routing.capacity_factor == 0)
       fail("/training/moe_pad_to_capacity", "needs moe_capacity_factor: the experts are padded to their capacity (Megatron-Core: "
@@ -677,9 +680,11 @@ Scenario parse_scenario(const Json& given, const std::string& file, const std::s
     net->finish();
   }
   if (auto out = root.object_opt("outputs")) {
-    const std::string t = out->str("trace", "");
-    if (!t.empty())
+    if (out->has("trace")) {
+      const std::string t = out->str("trace");
+      if (t.empty()) out->fail("trace", "expected a file name for the step's trace (leave outputs.trace out for none)");
       s.trace_path = relative_to_file(file, t);
+    }
     out->finish();
   }
   root.finish({"description"});

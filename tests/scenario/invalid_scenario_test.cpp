@@ -58,6 +58,10 @@ TEST(InvalidScenario, EachProducesItsExactError) {
        "test.json: /parallel/pp: model layers (126) are not divisible among pp*vpp = 8 chunks; give parallel.stage_layers for an uneven split"},
       {"stage_layers wrong sum", [](Json& j) { j["parallel"] = {{"dp", 1}, {"pp", 8}, {"schedule", "1f1b"}, {"stage_layers", {4, 4, 4, 4, 4, 4, 4, 3}}}; },
        "test.json: /parallel/stage_layers: entries sum to 31 but the model has 32 layers"},
+      {"stage_layers empty", [](Json& j) { j["parallel"] = {{"dp", 1}, {"pp", 8}, {"schedule", "1f1b"}, {"stage_layers", Json::array()}}; },
+       "test.json: /parallel/stage_layers: expected the layers of each pipeline stage (leave stage_layers out for an even split)"},
+      {"outputs.trace empty", [](Json& j) { j["outputs"] = {{"trace", ""}}; },
+       "test.json: /outputs/trace: expected a file name for the step's trace (leave outputs.trace out for none)"},
       {"stage_layers wrong length", [](Json& j) { j["parallel"] = {{"dp", 2}, {"pp", 4}, {"schedule", "1f1b"}, {"stage_layers", {16, 16}}}; },
        "test.json: /parallel/stage_layers: expected 4 entries (one per pipeline stage), got 2"},
       {"layout product past int64", [](Json& j) {
