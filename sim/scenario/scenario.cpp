@@ -554,10 +554,19 @@ void validate(const Scenario& s, const JsonObject& root) {
 }
 
 // For an error in a scenario that names a stack: which values the stack supplied.
-std::string stack_blame(const Scenario& s) {
+// The stack's part in a validation error: the fields the stack supplied that the message names
+// (its JSON pointer, dotted path or key), so an error about a field of the scenario's own is not
+// followed by the stack's whole list.
+std::string stack_blame(const Scenario& s, const std::string& message) {
   std::string from;
-  for (const auto& o : s.origins)
-    if (o.from == "stack") from += (from.empty() ? "" : ", ") + o.field;
+  for (const auto& o : s.origins) {
+    if (o.from != "stack") continue;
+    std::string pointer = "/" + o.field;
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    const std::string key = o.field.substr(o.field.rfind('.') + 1);
+    if (message.find(pointer) != std::string::npos || message.find(o.field) != std::string::npos || message.find(key) != std::string::npos)
+      from += (from.empty() ? "" : ", ") + o.field;
+  }
   return from.empty() ? "" : " (stack \"" + s.stack + "\" supplied " + from + "; a field the scenario sets overrides the stack's)";
 }
 
@@ -671,7 +680,7 @@ Scenario parse_scenario(const Json& given, const std::string& file, const std::s
     s.training = parse_training(root.object("training"));
     s.parallel = parse_parallel(root.object("parallel"));
   } catch (const ConfigError& e) {
-    throw ConfigError(std::string(e.what()) + stack_blame(s));
+    throw ConfigError(std::string(e.what()) + stack_blame(s, e.what()));
   }
   if (auto net = root.object_opt("network")) {
     s.network = parse_enum(*net, "model", network_kinds(), NetworkKind::Analytical);
@@ -691,7 +700,7 @@ Scenario parse_scenario(const Json& given, const std::string& file, const std::s
   try {
     validate(s, root);
   } catch (const ConfigError& e) {
-    throw ConfigError(std::string(e.what()) + stack_blame(s));
+    throw ConfigError(std::string(e.what()) + stack_blame(s, e.what()));
   }
   if (s.model.moe && s.parallel.ep > 1) s.moe_rank_draw = expected_max_draw(loaded, s.parallel.ep);
   // Megatron's padded vocabulary (validate() has checked tp): every consumer of model.vocab

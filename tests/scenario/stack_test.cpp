@@ -136,6 +136,13 @@ TEST(Stacks, UnknownNamesAndBadFilesAreConfigErrors) {
   const std::string ds = test::scenario_error(j);
   EXPECT_NE(ds.find("/parallel/pipeline_impl"), std::string::npos) << ds;
   EXPECT_NE(ds.find("stack \"megatron-deepspeed@2022-02\" supplied"), std::string::npos) << ds;
+  // An error about a field the scenario sets itself names no stack field.
+  j = test::base_scenario();
+  j["stack"] = "megatron-bridge@26.04";
+  j["training"]["global_batch"] = 7;
+  const std::string own = test::scenario_error(j);
+  EXPECT_NE(own.find("/training/global_batch"), std::string::npos) << own;
+  EXPECT_EQ(own.find("supplied"), std::string::npos) << own;
 }
 
 TEST(Stacks, WithoutAStackTheNotesNameTheDefaultedChoices) {
