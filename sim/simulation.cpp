@@ -180,14 +180,14 @@ std::string inner_sync_clause(const ModelGraph& layers) {
 
 // MFU counts the model's FLOPs as the field does (Megatron-LM's formula, Narayanan et al. SC'21,
 // appendix: attention over the full score matrix, every token through its top_k experts); HFU counts
-// what the kernels execute (causal attention computes half of the matrix; a capacity factor's dropped
-// tokens skip their experts). Only HFU is bounded by the hardware: the note names why MFU is above
-// it where MFU passes the part's sustained clock, or where the capacity factor drops tokens.
-std::string mfu_note(const Scenario& sc, const Result& r) {
-  const bool drops = sc.model.moe && sc.training.moe_routing.capacity_factor > 0 && !sc.training.moe_routing.pad_to_capacity;
-  if (r.hfu >= r.mfu || (r.mfu <= sc.profile.sustained_clock_ratio.value && !drops)) return "";
+// what the kernels execute (causal attention computes half of the matrix; tokens a capacity factor
+// drops skip their experts). Only HFU is bounded by the hardware: where MFU passes the part's
+// sustained clock the note says why, naming the dropped tokens where the routing drops some
+// (`drops`: a layer's routed copies sent below one per token and expert, LayerShape::moe_sent).
+std::string mfu_note(const Scenario& sc, const Result& r, bool drops) {
+  if (r.mfu <= sc.profile.sustained_clock_ratio.value || r.hfu >= r.mfu) return "";
   const std::string why = drops ? "causal attention's full score matrix and, for every token, its top_k experts, which the "
-                                  "capacity factor's dropped tokens never reach (moe_capacity_factor)"
+                                  "tokens the capacity factor drops never reach (moe_capacity_factor)"
                                 : "causal attention's full score matrix";
   return fmt::format("MFU {:.0f} % counts {} (the model-FLOPs convention); the FLOPs executed give HFU {:.0f} %", 100 * r.mfu, why,
                      100 * r.hfu);
@@ -429,8 +429,10 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
   std::int64_t lookups = -1, fallbacks = 0;  // the GEMM shapes one lowering priced (a folded step lowers three times)
   std::string host_note;
   double pace = 1.0;
+  bool drops = false;  // the routing drops tokens (a capacity factor under the load, no padding)
   with_pricing(sc, network, [&](const ModelGraph& layers, const CostModel& cost, const NetworkModel& net) {
     pace = cost.pace();
+    drops = std::any_of(layers.kinds.begin(), layers.kinds.end(), [](const LayerGraph& k) { return k.shape.moe_sent < 1 && !k.shape.moe_padded; });
     const auto step = [&](const Scenario& s, SimulationOutput& o) {
       simulate_step(s, reg, layers.kinds.front(), layers, cost, net, detail, o);
       if (host_modelled(s)) host_note = host_launch_note(s, o.program, layers);
@@ -453,7 +455,7 @@ SimulationOutput simulate(const Scenario& sc, const Registries& reg, const Netwo
                             "three lies on one line (to 1e-9) and was extended to {} (sim/steady_state.h)",
                             out.fold.microbatches, out.fold.simulated[0], out.fold.simulated[1], out.fold.simulated[2],
                             out.fold.microbatches));
-  if (std::string n = mfu_note(sc, out.result); !n.empty()) w.push_back(std::move(n));
+  if (std::string n = mfu_note(sc, out.result, drops); !n.empty()) w.push_back(std::move(n));
   if (fallbacks > 0)
     w.push_back(std::to_string(fallbacks) + " of " + std::to_string(lookups) +
                 " GEMM shapes priced by the GEMM kernel model (no measured point in profile \"" + sc.profile.name + "\" within 2x)");

@@ -75,6 +75,7 @@ void print_plan_text(const PlanOutcome& p, const PlanOpts& o) {
 }
 
 int run_plan_command(const PlanOpts& o, Context& ctx) {
+  if (!o.csv.empty()) check_writable(o.csv, true, "--csv");  // before minutes of planning, not after
   if (o.dry_run) {
     const PlanJob job = plan_job_of(o, ctx.data_dir);
     const Enumeration en = enumerate_layouts(job, plan_base_scenario(job, ctx.data_dir));

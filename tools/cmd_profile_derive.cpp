@@ -33,8 +33,11 @@ std::pair<std::string, double> parse_set(const std::string& s) {
   const char* last = s.data() + s.size();
   double v = 0;
   const auto [end, ec] = std::from_chars(first, last, v, std::chars_format::general);
+  if (ec == std::errc::result_out_of_range)
+    throw ConfigError(fmt::format("profile derive: --set {}: the value is out of a double's range", s));
   if (ec != std::errc() || end != last)
-    throw ConfigError(fmt::format("profile derive: --set {}: the value is not a decimal number", s));
+    throw ConfigError(fmt::format("profile derive: --set {}: the value is not a decimal number (digits, a point, an exponent; no sign "
+                                  "'+', no spaces, no hexadecimal)", s));
   return {s.substr(0, eq), v};
 }
 
@@ -45,9 +48,12 @@ void check_args(const DeriveArgs& a, bool name_given, bool how_given, const std:
   if (sets.empty() && (how_given || !a.source.empty()))
     throw ConfigError("profile derive: --how and --source describe the figures --set gives; no --set was given");
   std::set<std::string> seen;
-  for (const auto& [key, value] : sets)
-    if (!seen.insert(profile_key_pointer(key)).second)
+  for (const auto& [key, value] : sets) {
+    std::string figure = profile_key_pointer(key);  // a figure and its value are one setting
+    if (figure.ends_with("/value")) figure.resize(figure.size() - 6);
+    if (!seen.insert(figure).second)
       throw ConfigError(fmt::format("profile derive: --set {} is given twice; give each figure once", key));
+  }
 }
 
 int run_derive(const DeriveArgs& a, bool name_given, bool how_given, const Context& ctx) {

@@ -195,8 +195,17 @@ int run_scenario(const RunOpts& o, const Context& ctx) {
     std::cout << sc.resolved().dump(2) << "\n";
     return 0;
   }
-  if (o.json && o.dump_rank >= 0)
-    throw ConfigError("--dump-program prints a rank's op table, not the Result that --json prints; give one of them");
+  if (o.dump_rank >= 0) {
+    // The op table is all --dump-program prints: the flags that add to the Result would be ignored.
+    std::vector<std::string> with;
+    for (const auto& [on, name] : std::initializer_list<std::pair<bool, const char*>>{
+             {o.json, "--json"}, {o.kernels, "--kernels"}, {o.interval > 0, "--interval"}, {o.ttt.tokens > 0, "--tokens"},
+             {o.fail_on_oom, "--fail-on-oom"}})
+      if (on) with.push_back(name);
+    if (!with.empty())
+      throw ConfigError(fmt::format("--dump-program prints a rank's op table and nothing else; {} would be ignored: give them in a "
+                                    "run without --dump-program", fmt::join(with, ", ")));
+  }
   const std::string trace = !o.trace.empty() ? o.trace : sc.trace_path;
   // Opened before the run, so an existing file is refused before minutes of simulation.
   std::optional<OutputFile> trace_file;

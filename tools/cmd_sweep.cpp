@@ -53,6 +53,7 @@ void add_sweep_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--price-per-gpu-hour", o->price, "price of one GPU-hour: adds the cost per million tokens")->check(non_negative_number());
   cmd->callback([o, &ctx]() {
     ctx.exit_code = run_guarded([&]() {
+      if (!o->csv.empty()) check_writable(o->csv, true, "--csv");  // before the sweep runs, not after
       const Objective objective = parse_objective(o->objective, "--objective");
       SweepSpec spec;
       spec.file = o->file;

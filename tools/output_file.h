@@ -1,6 +1,6 @@
 // Output files written whole or not at all. Every file a command writes (import -o, run --trace,
-// validate -o, --write-model-error) goes through OutputFile: it refuses an existing file unless
-// --force, writes into a temporary file beside the target, and renames it into place only after a
+// validate -o, --write-model-error, profile derive -o, sweep and plan --csv, report -o) goes through
+// OutputFile: it refuses an existing file unless --force (--csv and report -o pass it: they replace), writes into a temporary file beside the target, and renames it into place only after a
 // successful flush and close, so a full disk, a write error or a kill leaves the old file (or
 // none), never a truncated one. A target that exists and is not a regular file (/dev/null, a FIFO,
 // /dev/stdout) is written in place and needs no --force: there is nothing to lose.

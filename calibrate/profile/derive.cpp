@@ -58,8 +58,11 @@ void set_value(Json& doc, const std::string& key, double value, const ProfileDer
     target.erase("range");  // the base part's range does not describe the variant
     target.erase("range_source");
   } else if (target.is_number_integer()) {
-    if (value != std::floor(value) || std::fabs(value) > 9.0e15)
+    constexpr double kExactWhole = 9007199254740992.0;  // 2^53: past it a double no longer holds every whole number
+    if (value != std::floor(value))
       throw ConfigError(fmt::format("profile derive: --set {}: {} is a count; expected a whole number", key, ptr));
+    if (std::fabs(value) > kExactWhole)
+      throw ConfigError(fmt::format("profile derive: --set {}: {} is a count; {} is too large (at most 2^53)", key, ptr, value));
     target = static_cast<std::int64_t>(value);  // a count of bytes stays an integer
   } else if (target.is_number()) {
     target = value;

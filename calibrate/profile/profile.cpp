@@ -265,7 +265,8 @@ namespace {
 void parse_device(const JsonObject& d, Profile& p) {
   p.device.name = d.str("name");
   p.device.sms = d.integer("sms", 1, 100000);
-  p.device.memory_bytes = d.number("memory_bytes", 1073741824.0, 1e15);  // 1 GiB up: no training GPU has less
+  p.device.memory_bytes = d.number("memory_bytes", 1, 1e15);
+  if (p.device.memory_bytes < 1073741824.0) d.fail("memory_bytes", "expected at least 1 GiB (1073741824 bytes): no GPU that trains a model has less");
   p.device.how = d.choice("how", {"measured", "imported", "datasheet"});
   p.device.date = d.str("date", "");
   p.device.driver = d.str("driver", "");

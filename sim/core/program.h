@@ -46,9 +46,11 @@ struct MemDelta {
 
 // Communication a lowering overlaps with an op's kernels in closed form rather than as ops of its
 // own (tp_comm_overlap's chunked TP collectives, ep_comm_overlap's expert all-to-alls under the
-// paired microbatch): the part hidden under the op, in its phase, so that the breakdown counts the
-// collectives over all streams as it does for ops on the other streams. The op's duration already
-// holds what they cost the compute stream (the slowdown, an exposed share).
+// paired microbatch): their whole time, in its phase, so that the breakdown counts the collectives
+// over all streams as it does for ops on the other streams. The op's duration already holds what
+// they cost the compute stream (the slowdown, an exposed chunk, a wait for all-to-alls longer than
+// the compute), which thus counts both there and here, as a collective on another stream counts in
+// its phase and in the compute stream's wait for it.
 struct HiddenComm {
   Time tp = 0;  // Phase::TpComm
   Time ep = 0;  // Phase::EpComm

@@ -35,7 +35,9 @@ struct RankResult {
   double comm_exposed_s = 0;  // own communication while the compute stream is idle
   double idle_s = 0;
   double bubble_fraction = 0;
-  std::array<double, kPhases> phase_s{};  // compute-stream time per phase, comm-stream time for comm phases
+  // compute-stream time per phase, comm-stream time for comm phases, with the collectives overlapped
+  // in closed form (HiddenComm) in theirs
+  std::array<double, kPhases> phase_s{};
 };
 
 // Communication that the compute stream waited for, per parallel dimension, seconds (mean over

@@ -16,7 +16,9 @@ struct TimePartition {
   std::map<std::string, double> compute_stream_s;  // phase name -> seconds on the compute stream
   double exposed_s = 0;                             // communication wait, compute stream idle
   double idle_s = 0;                                // the rest of the step (bubble, waiting on peers)
-  std::map<std::string, double> other_streams_s;    // phase name -> seconds on comm / p2p / copy streams
+  // phase name -> seconds on comm / p2p / copy streams, and of the collectives overlapped in closed
+  // form under the layers' kernels (HiddenComm: tp_comm_overlap, ep_comm_overlap)
+  std::map<std::string, double> other_streams_s;
 };
 
 TimePartition partition_time(const Program& p, const Timeline& t, const Result& r);

@@ -398,7 +398,8 @@ namespace {
 
 }  // namespace
 
-HiddenComm Emitter::hidden_comm(const SegOp& s) { return {seconds_to_time(s.hidden_tp), seconds_to_time(s.hidden_ep)}; }
+HiddenComm Emitter::hidden(double tp_s, double ep_s) { return {seconds_to_time(tp_s), seconds_to_time(ep_s)}; }
+HiddenComm Emitter::hidden_comm(const SegOp& s) { return hidden(s.hidden_tp, s.hidden_ep); }
 
 OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, Label label, double seconds, Deps deps,
                  std::int32_t mb, std::int32_t chunk) {
@@ -484,7 +485,7 @@ void Emitter::layer_backward(const BlockTimes& t, std::int64_t l, std::int32_t k
   if (recomputed(l)) {
     // A replay's FLOPs count for HFU and reported hardware FLOPs, not for MFU (metrics.cpp).
     ops.add({Phase::Recompute, op_label::kRecomputeFwd, t.forward_s(), t.attn_f_flops + t.mlp_f_flops, t.attn_f_hw + t.mlp_f_hw,
-             {MemCat::Activations, extra_working}, none, t.tp_blocks() * t.tp_comm_hidden_f, t.ep_comm_hidden_f});
+             {MemCat::Activations, extra_working}, none});
   } else if (op_sac_) {
     ops.add({Phase::Recompute, "recompute (op SAC)", t.op_sac_recompute, t.op_sac_flops, t.op_sac_hw, {MemCat::Activations, extra_working}, none});
   } else if (t.attn_recompute_selective > 0 && in_.scenario.parallel.recompute == Recompute::Selective) {
@@ -587,8 +588,10 @@ Emitter::Range Emitter::forward(std::int32_t rank, std::int32_t mb, std::int32_t
     }
   }
   if (last && in_.scenario.training.mtp_layers > 0)
-    mtp_forward([&](Phase ph, Label label, double sec, double flops, double hw, MemDelta start, MemDelta) {
-      return add(ph, label, sec, flops, start.bytes, MemCat::Activations, hw);
+    mtp_forward([&](Phase ph, Label label, double sec, double flops, double hw, MemDelta start, MemDelta, HiddenComm hidden) {
+      const OpId id = add(ph, label, sec, flops, start.bytes, MemCat::Activations, hw);
+      p_.ops[static_cast<size_t>(id)].hidden = hidden;
+      return id;
     });
   if (last)
     add(Phase::Forward, op_label::kHeadFwd, ends().head_f, ends().head_f_flops, to_bytes(ends_act().head), MemCat::Activations, ends().head_f_hw);
@@ -600,27 +603,35 @@ size_t Emitter::template_key(std::int32_t k, Action::Kind kind, std::int64_t l, 
   return static_cast<size_t>(k) * 8 + (kind == Action::F ? 0 : 1) + (recomputed(l) ? 2 : 0) + (split ? 4 : 0);
 }
 
-void Emitter::mtp_forward(const AddOp& add) const {
+void Emitter::mtp_forward(const AddOp& add_op) const {
   const auto k = static_cast<size_t>(in_.layers.kind_of.back());
   const BlockTimes& t = times_[k];
   const double stored = (full_recompute_ ? acts_kept_[k] : acts_[k]).layer_stored;
   const MemDelta none{};
+  const auto add = [&](Phase ph, Label label, double s, double flops, double hw, MemDelta start, MemDelta end, HiddenComm h = {}) {
+    return add_op(ph, label, s, flops, hw, start, end, h);
+  };
   for (std::int64_t i = 0; i < in_.scenario.training.mtp_layers; ++i) {
     add(Phase::Forward, op_label::kMtpFwd, ends().mtp_f, ends().mtp_f_flops, ends().mtp_f_hw, {MemCat::Activations, to_bytes(in_.graph.mtp_stored_bytes)}, none);
-    add(Phase::Forward, op_label::kMtpAttnFwd, t.attn_f, t.attn_f_flops, t.attn_f_hw, {MemCat::Activations, to_bytes(stored)}, none);
+    add(Phase::Forward, op_label::kMtpAttnFwd, t.attn_f, t.attn_f_flops, t.attn_f_hw, {MemCat::Activations, to_bytes(stored)}, none,
+        hidden(t.attn_tp_comm ? t.tp_comm_hidden_f : 0, 0));
     if (t.tp_comm_f > 0 && t.attn_tp_comm) add(Phase::TpComm, op_label::kTpCommFwd, t.tp_comm_f, 0, 0, none, none);
-    add(Phase::Forward, op_label::kMtpMlpFwd, t.mlp_f, t.mlp_f_flops, t.mlp_f_hw, none, none);
+    add(Phase::Forward, op_label::kMtpMlpFwd, t.mlp_f, t.mlp_f_flops, t.mlp_f_hw, none, none,
+        hidden(t.mlp_tp_comm ? t.tp_comm_hidden_f : 0, t.ep_comm_hidden_f));
     if (t.ep_comm_f > 0) add(Phase::EpComm, op_label::kEpAllToAllFwd, t.ep_comm_f, 0, 0, none, none);
     if (t.tp_comm_f > 0 && t.mlp_tp_comm) add(Phase::TpComm, op_label::kTpCommFwd, t.tp_comm_f, 0, 0, none, none);
     add(Phase::Forward, op_label::kMtpHeadFwd, ends().head_f, ends().head_f_flops, ends().head_f_hw, {MemCat::Activations, to_bytes(ends_act().head)}, none);
   }
 }
 
-void Emitter::mtp_backward(const AddOp& add) const {
+void Emitter::mtp_backward(const AddOp& add_op) const {
   const auto k = static_cast<size_t>(in_.layers.kind_of.back());
   const BlockTimes& t = times_[k];
   const double stored = (full_recompute_ ? acts_kept_[k] : acts_[k]).layer_stored;
   const MemDelta none{};
+  const auto add = [&](Phase ph, Label label, double s, double flops, double hw, MemDelta start, MemDelta end, HiddenComm h = {}) {
+    return add_op(ph, label, s, flops, hw, start, end, h);
+  };
   for (std::int64_t i = 0; i < in_.scenario.training.mtp_layers; ++i) {
     const ActivationBytes& a = ends_act();
     add(Phase::Backward, op_label::kMtpHeadBwd, ends().head_b, 2 * ends().head_f_flops, 2 * ends().head_f_hw, {MemCat::Activations, to_bytes(a.head_working)},
@@ -630,9 +641,11 @@ void Emitter::mtp_backward(const AddOp& add) const {
           none);
     if (t.tp_comm_b > 0 && t.mlp_tp_comm) add(Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none);
     if (t.ep_comm_b > 0) add(Phase::EpComm, "ep all-to-all bwd", t.ep_comm_b, 0, 0, none, none);
-    add(Phase::Backward, op_label::kMtpMlpBwd, t.mlp_b, 2 * t.mlp_f_flops, 2 * t.mlp_f_hw, none, none);
+    add(Phase::Backward, op_label::kMtpMlpBwd, t.mlp_b, 2 * t.mlp_f_flops, 2 * t.mlp_f_hw, none, none,
+        hidden(t.mlp_tp_comm ? t.tp_comm_hidden_b : 0, t.ep_comm_hidden_b));
     if (t.tp_comm_b > 0 && t.attn_tp_comm) add(Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none);
-    add(Phase::Backward, op_label::kMtpAttnBwd, t.attn_b, 2 * t.attn_f_flops, 2 * t.attn_f_hw, none, {MemCat::Activations, -to_bytes(stored)});
+    add(Phase::Backward, op_label::kMtpAttnBwd, t.attn_b, 2 * t.attn_f_flops, 2 * t.attn_f_hw, none, {MemCat::Activations, -to_bytes(stored)},
+        hidden(t.attn_tp_comm ? t.tp_comm_hidden_b : 0, 0));
     add(Phase::Backward, op_label::kMtpBwd, ends().mtp_b, 2 * ends().mtp_f_flops, 2 * ends().mtp_f_hw, none,
         {MemCat::Activations, -to_bytes(in_.graph.mtp_stored_bytes)});
   }
@@ -662,8 +675,10 @@ Emitter::Range Emitter::backward(std::int32_t rank, std::int32_t mb, std::int32_
         MemDelta{MemCat::Activations,
                  -to_bytes(ends_act().head_working + (split ? 0.0 : ends_act().head_freed_by_backward()))});
   if (last && in_.scenario.training.mtp_layers > 0)
-    mtp_backward([&](Phase ph, Label label, double sec, double flops, double hw, MemDelta start, MemDelta end) {
-      return add(ph, label, sec, flops, hw, start, end);
+    mtp_backward([&](Phase ph, Label label, double sec, double flops, double hw, MemDelta start, MemDelta end, HiddenComm hidden) {
+      const OpId id = add(ph, label, sec, flops, hw, start, end);
+      p_.ops[static_cast<size_t>(id)].hidden = hidden;
+      return id;
     });
   std::vector<OpId> reloads(static_cast<size_t>(std::max<std::int64_t>(offload_layers_, 0)), -1);
   for (std::int64_t l = layers - 1; l >= 0; --l) {

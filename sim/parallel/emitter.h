@@ -243,6 +243,7 @@ class Emitter {
   std::vector<Template> templates_;
   const Template* make_template(size_t key, const LayerOps& ops);
   static HiddenComm hidden_comm(const SegOp& s);
+  static HiddenComm hidden(double tp_s, double ep_s);
   OpId fused_op(std::int32_t rank, std::int32_t mb, std::int32_t chunk, const Template& tpl, Deps& deps);
   // One layer's ops (`build` hands them to a sink): its key's fused op, or emitted one by one.
   template <class Build, class Between>
@@ -253,7 +254,7 @@ class Emitter {
   // output layer; in backward the reverse. `add` emits one compute op (label, seconds, model
   // FLOPs, memory at its start and end).
   // (phase, label, seconds, model FLOPs, executed FLOPs, memory at start, memory at end)
-  using AddOp = std::function<OpId(Phase, Label, double, double, double, MemDelta, MemDelta)>;
+  using AddOp = std::function<OpId(Phase, Label, double, double, double, MemDelta, MemDelta, HiddenComm)>;
   void mtp_forward(const AddOp& add) const;
   void mtp_backward(const AddOp& add) const;
   Layout layout_;

@@ -385,7 +385,7 @@ void check_moe_layout(const Scenario& s, const JsonObject& root, const std::stri
     if (p.ep > 1 && p.order != kMegatronOrder)
       fail(par + "/order", "expert parallelism is modelled with Megatron's default rank order tp-cp-dp-pp");
     if (const double most = max_expert_load(m.moe->experts, m.moe->top_k); t.moe_routing.expert_load > most)
-      fail("/training/moe_expert_load", fmt::format("{:g} is more than one expert can receive: every token, experts / top_k = {}/{} = {:.4g} "
+      fail("/training/moe_expert_load", fmt::format("{} is more than one expert can receive: every token, experts / top_k = {}/{} = {:.4g} "
                                                     "times the mean", t.moe_routing.expert_load, m.moe->experts, m.moe->top_k, most));
     if (t.moe_routing.pad_to_capacity && t.moe_routing.capacity_factor == 0)
       fail("/training/moe_pad_to_capacity", "needs moe_capacity_factor: the experts are padded to their capacity (Megatron-Core: "
@@ -555,7 +555,7 @@ void validate(const Scenario& s, const JsonObject& root) {
 
 // For an error in a scenario that names a stack: which values the stack supplied.
 // The stack's part in a validation error: the fields the stack supplied that the message names
-// (its JSON pointer, dotted path or key), so an error about a field of the scenario's own is not
+// (its JSON pointer or dotted path), so an error about a field of the scenario's own is not
 // followed by the stack's whole list.
 std::string stack_blame(const Scenario& s, const std::string& message) {
   std::string from;
@@ -563,8 +563,7 @@ std::string stack_blame(const Scenario& s, const std::string& message) {
     if (o.from != "stack") continue;
     std::string pointer = "/" + o.field;
     std::replace(pointer.begin(), pointer.end(), '.', '/');
-    const std::string key = o.field.substr(o.field.rfind('.') + 1);
-    if (message.find(pointer) != std::string::npos || message.find(o.field) != std::string::npos || message.find(key) != std::string::npos)
+    if (message.find(pointer) != std::string::npos || message.find(o.field) != std::string::npos)
       from += (from.empty() ? "" : ", ") + o.field;
   }
   return from.empty() ? "" : " (stack \"" + s.stack + "\" supplied " + from + "; a field the scenario sets overrides the stack's)";

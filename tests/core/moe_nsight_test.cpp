@@ -32,8 +32,9 @@ Scenario scenario_of(const Json& run) {
 // The compute kernels (GEMMs, attention, the router, permutation, norms, the optimizer), EP overlap
 // off: the prediction's forward, backward and optimizer time (its wait on the host apart) against
 // the GPU-active union less the communication kernels (14.58 s derived; a lower bound, as the data
-// file says). parasim prices 13.89 s. (With EP overlap on, parasim folds the hidden all-to-alls into the compute time, so that
-// run has no like-for-like figure.)
+// file says). parasim prices 13.89 s. (With EP overlap on, what the hidden all-to-alls cost the
+// compute, their slowdown and any wait, is inside parasim's MLP block time, so that run has no
+// like-for-like compute figure.)
 TEST(MoeNsight, ComputeKernelTimeWithinTenPercentOverlapOff) {
   const Json run = data()["runs"]["off"];
   const double measured = compute_kernel_s(run);

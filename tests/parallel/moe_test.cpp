@@ -131,6 +131,14 @@ TEST(MoE, OverlappedAllToAllsStillCountInTheBreakdown) {
   const double hidden = overlapped.partition->other_streams_s.at("ep_comm_s");
   EXPECT_GT(hidden, 0.5 * ep);
   EXPECT_NEAR(on_compute + hidden, ep, 1e-6 * ep);
+  // With a multi-token-prediction layer (DeepSeek-V3's), whose all-to-alls are paired too.
+  Json dsv3 = read_json_file(test::data_dir() + "/scenarios/interleaved-deepseek-v3-256xgb200-mxfp8.json");
+  ASSERT_TRUE(dsv3["parallel"].value("ep_comm_overlap", false));
+  ASSERT_GT(dsv3["training"].value("mtp_layers", 0), 0);
+  const double on = simulate(test::scenario_from(dsv3), Registries{}).result.breakdown.at("ep_comm_s");
+  dsv3["parallel"]["ep_comm_overlap"] = false;
+  const double off = simulate(test::scenario_from(dsv3), Registries{}).result.breakdown.at("ep_comm_s");
+  EXPECT_NEAR(on, off, 1e-6 * off);
 }
 
 TEST(MoE, OneMicrobatchHasNothingToOverlapItsAllToAllsWith) {

@@ -213,6 +213,9 @@ TEST(Cli, DumpProgramAndJsonAreRefusedTogether) {
   const Ran r = run_cli("run --json --dump-program 0 " + test::data_dir() + "/scenarios/default.json");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("--dump-program prints a rank's op table"), std::string::npos) << r.out;
+  const Ran k = run_cli("run --kernels --dump-program 0 " + test::data_dir() + "/scenarios/default.json");
+  EXPECT_EQ(k.code, 2) << k.out;
+  EXPECT_NE(k.out.find("--kernels would be ignored"), std::string::npos) << k.out;
 }
 
 // A step folded onto its steady state (sim/steady_state.h) is simulated whole for its trace, and
@@ -604,11 +607,16 @@ TEST(Cli, ProfileDeriveRefusesWhatItCannotWriteOrWouldIgnore) {
   const Ran into_dir = run_cli(base + (dir / "taken").string() + " --force");
   EXPECT_EQ(into_dir.code, 2) << into_dir.out;
   EXPECT_NE(into_dir.out.find("is a directory"), std::string::npos) << into_dir.out;
-  for (const std::string bad : {" --set memory.hbm_gbps=0x10 --source s", " --source s",
-                                " --set memory.hbm_gbps=4000 --set /memory/hbm_gbps=5000 --source s", " --name ''",
-                                " --set device.memory_bytes=1.5 --source s"}) {
+  for (const auto& [bad, says] : std::initializer_list<std::pair<std::string, std::string>>{
+           {" --set memory.hbm_gbps=0x10 --source s", "the value is not a decimal number"},
+           {" --source s", "no --set was given"},
+           {" --set memory.hbm_gbps=4000 --set /memory/hbm_gbps/value=5000 --source s", "is given twice"},
+           {" --name ''", "--name is empty"},
+           {" --set device.memory_bytes=85899345920.5 --source s", "is a count; expected a whole number"},
+           {" --set device.memory_bytes=1000 --source s", "expected at least 1 GiB"}}) {
     const Ran r = run_cli(base + (dir / "bad.json").string() + bad);
     EXPECT_EQ(r.code, 2) << bad << "\n" << r.out;
+    EXPECT_NE(r.out.find(says), std::string::npos) << bad << "\n" << r.out;
     EXPECT_FALSE(std::filesystem::exists(dir / "bad.json")) << bad;
   }
   const Ran ok = run_cli(base + (dir / "new.json").string() + " --set memory.hbm_gbps=4000 --source s");
