@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/config/json_pointer.h"
 #include "sim/core/errors.h"
 
 namespace parasim {
@@ -73,12 +74,7 @@ void set_value(Json& doc, const std::string& key, double value, const ProfileDer
 
 }  // namespace
 
-std::string profile_key_pointer(const std::string& key) {
-  if (key.empty() || key[0] == '/') return key;
-  std::string ptr = "/";
-  for (char c : key) ptr += c == '.' ? '/' : c;
-  return ptr;
-}
+std::string profile_key_pointer(const std::string& key) { return dotted_pointer(key); }
 
 Json derive_profile(const Json& base, const std::string& base_name, const ProfileDerivation& d) {
   if (d.name.empty()) throw ConfigError("profile derive: the new profile needs a name (--name)");

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/config/json_pointer.h"
 #include "sim/core/registry.h"
 #include "sim/parallel/schedule.h"
 #include "sim/scenario/scenario_keys.h"
@@ -181,8 +182,7 @@ namespace {
 // last segment begins with it ("seq" -> "/training/seq_len"), as the suggestion of an error ("did you
 // mean \"/parallel/moe_dispatcher\"?", or "one of" several); "" when none.
 std::string declared_pointers_named(const std::string& name) {
-  std::string dotted = "/" + name;
-  std::replace(dotted.begin(), dotted.end(), '.', '/');
+  const std::string dotted = dotted_pointer(name);
   std::vector<std::string> found, prefixed;
   for (const std::string& p : declared_scenario_pointers()) {
     if (p.find('*') != std::string::npos) continue;

@@ -1,5 +1,6 @@
 #include "sim/scenario/scenario.h"
 
+#include "sim/config/json_pointer.h"
 #include "sim/memory/memory_model.h"
 #include "sim/parallel/pipeline_engine.h"
 #include "sim/parallel/schedule.h"
@@ -561,9 +562,7 @@ std::string stack_blame(const Scenario& s, const std::string& message) {
   std::string from;
   for (const auto& o : s.origins) {
     if (o.from != "stack") continue;
-    std::string pointer = "/" + o.field;
-    std::replace(pointer.begin(), pointer.end(), '.', '/');
-    if (message.find(pointer) != std::string::npos || message.find(o.field) != std::string::npos)
+    if (message.find(dotted_pointer(o.field)) != std::string::npos || message.find(o.field) != std::string::npos)
       from += (from.empty() ? "" : ", ") + o.field;
   }
   return from.empty() ? "" : " (stack \"" + s.stack + "\" supplied " + from + "; a field the scenario sets overrides the stack's)";
