@@ -249,6 +249,14 @@ void add_cp_comm_times(BlockTimes& t, const LoweringInput& in, const Layout& l, 
 
 }  // namespace
 
+HiddenComm BlockTimes::attn_hidden(bool backward) const {
+  return {attn_tp_comm ? seconds_to_time(backward ? tp_comm_hidden_b : tp_comm_hidden_f) : 0, 0};
+}
+HiddenComm BlockTimes::mlp_hidden(bool backward) const {
+  return {mlp_tp_comm ? seconds_to_time(backward ? tp_comm_hidden_b : tp_comm_hidden_f) : 0,
+          seconds_to_time(backward ? ep_comm_hidden_b : ep_comm_hidden_f)};
+}
+
 BlockTimes block_times(const LoweringInput& in, const LayerGraph& g) {
   const auto& c = in.cost;
   BlockTimes t;
@@ -398,9 +406,6 @@ namespace {
 
 }  // namespace
 
-HiddenComm Emitter::hidden(double tp_s, double ep_s) { return {seconds_to_time(tp_s), seconds_to_time(ep_s)}; }
-HiddenComm Emitter::hidden_comm(const SegOp& s) { return hidden(s.hidden_tp, s.hidden_ep); }
-
 OpId Emitter::op(std::int32_t rank, Stream s, Phase ph, Label label, double seconds, Deps deps,
                  std::int32_t mb, std::int32_t chunk) {
   append_op(p_, rank, s, ph, label_id(label), seconds, deps, mb, chunk);
@@ -444,7 +449,7 @@ const Emitter::Template* Emitter::make_template(size_t key, const LayerOps& ops)
   tpl.at_end = ops[ops.n - 1].end;
   for (int i = 0; i < ops.n; ++i) {
     const SegOp& s = ops[i];
-    p_.segments.push_back({seconds_to_time(s.seconds), s.flops, s.hw, label_id(s.label), s.phase, hidden_comm(s)});
+    p_.segments.push_back({seconds_to_time(s.seconds), s.flops, s.hw, label_id(s.label), s.phase, s.hidden});
     const Time d = p_.segments.back().duration;
     tpl.duration = d < kMaxTime - tpl.duration ? tpl.duration + d : kMaxTime;  // past the range: the engine refuses it
   }
@@ -468,11 +473,10 @@ template <class Sink>
 void Emitter::layer_forward(const BlockTimes& t, Bytes stored, Sink& ops) const {
   const MemDelta none{MemCat::Activations, 0}, end{};
   ops.add({Phase::Forward, t.mamba ? op_label::kMambaFwd : op_label::kAttnFwd, t.attn_f, t.attn_f_flops, t.attn_f_hw, {MemCat::Activations, stored}, end,
-           t.attn_tp_comm ? t.tp_comm_hidden_f : 0});
+           t.attn_hidden(false)});
   if (t.tp_comm_f > 0 && t.attn_tp_comm) ops.add({Phase::TpComm, op_label::kTpCommFwd, t.tp_comm_f, 0, 0, none, end});
   ops.between();
-  ops.add({Phase::Forward, op_label::kMlpFwd, t.mlp_f, t.mlp_f_flops, t.mlp_f_hw, none, end, t.mlp_tp_comm ? t.tp_comm_hidden_f : 0,
-           t.ep_comm_hidden_f});
+  ops.add({Phase::Forward, op_label::kMlpFwd, t.mlp_f, t.mlp_f_flops, t.mlp_f_hw, none, end, t.mlp_hidden(false)});
   if (t.ep_comm_f > 0) ops.add({Phase::EpComm, op_label::kEpAllToAllFwd, t.ep_comm_f, 0, 0, none, end});
   if (t.tp_comm_f > 0 && t.mlp_tp_comm) ops.add({Phase::TpComm, op_label::kTpCommFwd, t.tp_comm_f, 0, 0, none, end});
 }
@@ -496,13 +500,13 @@ void Emitter::layer_backward(const BlockTimes& t, std::int64_t l, std::int32_t k
   if (t.ep_comm_b > 0) ops.add({Phase::EpComm, "ep all-to-all bwd", t.ep_comm_b, 0, 0, none, none});
   const double mlp_share = 2 * (t.mlp_b - w_mlp) / std::max(t.mlp_b, 1e-30);
   ops.add({Phase::Backward, op_label::kMlpBwd, t.mlp_b - w_mlp, t.mlp_f_flops * mlp_share, t.mlp_f_hw * mlp_share, none, none,
-           t.mlp_tp_comm ? t.tp_comm_hidden_b : 0, t.ep_comm_hidden_b});
+           t.mlp_hidden(true)});
   ops.between();
   if (t.tp_comm_b > 0 && t.attn_tp_comm) ops.add({Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none});
   const double attn_share = 2 * (t.attn_b - w_attn) / std::max(t.attn_b, 1e-30);
   const MemDelta free_act{MemCat::Activations, -(to_bytes(stored(l, k)) + extra_working)};
   ops.add({Phase::Backward, t.mamba ? op_label::kMambaBwd : op_label::kAttnBwd, t.attn_b - w_attn, t.attn_f_flops * attn_share, t.attn_f_hw * attn_share, none,
-           split ? MemDelta{MemCat::Activations, -extra_working} : free_act, t.attn_tp_comm ? t.tp_comm_hidden_b : 0});
+           split ? MemDelta{MemCat::Activations, -extra_working} : free_act, t.attn_hidden(true)});
 }
 
 template <class Build, class Between>
@@ -514,7 +518,7 @@ void Emitter::emit_layer(std::int32_t rank, std::int32_t mb, std::int32_t chunk,
     Op& o = append_op(p_, rank, Stream::Compute, s.phase, label_id(s.label), s.seconds, deps, mb, chunk);
     o.model_flops = s.flops;
     o.hw_flops = s.hw;
-    o.hidden = hidden_comm(s);
+    o.hidden = s.hidden;
     o.at_start = s.start;
     o.at_end = s.end;
     if (r.first < 0) r.first = id;
@@ -614,10 +618,10 @@ void Emitter::mtp_forward(const AddOp& add_op) const {
   for (std::int64_t i = 0; i < in_.scenario.training.mtp_layers; ++i) {
     add(Phase::Forward, op_label::kMtpFwd, ends().mtp_f, ends().mtp_f_flops, ends().mtp_f_hw, {MemCat::Activations, to_bytes(in_.graph.mtp_stored_bytes)}, none);
     add(Phase::Forward, op_label::kMtpAttnFwd, t.attn_f, t.attn_f_flops, t.attn_f_hw, {MemCat::Activations, to_bytes(stored)}, none,
-        hidden(t.attn_tp_comm ? t.tp_comm_hidden_f : 0, 0));
+        t.attn_hidden(false));
     if (t.tp_comm_f > 0 && t.attn_tp_comm) add(Phase::TpComm, op_label::kTpCommFwd, t.tp_comm_f, 0, 0, none, none);
     add(Phase::Forward, op_label::kMtpMlpFwd, t.mlp_f, t.mlp_f_flops, t.mlp_f_hw, none, none,
-        hidden(t.mlp_tp_comm ? t.tp_comm_hidden_f : 0, t.ep_comm_hidden_f));
+        t.mlp_hidden(false));
     if (t.ep_comm_f > 0) add(Phase::EpComm, op_label::kEpAllToAllFwd, t.ep_comm_f, 0, 0, none, none);
     if (t.tp_comm_f > 0 && t.mlp_tp_comm) add(Phase::TpComm, op_label::kTpCommFwd, t.tp_comm_f, 0, 0, none, none);
     add(Phase::Forward, op_label::kMtpHeadFwd, ends().head_f, ends().head_f_flops, ends().head_f_hw, {MemCat::Activations, to_bytes(ends_act().head)}, none);
@@ -642,10 +646,10 @@ void Emitter::mtp_backward(const AddOp& add_op) const {
     if (t.tp_comm_b > 0 && t.mlp_tp_comm) add(Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none);
     if (t.ep_comm_b > 0) add(Phase::EpComm, "ep all-to-all bwd", t.ep_comm_b, 0, 0, none, none);
     add(Phase::Backward, op_label::kMtpMlpBwd, t.mlp_b, 2 * t.mlp_f_flops, 2 * t.mlp_f_hw, none, none,
-        hidden(t.mlp_tp_comm ? t.tp_comm_hidden_b : 0, t.ep_comm_hidden_b));
+        t.mlp_hidden(true));
     if (t.tp_comm_b > 0 && t.attn_tp_comm) add(Phase::TpComm, op_label::kTpCommBwd, t.tp_comm_b, 0, 0, none, none);
     add(Phase::Backward, op_label::kMtpAttnBwd, t.attn_b, 2 * t.attn_f_flops, 2 * t.attn_f_hw, none, {MemCat::Activations, -to_bytes(stored)},
-        hidden(t.attn_tp_comm ? t.tp_comm_hidden_b : 0, 0));
+        t.attn_hidden(true));
     add(Phase::Backward, op_label::kMtpBwd, ends().mtp_b, 2 * ends().mtp_f_flops, 2 * ends().mtp_f_hw, none,
         {MemCat::Activations, -to_bytes(in_.graph.mtp_stored_bytes)});
   }

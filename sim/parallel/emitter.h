@@ -44,6 +44,9 @@ struct BlockTimes {
   // (tp_comm_overlap); per MoE layer, the paired passes' all-to-alls (ep_comm_overlap).
   double tp_comm_hidden_f = 0, tp_comm_hidden_b = 0;
   double ep_comm_hidden_f = 0, ep_comm_hidden_b = 0;
+  // What runs overlapped under each block's op (Op::hidden), forward or backward.
+  HiddenComm attn_hidden(bool backward) const;
+  HiddenComm mlp_hidden(bool backward) const;
   double cp_comm_f = 0, cp_comm_b = 0;  // per layer, overlapped with attention
   // cp_impl "allgather", per layer on the critical path: the K/V all-gather before attention (and
   // before its replay under full recompute) and the K/V-gradient reduce-scatter after its backward.
@@ -180,7 +183,7 @@ class Emitter {
     Label label = "";
     double seconds = 0, flops = 0, hw = 0;
     MemDelta start, end;
-    double hidden_tp = 0, hidden_ep = 0;  // seconds of collectives overlapped under it (HiddenComm)
+    HiddenComm hidden{};  // collectives overlapped under it
   };
   // A layer's ops collected (the first layer of a fused op's key): up to eight.
   struct LayerOps {
@@ -242,8 +245,6 @@ class Emitter {
   };
   std::vector<Template> templates_;
   const Template* make_template(size_t key, const LayerOps& ops);
-  static HiddenComm hidden_comm(const SegOp& s);
-  static HiddenComm hidden(double tp_s, double ep_s);
   OpId fused_op(std::int32_t rank, std::int32_t mb, std::int32_t chunk, const Template& tpl, Deps& deps);
   // One layer's ops (`build` hands them to a sink): its key's fused op, or emitted one by one.
   template <class Build, class Between>
